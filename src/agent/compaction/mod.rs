@@ -1,0 +1,1 @@
+//! Deterministic context compaction (placeholder; issue 9).

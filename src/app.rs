@@ -1,0 +1,1 @@
+//! Wiring and supervision (placeholder).

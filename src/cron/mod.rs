@@ -1,0 +1,1 @@
+//! cron (placeholder; filled in by its issue).

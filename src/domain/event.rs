@@ -1,0 +1,183 @@
+//! `MessageEvent`: what every adapter turns a platform update into.
+//!
+//! This is the only shape the core sees. Platform types (teloxide, serenity, axum requests)
+//! never cross this line; adapters translate at the edge. Serializable because the event is
+//! stored verbatim in the inbox and replayed after a crash.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::LaneKey;
+
+/// Where an event came from (and where its replies go).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Web,
+    Telegram,
+    Discord,
+    Cron,
+}
+
+impl Platform {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Web => "web",
+            Platform::Telegram => "telegram",
+            Platform::Discord => "discord",
+            Platform::Cron => "cron",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Platform> {
+        match s {
+            "web" => Some(Platform::Web),
+            "telegram" => Some(Platform::Telegram),
+            "discord" => Some(Platform::Discord),
+            "cron" => Some(Platform::Cron),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Platform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatType {
+    Dm,
+    Group,
+    Channel,
+    Thread,
+}
+
+/// What the person sent. Only `Text` and `Command` can start a turn; the others are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageKind {
+    Text,
+    Command,
+    Media,
+    Edited,
+    Service,
+}
+
+/// A file or media item attached to a message, recorded by reference (never downloaded here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub kind: String,
+    /// Platform file id or URL.
+    pub reference: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageEvent {
+    pub platform: Platform,
+    pub chat_id: String,
+    pub chat_type: ChatType,
+    pub thread_id: Option<String>,
+    pub sender_id: String,
+    pub sender_name: String,
+    /// The platform's id for this message; with `platform` it is the inbox dedup key.
+    pub platform_message_id: String,
+    /// Telegram's update id, when there is one (stored for diagnostics).
+    pub update_id: Option<i64>,
+    pub text: String,
+    pub kind: MessageKind,
+    pub reply_to: Option<String>,
+    pub timestamp: DateTime<Utc>,
+    /// True for events nobody typed (cron fires, system notices): they never trigger commands.
+    pub internal: bool,
+    #[serde(default)]
+    pub attachments: Vec<Attachment>,
+    /// The peer address for web chat (loopback check), when known.
+    #[serde(default)]
+    pub from_loopback: bool,
+}
+
+impl MessageEvent {
+    /// A plain text event with the fields every test and adapter needs; the rest defaulted.
+    pub fn text(platform: Platform, chat_id: &str, sender_id: &str, text: &str) -> MessageEvent {
+        MessageEvent {
+            platform,
+            chat_id: chat_id.to_string(),
+            chat_type: ChatType::Dm,
+            thread_id: None,
+            sender_id: sender_id.to_string(),
+            sender_name: sender_id.to_string(),
+            platform_message_id: uuid::Uuid::new_v4().to_string(),
+            update_id: None,
+            text: text.to_string(),
+            kind: MessageKind::Text,
+            reply_to: None,
+            timestamp: Utc::now(),
+            internal: false,
+            attachments: Vec::new(),
+            from_loopback: false,
+        }
+    }
+
+    pub fn lane(&self) -> LaneKey {
+        LaneKey::from_parts(
+            self.platform.as_str(),
+            &self.chat_id,
+            self.thread_id.as_deref(),
+        )
+    }
+
+    /// Whether this event may start a model turn at all.
+    pub fn can_start_turn(&self) -> bool {
+        matches!(self.kind, MessageKind::Text | MessageKind::Command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_round_trips_through_json() {
+        let mut ev = MessageEvent::text(Platform::Telegram, "-100", "42", "hello");
+        ev.thread_id = Some("7".into());
+        ev.chat_type = ChatType::Thread;
+        ev.attachments.push(Attachment {
+            kind: "photo".into(),
+            reference: "AgAD".into(),
+        });
+        let json = serde_json::to_string(&ev).unwrap();
+        let back: MessageEvent = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, ev);
+        assert_eq!(back.lane().as_str(), "telegram:-100:7");
+    }
+
+    #[test]
+    fn event_table() {
+        // (platform, chat, thread, kind, lane, can_start_turn)
+        let cases = [
+            (Platform::Web, "alice", None, MessageKind::Text, "web:alice", true),
+            (Platform::Telegram, "5", Some("9"), MessageKind::Command, "telegram:5:9", true),
+            (Platform::Discord, "77", None, MessageKind::Media, "discord:77", false),
+            (Platform::Telegram, "5", None, MessageKind::Edited, "telegram:5", false),
+            (Platform::Telegram, "5", None, MessageKind::Service, "telegram:5", false),
+        ];
+        for (platform, chat, thread, kind, lane, starts) in cases {
+            let mut ev = MessageEvent::text(platform, chat, "u", "x");
+            ev.thread_id = thread.map(str::to_string);
+            ev.kind = kind;
+            assert_eq!(ev.lane().as_str(), lane);
+            assert_eq!(ev.can_start_turn(), starts, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn platform_names_round_trip() {
+        for p in [Platform::Web, Platform::Telegram, Platform::Discord, Platform::Cron] {
+            assert_eq!(Platform::parse(p.as_str()), Some(p));
+        }
+        assert_eq!(Platform::parse("irc"), None);
+    }
+}

@@ -1,0 +1,12 @@
+//! Pure domain types shared by every layer: events, lanes, messages.
+//!
+//! Nothing here does I/O or names a platform crate or sqlx; adapters and the store translate
+//! to and from these types at their edges.
+
+mod event;
+mod lane;
+mod message;
+
+pub use event::{Attachment, ChatType, MessageEvent, MessageKind, Platform};
+pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
+pub use message::{Role, ToolCall};

@@ -1,0 +1,1 @@
+//! handoff (placeholder; filled in by its issue).

@@ -1,0 +1,1 @@
+//! hooks (placeholder; filled in by its issue).

@@ -1,0 +1,1 @@
+//! http (placeholder; filled in by its issue).

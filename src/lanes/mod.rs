@@ -1,0 +1,1 @@
+//! lanes (placeholder; filled in by its issue).

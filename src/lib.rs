@@ -1,0 +1,18 @@
+//! Herald: a messaging gateway daemon for an AI agent.
+//!
+//! The crate is a library so that tests, benchmarks and the `herald` binary all drive the same
+//! core through [`app::run`]. See `docs/ARCHITECTURE.md` for the map.
+
+pub mod adapters;
+pub mod agent;
+pub mod app;
+pub mod config;
+pub mod cron;
+pub mod domain;
+pub mod handoff;
+pub mod hooks;
+pub mod http;
+pub mod lanes;
+pub mod llm;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,1 @@
+//! llm (placeholder; filled in by its issue).

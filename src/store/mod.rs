@@ -1,0 +1,1 @@
+//! store (placeholder; filled in by its issue).

@@ -1,0 +1,1 @@
+//! telemetry (placeholder; filled in by its issue).
