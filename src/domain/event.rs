@@ -158,11 +158,46 @@ mod tests {
     fn event_table() {
         // (platform, chat, thread, kind, lane, can_start_turn)
         let cases = [
-            (Platform::Web, "alice", None, MessageKind::Text, "web:alice", true),
-            (Platform::Telegram, "5", Some("9"), MessageKind::Command, "telegram:5:9", true),
-            (Platform::Discord, "77", None, MessageKind::Media, "discord:77", false),
-            (Platform::Telegram, "5", None, MessageKind::Edited, "telegram:5", false),
-            (Platform::Telegram, "5", None, MessageKind::Service, "telegram:5", false),
+            (
+                Platform::Web,
+                "alice",
+                None,
+                MessageKind::Text,
+                "web:alice",
+                true,
+            ),
+            (
+                Platform::Telegram,
+                "5",
+                Some("9"),
+                MessageKind::Command,
+                "telegram:5:9",
+                true,
+            ),
+            (
+                Platform::Discord,
+                "77",
+                None,
+                MessageKind::Media,
+                "discord:77",
+                false,
+            ),
+            (
+                Platform::Telegram,
+                "5",
+                None,
+                MessageKind::Edited,
+                "telegram:5",
+                false,
+            ),
+            (
+                Platform::Telegram,
+                "5",
+                None,
+                MessageKind::Service,
+                "telegram:5",
+                false,
+            ),
         ];
         for (platform, chat, thread, kind, lane, starts) in cases {
             let mut ev = MessageEvent::text(platform, chat, "u", "x");
@@ -175,7 +210,12 @@ mod tests {
 
     #[test]
     fn platform_names_round_trip() {
-        for p in [Platform::Web, Platform::Telegram, Platform::Discord, Platform::Cron] {
+        for p in [
+            Platform::Web,
+            Platform::Telegram,
+            Platform::Discord,
+            Platform::Cron,
+        ] {
             assert_eq!(Platform::parse(p.as_str()), Some(p));
         }
         assert_eq!(Platform::parse("irc"), None);

@@ -1,1 +1,204 @@
-//! store (placeholder; filled in by its issue).
+//! Durable state: inbox, transcripts, outbox, leases, key/value.
+//!
+//! The only module that names sqlx or contains SQL. Two backends implement [`Store`]:
+//! SQLite (embedded default, WAL) and Postgres (several replicas). Every transcript write takes
+//! the caller's [`Lease`] and checks it *inside the same transaction*, by updating the lease row
+//! with the caller's holder and fencing token: a worker that lost its lease cannot land a row,
+//! and a takeover waits for an in-flight write to commit before it sees the transcript.
+
+mod common;
+mod postgres;
+mod sqlite;
+mod types;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::domain::{LaneKey, MessageEvent};
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+pub use types::*;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The caller's lease was taken over (or released): it must stop writing for this lane.
+    #[error("lease {name} lost (held by someone else now)")]
+    LeaseLost { name: String },
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The database could not be reached or answered with a transient failure; retrying later
+    /// is the right move.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("store error: {0}")]
+    Other(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match &e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed
+            | sqlx::Error::Tls(_) => StoreError::Unavailable(e.to_string()),
+            sqlx::Error::Database(db) if is_transient_db_error(db.code().as_deref()) => {
+                StoreError::Unavailable(e.to_string())
+            }
+            _ => StoreError::Other(e.to_string()),
+        }
+    }
+}
+
+/// SQLite busy/locked and Postgres admin shutdown / connection failures / serialization.
+fn is_transient_db_error(code: Option<&str>) -> bool {
+    matches!(
+        code,
+        Some(
+            "5" | "6"
+                | "517"
+                | "261"
+                | "57P01"
+                | "57P02"
+                | "57P03"
+                | "08000"
+                | "08003"
+                | "08006"
+                | "40001"
+                | "40P01"
+        )
+    )
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Other(format!("stored JSON is invalid: {e}"))
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+    async fn migrate(&self) -> StoreResult<()>;
+    /// Reachable and fully migrated.
+    async fn ready(&self) -> StoreResult<bool>;
+    async fn close(&self);
+
+    // --- inbox -------------------------------------------------------------------------
+    /// Writes the event once per (platform, platform message id).
+    async fn inbox_insert(&self, ev: &MessageEvent) -> StoreResult<InboxInsert>;
+    async fn inbox_get(&self, id: i64) -> StoreResult<Option<InboxRow>>;
+    /// Pending events of one lane, oldest first.
+    async fn inbox_pending(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<InboxRow>>;
+    /// Lanes with pending events (work left over from a crash, or from another replica).
+    async fn inbox_pending_lanes(&self, limit: i64) -> StoreResult<Vec<LaneKey>>;
+    /// Counts a turn attempt, returning the new count (poison-message guard).
+    async fn inbox_bump_attempts(&self, id: i64) -> StoreResult<i64>;
+    /// Closes an event that never becomes a turn (a hook skipped it), with optional replies.
+    async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
+
+    // --- leases ------------------------------------------------------------------------
+    /// Takes the named lease when it is free or expired. `None`: someone else holds it.
+    async fn lease_acquire(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> StoreResult<Option<Lease>>;
+    async fn lease_renew(&self, lease: &Lease, ttl: Duration) -> StoreResult<()>;
+    async fn lease_release(&self, lease: &Lease) -> StoreResult<()>;
+    async fn lease_get(&self, name: &str) -> StoreResult<Option<LeaseInfo>>;
+
+    // --- sessions and transcripts --------------------------------------------------------
+    async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;
+    async fn session_get(&self, id: &str) -> StoreResult<Option<Session>>;
+    async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>>;
+    /// Opens a new session in the lane (lease-checked); fails if one is open.
+    async fn session_create(&self, lease: &Lease, session: &Session) -> StoreResult<()>;
+    /// Ends the lane's open session (lease-checked).
+    async fn session_close(&self, lease: &Lease, session_id: &str, reason: &str)
+        -> StoreResult<()>;
+    async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>>;
+    async fn append_messages(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        messages: &[NewMessage],
+    ) -> StoreResult<Vec<i64>>;
+    /// Messages of a session around one id (the scroll half of session_search).
+    async fn messages_around(
+        &self,
+        session_id: &str,
+        around_id: i64,
+        radius: i64,
+    ) -> StoreResult<Vec<StoredMessage>>;
+    /// Full-text search over live and compacted rows (never retracted ones), newest first.
+    async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>>;
+
+    // --- turns ---------------------------------------------------------------------------
+    /// Records the start of a turn (lease-checked) and returns its id.
+    async fn turn_begin(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        inbox_id: Option<i64>,
+    ) -> StoreResult<i64>;
+    /// Lands the turn's messages, its reply chunks and the inbox mark in one transaction.
+    async fn turn_commit(&self, lease: &Lease, commit: &TurnCommit) -> StoreResult<TurnCommitted>;
+    async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>>;
+
+    // --- outbox --------------------------------------------------------------------------
+    /// Claims due rows for the given platforms, at most one lane's rows in order and never a
+    /// row while an earlier row of its lane waits: chunks arrive in order.
+    async fn outbox_claim(
+        &self,
+        holder: &str,
+        platforms: &[String],
+        limit: i64,
+        claim_ttl: Duration,
+    ) -> StoreResult<Vec<OutboxRow>>;
+    async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()>;
+    /// Puts a claimed row back: to retry at `next_attempt_at`, or `failed` for good.
+    async fn outbox_mark_retry(
+        &self,
+        id: i64,
+        error: &str,
+        next_attempt_at: i64,
+        give_up: bool,
+    ) -> StoreResult<()>;
+    /// Releases a claim without counting an attempt.
+    async fn outbox_release(&self, id: i64) -> StoreResult<()>;
+    async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>>;
+    async fn outbox_counts(&self) -> StoreResult<OutboxCounts>;
+    async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
+    /// Outbox rows written outside a turn (notices), not tied to a transcript.
+    async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
+
+    // --- misc ----------------------------------------------------------------------------
+    async fn kv_get(&self, key: &str) -> StoreResult<Option<String>>;
+    async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()>;
+    async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
+}
+
+/// Opens the store named by a URL (`sqlite://path` or `postgres://…`).
+pub async fn connect(url: &str, max_connections: u32) -> StoreResult<Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PgStore::connect(url, max_connections).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect(url, max_connections).await?))
+    } else {
+        Err(StoreError::Other(format!(
+            "store.url must start with sqlite:// or postgres://, got {url:?}"
+        )))
+    }
+}
+
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

@@ -1,0 +1,691 @@
+//! The SQL both backends share, written once.
+//!
+//! Timestamps are epoch milliseconds and flags are integers in both schemas, and every query
+//! uses `$N` placeholders in order of first appearance (SQLite reads them as numbered
+//! parameters), so one text serves both. `store_impl!` expands the shared methods for a pool
+//! type; the dialect-specific pieces (transaction start, outbox claim, search) are passed in.
+
+use sqlx::Row;
+
+use super::types::*;
+use super::StoreError;
+use crate::domain::{MessageEvent, Role, ToolCall};
+
+pub(super) const INBOX_COLS: &str =
+    "id, lane, event, status, attempts, note, session_id, reply_message_id, received_at";
+pub(super) const MESSAGE_COLS: &str = "id, session_id, role, content, api_content, tool_calls, \
+     tool_call_id, tool_name, active, compacted, created_at";
+pub(super) const SESSION_COLS: &str = "id, lane, parent_id, started_at, ended_at, end_reason, \
+     system_prompt, model, compaction_strikes, fallback_streak, breaker_blocked_since, cooldown_until";
+pub(super) const OUTBOX_COLS: &str = "id, idem_key, lane, platform, chat_id, thread_id, reply_to, \
+     inbox_id, chunk_index, text, status, attempts, platform_message_id, last_error, created_at, sent_at";
+
+/// The lease check every transcript write runs first, inside its transaction. Updating the
+/// row (rather than reading it) takes its lock, so a concurrent takeover waits for our commit.
+pub(super) const LEASE_CHECK: &str =
+    "UPDATE leases SET expires_at = expires_at WHERE name = $1 AND holder = $2 AND token = $3";
+
+pub(super) const LEASE_ACQUIRE: &str =
+    "INSERT INTO leases (name, holder, token, expires_at, acquired_at) \
+     VALUES ($1, $2, 1, $3, $4) \
+     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, token = leases.token + 1, \
+     expires_at = excluded.expires_at, acquired_at = excluded.acquired_at \
+     WHERE leases.expires_at < $4 OR leases.holder = excluded.holder \
+     RETURNING token";
+
+pub(super) fn inbox_from_row<R: Row>(row: &R) -> Result<InboxRow, StoreError>
+where
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let event: String = row.try_get("event")?;
+    let event: MessageEvent = serde_json::from_str(&event)?;
+    let status: String = row.try_get("status")?;
+    Ok(InboxRow {
+        id: row.try_get("id")?,
+        lane: row.try_get("lane")?,
+        event,
+        status: InboxStatus::parse(&status),
+        attempts: row.try_get("attempts")?,
+        note: row.try_get("note")?,
+        session_id: row.try_get("session_id")?,
+        reply_message_id: row.try_get("reply_message_id")?,
+        received_at: row.try_get("received_at")?,
+    })
+}
+
+pub(super) fn message_from_row<R: Row>(row: &R) -> Result<StoredMessage, StoreError>
+where
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let role: String = row.try_get("role")?;
+    let tool_calls: Option<String> = row.try_get("tool_calls")?;
+    let tool_calls: Vec<ToolCall> = match tool_calls {
+        Some(s) if !s.is_empty() => serde_json::from_str(&s)?,
+        _ => Vec::new(),
+    };
+    let active: i64 = row.try_get("active")?;
+    let compacted: i64 = row.try_get("compacted")?;
+    Ok(StoredMessage {
+        id: row.try_get("id")?,
+        session_id: row.try_get("session_id")?,
+        role: Role::parse(&role)
+            .ok_or_else(|| StoreError::Other(format!("unknown role {role:?} in messages")))?,
+        content: row.try_get("content")?,
+        api_content: row.try_get("api_content")?,
+        tool_calls,
+        tool_call_id: row.try_get("tool_call_id")?,
+        tool_name: row.try_get("tool_name")?,
+        active: active != 0,
+        compacted: compacted != 0,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+pub(super) fn tool_calls_json(m: &NewMessage) -> Option<String> {
+    if m.tool_calls.is_empty() {
+        None
+    } else {
+        serde_json::to_string(&m.tool_calls).ok()
+    }
+}
+
+/// Turns free text into an FTS5 query that cannot be a syntax error: every word quoted, all
+/// words required.
+pub(super) fn fts5_query(q: &str) -> String {
+    q.split_whitespace()
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Keeps the newest hit of each session, preserving order (the discovery shape of
+/// session_search: one hit per session).
+pub(super) fn dedup_by_session(hits: Vec<SearchHit>, limit: usize) -> Vec<SearchHit> {
+    let mut seen = std::collections::HashSet::new();
+    hits.into_iter()
+        .filter(|h| seen.insert(h.session_id.clone()))
+        .take(limit)
+        .collect()
+}
+
+/// Expands `impl Store for $ty` with the shared methods plus the backend's own `$extra` ones
+/// (the whole impl is generated so that `async_trait` sees every method).
+macro_rules! store_impl {
+    ($ty:ty, { $($extra:tt)* }) => {
+        #[async_trait::async_trait]
+        impl Store for $ty {
+        $($extra)*
+        async fn inbox_insert(&self, ev: &MessageEvent) -> StoreResult<InboxInsert> {
+            let json = serde_json::to_string(ev)?;
+            let inserted: Option<(i64,)> = sqlx::query_as(
+                "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, platform_message_id) DO NOTHING \
+                 RETURNING id",
+            )
+            .bind(ev.platform.as_str())
+            .bind(&ev.platform_message_id)
+            .bind(ev.lane().as_str())
+            .bind(&json)
+            .bind(now_ms())
+            .fetch_optional(&self.pool)
+            .await?;
+            if let Some((id,)) = inserted {
+                return Ok(InboxInsert::Inserted(id));
+            }
+            let (id,): (i64,) = sqlx::query_as(
+                "SELECT id FROM inbox WHERE platform = $1 AND platform_message_id = $2",
+            )
+            .bind(ev.platform.as_str())
+            .bind(&ev.platform_message_id)
+            .fetch_one(&self.pool)
+            .await?;
+            Ok(InboxInsert::Duplicate(id))
+        }
+
+        async fn inbox_get(&self, id: i64) -> StoreResult<Option<InboxRow>> {
+            let sql = format!("SELECT {} FROM inbox WHERE id = $1", common::INBOX_COLS);
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+            row.as_ref().map(common::inbox_from_row).transpose()
+        }
+
+        async fn inbox_pending(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<InboxRow>> {
+            let sql = format!(
+                "SELECT {} FROM inbox WHERE lane = $1 AND status = 'pending' ORDER BY id LIMIT $2",
+                common::INBOX_COLS
+            );
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(lane.as_str())
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter().map(common::inbox_from_row).collect()
+        }
+
+        async fn inbox_pending_lanes(&self, limit: i64) -> StoreResult<Vec<LaneKey>> {
+            let rows: Vec<(String,)> = sqlx::query_as(
+                "SELECT lane FROM inbox WHERE status = 'pending' GROUP BY lane ORDER BY MIN(id) LIMIT $1",
+            )
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+            Ok(rows.into_iter().map(|(l,)| LaneKey::parse(&l)).collect())
+        }
+
+        async fn inbox_bump_attempts(&self, id: i64) -> StoreResult<i64> {
+            let (n,): (i64,) = sqlx::query_as(
+                "UPDATE inbox SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts",
+            )
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+            Ok(n)
+        }
+
+        async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            sqlx::query("UPDATE inbox SET status = 'skipped', note = $1, done_at = $2 WHERE id = $3")
+                .bind(note)
+                .bind(now_ms())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            for r in replies {
+                insert_outbox(&mut tx, r).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn lease_acquire(
+            &self,
+            name: &str,
+            holder: &str,
+            ttl: Duration,
+        ) -> StoreResult<Option<Lease>> {
+            let now = now_ms();
+            let row: Option<(i64,)> = sqlx::query_as(common::LEASE_ACQUIRE)
+                .bind(name)
+                .bind(holder)
+                .bind(now + ttl.as_millis() as i64)
+                .bind(now)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(token,)| Lease {
+                name: name.to_string(),
+                holder: holder.to_string(),
+                token,
+            }))
+        }
+
+        async fn lease_renew(&self, lease: &Lease, ttl: Duration) -> StoreResult<()> {
+            let res = sqlx::query(
+                "UPDATE leases SET expires_at = $1 WHERE name = $2 AND holder = $3 AND token = $4",
+            )
+            .bind(now_ms() + ttl.as_millis() as i64)
+            .bind(&lease.name)
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .execute(&self.pool)
+            .await?;
+            if res.rows_affected() == 1 {
+                Ok(())
+            } else {
+                Err(StoreError::LeaseLost { name: lease.name.clone() })
+            }
+        }
+
+        async fn lease_release(&self, lease: &Lease) -> StoreResult<()> {
+            // Expire rather than delete: the fencing token must keep growing.
+            sqlx::query(
+                "UPDATE leases SET expires_at = 0 WHERE name = $1 AND holder = $2 AND token = $3",
+            )
+            .bind(&lease.name)
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn lease_get(&self, name: &str) -> StoreResult<Option<LeaseInfo>> {
+            Ok(sqlx::query_as(
+                "SELECT name, holder, token, expires_at, acquired_at FROM leases WHERE name = $1",
+            )
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?)
+        }
+
+        async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>> {
+            let sql = format!(
+                "SELECT {} FROM sessions WHERE lane = $1 AND ended_at IS NULL",
+                common::SESSION_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(lane.as_str())
+                .fetch_optional(&self.pool)
+                .await?)
+        }
+
+        async fn session_get(&self, id: &str) -> StoreResult<Option<Session>> {
+            let sql = format!("SELECT {} FROM sessions WHERE id = $1", common::SESSION_COLS);
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?)
+        }
+
+        async fn sessions_list(
+            &self,
+            lane: Option<&LaneKey>,
+            limit: i64,
+        ) -> StoreResult<Vec<Session>> {
+            let sql = format!(
+                "SELECT {} FROM sessions WHERE ($1 = '' OR lane = $1) ORDER BY started_at DESC LIMIT $2",
+                common::SESSION_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(lane.map(|l| l.as_str()).unwrap_or(""))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?)
+        }
+
+        async fn session_create(&self, lease: &Lease, s: &Session) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            check_lease(&mut tx, lease).await?;
+            sqlx::query(
+                "INSERT INTO sessions (id, lane, parent_id, started_at, system_prompt, model) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&s.id)
+            .bind(&s.lane)
+            .bind(&s.parent_id)
+            .bind(s.started_at)
+            .bind(&s.system_prompt)
+            .bind(&s.model)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn session_close(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            reason: &str,
+        ) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            check_lease(&mut tx, lease).await?;
+            sqlx::query(
+                "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
+            )
+            .bind(now_ms())
+            .bind(reason)
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>> {
+            let sql = format!(
+                "SELECT {} FROM messages WHERE session_id = $1 AND ($2 = 0 OR active = 1) ORDER BY id",
+                common::MESSAGE_COLS
+            );
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(session_id)
+                .bind(live_only as i64)
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter().map(common::message_from_row).collect()
+        }
+
+        async fn append_messages(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            messages: &[NewMessage],
+        ) -> StoreResult<Vec<i64>> {
+            let mut tx = self.begin().await?;
+            check_lease(&mut tx, lease).await?;
+            let mut ids = Vec::with_capacity(messages.len());
+            for m in messages {
+                ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+            }
+            tx.commit().await?;
+            Ok(ids)
+        }
+
+        async fn messages_around(
+            &self,
+            session_id: &str,
+            around_id: i64,
+            radius: i64,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            let sql = format!(
+                "SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id <= $2 \
+                   AND NOT (active = 0 AND compacted = 0) ORDER BY id DESC LIMIT $3) a \
+                 UNION ALL \
+                 SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id > $2 \
+                   AND NOT (active = 0 AND compacted = 0) ORDER BY id LIMIT $4) b \
+                 ORDER BY id",
+                cols = common::MESSAGE_COLS
+            );
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(session_id)
+                .bind(around_id)
+                .bind(radius + 1)
+                .bind(radius)
+                .fetch_all(&self.pool)
+                .await?;
+            rows.iter().map(common::message_from_row).collect()
+        }
+
+        async fn turn_begin(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            inbox_id: Option<i64>,
+        ) -> StoreResult<i64> {
+            let mut tx = self.begin().await?;
+            check_lease(&mut tx, lease).await?;
+            let (id,): (i64,) = sqlx::query_as(
+                "INSERT INTO turns (lane, session_id, inbox_id, holder, token, started_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            )
+            .bind(&lease.name)
+            .bind(session_id)
+            .bind(inbox_id)
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .bind(now_ms())
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(id)
+        }
+
+        async fn turn_commit(&self, lease: &Lease, c: &TurnCommit) -> StoreResult<TurnCommitted> {
+            let mut tx = self.begin().await?;
+            check_lease(&mut tx, lease).await?;
+            let mut ids = Vec::with_capacity(c.messages.len());
+            for m in &c.messages {
+                ids.push(insert_message(&mut tx, &lease.name, &c.session_id, Some(c.turn_id), m).await?);
+            }
+            for o in &c.outbox {
+                insert_outbox(&mut tx, o).await?;
+            }
+            let now = now_ms();
+            if let Some(inbox_id) = c.inbox_id {
+                let reply_id = c
+                    .messages
+                    .iter()
+                    .zip(&ids)
+                    .rev()
+                    .find(|(m, _)| m.role == Role::Assistant)
+                    .map(|(_, id)| *id);
+                sqlx::query(
+                    "UPDATE inbox SET status = $1, note = $2, session_id = $3, reply_message_id = $4, \
+                     done_at = $5 WHERE id = $6",
+                )
+                .bind(c.inbox_status.as_str())
+                .bind(&c.note)
+                .bind(&c.session_id)
+                .bind(reply_id)
+                .bind(now)
+                .bind(inbox_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query("UPDATE turns SET status = $1, ended_at = $2 WHERE id = $3")
+                .bind(c.inbox_status.as_str())
+                .bind(now)
+                .bind(c.turn_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(TurnCommitted { message_ids: ids })
+        }
+
+        async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>> {
+            Ok(sqlx::query_as(
+                "SELECT id, lane, session_id, inbox_id, holder, token, status, started_at, ended_at \
+                 FROM turns WHERE lane = $1 ORDER BY id LIMIT $2",
+            )
+            .bind(lane.as_str())
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?)
+        }
+
+        async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()> {
+            sqlx::query(
+                "UPDATE outbox SET status = 'sent', platform_message_id = $1, sent_at = $2, \
+                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL WHERE id = $3",
+            )
+            .bind(platform_message_id)
+            .bind(now_ms())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn outbox_mark_retry(
+            &self,
+            id: i64,
+            error: &str,
+            next_attempt_at: i64,
+            give_up: bool,
+        ) -> StoreResult<()> {
+            sqlx::query(
+                "UPDATE outbox SET status = $1, last_error = $2, next_attempt_at = $3, \
+                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL WHERE id = $4",
+            )
+            .bind(if give_up { "failed" } else { "pending" })
+            .bind(error)
+            .bind(next_attempt_at)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn outbox_release(&self, id: i64) -> StoreResult<()> {
+            sqlx::query(
+                "UPDATE outbox SET status = 'pending', claimed_by = NULL, claim_until = NULL \
+                 WHERE id = $1 AND status = 'sending'",
+            )
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>> {
+            let sql = format!(
+                "SELECT {} FROM outbox WHERE inbox_id = $1 ORDER BY chunk_index, id",
+                common::OUTBOX_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(inbox_id)
+                .fetch_all(&self.pool)
+                .await?)
+        }
+
+        async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {
+            let sql = format!(
+                "SELECT {} FROM outbox ORDER BY id DESC LIMIT $1",
+                common::OUTBOX_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?)
+        }
+
+        async fn outbox_counts(&self) -> StoreResult<OutboxCounts> {
+            let rows: Vec<(String, i64)> =
+                sqlx::query_as("SELECT status, COUNT(*) FROM outbox GROUP BY status")
+                    .fetch_all(&self.pool)
+                    .await?;
+            let mut c = OutboxCounts::default();
+            for (status, n) in rows {
+                match status.as_str() {
+                    "pending" => c.pending = n,
+                    "sending" => c.sending = n,
+                    "sent" => c.sent = n,
+                    "failed" => c.failed = n,
+                    _ => {}
+                }
+            }
+            Ok(c)
+        }
+
+        async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            for r in rows {
+                insert_outbox(&mut tx, r).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn kv_get(&self, key: &str) -> StoreResult<Option<String>> {
+            let row: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|(v,)| v))
+        }
+
+        async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()> {
+            sqlx::query(
+                "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            )
+            .bind(key)
+            .bind(value)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>> {
+            Ok(sqlx::query_as(
+                "SELECT i.lane AS lane, \
+                   CAST(SUM(CASE WHEN i.status = 'pending' THEN 1 ELSE 0 END) AS BIGINT) AS pending, \
+                   MAX(i.received_at) AS last_activity, \
+                   (SELECT l.holder FROM leases l WHERE l.name = i.lane AND l.expires_at > $1) AS lease_holder, \
+                   (SELECT l.expires_at FROM leases l WHERE l.name = i.lane AND l.expires_at > $1) AS lease_expires_at, \
+                   (SELECT s.id FROM sessions s WHERE s.lane = i.lane AND s.ended_at IS NULL) AS session_id \
+                 FROM inbox i GROUP BY i.lane ORDER BY MAX(i.received_at) DESC LIMIT $2",
+            )
+            .bind(now_ms())
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?)
+        }
+        }
+    };
+}
+
+/// Expands the transaction helpers for one backend (`$db` is the sqlx database type).
+macro_rules! store_tx_helpers {
+    ($db:ty) => {
+        async fn check_lease(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            lease: &Lease,
+        ) -> StoreResult<()> {
+            let res = sqlx::query(common::LEASE_CHECK)
+                .bind(&lease.name)
+                .bind(&lease.holder)
+                .bind(lease.token)
+                .execute(&mut **tx)
+                .await?;
+            if res.rows_affected() == 1 {
+                Ok(())
+            } else {
+                Err(StoreError::LeaseLost {
+                    name: lease.name.clone(),
+                })
+            }
+        }
+
+        async fn insert_message(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            lane: &str,
+            session_id: &str,
+            turn_id: Option<i64>,
+            m: &NewMessage,
+        ) -> StoreResult<i64> {
+            let (id,): (i64,) = sqlx::query_as(
+                "INSERT INTO messages (session_id, lane, turn_id, role, content, api_content, \
+                 tool_calls, tool_call_id, tool_name, platform_message_id, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+            )
+            .bind(session_id)
+            .bind(lane)
+            .bind(turn_id)
+            .bind(m.role.as_str())
+            .bind(&m.content)
+            .bind(&m.api_content)
+            .bind(common::tool_calls_json(m))
+            .bind(&m.tool_call_id)
+            .bind(&m.tool_name)
+            .bind(&m.platform_message_id)
+            .bind(now_ms())
+            .fetch_one(&mut **tx)
+            .await?;
+            Ok(id)
+        }
+
+        /// Idempotent: a row whose key exists is left as it is (a re-run turn cannot add a
+        /// second copy of a chunk).
+        async fn insert_outbox(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            o: &NewOutbox,
+        ) -> StoreResult<()> {
+            sqlx::query(
+                "INSERT INTO outbox (idem_key, lane, platform, chat_id, thread_id, reply_to, inbox_id, \
+                 chunk_index, text, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                 ON CONFLICT (idem_key) DO NOTHING",
+            )
+            .bind(&o.idem_key)
+            .bind(&o.lane)
+            .bind(&o.platform)
+            .bind(&o.chat_id)
+            .bind(&o.thread_id)
+            .bind(&o.reply_to)
+            .bind(o.inbox_id)
+            .bind(o.chunk_index)
+            .bind(&o.text)
+            .bind(now_ms())
+            .execute(&mut **tx)
+            .await?;
+            Ok(())
+        }
+    };
+}
+
+pub(super) use store_impl;
+pub(super) use store_tx_helpers;
+
+/// The outbox claim's row filter, shared by both dialects: due, and no earlier row of the same
+/// lane is in flight or waiting for a retry (so a lane's chunks go out in order).
+pub(super) const OUTBOX_CLAIMABLE: &str = "((o.status = 'pending' AND o.next_attempt_at <= $1) \
+       OR (o.status = 'sending' AND o.claim_until < $1)) \
+     AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.lane = o.lane AND e.id < o.id \
+       AND ((e.status = 'sending' AND e.claim_until >= $1) \
+         OR (e.status = 'pending' AND e.next_attempt_at > $1)))";

@@ -1,0 +1,118 @@
+//! Postgres backend: several replicas share one database. Coordination is Postgres's own:
+//! row locks (the lease check), unique constraints (inbox, outbox keys) and
+//! `FOR UPDATE SKIP LOCKED` (outbox claims). No home-made consensus.
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::Postgres;
+
+use super::common::{self, store_impl, store_tx_helpers};
+use super::types::*;
+use super::{now_ms, Store, StoreError, StoreResult};
+use crate::domain::{LaneKey, MessageEvent, Role};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    pub async fn connect(url: &str, max_connections: u32) -> StoreResult<PgStore> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(15))
+            .connect(url)
+            .await?;
+        Ok(PgStore { pool })
+    }
+
+    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+}
+
+store_tx_helpers!(Postgres);
+
+store_impl!(PgStore, {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+    }
+
+    async fn ready(&self) -> StoreResult<bool> {
+        let applied: Result<(i64,), sqlx::Error> =
+            sqlx::query_as("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await;
+        match applied {
+            Ok((n,)) => Ok(n as usize >= MIGRATOR.iter().count()),
+            Err(sqlx::Error::Database(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>> {
+        if query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(String, i64, String, String, i64)> = sqlx::query_as(
+            "SELECT m.session_id, m.id, m.role, \
+               ts_headline('simple', m.content, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=4'), \
+               m.created_at \
+             FROM messages m, plainto_tsquery('simple', $1) q \
+             WHERE m.tsv @@ q AND NOT (m.active = 0 AND m.compacted = 0) \
+             ORDER BY m.id DESC LIMIT $2",
+        )
+        .bind(query)
+        .bind(limit.saturating_mul(8))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(common::dedup_by_session(
+            super::sqlite::hits_from(rows),
+            limit as usize,
+        ))
+    }
+
+    async fn outbox_claim(
+        &self,
+        holder: &str,
+        platforms: &[String],
+        limit: i64,
+        claim_ttl: Duration,
+    ) -> StoreResult<Vec<OutboxRow>> {
+        let now = now_ms();
+        let mut out = Vec::new();
+        for platform in platforms {
+            let sql = format!(
+                "UPDATE outbox SET status = 'sending', claimed_by = $3, claim_until = $4 \
+                 WHERE id IN (SELECT o.id FROM outbox o WHERE o.platform = $2 AND {} \
+                   ORDER BY o.id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING {}",
+                common::OUTBOX_CLAIMABLE,
+                common::OUTBOX_COLS
+            );
+            let mut rows: Vec<OutboxRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(now)
+                .bind(platform)
+                .bind(holder)
+                .bind(now + claim_ttl.as_millis() as i64)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+            out.append(&mut rows);
+        }
+        out.sort_by_key(|r| r.id);
+        Ok(out)
+    }
+});

@@ -1,0 +1,152 @@
+//! SQLite backend: the embedded default. WAL mode, FTS5 search, and `BEGIN IMMEDIATE` write
+//! transactions so that two writers queue on the busy timeout instead of failing on a lock
+//! upgrade.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool};
+
+use super::common::{self, store_impl, store_tx_helpers};
+use super::types::*;
+use super::{now_ms, Store, StoreError, StoreResult};
+use crate::domain::{LaneKey, MessageEvent, Role};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    pub async fn connect(url: &str, max_connections: u32) -> StoreResult<SqliteStore> {
+        if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let path = path.split('?').next().unwrap_or(path);
+            if let Some(dir) = std::path::Path::new(path).parent() {
+                if !dir.as_os_str().is_empty() && path != ":memory:" {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        StoreError::Other(format!(
+                            "cannot create data folder {}: {e}",
+                            dir.display()
+                        ))
+                    })?;
+                }
+            }
+        }
+        let opts = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(15))
+            .connect_with(opts)
+            .await?;
+        Ok(SqliteStore { pool })
+    }
+
+    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+store_tx_helpers!(Sqlite);
+
+store_impl!(SqliteStore, {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+    }
+
+    async fn ready(&self) -> StoreResult<bool> {
+        let applied: Result<(i64,), sqlx::Error> =
+            sqlx::query_as("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await;
+        match applied {
+            Ok((n,)) => Ok(n as usize >= MIGRATOR.iter().count()),
+            Err(sqlx::Error::Database(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>> {
+        let q = common::fts5_query(query);
+        if q.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(String, i64, String, String, i64)> = sqlx::query_as(
+            "SELECT m.session_id, m.id, m.role, \
+               snippet(messages_fts, 0, '[', ']', '…', 16), m.created_at \
+             FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid \
+             WHERE messages_fts MATCH $1 AND NOT (m.active = 0 AND m.compacted = 0) \
+             ORDER BY m.id DESC LIMIT $2",
+        )
+        .bind(&q)
+        .bind(limit.saturating_mul(8))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(common::dedup_by_session(hits_from(rows), limit as usize))
+    }
+
+    async fn outbox_claim(
+        &self,
+        holder: &str,
+        platforms: &[String],
+        limit: i64,
+        claim_ttl: Duration,
+    ) -> StoreResult<Vec<OutboxRow>> {
+        let now = now_ms();
+        let mut out = Vec::new();
+        for platform in platforms {
+            let sql = format!(
+                "UPDATE outbox SET status = 'sending', claimed_by = $3, claim_until = $4 \
+                 WHERE id IN (SELECT o.id FROM outbox o WHERE o.platform = $2 AND {} \
+                   ORDER BY o.id LIMIT $5) RETURNING {}",
+                common::OUTBOX_CLAIMABLE,
+                common::OUTBOX_COLS
+            );
+            let mut rows: Vec<OutboxRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(now)
+                .bind(platform)
+                .bind(holder)
+                .bind(now + claim_ttl.as_millis() as i64)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+            out.append(&mut rows);
+        }
+        out.sort_by_key(|r| r.id);
+        Ok(out)
+    }
+});
+
+pub(super) fn hits_from(rows: Vec<(String, i64, String, String, i64)>) -> Vec<SearchHit> {
+    rows.into_iter()
+        .map(
+            |(session_id, message_id, role, snippet, created_at)| SearchHit {
+                session_id,
+                message_id,
+                role: Role::parse(&role).unwrap_or(Role::User),
+                snippet,
+                created_at,
+            },
+        )
+        .collect()
+}

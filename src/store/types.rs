@@ -1,0 +1,238 @@
+//! Row types that cross the store boundary. Serializable because the admin API shows them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{MessageEvent, Role, ToolCall};
+
+/// Proof of holding a named lease (a lane's turn lease, or a singleton role such as the
+/// Telegram poller). The fencing token grows on every takeover: a write carrying an old token
+/// is refused inside its transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub name: String,
+    pub holder: String,
+    pub token: i64,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct LeaseInfo {
+    pub name: String,
+    pub holder: String,
+    pub token: i64,
+    pub expires_at: i64,
+    pub acquired_at: i64,
+}
+
+/// Result of writing an event to the inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxInsert {
+    Inserted(i64),
+    /// The platform redelivered an update we already have: nothing was written.
+    Duplicate(i64),
+}
+
+impl InboxInsert {
+    pub fn id(self) -> i64 {
+        match self {
+            InboxInsert::Inserted(id) | InboxInsert::Duplicate(id) => id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InboxStatus {
+    Pending,
+    Done,
+    Failed,
+    Skipped,
+}
+
+impl InboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxStatus::Pending => "pending",
+            InboxStatus::Done => "done",
+            InboxStatus::Failed => "failed",
+            InboxStatus::Skipped => "skipped",
+        }
+    }
+
+    pub fn parse(s: &str) -> InboxStatus {
+        match s {
+            "done" => InboxStatus::Done,
+            "failed" => InboxStatus::Failed,
+            "skipped" => InboxStatus::Skipped,
+            _ => InboxStatus::Pending,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxRow {
+    pub id: i64,
+    pub lane: String,
+    pub event: MessageEvent,
+    pub status: InboxStatus,
+    pub attempts: i64,
+    pub note: Option<String>,
+    pub session_id: Option<String>,
+    pub reply_message_id: Option<i64>,
+    pub received_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct Session {
+    pub id: String,
+    pub lane: String,
+    pub parent_id: Option<String>,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub end_reason: Option<String>,
+    pub system_prompt: String,
+    pub model: String,
+    pub compaction_strikes: i64,
+    pub fallback_streak: i64,
+    pub breaker_blocked_since: Option<i64>,
+    pub cooldown_until: Option<i64>,
+}
+
+/// A message about to be appended to a transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub role: Role,
+    pub content: String,
+    /// The exact bytes sent to the provider when they differ from `content`.
+    pub api_content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+    pub platform_message_id: Option<String>,
+}
+
+impl NewMessage {
+    pub fn new(role: Role, content: impl Into<String>) -> NewMessage {
+        NewMessage {
+            role,
+            content: content.into(),
+            api_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+            platform_message_id: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredMessage {
+    pub id: i64,
+    pub session_id: String,
+    pub role: Role,
+    pub content: String,
+    pub api_content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+    pub active: bool,
+    pub compacted: bool,
+    pub created_at: i64,
+}
+
+impl StoredMessage {
+    /// What replay sends to the provider: `api_content` verbatim when present.
+    pub fn wire_content(&self) -> &str {
+        self.api_content.as_deref().unwrap_or(&self.content)
+    }
+}
+
+/// One reply chunk to deliver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewOutbox {
+    pub idem_key: String,
+    pub lane: String,
+    pub platform: String,
+    pub chat_id: String,
+    pub thread_id: Option<String>,
+    pub reply_to: Option<String>,
+    pub inbox_id: Option<i64>,
+    pub chunk_index: i64,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub idem_key: String,
+    pub lane: String,
+    pub platform: String,
+    pub chat_id: String,
+    pub thread_id: Option<String>,
+    pub reply_to: Option<String>,
+    pub inbox_id: Option<i64>,
+    pub chunk_index: i64,
+    pub text: String,
+    pub status: String,
+    pub attempts: i64,
+    pub platform_message_id: Option<String>,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub sent_at: Option<i64>,
+}
+
+/// Everything a finished turn writes, landed in one transaction under the lease check.
+#[derive(Debug, Clone)]
+pub struct TurnCommit {
+    pub turn_id: i64,
+    pub session_id: String,
+    pub messages: Vec<NewMessage>,
+    pub outbox: Vec<NewOutbox>,
+    pub inbox_id: Option<i64>,
+    pub inbox_status: InboxStatus,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnCommitted {
+    pub message_ids: Vec<i64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OutboxCounts {
+    pub pending: i64,
+    pub sending: i64,
+    pub sent: i64,
+    pub failed: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchHit {
+    pub session_id: String,
+    pub message_id: i64,
+    pub role: Role,
+    pub snippet: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct LaneOverview {
+    pub lane: String,
+    pub pending: i64,
+    pub last_activity: i64,
+    pub lease_holder: Option<String>,
+    pub lease_expires_at: Option<i64>,
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct TurnRow {
+    pub id: i64,
+    pub lane: String,
+    pub session_id: String,
+    pub inbox_id: Option<i64>,
+    pub holder: String,
+    pub token: i64,
+    pub status: String,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+}
