@@ -1,1 +1,206 @@
-//! Wiring and supervision (placeholder).
+//! Wiring and supervision: build every part from the config, start the tasks, stop them in
+//! order.
+//!
+//! `App::start` is the testable core (tests start it on `127.0.0.1:0`); `run` adds waiting
+//! for the shutdown signal. Every task is spawned on one `TaskTracker` and stops through one
+//! root `CancellationToken`; shutdown drains turns within the grace period, then releases
+//! leases, then closes the store.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::{broadcast, Notify};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::adapters::web::WebOutbound;
+use crate::agent::prompt::load_identity;
+use crate::agent::tools::{SessionSearch, Tools};
+use crate::config::{Config, ProviderKind};
+use crate::delivery::sender::Sender;
+use crate::delivery::Outbounds;
+use crate::hooks::{build_pre_dispatch, PreLlmChain};
+use crate::http::{self, HttpState};
+use crate::lanes::{Deps, LaneRouter};
+use crate::llm::{
+    EchoProvider, OpenAiProvider, Provider, ProviderChain, RetryPolicy, UnconfiguredProvider,
+};
+use crate::store::{self, Store};
+
+/// A running Herald.
+pub struct App {
+    pub addr: SocketAddr,
+    pub store: Arc<dyn Store>,
+    pub router: Arc<LaneRouter>,
+    pub replica_id: String,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+    grace: Duration,
+}
+
+/// Runs until `shutdown` is cancelled, then stops gracefully.
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let app = App::start(config).await?;
+    shutdown.cancelled().await;
+    app.shutdown().await;
+    Ok(())
+}
+
+pub fn build_chain(config: &Config) -> anyhow::Result<ProviderChain> {
+    let timeout = Duration::from_secs(config.llm.timeout_secs);
+    let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
+    match config.provider_kind() {
+        ProviderKind::Openai => providers.push(Arc::new(OpenAiProvider::new(
+            config.llm.base_url.as_deref().unwrap_or_default(),
+            config.llm.api_key.clone(),
+            config.llm.model.as_deref().unwrap_or_default(),
+            timeout,
+        )?)),
+        ProviderKind::Echo => providers.push(Arc::new(EchoProvider)),
+        ProviderKind::None | ProviderKind::Auto => providers.push(Arc::new(UnconfiguredProvider)),
+    }
+    for f in &config.llm.fallbacks {
+        providers.push(Arc::new(OpenAiProvider::new(
+            &f.base_url,
+            f.api_key.clone(),
+            &f.model,
+            timeout,
+        )?));
+    }
+    Ok(ProviderChain::new(
+        providers,
+        RetryPolicy {
+            max_retries: config.llm.max_retries,
+            max_retry_after: Duration::from_secs(config.llm.max_retry_after_secs),
+            ..RetryPolicy::default()
+        },
+    ))
+}
+
+impl App {
+    pub async fn start(config: Config) -> anyhow::Result<App> {
+        let started = std::time::Instant::now();
+        let config = Arc::new(config);
+        let metrics = crate::telemetry::metrics();
+        let replica_id = config.server.replica_id.clone().unwrap_or_else(|| {
+            format!("herald-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+        });
+        let store_url = config.store_url();
+        let store = store::connect(&store_url, config.store.max_connections)
+            .await
+            .with_context(|| format!("opening the store ({})", redact_url(&store_url)))?;
+        store.migrate().await.context("applying migrations")?;
+
+        let chain = build_chain(&config)?;
+        if config.provider_kind() == ProviderKind::None {
+            tracing::warn!("no model configured: chats will be answered with setup instructions");
+        }
+        let mut tools = Tools::default();
+        tools.register(Arc::new(SessionSearch {
+            store: store.clone(),
+        }));
+        let mut outbounds = Outbounds::default();
+        if config.web.enabled {
+            outbounds.register(Arc::new(WebOutbound));
+        }
+        let (finished, _) = broadcast::channel(1024);
+        let deps = Arc::new(Deps {
+            config: config.clone(),
+            store: store.clone(),
+            chain,
+            tools,
+            pre_dispatch: build_pre_dispatch(&config, Vec::new()),
+            pre_llm: PreLlmChain::default(),
+            outbounds: outbounds.clone(),
+            replica_id: replica_id.clone(),
+            identity: load_identity(&config.agent),
+            outbox_wake: Arc::new(Notify::new()),
+            finished,
+        });
+
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let router = LaneRouter::new(deps.clone(), tracker.clone());
+
+        tracker.spawn(
+            router
+                .clone()
+                .rescan(Duration::from_secs(config.lanes.rescan_secs)),
+        );
+        let sender = Sender {
+            store: store.clone(),
+            outbounds,
+            holder: replica_id.clone(),
+            wake: deps.outbox_wake.clone(),
+            poll: Duration::from_millis(config.outbox.poll_ms),
+            batch: config.outbox.batch,
+            max_attempts: config.outbox.max_attempts,
+        };
+        tracker.spawn(sender.run(cancel.child_token()));
+
+        let (listener, addr) = http::bind(&config.server.listen)
+            .await
+            .with_context(|| format!("binding server.listen {}", config.server.listen))?;
+        let app = http::routes(HttpState {
+            router: router.clone(),
+            metrics,
+        })
+        .into_make_service_with_connect_info::<SocketAddr>();
+        let http_cancel = cancel.child_token();
+        tracker.spawn(async move {
+            let res = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { http_cancel.cancelled().await })
+                .await;
+            if let Err(e) = res {
+                tracing::error!(error = %e, "HTTP server failed");
+            }
+        });
+        tracing::info!(
+            %addr,
+            store = store.backend(),
+            replica = %replica_id,
+            model = %deps.chain.primary_name(),
+            ready_ms = started.elapsed().as_millis() as u64,
+            "herald is ready"
+        );
+        Ok(App {
+            addr,
+            store,
+            router,
+            replica_id,
+            cancel,
+            tracker,
+            grace: Duration::from_secs(config.server.shutdown_grace_secs),
+        })
+    }
+
+    /// Stops taking work, lets running turns finish within the grace period, releases leases,
+    /// stops the HTTP server and the sender, closes the store.
+    pub async fn shutdown(self) {
+        tracing::info!("shutting down");
+        self.router.shutdown(self.grace).await;
+        self.cancel.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(Duration::from_secs(10), self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some tasks did not stop within 10 s");
+        }
+        self.store.close().await;
+        tracing::info!("stopped");
+    }
+}
+
+/// A store URL without its password, for messages.
+fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}

@@ -6,8 +6,10 @@
 pub mod adapters;
 pub mod agent;
 pub mod app;
+pub mod cli;
 pub mod config;
 pub mod cron;
+pub mod delivery;
 pub mod domain;
 pub mod handoff;
 pub mod hooks;

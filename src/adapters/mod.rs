@@ -1,3 +1,5 @@
-//! Platform adapters: the only place platform crates (teloxide, serenity) appear.
+//! Platform adapters: the only place platform crates (teloxide, serenity) appear. Each turns
+//! platform updates into `MessageEvent`s and registers an `Outbound` for its replies.
 
 pub mod split;
+pub mod web;

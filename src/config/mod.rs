@@ -1,1 +1,338 @@
-//! config (placeholder; filled in by its issue).
+//! Typed configuration: defaults → TOML file → `HERALD_<SECTION>__<KEY>` environment.
+//!
+//! Loaded and validated once at start; nothing that guards safety is re-read from the
+//! environment later. Every key has a default so that `herald serve` runs with no file at all.
+//! `config/herald.example.toml` documents every key and a test parses it.
+
+mod load;
+mod secret;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use load::{from_toml, load, validate, ConfigError, LoadOptions};
+pub use secret::Secret;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub store: StoreConfig,
+    pub llm: LlmConfig,
+    pub agent: AgentConfig,
+    pub lanes: LanesConfig,
+    pub outbox: OutboxConfig,
+    pub web: WebConfig,
+    pub telegram: TelegramConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address of the HTTP server (web chat, API, health, metrics).
+    pub listen: String,
+    /// Folder for the SQLite database and other local state.
+    pub data_dir: PathBuf,
+    /// How long in-flight turns may run after SIGTERM before their leases are released.
+    pub shutdown_grace_secs: u64,
+    /// Name of this replica in leases and logs; a random one is made when unset.
+    pub replica_id: Option<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: PathBuf::from("./data"),
+            shutdown_grace_secs: 20,
+            replica_id: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite://path` or `postgres://…`; default `sqlite://<data_dir>/herald.db`.
+    pub url: Option<Secret>,
+    pub max_connections: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            url: None,
+            max_connections: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible when a base URL or model is configured, otherwise `none`.
+    Auto,
+    Openai,
+    /// Answers with the user's own text: for demos and tests, never for production.
+    Echo,
+    /// No model: every turn answers with one line saying how to configure one.
+    None,
+}
+
+/// One OpenAI-compatible endpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Endpoint {
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    pub provider: ProviderKind,
+    /// e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`. Falls back to
+    /// `OPENAI_BASE_URL`.
+    pub base_url: Option<String>,
+    /// Falls back to `OPENAI_API_KEY`.
+    pub api_key: Option<Secret>,
+    /// Falls back to `OPENAI_MODEL`.
+    pub model: Option<String>,
+    /// Per-request timeout.
+    pub timeout_secs: u64,
+    /// Retries of one provider on rate limits and transient errors before falling back.
+    pub max_retries: u32,
+    /// Longest wait honoured from a Retry-After header.
+    pub max_retry_after_secs: u64,
+    /// Context window in tokens; when unset, asked from the provider's model list.
+    pub context_window: Option<u64>,
+    /// Tried in order when the main provider gives up.
+    pub fallbacks: Vec<Endpoint>,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            provider: ProviderKind::Auto,
+            base_url: None,
+            api_key: None,
+            model: None,
+            timeout_secs: 120,
+            max_retries: 3,
+            max_retry_after_secs: 60,
+            context_window: None,
+            fallbacks: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HintMode {
+    Append,
+    Replace,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformHint {
+    pub mode: HintMode,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Identity file (SOUL.md style); a built-in identity is used when unset or missing.
+    pub soul_file: Option<PathBuf>,
+    /// Operator instructions placed in the context tier.
+    pub system_message: Option<String>,
+    /// Model calls allowed in one turn before a final call with tools stripped.
+    pub max_iterations: u32,
+    /// Whole-turn deadline.
+    pub turn_timeout_secs: u64,
+    /// Per-platform hint overrides, keyed `web`, `telegram`, `discord`, `cron`.
+    pub platform_hints: BTreeMap<String, PlatformHint>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            soul_file: None,
+            system_message: None,
+            max_iterations: 8,
+            turn_timeout_secs: 300,
+            platform_hints: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LanesConfig {
+    /// Lane workers alive at once; further lanes wait for a slot.
+    pub max_workers: usize,
+    /// A worker with nothing to do for this long releases its lease and exits.
+    pub idle_secs: u64,
+    /// Turn lease time to live; renewed every `heartbeat_secs`.
+    pub lease_ttl_secs: u64,
+    pub heartbeat_secs: u64,
+    /// Turn attempts for one inbound message before it is answered with an error.
+    pub max_attempts: i64,
+    /// How often the store is scanned for pending work (crash leftovers, other replicas).
+    pub rescan_secs: u64,
+}
+
+impl Default for LanesConfig {
+    fn default() -> Self {
+        LanesConfig {
+            max_workers: 256,
+            idle_secs: 60,
+            lease_ttl_secs: 30,
+            heartbeat_secs: 10,
+            max_attempts: 3,
+            rescan_secs: 5,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutboxConfig {
+    /// Send attempts per chunk before it is marked failed.
+    pub max_attempts: i64,
+    /// Fallback poll interval; new rows are normally picked up at once.
+    pub poll_ms: u64,
+    /// Rows claimed per round.
+    pub batch: i64,
+}
+
+impl Default for OutboxConfig {
+    fn default() -> Self {
+        OutboxConfig {
+            max_attempts: 8,
+            poll_ms: 500,
+            batch: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebConfig {
+    pub enabled: bool,
+    /// Bearer token for the web chat and API; required when `server.listen` is not loopback.
+    pub token: Option<Secret>,
+    /// Longest accepted message, in characters.
+    pub max_message_chars: usize,
+    /// How long `POST /api/v1/chat` waits for the reply before answering 202.
+    pub reply_timeout_secs: u64,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig {
+            enabled: true,
+            token: None,
+            max_message_chars: 32_000,
+            reply_timeout_secs: 330,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelegramMode {
+    Polling,
+    Webhook,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// Bot token; also read from `TELEGRAM_BOT_TOKEN`. The adapter runs when it is set.
+    pub token: Option<Secret>,
+    pub api_url: String,
+    pub mode: TelegramMode,
+    /// Sender ids allowed to talk to the agent (deny by default).
+    #[serde(deserialize_with = "load::strings_or_numbers")]
+    pub allowed_users: Vec<String>,
+    /// Explicitly allow everyone (warned about at start).
+    pub allow_all_users: bool,
+    /// Group chats where the agent answers every message, not only mentions and replies.
+    #[serde(deserialize_with = "load::strings_or_numbers")]
+    pub free_response_chats: Vec<String>,
+    /// Secret checked on the webhook's `X-Telegram-Bot-Api-Secret-Token` header.
+    pub webhook_secret: Option<Secret>,
+    /// Public URL registered with setWebhook in webhook mode.
+    pub webhook_url: Option<String>,
+    /// Long-poll timeout in seconds.
+    pub poll_timeout_secs: u32,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        TelegramConfig {
+            token: None,
+            api_url: "https://api.telegram.org".into(),
+            mode: TelegramMode::Polling,
+            allowed_users: Vec::new(),
+            allow_all_users: false,
+            free_response_chats: Vec::new(),
+            webhook_secret: None,
+            webhook_url: None,
+            poll_timeout_secs: 25,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A tracing filter, e.g. `info,herald=debug`; `RUST_LOG` wins when set.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            format: LogFormat::Human,
+            level: "info".into(),
+        }
+    }
+}
+
+impl Config {
+    pub fn store_url(&self) -> String {
+        match &self.store.url {
+            Some(u) => u.expose().to_string(),
+            None => format!(
+                "sqlite://{}",
+                self.server.data_dir.join("herald.db").display()
+            ),
+        }
+    }
+
+    /// The provider actually used after `auto` is resolved.
+    pub fn provider_kind(&self) -> ProviderKind {
+        match self.llm.provider {
+            ProviderKind::Auto if self.llm.base_url.is_some() || self.llm.model.is_some() => {
+                ProviderKind::Openai
+            }
+            ProviderKind::Auto => ProviderKind::None,
+            other => other,
+        }
+    }
+}

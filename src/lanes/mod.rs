@@ -1,1 +1,40 @@
-//! lanes (placeholder; filled in by its issue).
+//! Lanes: one worker per active conversation, one turn at a time per lane, lanes in parallel.
+//!
+//! The inbox in the store is the queue; the router only carries wake-ups, so a full channel or
+//! a crash can delay work but never lose it. A worker holds the lane's turn lease for as long
+//! as it runs, and every transcript write it makes is checked against that lease.
+
+pub mod commands;
+mod router;
+mod worker;
+
+use std::sync::Arc;
+
+use tokio::sync::{broadcast, Notify};
+
+use crate::agent::tools::Tools;
+use crate::config::Config;
+use crate::delivery::Outbounds;
+use crate::hooks::{HookChain, PreLlmChain};
+use crate::llm::ProviderChain;
+use crate::store::Store;
+
+pub use router::LaneRouter;
+
+/// Everything a lane worker needs, built once in `app`.
+pub struct Deps {
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    pub chain: ProviderChain,
+    pub tools: Tools,
+    pub pre_dispatch: HookChain,
+    pub pre_llm: PreLlmChain,
+    pub outbounds: Outbounds,
+    /// This replica's name; lease holders are `<replica>/<worker>`.
+    pub replica_id: String,
+    pub identity: String,
+    /// Poked after a commit that queued outbox rows.
+    pub outbox_wake: Arc<Notify>,
+    /// Inbox ids whose processing finished (answered, failed or skipped).
+    pub finished: broadcast::Sender<i64>,
+}

@@ -1,1 +1,160 @@
-//! llm (placeholder; filled in by its issue).
+//! Model providers: the OpenAI-compatible client, the demo providers, and the retry and
+//! fallback chain around them.
+//!
+//! Errors are classified by what the agent loop does next ([`LlmError::is_retryable`]): wait
+//! and retry (rate limits, timeouts, 5xx), move to the next provider, or give up with a clear
+//! line to the user. Usage is normalized into fresh input / output / cache read / cache write.
+
+mod chain;
+mod echo;
+mod openai;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{Role, ToolCall};
+
+pub use chain::{ProviderChain, RetryPolicy};
+pub use echo::{EchoProvider, UnconfiguredProvider, NOT_CONFIGURED_REPLY};
+pub use openai::OpenAiProvider;
+
+/// One message as the provider sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn new(role: Role, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role,
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A function the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Token usage, normalized across providers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens neither read from nor written to a cache.
+    pub fresh_input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Usage {
+    /// Everything the provider billed as prompt.
+    pub fn prompt_total(&self) -> u64 {
+        self.fresh_input + self.cache_read + self.cache_write
+    }
+
+    pub fn add(&mut self, other: Usage) {
+        self.fresh_input += other.fresh_input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ChatResponse {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error("rate limited by the model provider")]
+    RateLimited { retry_after: Option<Duration> },
+    #[error("the model did not answer in time")]
+    Timeout,
+    /// 5xx, connection refused or reset: likely to pass.
+    #[error("model provider unavailable: {0}")]
+    Transient(String),
+    /// 4xx other than 429: retrying the same request cannot help.
+    #[error("model provider refused the request ({status}): {message}")]
+    Rejected { status: u16, message: String },
+    /// The answer was not a chat completion (garbage, truncated JSON, no choices).
+    #[error("model answered something that is not a chat completion: {0}")]
+    BadResponse(String),
+    #[error("no model is configured")]
+    NotConfigured,
+}
+
+impl LlmError {
+    /// Whether waiting and sending the same request again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. }
+                | LlmError::Timeout
+                | LlmError::Transient(_)
+                | LlmError::BadResponse(_)
+        )
+    }
+
+    /// Short label for logs and metrics.
+    pub fn class(&self) -> &'static str {
+        match self {
+            LlmError::RateLimited { .. } => "rate_limited",
+            LlmError::Timeout => "timeout",
+            LlmError::Transient(_) => "transient",
+            LlmError::Rejected { .. } => "rejected",
+            LlmError::BadResponse(_) => "bad_response",
+            LlmError::NotConfigured => "not_configured",
+        }
+    }
+
+    /// The one line a chat user sees when the turn gives up.
+    pub fn user_message(&self) -> String {
+        match self {
+            LlmError::RateLimited { .. } => {
+                "The model is rate-limiting me right now; please try again in a minute.".into()
+            }
+            LlmError::Timeout => {
+                "The model did not answer in time; please try again (your message was kept)."
+                    .into()
+            }
+            LlmError::Transient(_) | LlmError::BadResponse(_) => {
+                "The model is unavailable right now; please try again shortly (your message was kept)."
+                    .into()
+            }
+            LlmError::Rejected { status, .. } => format!(
+                "The model provider refused the request (HTTP {status}); the operator needs to check the model settings."
+            ),
+            LlmError::NotConfigured => NOT_CONFIGURED_REPLY.into(),
+        }
+    }
+}
+
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Name for logs and metrics (`openai:<model>`, `echo`).
+    fn name(&self) -> String;
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}

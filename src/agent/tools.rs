@@ -1,0 +1,128 @@
+//! Tools the model may call, and the registry the turn loop dispatches through.
+//!
+//! A tool's result is data for the model, never an error that aborts the turn: bad arguments
+//! come back as a short explanation the model can act on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::llm::ToolSpec;
+use crate::store::Store;
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    async fn call(&self, arguments: &str) -> String;
+}
+
+#[derive(Clone, Default)]
+pub struct Tools {
+    by_name: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl Tools {
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.by_name.insert(tool.spec().name, tool);
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.by_name.values().map(|t| t.spec()).collect()
+    }
+
+    pub async fn call(&self, name: &str, arguments: &str) -> String {
+        match self.by_name.get(name) {
+            Some(t) => t.call(arguments).await,
+            None => format!("error: there is no tool named {name:?}"),
+        }
+    }
+}
+
+/// `session_search`: discovery (query → sessions and message ids) and scroll (session id +
+/// around_message_id → the neighbouring messages). Two call shapes, never mixed: a model that
+/// guesses a session id without discovery gets told to search first.
+pub struct SessionSearch {
+    pub store: Arc<dyn Store>,
+}
+
+#[derive(Deserialize)]
+struct SearchArgs {
+    query: Option<String>,
+    session_id: Option<String>,
+    around_message_id: Option<i64>,
+    role_filter: Option<String>,
+    limit: Option<i64>,
+}
+
+#[async_trait]
+impl Tool for SessionSearch {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "session_search".into(),
+            description: "Search earlier conversations. Discovery: pass `query` to get matching \
+                sessions with a message id and snippet. Scroll: pass `session_id` and \
+                `around_message_id` (from discovery) to read the messages around it."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "words to find (discovery)"},
+                    "session_id": {"type": "string", "description": "session to read (scroll)"},
+                    "around_message_id": {"type": "integer", "description": "message id to center on (scroll)"},
+                    "role_filter": {"type": "string", "description": "comma-separated roles, e.g. user,assistant,tool"},
+                    "limit": {"type": "integer", "description": "max results (default 5)"}
+                }
+            }),
+        }
+    }
+
+    async fn call(&self, arguments: &str) -> String {
+        let args: SearchArgs = match serde_json::from_str(arguments) {
+            Ok(a) => a,
+            Err(e) => {
+                return format!("error: arguments are not valid JSON for session_search: {e}")
+            }
+        };
+        let roles: Option<Vec<String>> = args
+            .role_filter
+            .as_deref()
+            .map(|r| r.split(',').map(|s| s.trim().to_string()).collect());
+        let role_ok = |role: &str| roles.as_ref().is_none_or(|rs| rs.iter().any(|r| r == role));
+        match (args.query, args.session_id, args.around_message_id) {
+            (Some(q), None, None) => {
+                let limit = args.limit.unwrap_or(5).clamp(1, 20);
+                match self.store.search(&q, limit * 4).await {
+                    Ok(hits) => {
+                        let hits: Vec<_> = hits
+                            .into_iter()
+                            .filter(|h| role_ok(h.role.as_str()))
+                            .take(limit as usize)
+                            .map(|h| json!({"session_id": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}))
+                            .collect();
+                        json!({"results": hits}).to_string()
+                    }
+                    Err(e) => format!("error: search failed: {e}"),
+                }
+            }
+            (None, Some(sid), Some(around)) => {
+                match self.store.messages_around(&sid, around, 5).await {
+                    Ok(msgs) => {
+                        let msgs: Vec<_> = msgs
+                            .into_iter()
+                            .filter(|m| role_ok(m.role.as_str()))
+                            .map(|m| json!({"message_id": m.id, "role": m.role, "content": m.content}))
+                            .collect();
+                        json!({"session_id": sid, "messages": msgs}).to_string()
+                    }
+                    Err(e) => format!("error: scroll failed: {e}"),
+                }
+            }
+            _ => "error: call session_search either with `query` (discovery) or with `session_id` \
+                  and `around_message_id` (scroll), not both and not neither"
+                .into(),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The agent loop of one turn: call the model, run the tools it asks for, repeat within an
+//! iteration budget, and end with text.
+//!
+//! Pure with respect to the store: it returns the messages to append and the reply, and the
+//! lane worker lands them in one transaction. A turn that fails or is cancelled therefore
+//! leaves no trace in the transcript.
+
+use tracing::Instrument;
+
+use crate::domain::Role;
+use crate::llm::{ChatMessage, ChatRequest, LlmError, ProviderChain, Usage};
+use crate::store::{NewMessage, StoredMessage};
+
+use super::tools::Tools;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+}
+
+pub struct TurnInput<'a> {
+    pub system_prompt: &'a str,
+    pub history: &'a [StoredMessage],
+    /// The user message as stored.
+    pub user_content: &'a str,
+    /// The user message as sent (with pre-LLM context), when it differs.
+    pub user_api_content: Option<&'a str>,
+    pub max_iterations: u32,
+}
+
+#[derive(Debug)]
+pub struct TurnOutput {
+    /// Everything after the user message: assistant tool calls, tool results, final answer.
+    pub messages: Vec<NewMessage>,
+    pub reply: String,
+    pub usage: Usage,
+    pub model_calls: u32,
+}
+
+const EMPTY_REPLY: &str = "(The model returned an empty answer.)";
+
+pub fn history_to_wire(system_prompt: &str, history: &[StoredMessage]) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(history.len() + 2);
+    out.push(ChatMessage::new(Role::System, system_prompt));
+    for m in history {
+        out.push(ChatMessage {
+            role: m.role,
+            content: Some(m.wire_content().to_string()),
+            tool_calls: m.tool_calls.clone(),
+            tool_call_id: m.tool_call_id.clone(),
+        });
+    }
+    out
+}
+
+pub async fn run_turn(
+    chain: &ProviderChain,
+    tools: &Tools,
+    input: TurnInput<'_>,
+) -> Result<TurnOutput, TurnError> {
+    let mut wire = history_to_wire(input.system_prompt, input.history);
+    wire.push(ChatMessage::new(
+        Role::User,
+        input.user_api_content.unwrap_or(input.user_content),
+    ));
+    let specs = tools.specs();
+    let mut out = TurnOutput {
+        messages: Vec::new(),
+        reply: String::new(),
+        usage: Usage::default(),
+        model_calls: 0,
+    };
+    for _ in 0..input.max_iterations.max(1) {
+        let req = ChatRequest {
+            messages: wire.clone(),
+            tools: specs.clone(),
+        };
+        let resp = chain.chat(&req).await?;
+        out.model_calls += 1;
+        out.usage.add(resp.usage);
+        if resp.tool_calls.is_empty() {
+            return Ok(finish(out, resp.content));
+        }
+        let mut assistant =
+            NewMessage::new(Role::Assistant, resp.content.clone().unwrap_or_default());
+        assistant.tool_calls = resp.tool_calls.clone();
+        out.messages.push(assistant);
+        wire.push(ChatMessage {
+            role: Role::Assistant,
+            content: resp.content,
+            tool_calls: resp.tool_calls.clone(),
+            tool_call_id: None,
+        });
+        for call in &resp.tool_calls {
+            let result = tools
+                .call(&call.name, &call.arguments)
+                .instrument(tracing::info_span!("tool", name = %call.name))
+                .await;
+            let mut msg = NewMessage::new(Role::Tool, result.clone());
+            msg.tool_call_id = Some(call.id.clone());
+            msg.tool_name = Some(call.name.clone());
+            out.messages.push(msg);
+            wire.push(ChatMessage {
+                role: Role::Tool,
+                content: Some(result),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(call.id.clone()),
+            });
+        }
+    }
+    // Budget spent while the model still wanted tools: one last call without tools forces text.
+    let resp = chain
+        .chat(&ChatRequest {
+            messages: wire,
+            tools: Vec::new(),
+        })
+        .await?;
+    out.model_calls += 1;
+    out.usage.add(resp.usage);
+    Ok(finish(out, resp.content))
+}
+
+fn finish(mut out: TurnOutput, content: Option<String>) -> TurnOutput {
+    let text = content
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_else(|| EMPTY_REPLY.to_string());
+    out.messages
+        .push(NewMessage::new(Role::Assistant, text.clone()));
+    out.reply = text;
+    out
+}

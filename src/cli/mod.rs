@@ -1,0 +1,120 @@
+//! Operator commands that run against the store without starting the daemon.
+
+use clap::Subcommand;
+
+use crate::config::Config;
+use crate::domain::LaneKey;
+use crate::store;
+
+#[derive(Subcommand)]
+pub enum SessionsCmd {
+    /// List sessions, newest first.
+    List {
+        /// Only this lane (e.g. telegram:12345).
+        #[arg(long)]
+        lane: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+    /// Print one session's transcript.
+    Show {
+        id: String,
+        /// Include compacted and retracted rows.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Full-text search over transcripts (one hit per session, newest first).
+    Search {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        limit: i64,
+    },
+}
+
+pub async fn migrate(config: &Config) -> anyhow::Result<()> {
+    let store = store::connect(&config.store_url(), 2).await?;
+    eprintln!("applying migrations to the {} store…", store.backend());
+    store.migrate().await?;
+    eprintln!("migrations applied");
+    Ok(())
+}
+
+pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
+    let store = store::connect(&config.store_url(), 2).await?;
+    store.migrate().await?;
+    match cmd {
+        SessionsCmd::List { lane, limit } => {
+            let lane = lane.map(|l| LaneKey::parse(&l));
+            for s in store.sessions_list(lane.as_ref(), limit).await? {
+                println!(
+                    "{}  {}  started {}  {}",
+                    s.id,
+                    s.lane,
+                    fmt_ms(s.started_at),
+                    match (&s.ended_at, &s.end_reason) {
+                        (Some(t), Some(r)) => format!("ended {} ({r})", fmt_ms(*t)),
+                        (Some(t), None) => format!("ended {}", fmt_ms(*t)),
+                        _ => "open".to_string(),
+                    }
+                );
+            }
+        }
+        SessionsCmd::Show { id, all } => {
+            let Some(s) = store.session_get(&id).await? else {
+                anyhow::bail!("no session {id}");
+            };
+            println!("session {} in {} (model {})", s.id, s.lane, s.model);
+            for m in store.messages(&id, !all).await? {
+                let flags = match (m.active, m.compacted) {
+                    (true, _) => "",
+                    (false, true) => " [compacted]",
+                    (false, false) => " [retracted]",
+                };
+                println!("#{} {}{}: {}", m.id, m.role.as_str(), flags, m.content);
+            }
+        }
+        SessionsCmd::Search { query, limit } => {
+            for h in store.search(&query, limit).await? {
+                println!(
+                    "{}  #{}  {}  {}",
+                    h.session_id,
+                    h.message_id,
+                    h.role.as_str(),
+                    h.snippet
+                );
+            }
+        }
+    }
+    store.close().await;
+    Ok(())
+}
+
+fn fmt_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default()
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,225 @@
+//! The web chat JSON API: post a message to a lane and get the reply after the turn; read a
+//! lane's live transcript.
+//!
+//! The request goes through the same inbox, hooks, worker and outbox as every platform: the
+//! web adapter is the core's test surface, so it must not take shortcuts.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+
+use super::{api_error, HttpState};
+use crate::domain::{ChatType, LaneKey, MessageEvent, MessageKind, Platform};
+use crate::store::{InboxStatus, Store};
+
+#[derive(Deserialize)]
+pub(super) struct ChatRequest {
+    lane: String,
+    text: String,
+    #[serde(default)]
+    sender: Option<String>,
+    /// Optional client-chosen id: posting the same id twice yields one turn and one reply.
+    #[serde(default)]
+    client_id: Option<String>,
+}
+
+#[derive(Serialize)]
+pub(super) struct ChatReply {
+    reply: String,
+    session_id: Option<String>,
+    message_id: Option<i64>,
+    status: InboxStatus,
+    inbox_id: i64,
+}
+
+pub(super) async fn post_chat(
+    State(state): State<HttpState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Json(req) =
+        match body {
+            Ok(b) => b,
+            Err(e) => return api_error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the body must be JSON like {{\"lane\": \"web:alice\", \"text\": \"hi\"}}: {e}"
+                ),
+            ),
+        };
+    let deps = state.router.deps().clone();
+    let name = req.lane.strip_prefix("web:").unwrap_or(&req.lane).trim();
+    if name.is_empty() {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            "lane must be \"web:<name>\" with a non-empty name",
+        );
+    }
+    if req.text.trim().is_empty() {
+        return api_error(StatusCode::BAD_REQUEST, "text is empty");
+    }
+    let max = deps.config.web.max_message_chars;
+    let chars = req.text.chars().count();
+    if chars > max {
+        return api_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the message has {chars} characters; the limit is {max} (web.max_message_chars)"
+            ),
+        );
+    }
+    let sender = req.sender.clone().unwrap_or_else(|| name.to_string());
+    let ev = MessageEvent {
+        platform: Platform::Web,
+        chat_id: name.to_string(),
+        chat_type: ChatType::Dm,
+        thread_id: None,
+        sender_id: sender.clone(),
+        sender_name: sender,
+        platform_message_id: req
+            .client_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        update_id: None,
+        text: req.text.clone(),
+        kind: MessageKind::Text,
+        reply_to: None,
+        timestamp: chrono::Utc::now(),
+        internal: false,
+        attachments: Vec::new(),
+        from_loopback: peer.ip().is_loopback(),
+    };
+    // Subscribe before the insert so the finish signal cannot slip past.
+    let mut finished = deps.finished.subscribe();
+    let inbox_id = match state.router.ingest(&ev).await {
+        Ok(r) => r.id(),
+        Err(e) => {
+            return api_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the message could not be stored; nothing was sent, try again: {e}"),
+            )
+        }
+    };
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_secs(deps.config.web.reply_timeout_secs);
+    loop {
+        match deps.store.inbox_get(inbox_id).await {
+            Ok(Some(row)) if row.status != InboxStatus::Pending => {
+                return reply(
+                    &*deps.store,
+                    inbox_id,
+                    row.status,
+                    row.session_id,
+                    row.reply_message_id,
+                )
+                .await
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read inbox while waiting for a reply"),
+        }
+        // Woken by our own finish signal, or poll (the turn may run on another replica).
+        let wait = tokio::time::timeout(Duration::from_millis(500), async {
+            loop {
+                match finished.recv().await {
+                    Ok(id) if id == inbox_id => return,
+                    Ok(_) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        std::future::pending::<()>().await
+                    }
+                }
+            }
+        });
+        let _ = wait.await;
+        if tokio::time::Instant::now() > deadline {
+            return (
+                StatusCode::ACCEPTED,
+                Json(serde_json::json!({
+                    "error": "the reply is taking longer than web.reply_timeout_secs; it will appear in the lane's messages",
+                    "inbox_id": inbox_id,
+                })),
+            )
+                .into_response();
+        }
+    }
+}
+
+async fn reply(
+    store: &dyn Store,
+    inbox_id: i64,
+    status: InboxStatus,
+    session_id: Option<String>,
+    message_id: Option<i64>,
+) -> Response {
+    let rows = match store.outbox_for_inbox(inbox_id).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            return api_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("cannot read the reply: {e}"),
+            )
+        }
+    };
+    if status == InboxStatus::Skipped && rows.is_empty() {
+        return api_error(
+            StatusCode::FORBIDDEN,
+            "this sender is not allowed to talk to the agent",
+        );
+    }
+    let text: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
+    Json(ChatReply {
+        reply: text.join("\n"),
+        session_id,
+        message_id,
+        status,
+        inbox_id,
+    })
+    .into_response()
+}
+
+#[derive(Serialize)]
+struct LaneMessage {
+    id: i64,
+    role: crate::domain::Role,
+    content: String,
+    created_at: i64,
+}
+
+/// The live transcript of the lane's current session (tool traffic left out).
+pub(super) async fn lane_messages(
+    State(state): State<HttpState>,
+    Path(lane): Path<String>,
+) -> Response {
+    let store = &state.router.deps().store;
+    let lane = LaneKey::parse(&lane);
+    let session = match store.session_current(&lane).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return Json(serde_json::json!({"lane": lane, "session_id": null, "messages": []}))
+                .into_response()
+        }
+        Err(e) => return api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    };
+    match store.messages(&session.id, true).await {
+        Ok(msgs) => {
+            let msgs: Vec<LaneMessage> = msgs
+                .into_iter()
+                .filter(|m| m.tool_calls.is_empty() && m.role != crate::domain::Role::Tool)
+                .map(|m| LaneMessage {
+                    id: m.id,
+                    role: m.role,
+                    content: m.content,
+                    created_at: m.created_at,
+                })
+                .collect();
+            Json(serde_json::json!({"lane": lane, "session_id": session.id, "messages": msgs}))
+                .into_response()
+        }
+        Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}

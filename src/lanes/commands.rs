@@ -1,0 +1,65 @@
+//! Chat commands every platform shares (`/new`, `/status`, `/stop`, `/start`, `/help`).
+//! Parsing only; the lane worker carries them out.
+
+/// A recognized command. Anything else starting with `/` is ordinary text for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Start,
+    Help,
+    New,
+    Stop,
+    Status,
+}
+
+/// Parses `/cmd` or `/cmd@BotName` (the suffix must name this bot when a name is known).
+pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> {
+    let first = text.trim().split_whitespace().next()?;
+    let rest = first.strip_prefix('/')?;
+    let (name, target) = match rest.split_once('@') {
+        Some((n, t)) => (n, Some(t)),
+        None => (rest, None),
+    };
+    if let (Some(t), Some(me)) = (target, bot_username) {
+        if !t.eq_ignore_ascii_case(me) {
+            return None;
+        }
+    }
+    match name.to_ascii_lowercase().as_str() {
+        "start" => Some(Command::Start),
+        "help" => Some(Command::Help),
+        "new" | "reset" => Some(Command::New),
+        "stop" => Some(Command::Stop),
+        "status" => Some(Command::Status),
+        _ => None,
+    }
+}
+
+pub const HELP_TEXT: &str = "Talk to me in plain words. Commands: /new starts a fresh session, \
+/stop cancels the answer in progress, /status shows this conversation's state, /wrapup (or the \
+single word handoff) writes a handoff note for the next session.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_table() {
+        let cases: &[(&str, Option<&str>, Option<Command>)] = &[
+            ("/new", None, Some(Command::New)),
+            ("/NEW", None, Some(Command::New)),
+            ("/new@HeraldBot", Some("heraldbot"), Some(Command::New)),
+            ("/new@OtherBot", Some("HeraldBot"), None),
+            ("/stop please", None, Some(Command::Stop)),
+            ("  /status", None, Some(Command::Status)),
+            ("/start", None, Some(Command::Start)),
+            ("/reset", None, Some(Command::New)),
+            ("/newer", None, None),
+            ("new", None, None),
+            ("/unknown", None, None),
+            ("", None, None),
+        ];
+        for (text, bot, want) in cases {
+            assert_eq!(parse_command(text, *bot), *want, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The lane router: lane → worker, spawning on demand and reaping idle workers.
+//!
+//! Invariant: at most one worker per lane in this process (the map, under one lock), and at
+//! most one across replicas (the turn lease). A wake sent under the lock is either seen by the
+//! live worker or causes a new one: a worker leaves the map only after checking, under the
+//! same lock, that no wake is waiting.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::worker::Worker;
+use super::Deps;
+use crate::domain::{LaneKey, MessageEvent};
+use crate::store::{InboxInsert, StoreError};
+
+pub struct LaneRouter {
+    pub(super) deps: Arc<Deps>,
+    pub(super) workers: Mutex<HashMap<LaneKey, mpsc::Sender<()>>>,
+    pub(super) running_turns: Mutex<HashMap<LaneKey, CancellationToken>>,
+    pub(super) slots: Arc<Semaphore>,
+    tracker: TaskTracker,
+    /// Stop taking new events (graceful shutdown, phase one).
+    pub(super) stop_taking: CancellationToken,
+    /// Abort in-flight turns (graceful shutdown, phase two).
+    pub(super) abort: CancellationToken,
+}
+
+impl LaneRouter {
+    pub fn new(deps: Arc<Deps>, tracker: TaskTracker) -> Arc<LaneRouter> {
+        let slots = Arc::new(Semaphore::new(deps.config.lanes.max_workers));
+        Arc::new(LaneRouter {
+            deps,
+            workers: Mutex::new(HashMap::new()),
+            running_turns: Mutex::new(HashMap::new()),
+            slots,
+            tracker,
+            stop_taking: CancellationToken::new(),
+            abort: CancellationToken::new(),
+        })
+    }
+
+    pub fn deps(&self) -> &Arc<Deps> {
+        &self.deps
+    }
+
+    /// Writes an inbound event to the inbox and wakes its lane. The caller may acknowledge the
+    /// platform once this returns `Ok`.
+    pub async fn ingest(self: &Arc<Self>, ev: &MessageEvent) -> Result<InboxInsert, StoreError> {
+        let lane = ev.lane();
+        if !ev.internal
+            && super::commands::parse_command(&ev.text, None)
+                == Some(super::commands::Command::Stop)
+        {
+            self.cancel_turn(&lane);
+        }
+        let res = self.deps.store.inbox_insert(ev).await?;
+        metrics::counter!("herald_inbound_events_total", "platform" => ev.platform.as_str(),
+            "outcome" => if matches!(res, InboxInsert::Inserted(_)) { "new" } else { "duplicate" })
+        .increment(1);
+        self.dispatch(lane);
+        Ok(res)
+    }
+
+    /// Makes sure a worker will look at the lane's inbox soon.
+    pub fn dispatch(self: &Arc<Self>, lane: LaneKey) {
+        if self.stop_taking.is_cancelled() {
+            return;
+        }
+        let mut workers = self.workers.lock().expect("router lock");
+        if let Some(tx) = workers.get(&lane) {
+            // Full means a wake is already waiting: enough.
+            if !matches!(tx.try_send(()), Err(mpsc::error::TrySendError::Closed(_))) {
+                return;
+            }
+        }
+        let (tx, rx) = mpsc::channel(1);
+        workers.insert(lane.clone(), tx.clone());
+        metrics::gauge!("herald_lane_workers").set(workers.len() as f64);
+        let worker = Worker::new(self.clone(), lane, tx, rx);
+        self.tracker.spawn(worker.run());
+    }
+
+    /// Cancels the lane's running turn in this process (`/stop`). Returns whether one ran.
+    pub fn cancel_turn(&self, lane: &LaneKey) -> bool {
+        match self.running_turns.lock().expect("turns lock").get(lane) {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn active_workers(&self) -> usize {
+        self.workers.lock().expect("router lock").len()
+    }
+
+    pub fn busy_lanes(&self) -> Vec<LaneKey> {
+        self.running_turns
+            .lock()
+            .expect("turns lock")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Periodically picks up pending work nobody is working on: leftovers of a crash, events
+    /// another replica wrote, wakes lost to a full system.
+    pub async fn rescan(self: Arc<Self>, every: Duration) {
+        loop {
+            match self.deps.store.inbox_pending_lanes(1000).await {
+                Ok(lanes) => {
+                    for lane in lanes {
+                        self.dispatch(lane);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "inbox rescan failed"),
+            }
+            tokio::select! {
+                _ = self.stop_taking.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+        }
+    }
+
+    /// Graceful shutdown: stop taking events, let running turns finish within `grace`, then
+    /// abort the rest (their events stay pending for the next start or another replica).
+    pub async fn shutdown(&self, grace: Duration) {
+        self.stop_taking.cancel();
+        // Wake idle workers so they exit now rather than at their idle timeout.
+        for tx in self.workers.lock().expect("router lock").values() {
+            let _ = tx.try_send(());
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.active_workers() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if self.active_workers() > 0 {
+            tracing::warn!(
+                workers = self.active_workers(),
+                "grace period over; aborting running turns"
+            );
+            self.abort.cancel();
+        }
+    }
+}

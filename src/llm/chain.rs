@@ -1,0 +1,104 @@
+//! Retries with backoff (honouring Retry-After) and fallback to the next configured provider.
+//!
+//! Backoff comes from `backon`; the only Herald logic here is which errors are retried, how
+//! long a provider's Retry-After may hold a turn, and the order of fallbacks.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use backon::{ExponentialBuilder, Retryable};
+
+use super::{ChatRequest, ChatResponse, LlmError, Provider};
+
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+    /// A Retry-After longer than this is cut to it (the turn has a deadline too).
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            min_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The main provider followed by its fallbacks.
+#[derive(Clone)]
+pub struct ProviderChain {
+    providers: Vec<Arc<dyn Provider>>,
+    policy: RetryPolicy,
+}
+
+impl ProviderChain {
+    pub fn new(providers: Vec<Arc<dyn Provider>>, policy: RetryPolicy) -> ProviderChain {
+        assert!(!providers.is_empty(), "a provider chain needs a provider");
+        ProviderChain { providers, policy }
+    }
+
+    pub fn primary_name(&self) -> String {
+        self.providers[0].name()
+    }
+
+    /// Sends the request to the first provider that answers, retrying each as the policy says.
+    pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut last = LlmError::NotConfigured;
+        for (i, provider) in self.providers.iter().enumerate() {
+            let name = provider.name();
+            let backoff = ExponentialBuilder::default()
+                .with_min_delay(self.policy.min_delay)
+                .with_max_delay(self.policy.max_delay)
+                .with_max_times(self.policy.max_retries as usize)
+                .with_jitter();
+            let cap = self.policy.max_retry_after;
+            let started = Instant::now();
+            let result = (|| async { provider.chat(req).await })
+                .retry(backoff)
+                .when(|e: &LlmError| e.is_retryable())
+                .adjust(move |e: &LlmError, planned: Option<Duration>| match (e, planned) {
+                    // The provider said when; wait that long (capped), even if backon's own
+                    // schedule would have waited less.
+                    (LlmError::RateLimited { retry_after: Some(wait) }, Some(_)) => {
+                        Some((*wait).min(cap))
+                    }
+                    (_, planned) => planned,
+                })
+                .notify(|e: &LlmError, wait: Duration| {
+                    metrics::counter!("herald_llm_retries_total", "provider" => name.clone(), "class" => e.class()).increment(1);
+                    tracing::warn!(provider = %name, error = %e, wait_ms = wait.as_millis() as u64, "model call failed; retrying");
+                })
+                .await;
+            let elapsed = started.elapsed().as_secs_f64();
+            match result {
+                Ok(resp) => {
+                    metrics::counter!("herald_llm_calls_total", "provider" => name.clone(), "outcome" => "ok").increment(1);
+                    metrics::histogram!("herald_llm_call_duration_seconds", "provider" => name.clone()).record(elapsed);
+                    for (bucket, n) in [
+                        ("fresh_input", resp.usage.fresh_input),
+                        ("output", resp.usage.output),
+                        ("cache_read", resp.usage.cache_read),
+                        ("cache_write", resp.usage.cache_write),
+                    ] {
+                        metrics::counter!("herald_llm_tokens_total", "provider" => name.clone(), "bucket" => bucket).increment(n);
+                    }
+                    return Ok(resp);
+                }
+                Err(e) => {
+                    metrics::counter!("herald_llm_calls_total", "provider" => name.clone(), "outcome" => e.class()).increment(1);
+                    if i + 1 < self.providers.len() {
+                        tracing::warn!(provider = %name, error = %e, next = %self.providers[i + 1].name(), "model provider gave up; falling back");
+                    }
+                    last = e;
+                }
+            }
+        }
+        Err(last)
+    }
+}

@@ -1,0 +1,312 @@
+//! The OpenAI-compatible chat-completions client (OpenAI, llama.cpp, vLLM, Ollama, …).
+//!
+//! Translates our request into the wire JSON and the answer back, classifying every failure
+//! into an [`LlmError`]. It does not retry: that is the chain's job.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{ChatRequest, ChatResponse, LlmError, Provider, Usage};
+use crate::config::Secret;
+use crate::domain::ToolCall;
+
+pub struct OpenAiProvider {
+    http: reqwest::Client,
+    url: String,
+    api_key: Option<Secret>,
+    model: String,
+}
+
+impl OpenAiProvider {
+    pub fn new(
+        base_url: &str,
+        api_key: Option<Secret>,
+        model: &str,
+        timeout: Duration,
+    ) -> Result<OpenAiProvider, LlmError> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| LlmError::Transient(format!("cannot build HTTP client: {e}")))?;
+        Ok(OpenAiProvider {
+            http,
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            api_key,
+            model: model.to_string(),
+        })
+    }
+
+    fn body(&self, req: &ChatRequest) -> Value {
+        let messages: Vec<Value> = req
+            .messages
+            .iter()
+            .map(|m| {
+                let mut v = json!({ "role": m.role.as_str(), "content": m.content });
+                if !m.tool_calls.is_empty() {
+                    v["tool_calls"] = m
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({
+                                "id": c.id,
+                                "type": "function",
+                                "function": { "name": c.name, "arguments": c.arguments },
+                            })
+                        })
+                        .collect();
+                }
+                if let Some(id) = &m.tool_call_id {
+                    v["tool_call_id"] = json!(id);
+                }
+                v
+            })
+            .collect();
+        let mut body = json!({ "model": self.model, "messages": messages });
+        if !req.tools.is_empty() {
+            body["tools"] = req
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": { "name": t.name, "description": t.description, "parameters": t.parameters },
+                    })
+                })
+                .collect();
+        }
+        body
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiProvider {
+    fn name(&self) -> String {
+        format!("openai:{}", self.model)
+    }
+
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut call = self.http.post(&self.url).json(&self.body(req));
+        if let Some(key) = &self.api_key {
+            call = call.bearer_auth(key.expose());
+        }
+        let resp = call.send().await.map_err(classify_transport)?;
+        let status = resp.status();
+        if status.as_u16() == 429 {
+            return Err(LlmError::RateLimited {
+                retry_after: retry_after(resp.headers()),
+            });
+        }
+        let text = resp.text().await.map_err(classify_transport)?;
+        if status.as_u16() == 408 {
+            return Err(LlmError::Timeout);
+        }
+        if status.is_server_error() {
+            return Err(LlmError::Transient(format!(
+                "HTTP {status}: {}",
+                excerpt(&text)
+            )));
+        }
+        if !status.is_success() {
+            return Err(LlmError::Rejected {
+                status: status.as_u16(),
+                message: excerpt(&text),
+            });
+        }
+        parse_completion(&text)
+    }
+}
+
+fn classify_transport(e: reqwest::Error) -> LlmError {
+    if e.is_timeout() {
+        LlmError::Timeout
+    } else if e.is_decode() || e.is_body() {
+        LlmError::BadResponse(e.to_string())
+    } else {
+        LlmError::Transient(e.to_string())
+    }
+}
+
+/// `Retry-After` as seconds or an HTTP date.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(v).ok()?;
+    let wait = at.signed_duration_since(chrono::Utc::now());
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+fn excerpt(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    model: String,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: WireMessage,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<WireToolCall>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// Anthropic-style cache writes, reported by some compatible gateways.
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+}
+
+#[derive(Deserialize, Default)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+pub(crate) fn parse_completion(text: &str) -> Result<ChatResponse, LlmError> {
+    let c: Completion = serde_json::from_str(text)
+        .map_err(|e| LlmError::BadResponse(format!("{e} in {:?}", excerpt(text))))?;
+    let choice = c
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| LlmError::BadResponse("no choices in the answer".into()))?;
+    let u = c.usage.unwrap_or_default();
+    let cache_read = u
+        .prompt_tokens_details
+        .map(|d| d.cached_tokens)
+        .unwrap_or(0);
+    let cache_write = u.cache_creation_input_tokens;
+    let usage = Usage {
+        fresh_input: u.prompt_tokens.saturating_sub(cache_read + cache_write),
+        output: u.completion_tokens,
+        cache_read,
+        cache_write,
+    };
+    let tool_calls: Vec<ToolCall> = choice
+        .message
+        .tool_calls
+        .into_iter()
+        .map(|t| ToolCall {
+            id: t.id,
+            name: t.function.name,
+            arguments: t.function.arguments,
+        })
+        .collect();
+    if choice.message.content.is_none() && tool_calls.is_empty() {
+        return Err(LlmError::BadResponse(
+            "the answer has neither text nor tool calls".into(),
+        ));
+    }
+    Ok(ChatResponse {
+        content: choice.message.content,
+        tool_calls,
+        usage,
+        model: c.model,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_is_normalized() {
+        let r = parse_completion(
+            r#"{"model":"m","choices":[{"message":{"role":"assistant","content":"hi"}}],
+               "usage":{"prompt_tokens":100,"completion_tokens":7,
+                        "prompt_tokens_details":{"cached_tokens":60}}}"#,
+        )
+        .unwrap();
+        assert_eq!(r.content.as_deref(), Some("hi"));
+        assert_eq!(
+            r.usage,
+            Usage {
+                fresh_input: 40,
+                output: 7,
+                cache_read: 60,
+                cache_write: 0
+            }
+        );
+        assert_eq!(r.usage.prompt_total(), 100);
+    }
+
+    #[test]
+    fn tool_calls_are_read() {
+        let r = parse_completion(
+            r#"{"choices":[{"message":{"content":null,"tool_calls":[
+                {"id":"c1","type":"function","function":{"name":"session_search","arguments":"{\"query\":\"x\"}"}}]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].name, "session_search");
+    }
+
+    #[test]
+    fn garbage_is_a_bad_response() {
+        for body in [
+            "<html>502</html>",
+            "{}",
+            r#"{"choices":[]}"#,
+            r#"{"choices":[{"message":{}}]}"#,
+        ] {
+            assert!(
+                matches!(parse_completion(body), Err(LlmError::BadResponse(_))),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(RETRY_AFTER, "0.5".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(500)));
+        h.insert(
+            RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        h.insert(RETRY_AFTER, "soon".parse().unwrap());
+        assert_eq!(retry_after(&h), None);
+    }
+}
