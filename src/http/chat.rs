@@ -42,16 +42,17 @@ pub(super) async fn post_chat(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let Json(req) =
-        match body {
-            Ok(b) => b,
-            Err(e) => return api_error(
+    let Json(req) = match body {
+        Ok(b) => b,
+        Err(e) => {
+            return api_error(
                 StatusCode::BAD_REQUEST,
                 format!(
                     "the body must be JSON like {{\"lane\": \"web:alice\", \"text\": \"hi\"}}: {e}"
                 ),
-            ),
-        };
+            )
+        }
+    };
     let deps = state.router.deps().clone();
     let name = req.lane.strip_prefix("web:").unwrap_or(&req.lane).trim();
     if name.is_empty() {

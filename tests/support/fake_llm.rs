@@ -1,0 +1,213 @@
+//! A fake OpenAI-compatible model server on 127.0.0.1 for end-to-end tests.
+//!
+//! It speaks the real `/v1/chat/completions` wire format and records every request body. Its
+//! answers come from a script (a queue of steps); when the script is empty it answers
+//! `reply to: <last user text>`. Steps can delay, fail with any status and headers, answer
+//! garbage, ask for a tool call, or hang past the client's timeout.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+#[derive(Clone, Debug)]
+pub enum Step {
+    Reply(String),
+    /// Answer with a tool call (name, JSON arguments).
+    ToolCall(String, String),
+    /// Any status with headers and a raw body (429 with Retry-After, 500, 401…).
+    Status(u16, Vec<(String, String)>, String),
+    /// 200 with a body that is not a chat completion.
+    Garbage(String),
+    /// Wait, then do the inner step.
+    Delay(Duration, Box<Step>),
+    /// Never answer (until the client gives up).
+    Hang,
+}
+
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub body: Value,
+    pub started: Instant,
+    pub finished: Option<Instant>,
+}
+
+impl Recorded {
+    pub fn messages(&self) -> &Vec<Value> {
+        self.body["messages"].as_array().expect("messages array")
+    }
+
+    pub fn system(&self) -> String {
+        self.messages()[0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    pub fn last_user(&self) -> String {
+        self.messages()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    script: VecDeque<Step>,
+    /// Applied to default replies when the script is empty.
+    default_delay: Duration,
+    /// Repeats forever once the script is empty (e.g. always hang).
+    sticky: Option<Step>,
+    requests: Vec<Recorded>,
+}
+
+#[derive(Clone)]
+pub struct FakeLlm {
+    pub addr: SocketAddr,
+    inner: Arc<Mutex<Inner>>,
+    task: Arc<tokio::task::JoinHandle<()>>,
+}
+
+impl FakeLlm {
+    pub async fn start() -> FakeLlm {
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .route("/v1/models", get(models))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeLlm {
+            addr,
+            inner,
+            task: Arc::new(task),
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn push(&self, step: Step) {
+        self.inner.lock().unwrap().script.push_back(step);
+    }
+
+    pub fn set_default_delay(&self, d: Duration) {
+        self.inner.lock().unwrap().default_delay = d;
+    }
+
+    pub fn set_sticky(&self, step: Option<Step>) {
+        self.inner.lock().unwrap().sticky = step;
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.inner.lock().unwrap().requests.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.inner.lock().unwrap().requests.len()
+    }
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.task) == 1 {
+            self.task.abort();
+        }
+    }
+}
+
+async fn models() -> Json<Value> {
+    Json(
+        json!({"object": "list", "data": [{"id": "fake-model", "object": "model", "context_length": 32768}]}),
+    )
+}
+
+async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Value>) -> Response {
+    let (idx, step, default_delay) = {
+        let mut g = inner.lock().unwrap();
+        g.requests.push(Recorded {
+            body: body.clone(),
+            started: Instant::now(),
+            finished: None,
+        });
+        let idx = g.requests.len() - 1;
+        let step = g.script.pop_front().or_else(|| g.sticky.clone());
+        (idx, step, g.default_delay)
+    };
+    let step = match step {
+        Some(s) => s,
+        None => {
+            let last = body["messages"]
+                .as_array()
+                .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or_default()
+                .to_string();
+            Step::Delay(
+                default_delay,
+                Box::new(Step::Reply(format!("reply to: {last}"))),
+            )
+        }
+    };
+    let resp = run(step).await;
+    inner.lock().unwrap().requests[idx].finished = Some(Instant::now());
+    resp
+}
+
+fn completion(message: Value) -> Response {
+    Json(json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": "fake-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128,
+                  "prompt_tokens_details": {"cached_tokens": 100}}
+    }))
+    .into_response()
+}
+
+fn run(step: Step) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> {
+    Box::pin(async move {
+        match step {
+            Step::Reply(text) => completion(json!({"role": "assistant", "content": text})),
+            Step::ToolCall(name, args) => completion(json!({
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]
+            })),
+            Step::Status(code, headers, body) => {
+                let mut h = HeaderMap::new();
+                for (k, v) in headers {
+                    h.insert(
+                        axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                        HeaderValue::from_str(&v).unwrap(),
+                    );
+                }
+                (StatusCode::from_u16(code).unwrap(), h, body).into_response()
+            }
+            Step::Garbage(body) => (StatusCode::OK, body).into_response(),
+            Step::Delay(d, inner) => {
+                tokio::time::sleep(d).await;
+                run(*inner).await
+            }
+            Step::Hang => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                StatusCode::GATEWAY_TIMEOUT.into_response()
+            }
+        }
+    })
+}

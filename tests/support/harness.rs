@@ -1,0 +1,112 @@
+//! Starts the real daemon core (`App::start`) on 127.0.0.1:0 against a fake model, with a
+//! temporary SQLite store, and talks to it over HTTP like a user's browser would.
+
+use std::time::Duration;
+
+use herald::app::App;
+use herald::config::{Config, ProviderKind};
+use serde_json::{json, Value};
+
+use super::fake_llm::FakeLlm;
+
+pub fn init() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
+/// A config for tests: fake model, temp data dir, fast leases and retries.
+pub fn test_config(llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
+    let mut c = Config::default();
+    c.server.listen = "127.0.0.1:0".into();
+    c.server.data_dir = data.path().to_path_buf();
+    c.server.shutdown_grace_secs = 5;
+    c.llm.provider = ProviderKind::Openai;
+    c.llm.base_url = Some(llm.base_url());
+    c.llm.model = Some("fake-model".into());
+    c.llm.timeout_secs = 10;
+    c.llm.max_retries = 2;
+    c.lanes.lease_ttl_secs = 4;
+    c.lanes.heartbeat_secs = 1;
+    c.lanes.idle_secs = 2;
+    c.lanes.rescan_secs = 1;
+    c.outbox.poll_ms = 100;
+    c
+}
+
+pub struct Client {
+    pub base: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    pub fn new(app: &App) -> Client {
+        Client::for_addr(&app.addr.to_string())
+    }
+
+    pub fn for_addr(addr: &str) -> Client {
+        Client {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+        }
+    }
+
+    /// Posts a chat message and returns (HTTP status, JSON body).
+    pub async fn chat(&self, lane: &str, text: &str) -> (u16, Value) {
+        self.chat_body(json!({"lane": lane, "text": text, "sender": "tester"}))
+            .await
+    }
+
+    pub async fn chat_body(&self, body: Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(format!("{}/api/v1/chat", self.base))
+            .json(&body)
+            .send()
+            .await
+            .expect("chat request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// The lane's live transcript as (role, content) pairs.
+    pub async fn transcript(&self, lane: &str) -> Vec<(String, String)> {
+        let v: Value = self
+            .http
+            .get(format!("{}/api/v1/lanes/{lane}/messages", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_string(),
+                    m["content"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+}

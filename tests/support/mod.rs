@@ -1,0 +1,6 @@
+//! Test support: fake servers that speak the real wire formats, and a harness that starts the
+//! real daemon core against them.
+#![allow(dead_code)]
+
+pub mod fake_llm;
+pub mod harness;
