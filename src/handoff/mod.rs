@@ -1,1 +1,25 @@
-//! handoff (placeholder; filled in by its issue).
+//! Handoff capsules: the pure logic of closing a stretch of conversation into a short note
+//! that the next session of the same lane receives once.
+//!
+//! Here live the trigger rules, the writer's input and prompt, validation of its reply, the
+//! middle-cut trim to the 12,000-character cap, the confidential scrub, the Recovery footer,
+//! the degraded fallback and the injection label. Nothing here does I/O: no store, no
+//! network, no clock. The builder that calls the writer model, the pending marker and the
+//! dispatch hook wire these functions to the store and the lane worker elsewhere.
+
+mod capsule;
+mod prompt;
+mod scrub;
+mod trigger;
+mod trim;
+
+pub use capsule::{
+    assemble, fallback_capsule, recovery_section, strip_recovery, validate_writer_output,
+    word_count, BuildStatus, InvalidCapsule, TranscriptLine, CAP_CHARS, CONFIDENTIAL_WORDS,
+    MIN_CAPSULE_CHARS, MIN_HEADINGS, MIN_MESSAGES, PENDING_MAX_AGE_HOURS, RECOVERY_RESERVE_CHARS,
+    SECTIONS, WORDS, WRITER_INPUT_CHARS,
+};
+pub use prompt::{dialogue_count, injection_text, writer_input, writer_prompt};
+pub use scrub::scrub_confidential;
+pub use trigger::{is_handoff_word, is_wrapup_command};
+pub use trim::{trim_capsule, trim_marker};
