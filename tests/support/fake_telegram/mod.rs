@@ -1,0 +1,273 @@
+//! A fake Telegram Bot API server for tests, speaking the real wire format so the real teloxide
+//! client (`Bot::new(token).set_api_url(fake.url())`) runs against it unchanged.
+//!
+//! Tests inject updates (served by true long polling), read back what the bot sent, and queue
+//! faults (rate limits, 500s, delays, dropped connections, rejected Markdown) per method.
+//! Must not: talk to the network beyond 127.0.0.1, or behave more leniently than Telegram where
+//! the daemon's correctness depends on it (offset confirmation, 401 on a wrong token, 409 for a
+//! second poller or a poller while a webhook is set).
+
+mod form;
+mod json;
+mod server;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+// Re-exported for other tests to build their own payloads; not every test binary uses each.
+#[allow(unused_imports)]
+pub use json::{
+    bot_user_json, chat_json, in_topic, me_json, message_json, message_update_json, user_json,
+    with_mention, BOT_USERNAME,
+};
+
+/// One message the bot sent with `sendMessage`, as the fake recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentMessage {
+    pub chat_id: i64,
+    pub thread_id: Option<i64>,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    pub reply_to: Option<i64>,
+    pub message_id: i64,
+}
+
+/// A failure the next call to a method meets instead of (or before) its normal answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// 429 with `parameters.retry_after` = secs; nothing is processed.
+    RetryAfter(u64),
+    /// 500 Internal Server Error; nothing is processed. (teloxide sleeps 10 s on any 5xx before
+    /// reading the body — use `tokio::time::pause()` or expect the wait.)
+    ServerError,
+    /// Answer normally after this long.
+    Delay(Duration),
+    /// Close the connection without an answer; the request is not processed.
+    Drop,
+    /// Process the request (a message is sent and recorded), then close the connection without
+    /// an answer: the case where a client cannot know its message got through.
+    DropAfterProcessing,
+    /// 400 "Bad Request: can't parse entities…". Only meets a `sendMessage` or `editMessageText`
+    /// with `parse_mode` set; calls without one pass and leave it queued.
+    BadEntities,
+}
+
+/// A running fake; stops on [`FakeTelegram::shutdown`] or drop.
+pub struct FakeTelegram {
+    state: Arc<State>,
+    url: String,
+    task: Option<JoinHandle<()>>,
+}
+
+pub(crate) struct State {
+    token: String,
+    inner: Mutex<Inner>,
+    /// Woken when an update is pushed or a newer `getUpdates` supersedes a waiting one.
+    changed: Notify,
+    stop: CancellationToken,
+}
+
+#[derive(Default)]
+pub(crate) struct Inner {
+    updates: VecDeque<Value>,
+    next_update_id: i64,
+    next_message_id: i64,
+    sent: Vec<SentMessage>,
+    calls: HashMap<String, Vec<Value>>,
+    faults: HashMap<String, VecDeque<Fault>>,
+    webhook_url: String,
+    /// Bumped by every `getUpdates`, so an older waiting poll can tell it was superseded.
+    poll_generation: u64,
+}
+
+impl State {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A test that panicked while holding the lock already failed; keep serving the rest.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl FakeTelegram {
+    /// Starts the fake on 127.0.0.1 with an ephemeral port; only `token` is accepted.
+    pub async fn start(token: &str) -> FakeTelegram {
+        // reqwest 0.13 without a default provider panics when a client is built; tests that use
+        // this fake talk HTTP through reqwest, so make sure one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind fake telegram");
+        let addr = listener.local_addr().expect("fake telegram address");
+        let state = Arc::new(State {
+            token: token.to_owned(),
+            inner: Mutex::new(Inner {
+                next_update_id: 1,
+                next_message_id: 1,
+                ..Inner::default()
+            }),
+            changed: Notify::new(),
+            stop: CancellationToken::new(),
+        });
+        let app = server::router(state.clone());
+        let stop = state.stop.clone();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+        });
+        FakeTelegram {
+            state,
+            url: format!("http://{addr}"),
+            task: Some(task),
+        }
+    }
+
+    /// Base URL without a trailing slash, for `Bot::set_api_url`.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    pub fn token(&self) -> &str {
+        &self.state.token
+    }
+
+    /// Queues an update as given; the caller owns its `update_id`.
+    pub fn push_update_raw(&self, update: Value) {
+        let mut inner = self.state.lock();
+        if let Some(id) = update["update_id"].as_i64() {
+            inner.next_update_id = inner.next_update_id.max(id + 1);
+        }
+        inner.updates.push_back(update);
+        drop(inner);
+        self.state.changed.notify_waiters();
+    }
+
+    /// Queues a message update built from `message` with the next update id, and returns that id.
+    pub fn push_message(&self, build: impl FnOnce(i64) -> Value) -> i64 {
+        let (update_id, message_id) = {
+            let mut inner = self.state.lock();
+            let ids = (inner.next_update_id, inner.next_message_id);
+            inner.next_update_id += 1;
+            inner.next_message_id += 1;
+            ids
+        };
+        self.push_update_raw(message_update_json(update_id, build(message_id)));
+        update_id
+    }
+
+    /// A text message in a private chat (`chat_id` > 0).
+    pub fn push_private_text(&self, chat_id: i64, from_id: i64, text: &str) -> i64 {
+        self.push_message(|id| message_json(id, chat_id, from_id, text))
+    }
+
+    /// A text message in a group (`chat_id` < 0), optionally with a mention entity over the
+    /// first occurrence of `entities_mention` (e.g. `"@herald_test_bot"`) in `text`.
+    pub fn push_group_text(
+        &self,
+        chat_id: i64,
+        from_id: i64,
+        text: &str,
+        entities_mention: Option<&str>,
+    ) -> i64 {
+        self.push_message(|id| {
+            let mut message = message_json(id, chat_id, from_id, text);
+            if let Some(mention) = entities_mention {
+                with_mention(&mut message, mention);
+            }
+            message
+        })
+    }
+
+    /// A text message in forum topic `thread_id` of supergroup `chat_id`.
+    pub fn push_topic_text(&self, chat_id: i64, thread_id: i64, from_id: i64, text: &str) -> i64 {
+        self.push_message(|id| {
+            let mut message = message_json(id, chat_id, from_id, text);
+            in_topic(&mut message, thread_id);
+            message
+        })
+    }
+
+    /// A text message replying to message `reply_to`; when the bot sent that message, the
+    /// reply carries its text and the bot as author, as Telegram does.
+    pub fn push_reply(&self, chat_id: i64, from_id: i64, text: &str, reply_to: i64) -> i64 {
+        let original = self
+            .sent_messages()
+            .into_iter()
+            .find(|m| m.message_id == reply_to);
+        let (author, original_text) = match &original {
+            Some(m) => (bot_user_json(&self.state.token), m.text.clone()),
+            None => (user_json(from_id), String::new()),
+        };
+        self.push_message(|id| {
+            let mut message = message_json(id, chat_id, from_id, text);
+            message["reply_to_message"] =
+                json::replied_message_json(reply_to, &message["chat"], author, &original_text);
+            message
+        })
+    }
+
+    /// Every `sendMessage` the fake answered (or processed before dropping), in order.
+    pub fn sent_messages(&self) -> Vec<SentMessage> {
+        self.state.lock().sent.clone()
+    }
+
+    /// The parameters of every request to `method` (any case), faulted ones included.
+    pub fn calls(&self, method: &str) -> Vec<Value> {
+        let inner = self.state.lock();
+        inner
+            .calls
+            .get(&method.to_ascii_lowercase())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Updates still queued, i.e. not yet confirmed by a `getUpdates` offset.
+    pub fn pending_updates(&self) -> usize {
+        self.state.lock().updates.len()
+    }
+
+    /// Waits until at least `n` messages were sent and returns them all; panics with what was
+    /// sent if that does not happen within `timeout`.
+    pub async fn wait_for_sent(&self, n: usize, timeout: Duration) -> Vec<SentMessage> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let sent = self.sent_messages();
+            if sent.len() >= n {
+                return sent;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                panic!("expected {n} sent messages within {timeout:?}, got {sent:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Queues `fault` for the next call to `method` (any case); faults apply in queue order.
+    pub fn fail_next(&self, method: &str, fault: Fault) {
+        let mut inner = self.state.lock();
+        let queue = inner.faults.entry(method.to_ascii_lowercase()).or_default();
+        queue.push_back(fault);
+    }
+
+    /// Stops serving: waiting long polls return, then the server task ends.
+    pub async fn shutdown(mut self) {
+        self.state.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        self.state.stop.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
