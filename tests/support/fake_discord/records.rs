@@ -1,0 +1,96 @@
+//! What the bot did, read back by tests, and bounded waits on it.
+//!
+//! Everything here is a read of the fake's records; nothing may change state, so a test can
+//! poll as often as it likes without disturbing the conversation it observes.
+
+use std::time::Duration;
+
+use super::{FakeDiscord, Followup, InteractionCallback, RegisteredCommand, SentMessage};
+
+impl FakeDiscord {
+    pub fn sent_messages(&self) -> Vec<SentMessage> {
+        self.shared.lock().sent.clone()
+    }
+
+    pub fn interaction_callbacks(&self) -> Vec<InteractionCallback> {
+        self.shared.lock().callbacks.clone()
+    }
+
+    pub fn followups(&self) -> Vec<Followup> {
+        self.shared.lock().followups.clone()
+    }
+
+    pub fn registered_commands(&self) -> Vec<RegisteredCommand> {
+        self.shared.lock().commands.clone()
+    }
+
+    pub fn typing_count(&self, channel_id: u64) -> usize {
+        self.shared
+            .lock()
+            .typing
+            .get(&channel_id)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn identify_count(&self) -> usize {
+        self.shared.lock().identify_count
+    }
+
+    pub fn resume_count(&self) -> usize {
+        self.shared.lock().resume_count
+    }
+
+    /// `METHOD /path` (after `/api/v10`) of every authorized REST request, faulted ones included.
+    pub fn requests(&self) -> Vec<String> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// `METHOD /path` of every request no route matched (also logged to stderr).
+    pub fn unknown_routes(&self) -> Vec<String> {
+        self.shared.lock().unknown_routes.clone()
+    }
+
+    /// True while a socket holds an identified or resumed session.
+    pub fn connected(&self) -> bool {
+        let inner = self.shared.lock();
+        inner.session.is_some() && inner.conn.is_some()
+    }
+
+    /// Polls `probe` until it yields a value; panics with `what` after `timeout`, so a broken
+    /// test fails instead of hanging.
+    pub async fn wait_for<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut probe: impl FnMut(&FakeDiscord) -> Option<T>,
+    ) -> T {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(v) = probe(self) {
+                return v;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                panic!("fake discord: timed out after {timeout:?} waiting for {what}");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits until at least `n` messages were sent; returns all sent so far.
+    pub async fn wait_for_sent(&self, n: usize, timeout: Duration) -> Vec<SentMessage> {
+        self.wait_for(&format!("{n} sent message(s)"), timeout, |f| {
+            let sent = f.sent_messages();
+            (sent.len() >= n).then_some(sent)
+        })
+        .await
+    }
+
+    /// Waits until a client is identified (READY sent) and connected.
+    pub async fn wait_ready(&self, timeout: Duration) {
+        self.wait_for("a READY gateway session", timeout, |f| {
+            f.connected().then_some(())
+        })
+        .await
+    }
+}
