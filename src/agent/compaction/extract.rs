@@ -1,0 +1,319 @@
+//! Reading facts out of single messages by fixed rules: what a tool call ran or touched, how a
+//! tool result ended (exit code, error), which error names a text contains.
+//!
+//! Every rule here is a heuristic over recorded text; it must stay deterministic and must never
+//! guess a fact that is not written in the message (no exit code → "ran", not "ok").
+
+use serde_json::Value;
+
+use super::sanitize::one_line;
+
+/// How one tool run ended, as far as its recorded result says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit code 0, or a non-command tool that reported no error.
+    Ok(Option<i32>),
+    /// A non-zero exit code, or an error reported without one.
+    Failed(Option<i32>),
+    /// A command whose result states no exit code and shows no error.
+    Ran,
+}
+
+impl Outcome {
+    pub fn is_failed(self) -> bool {
+        matches!(self, Outcome::Failed(_))
+    }
+
+    /// Long form for the structured sections: `ok (exit 0)`, `failed (exit 1)`, …
+    pub fn describe(self) -> String {
+        match self {
+            Outcome::Ok(Some(code)) => format!("ok (exit {code})"),
+            Outcome::Ok(None) => "ok".to_string(),
+            Outcome::Failed(Some(code)) => format!("failed (exit {code})"),
+            Outcome::Failed(None) => "failed (error)".to_string(),
+            Outcome::Ran => "ran (no exit code)".to_string(),
+        }
+    }
+
+    /// Inverse of [`Outcome::describe`], used when merging a previous projection.
+    pub fn parse(text: &str) -> Option<Outcome> {
+        let code =
+            |s: &str| -> Option<i32> { s.strip_prefix("(exit ")?.strip_suffix(')')?.parse().ok() };
+        match text {
+            "ok" => Some(Outcome::Ok(None)),
+            "failed (error)" => Some(Outcome::Failed(None)),
+            "ran (no exit code)" => Some(Outcome::Ran),
+            _ => {
+                if let Some(rest) = text.strip_prefix("ok ") {
+                    code(rest).map(|c| Outcome::Ok(Some(c)))
+                } else if let Some(rest) = text.strip_prefix("failed ") {
+                    code(rest).map(|c| Outcome::Failed(Some(c)))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Short form for session-log labels: `exit 1`, `ok`, `error`, `ran`.
+    pub fn label(self) -> String {
+        match self {
+            Outcome::Ok(Some(code)) | Outcome::Failed(Some(code)) => format!("exit {code}"),
+            Outcome::Ok(None) => "ok".to_string(),
+            Outcome::Failed(None) => "error".to_string(),
+            Outcome::Ran => "ran".to_string(),
+        }
+    }
+}
+
+/// How a file tool touched a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileAction {
+    Read,
+    Modified,
+    Written,
+    /// Named in the output of a failed run (a compiler or test error location).
+    Mentioned,
+}
+
+impl FileAction {
+    pub const ALL: [FileAction; 4] = [
+        FileAction::Read,
+        FileAction::Modified,
+        FileAction::Written,
+        FileAction::Mentioned,
+    ];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            FileAction::Read => "read",
+            FileAction::Modified => "modified",
+            FileAction::Written => "written",
+            FileAction::Mentioned => "mentioned in an error",
+        }
+    }
+}
+
+/// What one tool call asked for, decoded from its JSON arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CallFacts {
+    /// The shell command, for tools that run one.
+    pub command: Option<String>,
+    /// Paths the call read or changed.
+    pub files: Vec<(String, FileAction)>,
+    /// The most telling argument for a one-line log excerpt (command, path, query, …).
+    pub main_arg: Option<String>,
+}
+
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "file",
+    "file_path",
+    "filepath",
+    "filename",
+    "target_file",
+    "notebook_path",
+    "paths",
+    "files",
+];
+const MAIN_ARG_KEYS: &[&str] = &["query", "pattern", "url", "name", "id", "text"];
+const PATCH_KEYS: &[&str] = &["patch", "diff", "input"];
+
+pub fn call_facts(tool_name: &str, arguments: &str) -> CallFacts {
+    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let obj = args.as_object();
+    let get_str = |key: &str| obj.and_then(|o| o.get(key)).and_then(string_or_words);
+    let mut facts = CallFacts::default();
+    let mut paths = Vec::new();
+    for key in PATH_KEYS {
+        if let Some(value) = obj.and_then(|o| o.get(*key)) {
+            collect_paths(value, &mut paths);
+        }
+    }
+    let sub_command = get_str("command").or_else(|| get_str("cmd"));
+    if paths.is_empty() {
+        facts.command = sub_command.clone().filter(|c| !c.is_empty());
+    }
+    let action = file_action(
+        sub_command.as_deref().filter(|c| !c.contains(' ')),
+        tool_name,
+    );
+    facts.files = paths.iter().map(|p| (p.clone(), action)).collect();
+    for key in PATCH_KEYS {
+        // Raw text: the envelope is line-based, so it must not be folded onto one line first.
+        if let Some(text) = obj.and_then(|o| o.get(*key)).and_then(Value::as_str) {
+            facts.files.extend(patch_paths(text));
+        }
+    }
+    facts.main_arg = facts
+        .command
+        .clone()
+        .or_else(|| paths.first().cloned())
+        .or_else(|| facts.files.first().map(|(p, _)| p.clone()))
+        .or_else(|| MAIN_ARG_KEYS.iter().find_map(|k| get_str(k)));
+    facts
+}
+
+fn string_or_words(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(one_line(s)),
+        // `["cargo", "test"]`-style argv arrays.
+        Value::Array(items) if items.iter().all(Value::is_string) && !items.is_empty() => {
+            Some(one_line(
+                &items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn collect_paths(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) if !s.trim().is_empty() => out.push(one_line(s)),
+        Value::Array(items) => items.iter().for_each(|v| collect_paths(v, out)),
+        Value::Object(o) => {
+            if let Some(p) = o.get("path") {
+                collect_paths(p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Read / modified / written, from an editor sub-command (`view`, `str_replace`, …) when the
+/// call has one, else from the tool's name.
+fn file_action(sub_command: Option<&str>, tool_name: &str) -> FileAction {
+    let name = sub_command.unwrap_or(tool_name).to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    if has(&["write", "create", "save", "new"]) {
+        FileAction::Written
+    } else if has(&[
+        "patch", "edit", "replace", "apply", "modify", "update", "insert", "append", "delete",
+        "remove", "rename", "move", "undo",
+    ]) {
+        FileAction::Modified
+    } else {
+        FileAction::Read
+    }
+}
+
+/// Paths named by an apply-patch envelope or a unified diff.
+fn patch_paths(text: &str) -> Vec<(String, FileAction)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let found = if let Some(p) = line.strip_prefix("*** Update File: ") {
+            Some((p, FileAction::Modified))
+        } else if let Some(p) = line.strip_prefix("*** Add File: ") {
+            Some((p, FileAction::Written))
+        } else if let Some(p) = line.strip_prefix("*** Delete File: ") {
+            Some((p, FileAction::Modified))
+        } else {
+            line.strip_prefix("+++ b/")
+                .map(|p| (p, FileAction::Modified))
+        };
+        if let Some((path, action)) = found {
+            let path = one_line(path);
+            if !path.is_empty() && !out.iter().any(|(p, _)| *p == path) {
+                out.push((path, action));
+            }
+        }
+    }
+    out
+}
+
+/// Reads the outcome of a tool result. `is_command` decides what a result without an exit code
+/// and without an error means: a command "ran", any other tool is "ok".
+pub fn result_outcome(content: &str, is_command: bool) -> Outcome {
+    if let Some(code) = exit_code(content) {
+        return if code == 0 {
+            Outcome::Ok(Some(0))
+        } else {
+            Outcome::Failed(Some(code))
+        };
+    }
+    if looks_like_error(content) {
+        Outcome::Failed(None)
+    } else if is_command {
+        Outcome::Ran
+    } else {
+        Outcome::Ok(None)
+    }
+}
+
+/// The last exit code written in `content`: `exit code: 1`, `"exit_code": 2`, `exit status 101`,
+/// `exited with code 3`, `-> exit 1` (a pruned-result stub), `returncode=1`, …
+pub fn exit_code(content: &str) -> Option<i32> {
+    let lower = content.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    let mut found = None;
+    for keyword in ["exit", "returncode", "return code", "return_code"] {
+        let mut from = 0;
+        while let Some(pos) = lower[from..].find(keyword) {
+            let start = from + pos;
+            from = start + keyword.len();
+            if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+                continue;
+            }
+            if let Some(code) = code_after(&lower[from..]) {
+                if found.is_none_or(|(at, _)| at < start) {
+                    found = Some((start, code));
+                }
+            }
+        }
+    }
+    found.map(|(_, code)| code)
+}
+
+fn code_after(mut rest: &str) -> Option<i32> {
+    let mut separated = false;
+    loop {
+        let trimmed = rest.trim_start_matches([' ', '\t', ':', '=', '"', '\'']);
+        if trimmed.len() != rest.len() {
+            separated = true;
+            rest = trimmed;
+            continue;
+        }
+        let word = [
+            "_code", "code", "_status", "status", "ed with", "ed", "with",
+        ]
+        .iter()
+        .find(|w| rest.starts_with(**w));
+        match word {
+            Some(w) => {
+                separated = true;
+                rest = &rest[w.len()..];
+            }
+            None => break,
+        }
+    }
+    if !separated {
+        return None;
+    }
+    let (sign, digits) = match rest.strip_prefix('-') {
+        Some(r) => (-1, r),
+        None => (1, rest),
+    };
+    let len = digits.bytes().take_while(u8::is_ascii_digit).count();
+    if len == 0 || len > 4 || digits[len..].starts_with(|c: char| c.is_alphanumeric()) {
+        return None;
+    }
+    digits[..len].parse::<i32>().ok().map(|n| sign * n)
+}
+
+fn looks_like_error(content: &str) -> bool {
+    let head: String = content.trim_start().chars().take(200).collect();
+    let head = head.to_ascii_lowercase();
+    let lower = content.to_ascii_lowercase();
+    head.starts_with("error")
+        || head.starts_with("failed")
+        || head.starts_with("fatal")
+        || lower.contains("traceback (most recent call last)")
+        || lower.contains("\"error\": \"")
+        || lower.contains("\"error\":\"")
+        || lower.contains("\"success\": false")
+        || lower.contains("\"ok\": false")
+}

@@ -1,0 +1,224 @@
+//! The projection's sections as data: entries that can be folded from messages, rendered to
+//! lines, and parsed back from an earlier projection (see `parse.rs`) so that a second
+//! compaction continues the first instead of summarizing a summary.
+//!
+//! Rendering is the single source of the line formats; `parse.rs` must accept exactly what is
+//! rendered here. Quoted parts never contain the separators ` — ` and ` → ` (see [`quote_part`]).
+
+use std::fmt::Write;
+
+use super::extract::{FileAction, Outcome};
+
+pub const GOAL: &str = "## Goal";
+pub const ERRORS: &str = "## Errors and fixes";
+pub const FILES: &str = "## Files";
+pub const COMMANDS: &str = "## Commands";
+pub const ERROR_NAMES: &str = "## Error names";
+pub const SESSION_LOG: &str = "## Session log";
+
+/// Headings in output order; the projector's own lines are the only ones that start with `##`.
+pub const HEADINGS: [&str; 6] = [GOAL, ERRORS, FILES, COMMANDS, ERROR_NAMES, SESSION_LOG];
+
+/// Entry caps per section (oldest dropped first, with an omission note).
+pub const MAX_ERRORS: usize = 12;
+pub const MAX_FILES: usize = 40;
+pub const MAX_COMMANDS: usize = 25;
+pub const MAX_ERROR_NAMES: usize = 20;
+/// Characters kept of a quoted request in the goal section.
+pub const GOAL_QUOTE_CHARS: usize = 600;
+/// Characters kept of a command, path or error detail inside a structured entry.
+pub const KEY_CHARS: usize = 200;
+pub const DETAIL_CHARS: usize = 160;
+
+/// Makes quoted text safe to sit between the entry separators: backticks would end the code
+/// span, em dashes and arrows are the separators the merge parser splits on. Only punctuation
+/// changes, so the words stay those of the source.
+pub fn quote_part(text: &str) -> String {
+    text.replace('`', "'").replace('—', "-").replace('→', "->")
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoalLine {
+    pub id: i64,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorEntry {
+    /// The failing result's message id.
+    pub id: i64,
+    /// `` `cmd` `` or `` tool `arg` ``.
+    pub key: String,
+    pub outcome: Outcome,
+    pub detail: Option<String>,
+    /// The message id of the first later success of the same call.
+    pub fixed_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    pub last_id: i64,
+    pub path: String,
+    pub actions: Vec<FileAction>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandEntry {
+    /// The message id of the latest result.
+    pub last_id: i64,
+    pub command: String,
+    pub last: Outcome,
+    /// The first failure before the latest run, so "failed, then passed" stays visible.
+    pub earlier_failure: Option<(i64, Outcome)>,
+    pub runs: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameEntry {
+    pub first_id: i64,
+    pub name: String,
+}
+
+/// Omitted-entry counts carried across merges, one per section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Omitted {
+    pub goal: usize,
+    pub errors: usize,
+    pub files: usize,
+    pub commands: usize,
+    pub names: usize,
+    pub log: usize,
+}
+
+/// Everything a projection states, before caps and budget are applied.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub first_request: Option<GoalLine>,
+    pub latest_request: Option<GoalLine>,
+    pub errors: Vec<ErrorEntry>,
+    pub files: Vec<FileEntry>,
+    pub commands: Vec<CommandEntry>,
+    pub names: Vec<NameEntry>,
+    /// Already-rendered session-log lines, oldest first.
+    pub log: Vec<String>,
+    pub omitted: Omitted,
+}
+
+pub fn render_goal(label: &str, line: &GoalLine) -> String {
+    format!("- [#{}] {label}: {}", line.id, line.text)
+}
+
+pub fn render_error(e: &ErrorEntry) -> String {
+    let mut out = format!("- [#{}] {} — {}", e.id, e.key, e.outcome.describe());
+    if let Some(detail) = &e.detail {
+        let _ = write!(out, ": {detail}");
+    }
+    match e.fixed_at {
+        Some(id) => {
+            let _ = write!(out, " → fixed at [#{id}]");
+        }
+        None => out.push_str(" → not fixed yet"),
+    }
+    out
+}
+
+pub fn render_file(f: &FileEntry) -> String {
+    let actions: Vec<&str> = f.actions.iter().map(|a| a.word()).collect();
+    format!("- [#{}] {} — {}", f.last_id, f.path, actions.join(", "))
+}
+
+pub fn render_command(c: &CommandEntry) -> String {
+    let mut out = format!("- [#{}] `{}` — {}", c.last_id, c.command, c.last.describe());
+    if let Some((id, outcome)) = c.earlier_failure {
+        let _ = write!(out, "; earlier {} at [#{id}]", outcome.describe());
+    }
+    if c.runs > 1 {
+        let _ = write!(out, "; {} runs", c.runs);
+    }
+    out
+}
+
+pub fn render_name(n: &NameEntry) -> String {
+    format!("- [#{}] {}", n.first_id, n.name)
+}
+
+pub fn entries_note(n: usize) -> String {
+    format!("[… {n} older entries omitted …]")
+}
+
+pub fn log_note(n: usize) -> String {
+    format!("[… {n} earlier lines omitted …]")
+}
+
+/// One section ready to print: heading, omission note, entry lines (oldest first).
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub heading: &'static str,
+    pub omitted: usize,
+    pub lines: Vec<String>,
+    pub is_log: bool,
+}
+
+impl Rendered {
+    pub fn note(&self) -> Option<String> {
+        match (self.omitted, self.is_log) {
+            (0, _) => None,
+            (n, true) => Some(log_note(n)),
+            (n, false) => Some(entries_note(n)),
+        }
+    }
+
+    /// Characters this section adds to the projection, including the blank line that
+    /// separates it from the previous one.
+    pub fn chars(&self) -> usize {
+        if self.lines.is_empty() && self.omitted == 0 {
+            return 0;
+        }
+        let note = self.note().map_or(0, |n| n.chars().count() + 1);
+        let lines: usize = self.lines.iter().map(|l| l.chars().count() + 1).sum();
+        self.heading.chars().count() + 1 + note + lines + 1
+    }
+
+    /// Drops the oldest entry, counting it as omitted.
+    pub fn drop_oldest(&mut self) -> bool {
+        if self.lines.is_empty() {
+            return false;
+        }
+        self.lines.remove(0);
+        self.omitted += 1;
+        true
+    }
+
+    /// Keeps at most `max` entries, the newest.
+    pub fn cap(&mut self, max: usize) {
+        if self.lines.len() > max {
+            let drop = self.lines.len() - max;
+            self.lines.drain(..drop);
+            self.omitted += drop;
+        }
+    }
+}
+
+/// Joins sections into the projection text; empty sections are left out entirely.
+pub fn join(sections: &[Rendered]) -> String {
+    let mut out = String::new();
+    for s in sections {
+        if s.lines.is_empty() && s.omitted == 0 {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(s.heading);
+        out.push('\n');
+        if let Some(note) = s.note() {
+            out.push_str(&note);
+            out.push('\n');
+        }
+        for line in &s.lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
