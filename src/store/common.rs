@@ -93,6 +93,14 @@ pub(super) fn tool_calls_json(m: &NewMessage) -> Option<String> {
     }
 }
 
+/// A write aimed at a session of another lane than the lease's: a caller bug, never retried.
+pub(super) fn wrong_lane(session_id: &str, lane: &str, lease: &Lease) -> StoreError {
+    StoreError::Other(format!(
+        "session {session_id} belongs to lane {lane}, not to the lease's lane {}",
+        lease.name
+    ))
+}
+
 /// Turns free text into an FTS5 query that cannot be a syntax error: every word quoted, all
 /// words required.
 pub(super) fn fts5_query(q: &str) -> String {
@@ -100,16 +108,6 @@ pub(super) fn fts5_query(q: &str) -> String {
         .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Keeps the newest hit of each session, preserving order (the discovery shape of
-/// session_search: one hit per session).
-pub(super) fn dedup_by_session(hits: Vec<SearchHit>, limit: usize) -> Vec<SearchHit> {
-    let mut seen = std::collections::HashSet::new();
-    hits.into_iter()
-        .filter(|h| seen.insert(h.session_id.clone()))
-        .take(limit)
-        .collect()
 }
 
 /// Expands `impl Store for $ty` with the shared methods plus the backend's own `$extra` ones
@@ -299,6 +297,9 @@ macro_rules! store_impl {
         }
 
         async fn session_create(&self, lease: &Lease, s: &Session) -> StoreResult<()> {
+            if s.lane != lease.name {
+                return Err(common::wrong_lane(&s.id, &s.lane, lease));
+            }
             let mut tx = self.begin().await?;
             check_lease(&mut tx, lease).await?;
             sqlx::query(
@@ -324,7 +325,7 @@ macro_rules! store_impl {
             reason: &str,
         ) -> StoreResult<()> {
             let mut tx = self.begin().await?;
-            check_lease(&mut tx, lease).await?;
+            check_session_write(&mut tx, lease, session_id).await?;
             sqlx::query(
                 "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
             )
@@ -357,13 +358,44 @@ macro_rules! store_impl {
             messages: &[NewMessage],
         ) -> StoreResult<Vec<i64>> {
             let mut tx = self.begin().await?;
-            check_lease(&mut tx, lease).await?;
+            check_session_write(&mut tx, lease, session_id).await?;
             let mut ids = Vec::with_capacity(messages.len());
             for m in messages {
                 ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
             }
             tx.commit().await?;
             Ok(ids)
+        }
+
+        async fn compact(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            flip_ids: &[i64],
+            insert: &[NewMessage],
+        ) -> StoreResult<Vec<i64>> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, session_id).await?;
+            set_flags(&mut tx, session_id, flip_ids, 1).await?;
+            let mut ids = Vec::with_capacity(insert.len());
+            for m in insert {
+                ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+            }
+            tx.commit().await?;
+            Ok(ids)
+        }
+
+        async fn messages_retract(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            ids: &[i64],
+        ) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, session_id).await?;
+            set_flags(&mut tx, session_id, ids, 0).await?;
+            tx.commit().await?;
+            Ok(())
         }
 
         async fn messages_around(
@@ -398,7 +430,7 @@ macro_rules! store_impl {
             inbox_id: Option<i64>,
         ) -> StoreResult<i64> {
             let mut tx = self.begin().await?;
-            check_lease(&mut tx, lease).await?;
+            check_session_write(&mut tx, lease, session_id).await?;
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO turns (lane, session_id, inbox_id, holder, token, started_at) \
                  VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
@@ -417,7 +449,7 @@ macro_rules! store_impl {
 
         async fn turn_commit(&self, lease: &Lease, c: &TurnCommit) -> StoreResult<TurnCommitted> {
             let mut tx = self.begin().await?;
-            check_lease(&mut tx, lease).await?;
+            check_session_write(&mut tx, lease, &c.session_id).await?;
             let mut ids = Vec::with_capacity(c.messages.len());
             for m in &c.messages {
                 ids.push(insert_message(&mut tx, &lease.name, &c.session_id, Some(c.turn_id), m).await?);
@@ -490,7 +522,8 @@ macro_rules! store_impl {
         ) -> StoreResult<()> {
             sqlx::query(
                 "UPDATE outbox SET status = $1, last_error = $2, next_attempt_at = $3, \
-                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL WHERE id = $4",
+                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL \
+                 WHERE id = $4 AND status = 'sending'",
             )
             .bind(if give_up { "failed" } else { "pending" })
             .bind(error)
@@ -623,6 +656,26 @@ macro_rules! store_tx_helpers {
             }
         }
 
+        /// The lease check for a write into one session: the lease must be current *and* be
+        /// the lease of the session's lane (a lease name is the lane key), so holding one
+        /// lane's lease never lets a worker write into another lane's transcript.
+        async fn check_session_write(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            lease: &Lease,
+            session_id: &str,
+        ) -> StoreResult<()> {
+            check_lease(tx, lease).await?;
+            let lane: Option<(String,)> = sqlx::query_as("SELECT lane FROM sessions WHERE id = $1")
+                .bind(session_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+            match lane {
+                Some((lane,)) if lane == lease.name => Ok(()),
+                Some((lane,)) => Err(common::wrong_lane(session_id, &lane, lease)),
+                None => Err(StoreError::NotFound(format!("session {session_id}"))),
+            }
+        }
+
         async fn insert_message(
             tx: &mut sqlx::Transaction<'static, $db>,
             lane: &str,
@@ -649,6 +702,34 @@ macro_rules! store_tx_helpers {
             .fetch_one(&mut **tx)
             .await?;
             Ok(id)
+        }
+
+        /// Takes live rows of a session out of the model's view: `compacted` 1 keeps them
+        /// searchable (compaction), 0 retracts them. Only content changes touch the search
+        /// index, so this costs no index work.
+        async fn set_flags(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            session_id: &str,
+            ids: &[i64],
+            compacted: i64,
+        ) -> StoreResult<()> {
+            for id in ids {
+                let res = sqlx::query(
+                    "UPDATE messages SET active = 0, compacted = $1 \
+                     WHERE id = $2 AND session_id = $3 AND active = 1",
+                )
+                .bind(compacted)
+                .bind(id)
+                .bind(session_id)
+                .execute(&mut **tx)
+                .await?;
+                if res.rows_affected() != 1 {
+                    return Err(StoreError::NotFound(format!(
+                        "live message {id} in session {session_id}"
+                    )));
+                }
+            }
+            Ok(())
         }
 
         /// Idempotent: a row whose key exists is left as it is (a re-run turn cannot add a

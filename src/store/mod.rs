@@ -131,6 +131,25 @@ pub trait Store: Send + Sync + 'static {
         session_id: &str,
         messages: &[NewMessage],
     ) -> StoreResult<Vec<i64>>;
+    /// Compaction, in one lease-checked transaction: flips the live rows `flip_ids` of the
+    /// session to compacted (active 0, compacted 1) and appends `insert` as new live rows,
+    /// returning their ids. Nothing is deleted. A flip id that is not a live row of the session
+    /// aborts the whole compaction with `NotFound` (the caller's view of the transcript is stale).
+    async fn compact(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        flip_ids: &[i64],
+        insert: &[NewMessage],
+    ) -> StoreResult<Vec<i64>>;
+    /// Retracts live rows (active 0, compacted 0), lease-checked: the model no longer sees
+    /// them and search never finds them. Same `NotFound` rule as [`Store::compact`].
+    async fn messages_retract(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        ids: &[i64],
+    ) -> StoreResult<()>;
     /// Messages of a session around one id (the scroll half of session_search).
     async fn messages_around(
         &self,
@@ -164,7 +183,9 @@ pub trait Store: Send + Sync + 'static {
         claim_ttl: Duration,
     ) -> StoreResult<Vec<OutboxRow>>;
     async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()>;
-    /// Puts a claimed row back: to retry at `next_attempt_at`, or `failed` for good.
+    /// Puts a claimed row back: to retry at `next_attempt_at`, or `failed` for good. Only a
+    /// row still in `sending` changes: a sender whose claim expired meanwhile cannot bring
+    /// back a row that another sender has delivered (that would send it twice).
     async fn outbox_mark_retry(
         &self,
         id: i64,

@@ -12,6 +12,9 @@ use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
 
+/// Advisory lock key that serializes outbox claims ("heraldob" in ASCII).
+const OUTBOX_CLAIM_LOCK: i64 = 0x6865_7261_6c64_6f62;
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 pub struct PgStore {
@@ -72,17 +75,18 @@ store_impl!(PgStore, {
                ts_headline('simple', m.content, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=4'), \
                m.created_at \
              FROM messages m, plainto_tsquery('simple', $1) q \
-             WHERE m.tsv @@ q AND NOT (m.active = 0 AND m.compacted = 0) \
-             ORDER BY m.id DESC LIMIT $2",
+             WHERE m.id IN ( \
+               SELECT MAX(h.id) FROM messages h \
+               WHERE h.tsv @@ plainto_tsquery('simple', $1) \
+                 AND NOT (h.active = 0 AND h.compacted = 0) \
+               GROUP BY h.session_id ORDER BY MAX(h.id) DESC LIMIT $2) \
+             ORDER BY m.id DESC",
         )
         .bind(query)
-        .bind(limit.saturating_mul(8))
+        .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(common::dedup_by_session(
-            super::sqlite::hits_from(rows),
-            limit as usize,
-        ))
+        Ok(super::sqlite::hits_from(rows))
     }
 
     async fn outbox_claim(
@@ -92,6 +96,16 @@ store_impl!(PgStore, {
         limit: i64,
         claim_ttl: Duration,
     ) -> StoreResult<Vec<OutboxRow>> {
+        // Claims are serialized by a transaction-scoped advisory lock. Without it, `SKIP LOCKED`
+        // lets a second claimer pass over a lane's first chunk (locked, not yet committed as
+        // `sending`) and take the second one, because its snapshot still shows the first as
+        // merely pending: two replicas would then send one lane's chunks out of order. Each
+        // statement takes its snapshot after the lock is granted, so it sees earlier claims.
+        let mut tx = self.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(OUTBOX_CLAIM_LOCK)
+            .execute(&mut *tx)
+            .await?;
         let now = now_ms();
         let mut out = Vec::new();
         for platform in platforms {
@@ -108,10 +122,11 @@ store_impl!(PgStore, {
                 .bind(holder)
                 .bind(now + claim_ttl.as_millis() as i64)
                 .bind(limit)
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *tx)
                 .await?;
             out.append(&mut rows);
         }
+        tx.commit().await?;
         out.sort_by_key(|r| r.id);
         Ok(out)
     }

@@ -91,18 +91,24 @@ store_impl!(SqliteStore, {
         if q.is_empty() {
             return Ok(Vec::new());
         }
+        // The inner query picks the newest hit of each session in SQL, so a chatty recent
+        // session cannot crowd older sessions out of the result.
         let rows: Vec<(String, i64, String, String, i64)> = sqlx::query_as(
             "SELECT m.session_id, m.id, m.role, \
                snippet(messages_fts, 0, '[', ']', '…', 16), m.created_at \
              FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid \
-             WHERE messages_fts MATCH $1 AND NOT (m.active = 0 AND m.compacted = 0) \
-             ORDER BY m.id DESC LIMIT $2",
+             WHERE messages_fts MATCH $1 AND m.id IN ( \
+               SELECT MAX(h.id) FROM messages h \
+               WHERE h.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH $1) \
+                 AND NOT (h.active = 0 AND h.compacted = 0) \
+               GROUP BY h.session_id ORDER BY MAX(h.id) DESC LIMIT $2) \
+             ORDER BY m.id DESC",
         )
         .bind(&q)
-        .bind(limit.saturating_mul(8))
+        .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(common::dedup_by_session(hits_from(rows), limit as usize))
+        Ok(hits_from(rows))
     }
 
     async fn outbox_claim(

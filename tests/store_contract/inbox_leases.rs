@@ -1,0 +1,259 @@
+//! Contracts for migrations, the inbox and leases (including fencing): the guarantees that a
+//! redelivered update is a no-op and that a worker which lost its lane cannot write to it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald::domain::{LaneKey, Role};
+use herald::store::{InboxInsert, InboxStatus, NewMessage, Store, StoreError, TurnCommit};
+
+use super::{assert_lease_lost, event, insert, lease, reply, session};
+
+pub async fn migrate_twice_is_a_noop(store: Arc<dyn Store>) {
+    assert!(!store.ready().await.unwrap(), "ready before migrate");
+    store.migrate().await.unwrap();
+    assert!(store.ready().await.unwrap(), "ready after migrate");
+    let id = insert(&store, &event("m", "kept across a second migrate")).await;
+    store.migrate().await.expect("second migrate");
+    assert!(store.ready().await.unwrap());
+    let row = store.inbox_get(id).await.unwrap().expect("row survives");
+    assert_eq!(row.event.text, "kept across a second migrate");
+}
+
+pub async fn inbox_dedup(store: Arc<dyn Store>) {
+    let ev = event("dedup", "hello");
+    let first = store.inbox_insert(&ev).await.unwrap();
+    let InboxInsert::Inserted(id) = first else {
+        panic!("first insert: {first:?}");
+    };
+    // A redelivery carries the same key but may differ in content: nothing of it is written.
+    let mut again = ev.clone();
+    again.text = "hello (redelivered)".to_string();
+    assert_eq!(
+        store.inbox_insert(&again).await.unwrap(),
+        InboxInsert::Duplicate(id)
+    );
+    let lane = ev.lane();
+    let pending = store.inbox_pending(&lane, 10).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].event, ev);
+    assert_eq!(pending[0].status, InboxStatus::Pending);
+
+    // The key is (platform, platform message id): the same id on another platform is new.
+    let mut other = ev.clone();
+    other.platform = herald::domain::Platform::Telegram;
+    assert!(matches!(
+        store.inbox_insert(&other).await.unwrap(),
+        InboxInsert::Inserted(other_id) if other_id != id
+    ));
+}
+
+pub async fn inbox_pending_and_skip(store: Arc<dyn Store>) {
+    let a1 = insert(&store, &event("a", "a1")).await;
+    let b1 = insert(&store, &event("b", "b1")).await;
+    let a2 = insert(&store, &event("a", "a2")).await;
+    let a3 = insert(&store, &event("a", "a3")).await;
+    let (lane_a, lane_b) = (LaneKey::new("web:a"), LaneKey::new("web:b"));
+
+    let ids = |rows: Vec<herald::store::InboxRow>| rows.iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.inbox_pending(&lane_a, 10).await.unwrap()),
+        [a1, a2, a3]
+    );
+    assert_eq!(
+        ids(store.inbox_pending(&lane_a, 2).await.unwrap()),
+        [a1, a2]
+    );
+    assert_eq!(ids(store.inbox_pending(&lane_b, 10).await.unwrap()), [b1]);
+    assert_eq!(
+        store.inbox_pending_lanes(10).await.unwrap(),
+        [lane_a.clone(), lane_b.clone()]
+    );
+
+    let replies = [reply("web:a", "skip-a1", 0, Some(a1))];
+    store
+        .inbox_skip(a1, "unauthorized sender", &replies)
+        .await
+        .unwrap();
+    let row = store.inbox_get(a1).await.unwrap().unwrap();
+    assert_eq!(row.status, InboxStatus::Skipped);
+    assert_eq!(row.note.as_deref(), Some("unauthorized sender"));
+    assert_eq!(
+        ids(store.inbox_pending(&lane_a, 10).await.unwrap()),
+        [a2, a3]
+    );
+    let out = store.outbox_for_inbox(a1).await.unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].idem_key, "skip-a1");
+    assert_eq!(out[0].status, "pending");
+
+    store.inbox_skip(b1, "media only", &[]).await.unwrap();
+    assert_eq!(store.inbox_pending_lanes(10).await.unwrap(), [lane_a]);
+    assert!(store.outbox_for_inbox(b1).await.unwrap().is_empty());
+
+    assert_eq!(store.inbox_bump_attempts(a2).await.unwrap(), 1);
+    assert_eq!(store.inbox_bump_attempts(a2).await.unwrap(), 2);
+    assert_eq!(store.inbox_get(a2).await.unwrap().unwrap().attempts, 2);
+    assert_eq!(store.inbox_get(a3).await.unwrap().unwrap().attempts, 0);
+    assert!(store.inbox_get(999_999).await.unwrap().is_none());
+}
+
+pub async fn lease_lifecycle(store: Arc<dyn Store>) {
+    let short = Duration::from_millis(150);
+    let a = lease(&store, "web:l", "a", short).await;
+    assert_eq!(a.token, 1);
+    assert!(store
+        .lease_acquire("web:l", "b", short)
+        .await
+        .unwrap()
+        .is_none());
+    let info = store.lease_get("web:l").await.unwrap().unwrap();
+    assert_eq!((info.holder.as_str(), info.token), ("a", 1));
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let b = lease(&store, "web:l", "b", Duration::from_secs(60)).await;
+    assert!(
+        b.token > a.token,
+        "takeover token {} after {}",
+        b.token,
+        a.token
+    );
+    assert_lease_lost("lease_renew", store.lease_renew(&a, short).await);
+    // A stale release must not free the new holder's lease.
+    store.lease_release(&a).await.unwrap();
+    assert!(store
+        .lease_acquire("web:l", "c", short)
+        .await
+        .unwrap()
+        .is_none());
+    store
+        .lease_renew(&b, Duration::from_secs(60))
+        .await
+        .unwrap();
+
+    store.lease_release(&b).await.unwrap();
+    let c = lease(&store, "web:l", "c", Duration::from_secs(60)).await;
+    assert!(c.token > b.token);
+
+    // Re-acquiring by the same holder bumps the token: the old proof is fenced off.
+    let c2 = lease(&store, "web:l", "c", Duration::from_secs(60)).await;
+    assert!(c2.token > c.token);
+    assert_lease_lost("lease_renew", store.lease_renew(&c, short).await);
+    store.lease_renew(&c2, short).await.unwrap();
+    assert!(store.lease_get("web:none").await.unwrap().is_none());
+}
+
+/// After a takeover every transcript write by the old holder is refused and lands nothing.
+pub async fn lease_fencing(store: Arc<dyn Store>) {
+    let lane = "web:f";
+    let short = Duration::from_millis(150);
+    let old = lease(&store, lane, "old", short).await;
+    store
+        .session_create(&old, &session("s-f", lane))
+        .await
+        .unwrap();
+    let inbox_id = insert(&store, &event("f", "question")).await;
+    let turn = store.turn_begin(&old, "s-f", Some(inbox_id)).await.unwrap();
+    store
+        .append_messages(&old, "s-f", &[NewMessage::new(Role::User, "question")])
+        .await
+        .unwrap();
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let new = lease(&store, lane, "new", Duration::from_secs(60)).await;
+
+    let m = [NewMessage::new(Role::Assistant, "late answer")];
+    assert_lease_lost(
+        "append_messages",
+        store.append_messages(&old, "s-f", &m).await,
+    );
+    assert_lease_lost("turn_begin", store.turn_begin(&old, "s-f", None).await);
+    let commit = TurnCommit {
+        turn_id: turn,
+        session_id: "s-f".to_string(),
+        messages: m.to_vec(),
+        outbox: vec![reply(lane, "fenced-0", 0, Some(inbox_id))],
+        inbox_id: Some(inbox_id),
+        inbox_status: InboxStatus::Done,
+        note: None,
+    };
+    assert_lease_lost("turn_commit", store.turn_commit(&old, &commit).await);
+    assert_lease_lost(
+        "session_close",
+        store.session_close(&old, "s-f", "stale").await,
+    );
+    assert_lease_lost(
+        "session_create",
+        store.session_create(&old, &session("s-f2", lane)).await,
+    );
+    assert_lease_lost("compact", store.compact(&old, "s-f", &[], &m).await);
+
+    let lane_key = LaneKey::new(lane);
+    assert_eq!(store.messages("s-f", false).await.unwrap().len(), 1);
+    assert_eq!(store.turns(&lane_key, 10).await.unwrap().len(), 1);
+    assert!(store.outbox_for_inbox(inbox_id).await.unwrap().is_empty());
+    assert_eq!(store.outbox_counts().await.unwrap().pending, 0);
+    let ev = store.inbox_get(inbox_id).await.unwrap().unwrap();
+    assert_eq!(ev.status, InboxStatus::Pending);
+    let sessions = store.sessions_list(Some(&lane_key), 10).await.unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert!(sessions[0].ended_at.is_none(), "stale close landed");
+    assert!(store.session_get("s-f2").await.unwrap().is_none());
+
+    // The new holder writes fine: the refusals above were about the lease, not the data.
+    let ids = store.append_messages(&new, "s-f", &m).await.unwrap();
+    assert_eq!(ids.len(), 1);
+
+    // A current lease of another lane is no licence to write into this lane's session.
+    let other = lease(&store, "web:g", "new", Duration::from_secs(60)).await;
+    let wrong = store.append_messages(&other, "s-f", &m).await;
+    assert!(
+        wrong.is_err(),
+        "write through another lane's lease: {wrong:?}"
+    );
+    assert!(store.turn_begin(&other, "s-f", None).await.is_err());
+    assert!(store
+        .session_close(&other, "s-f", "wrong lane")
+        .await
+        .is_err());
+    assert!(store
+        .session_create(&other, &session("s-g", lane))
+        .await
+        .is_err());
+    assert_eq!(store.messages("s-f", false).await.unwrap().len(), 2);
+    assert_eq!(store.turns(&lane_key, 10).await.unwrap().len(), 1);
+    assert!(store
+        .session_get("s-f")
+        .await
+        .unwrap()
+        .unwrap()
+        .ended_at
+        .is_none());
+    assert!(store.session_get("s-g").await.unwrap().is_none());
+}
+
+/// Two workers race for a free lease: exactly one wins, every round.
+pub async fn lease_acquire_race(store: Arc<dyn Store>) {
+    for round in 0..super::race_rounds(20) {
+        let name = format!("web:race{round}");
+        let ttl = Duration::from_secs(60);
+        let (s1, s2) = (store.clone(), store.clone());
+        let (n1, n2) = (name.clone(), name.clone());
+        let t1 = tokio::spawn(async move { s1.lease_acquire(&n1, "one", ttl).await });
+        let t2 = tokio::spawn(async move { s2.lease_acquire(&n2, "two", ttl).await });
+        let (r1, r2) = (t1.await.unwrap(), t2.await.unwrap());
+        let winners: Vec<_> = [r1, r2]
+            .into_iter()
+            .filter_map(|r| match r {
+                Ok(l) => l,
+                // A loser must be told "held", not fail on a busy database.
+                Err(StoreError::Unavailable(e)) => panic!("round {round}: busy store: {e}"),
+                Err(e) => panic!("round {round}: {e}"),
+            })
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let info = store.lease_get(&name).await.unwrap().unwrap();
+        assert_eq!(info.holder, winners[0].holder);
+        assert_eq!(info.token, 1);
+    }
+}
