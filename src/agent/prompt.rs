@@ -102,8 +102,10 @@ mod tests {
 
     #[test]
     fn tiers_are_in_order() {
-        let mut cfg = AgentConfig::default();
-        cfg.system_message = Some("Be brief.".into());
+        let cfg = AgentConfig {
+            system_message: Some("Be brief.".into()),
+            ..AgentConfig::default()
+        };
         let p = build_system_prompt(&cfg, &parts(Platform::Telegram));
         let id = p.find("I am X.").unwrap();
         let op = p.find("Be brief.").unwrap();

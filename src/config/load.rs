@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn conventional_env_fills_only_unset_keys() {
-        let mut c = from_toml("[llm]\nmodel = \"mine\"").unwrap();
+        let mut c = from_toml("[llm]\nprovider = \"none\"\nmodel = \"mine\"").unwrap();
         apply_conventional_env(&mut c, |k| match k {
             "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".into()),
             "OPENAI_API_KEY" => Some("sk-x".into()),

@@ -13,7 +13,7 @@ pub enum Command {
 
 /// Parses `/cmd` or `/cmd@BotName` (the suffix must name this bot when a name is known).
 pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> {
-    let first = text.trim().split_whitespace().next()?;
+    let first = text.split_whitespace().next()?;
     let rest = first.strip_prefix('/')?;
     let (name, target) = match rest.split_once('@') {
         Some((n, t)) => (n, Some(t)),
