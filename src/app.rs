@@ -15,6 +15,8 @@ use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::adapters::discord::DiscordAdapter;
+use crate::adapters::telegram::TelegramAdapter;
 use crate::adapters::web::WebOutbound;
 use crate::agent::prompt::load_identity;
 use crate::agent::tools::{SessionSearch, Tools};
@@ -105,6 +107,20 @@ impl App {
         if config.web.enabled {
             outbounds.register(Arc::new(WebOutbound));
         }
+        let telegram = match &config.telegram.token {
+            Some(_) => Some(TelegramAdapter::new(&config.telegram).context("telegram adapter")?),
+            None => None,
+        };
+        let discord = match &config.discord.token {
+            Some(_) => Some(DiscordAdapter::new(&config.discord).context("discord adapter")?),
+            None => None,
+        };
+        for o in telegram.iter().filter_map(|a| a.outbound()) {
+            outbounds.register(o);
+        }
+        for o in discord.iter().filter_map(|a| a.outbound()) {
+            outbounds.register(o);
+        }
         let (finished, _) = broadcast::channel(1024);
         let deps = Arc::new(Deps {
             config: config.clone(),
@@ -143,11 +159,15 @@ impl App {
         let (listener, addr) = http::bind(&config.server.listen)
             .await
             .with_context(|| format!("binding server.listen {}", config.server.listen))?;
-        let app = http::routes(HttpState {
+        let mut extra_routes = Vec::new();
+        extra_routes.extend(telegram.as_ref().and_then(|a| a.routes(router.clone())));
+        extra_routes.extend(discord.as_ref().and_then(|a| a.routes(router.clone())));
+        let state = HttpState {
             router: router.clone(),
             metrics,
-        })
-        .into_make_service_with_connect_info::<SocketAddr>();
+        };
+        let app =
+            http::routes(state, extra_routes).into_make_service_with_connect_info::<SocketAddr>();
         let http_cancel = cancel.child_token();
         tracker.spawn(async move {
             let res = axum::serve(listener, app)
@@ -157,6 +177,12 @@ impl App {
                 tracing::error!(error = %e, "HTTP server failed");
             }
         });
+        if let Some(a) = telegram {
+            a.spawn(router.clone(), &tracker, cancel.child_token());
+        }
+        if let Some(a) = discord {
+            a.spawn(router.clone(), &tracker, cancel.child_token());
+        }
         tracing::info!(
             %addr,
             store = store.backend(),

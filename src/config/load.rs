@@ -89,6 +89,9 @@ pub(crate) fn apply_conventional_env(config: &mut Config, get: impl Fn(&str) -> 
     if config.telegram.token.is_none() {
         config.telegram.token = nonempty("TELEGRAM_BOT_TOKEN").map(Secret::new);
     }
+    if config.discord.token.is_none() {
+        config.discord.token = nonempty("DISCORD_BOT_TOKEN").map(Secret::new);
+    }
 }
 
 pub fn validate(c: &Config) -> Result<(), ConfigError> {

@@ -26,6 +26,7 @@ pub struct Config {
     pub outbox: OutboxConfig,
     pub web: WebConfig,
     pub telegram: TelegramConfig,
+    pub discord: DiscordConfig,
     pub log: LogConfig,
 }
 
@@ -286,6 +287,32 @@ impl Default for TelegramConfig {
             webhook_secret: None,
             webhook_url: None,
             poll_timeout_secs: 25,
+        }
+    }
+}
+
+/// Discord adapter settings (the adapter issue fills in the rest of the keys).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DiscordConfig {
+    /// Bot token; also read from `DISCORD_BOT_TOKEN`. The adapter runs when it is set.
+    pub token: Option<Secret>,
+    /// REST base; the gateway URL is discovered from `<api_url>/api/v10/gateway`.
+    pub api_url: String,
+    /// User ids allowed to talk to the agent (deny by default).
+    #[serde(deserialize_with = "load::strings_or_numbers")]
+    pub allowed_users: Vec<String>,
+    /// Explicitly allow everyone (warned about at start).
+    pub allow_all_users: bool,
+}
+
+impl Default for DiscordConfig {
+    fn default() -> Self {
+        DiscordConfig {
+            token: None,
+            api_url: "https://discord.com".into(),
+            allowed_users: Vec::new(),
+            allow_all_users: false,
         }
     }
 }

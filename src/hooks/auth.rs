@@ -16,6 +16,8 @@ use crate::domain::{MessageEvent, Platform};
 pub struct Authorizer {
     telegram: HashSet<String>,
     telegram_all: bool,
+    discord: HashSet<String>,
+    discord_all: bool,
     /// Non-loopback web requests are authenticated by the bearer token at the HTTP layer.
     web_token_set: bool,
 }
@@ -27,9 +29,16 @@ impl Authorizer {
                 "telegram.allow_all_users is on: anyone who finds the bot can use the agent"
             );
         }
+        if c.discord.allow_all_users && c.discord.token.is_some() {
+            tracing::warn!(
+                "discord.allow_all_users is on: anyone who can message the bot can use the agent"
+            );
+        }
         Authorizer {
             telegram: c.telegram.allowed_users.iter().cloned().collect(),
             telegram_all: c.telegram.allow_all_users,
+            discord: c.discord.allowed_users.iter().cloned().collect(),
+            discord_all: c.discord.allow_all_users,
             web_token_set: c.web.token.is_some(),
         }
     }
@@ -41,8 +50,7 @@ impl Authorizer {
         match ev.platform {
             Platform::Web => ev.from_loopback || self.web_token_set,
             Platform::Telegram => self.telegram_all || self.telegram.contains(&ev.sender_id),
-            // Discord has no adapter yet: nothing is allowed until it has an allowlist.
-            Platform::Discord => false,
+            Platform::Discord => self.discord_all || self.discord.contains(&ev.sender_id),
             Platform::Cron => false,
         }
     }
@@ -106,6 +114,7 @@ mod tests {
             "remote web needs the token"
         );
         assert!(!strict.is_allowed(&discord), "deny by default");
+        assert!(authorizer("[discord]\nallowed_users = [42]").is_allowed(&discord));
         assert!(strict.is_allowed(&internal));
         tg_42.sender_id = "420".into();
         assert!(!strict.is_allowed(&tg_42), "exact ids, no prefix match");

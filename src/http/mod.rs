@@ -28,19 +28,23 @@ pub struct HttpState {
     pub metrics: PrometheusHandle,
 }
 
-pub fn routes(state: HttpState) -> Router {
+/// The daemon's routes plus adapters' own (e.g. the Telegram webhook).
+pub fn routes(state: HttpState, extra: Vec<Router>) -> Router {
     let api = Router::new()
         .route("/api/v1/chat", post(chat::post_chat))
         .route("/api/v1/lanes/{lane}/messages", get(chat::lane_messages))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new()
+    let mut app = Router::new()
         .route("/", get(page::chat_page))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .merge(api)
-        .with_state(state)
-        .layer(axum::extract::DefaultBodyLimit::max(1024 * 1024))
+        .with_state(state);
+    for r in extra {
+        app = app.merge(r);
+    }
+    app.layer(axum::extract::DefaultBodyLimit::max(1024 * 1024))
 }
 
 /// Serves until `shutdown` fires; returns the bound address through `bound`.

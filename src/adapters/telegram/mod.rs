@@ -1,0 +1,45 @@
+//! Telegram adapter (teloxide): long polling or webhook in, `sendMessage` out.
+//!
+//! Placeholder interface; the adapter itself is built by the Telegram issue. `app` calls
+//! exactly these four functions, so the wiring does not change when the body does.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::TelegramConfig;
+use crate::delivery::Outbound;
+use crate::lanes::LaneRouter;
+
+pub struct TelegramAdapter {
+    _config: TelegramConfig,
+}
+
+impl TelegramAdapter {
+    /// Builds the client from config (no network yet).
+    pub fn new(config: &TelegramConfig) -> anyhow::Result<TelegramAdapter> {
+        Ok(TelegramAdapter {
+            _config: config.clone(),
+        })
+    }
+
+    /// The outbound side, registered before the lane router is built.
+    pub fn outbound(&self) -> Option<Arc<dyn Outbound>> {
+        None
+    }
+
+    /// Extra HTTP routes (the webhook), merged into the daemon's server.
+    pub fn routes(&self, _router: Arc<LaneRouter>) -> Option<axum::Router> {
+        None
+    }
+
+    /// Starts receiving (poller or webhook registration) as tracked, cancellable tasks.
+    pub fn spawn(
+        self,
+        _router: Arc<LaneRouter>,
+        _tracker: &TaskTracker,
+        _cancel: CancellationToken,
+    ) {
+    }
+}
