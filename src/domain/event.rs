@@ -64,6 +64,21 @@ pub enum MessageKind {
     Media,
     Edited,
     Service,
+    /// An internal instruction to the lane's worker (see [`Control`]); never typed by anyone.
+    Control,
+}
+
+/// Work that must happen under a lane's turn lease but comes from outside the lane's worker
+/// (a handoff build, a cron delivery). It travels through the lane's inbox like any event, so
+/// it waits for an in-flight turn and is written under the lease, exactly once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Control {
+    /// Close the lane's session if it is still this one.
+    RotateSession { session_id: String, reason: String },
+    /// Append a message that was delivered to this chat (a cron brief) to its transcript, so
+    /// the agent knows what it sent when the person answers.
+    Mirror { label: String, text: String },
 }
 
 /// A file or media item attached to a message, recorded by reference (never downloaded here).
@@ -97,6 +112,13 @@ pub struct MessageEvent {
     /// The peer address for web chat (loopback check), when known.
     #[serde(default)]
     pub from_loopback: bool,
+    /// Set on `MessageKind::Control` events.
+    #[serde(default)]
+    pub control: Option<Control>,
+    /// Deliver the reply to these targets (`telegram:<chat>[:<thread>]`, `web:<name>`, …)
+    /// instead of the originating chat: scheduled runs use it.
+    #[serde(default)]
+    pub deliver_to: Vec<String>,
 }
 
 impl MessageEvent {
@@ -118,7 +140,27 @@ impl MessageEvent {
             internal: false,
             attachments: Vec::new(),
             from_loopback: false,
+            control: None,
+            deliver_to: Vec::new(),
         }
+    }
+
+    /// An internal control event for the lane `platform:chat_id[:thread_id]`. `key` makes it
+    /// idempotent: the same key is written to the inbox once.
+    pub fn control(
+        platform: Platform,
+        chat_id: &str,
+        thread_id: Option<&str>,
+        key: &str,
+        control: Control,
+    ) -> MessageEvent {
+        let mut ev = MessageEvent::text(platform, chat_id, "herald", "");
+        ev.thread_id = thread_id.map(str::to_string);
+        ev.platform_message_id = format!("control:{key}");
+        ev.kind = MessageKind::Control;
+        ev.internal = true;
+        ev.control = Some(control);
+        ev
     }
 
     pub fn lane(&self) -> LaneKey {

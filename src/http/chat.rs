@@ -94,6 +94,8 @@ pub(super) async fn post_chat(
         internal: false,
         attachments: Vec::new(),
         from_loopback: peer.ip().is_loopback(),
+        control: None,
+        deliver_to: Vec::new(),
     };
     // Subscribe before the insert so the finish signal cannot slip past.
     let mut finished = deps.finished.subscribe();

@@ -5,7 +5,9 @@
 //! as it runs, and every transcript write it makes is checked against that lease.
 
 pub mod commands;
+mod control;
 mod router;
+mod turn;
 mod worker;
 
 use std::sync::Arc;

@@ -7,33 +7,28 @@
 //! writes nothing more.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use chrono::Utc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::commands::{parse_command, Command, HELP_TEXT};
+use super::commands::parse_command;
 use super::router::LaneRouter;
-use crate::agent::prompt::{build_system_prompt, PromptParts};
-use crate::agent::turn::{run_turn, TurnInput};
-use crate::domain::{LaneKey, MessageEvent, Role};
-use crate::hooks::{Dispatch, PreLlmContext};
-use crate::store::{
-    InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, Session, StoreError, TurnCommit,
-};
+use crate::domain::LaneKey;
+use crate::hooks::Dispatch;
+use crate::store::{InboxRow, Lease, StoreError};
 
 pub(super) struct Worker {
-    router: Arc<LaneRouter>,
-    lane: LaneKey,
+    pub(super) router: Arc<LaneRouter>,
+    pub(super) lane: LaneKey,
     tx: mpsc::Sender<()>,
     rx: mpsc::Receiver<()>,
     holder: String,
 }
 
 /// Why a worker stops before its lane is drained.
-enum Stop {
+pub(super) enum Stop {
     LeaseLost,
     Shutdown,
 }
@@ -207,8 +202,29 @@ impl Worker {
     ) -> Result<(), Stop> {
         let deps = &self.router.deps;
         let mut backoff = Duration::from_millis(200);
+        let mut attempts: Option<i64> = None;
         loop {
-            match self.process_once(lease, &row, lost).await {
+            // Attempts count starts of processing (crash loops), not store hiccups within one.
+            let attempts = match attempts {
+                Some(n) => n,
+                None => match deps.store.inbox_bump_attempts(row.id).await {
+                    Ok(n) => {
+                        attempts = Some(n);
+                        n
+                    }
+                    Err(StoreError::LeaseLost { .. }) => return Err(Stop::LeaseLost),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "store unavailable; retrying");
+                        tokio::select! {
+                            _ = self.router.abort.cancelled() => return Err(Stop::Shutdown),
+                            _ = tokio::time::sleep(backoff) => {}
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(10));
+                        continue;
+                    }
+                },
+            };
+            match self.process_once(lease, &row, attempts, lost).await {
                 Ok(()) => {
                     let _ = deps.finished.send(row.id);
                     return Ok(());
@@ -233,10 +249,10 @@ impl Worker {
         &self,
         lease: &Lease,
         row: &InboxRow,
+        attempts: i64,
         lost: &CancellationToken,
     ) -> Result<(), Failure> {
         let deps = &self.router.deps;
-        let attempts = deps.store.inbox_bump_attempts(row.id).await?;
         if attempts > deps.config.lanes.max_attempts {
             let reply = format!(
                 "Sorry, I could not answer this message after {} attempts; it has been set aside.",
@@ -247,8 +263,9 @@ impl Worker {
                 attempts,
                 "giving up on an inbound message"
             );
+            let reply = (!row.event.internal).then_some(reply);
             return self
-                .skip(row, "gave up after repeated failures", Some(reply))
+                .skip(row, "gave up after repeated failures", reply)
                 .await;
         }
         let ev = match deps.pre_dispatch.run(&row.event).await {
@@ -261,6 +278,9 @@ impl Worker {
             }
             Dispatch::Turn(ev) => ev,
         };
+        if let (true, Some(control)) = (ev.internal, &ev.control) {
+            return self.control(lease, row, &ev, control).await;
+        }
         if !ev.can_start_turn() {
             return self
                 .skip(row, "not a message the agent answers", None)
@@ -273,254 +293,9 @@ impl Worker {
         }
         self.turn(lease, row, &ev, lost).await
     }
-
-    async fn skip(&self, row: &InboxRow, note: &str, reply: Option<String>) -> Result<(), Failure> {
-        let deps = &self.router.deps;
-        let outbox = reply
-            .map(|text| self.outbox_rows(row, &text, "skip"))
-            .unwrap_or_default();
-        deps.store.inbox_skip(row.id, note, &outbox).await?;
-        if !outbox.is_empty() {
-            deps.outbox_wake.notify_one();
-        }
-        Ok(())
-    }
-
-    async fn command(&self, lease: &Lease, row: &InboxRow, cmd: Command) -> Result<(), Failure> {
-        let store = &self.router.deps.store;
-        let reply = match cmd {
-            Command::Start | Command::Help => HELP_TEXT.to_string(),
-            Command::New => match store.session_current(&self.lane).await? {
-                Some(s) => {
-                    store.session_close(lease, &s.id, "new").await?;
-                    "Started a new session. Earlier messages stay searchable.".to_string()
-                }
-                None => "This is already a fresh session.".to_string(),
-            },
-            // A running turn was cancelled when the command arrived (see the router); by the
-            // time it is processed here, nothing runs in this lane.
-            Command::Stop => "Stopped. Nothing is running in this conversation now.".to_string(),
-            Command::Status => {
-                let session = store.session_current(&self.lane).await?;
-                let pending = store
-                    .inbox_pending(&self.lane, 100)
-                    .await?
-                    .len()
-                    .saturating_sub(1);
-                match session {
-                    Some(s) => {
-                        let n = store.messages(&s.id, true).await?.len();
-                        format!(
-                            "Session {} ({} messages, since {}), model {}, {} message(s) queued.",
-                            s.id,
-                            n,
-                            chrono::DateTime::from_timestamp_millis(s.started_at)
-                                .map(|t| t.to_rfc3339())
-                                .unwrap_or_default(),
-                            s.model,
-                            pending
-                        )
-                    }
-                    None => format!("No session yet; {pending} message(s) queued."),
-                }
-            }
-        };
-        self.skip(row, "command", Some(reply)).await
-    }
-
-    async fn session(&self, lease: &Lease, ev: &MessageEvent) -> Result<Session, Failure> {
-        let deps = &self.router.deps;
-        if let Some(s) = deps.store.session_current(&self.lane).await? {
-            return Ok(s);
-        }
-        let id = uuid::Uuid::new_v4().to_string();
-        let started = Utc::now();
-        let model = deps.chain.primary_name();
-        let system_prompt = build_system_prompt(
-            &deps.config.agent,
-            &PromptParts {
-                identity: &deps.identity,
-                platform: ev.platform,
-                session_id: &id,
-                started_at: started,
-                model: &model,
-            },
-        );
-        let s = Session {
-            id,
-            lane: self.lane.to_string(),
-            parent_id: None,
-            started_at: started.timestamp_millis(),
-            ended_at: None,
-            end_reason: None,
-            system_prompt,
-            model,
-            compaction_strikes: 0,
-            fallback_streak: 0,
-            breaker_blocked_since: None,
-            cooldown_until: None,
-        };
-        deps.store.session_create(lease, &s).await?;
-        tracing::info!(session = %s.id, "session opened");
-        Ok(s)
-    }
-
-    async fn turn(
-        &self,
-        lease: &Lease,
-        row: &InboxRow,
-        ev: &MessageEvent,
-        lost: &CancellationToken,
-    ) -> Result<(), Failure> {
-        let deps = &self.router.deps;
-        let started = Instant::now();
-        let session = self.session(lease, ev).await?;
-        let history = deps.store.messages(&session.id, true).await?;
-        let turn_id = deps
-            .store
-            .turn_begin(lease, &session.id, Some(row.id))
-            .await?;
-        let span = tracing::info_span!("turn", session = %session.id, turn = turn_id, platform = %ev.platform);
-        let first_turn = !history.iter().any(|m| m.role == Role::User);
-        let api_content = deps
-            .pre_llm
-            .api_content(
-                &ev.text,
-                &PreLlmContext {
-                    lane: &self.lane,
-                    session_id: &session.id,
-                    first_turn,
-                    event: ev,
-                },
-            )
-            .await;
-        let stop = CancellationToken::new();
-        self.router
-            .running_turns
-            .lock()
-            .expect("turns lock")
-            .insert(self.lane.clone(), stop.clone());
-        let typing = self.typing(ev, stop.clone());
-        let timeout = Duration::from_secs(deps.config.agent.turn_timeout_secs);
-        let agent = run_turn(
-            &deps.chain,
-            &deps.tools,
-            TurnInput {
-                system_prompt: &session.system_prompt,
-                history: &history,
-                user_content: &ev.text,
-                user_api_content: api_content.as_deref(),
-                max_iterations: deps.config.agent.max_iterations,
-            },
-        );
-        let outcome = tokio::select! {
-            r = tokio::time::timeout(timeout, agent.instrument(span.clone())) => match r {
-                Ok(r) => Outcome::Done(r),
-                Err(_) => Outcome::TimedOut,
-            },
-            _ = stop.cancelled() => Outcome::Stopped,
-            _ = lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
-            _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
-        };
-        stop.cancel();
-        typing.abort();
-        self.router
-            .running_turns
-            .lock()
-            .expect("turns lock")
-            .remove(&self.lane);
-
-        let mut user = NewMessage::new(Role::User, ev.text.clone());
-        user.api_content = api_content;
-        user.platform_message_id = Some(ev.platform_message_id.clone());
-        let mut messages = vec![user];
-        let (reply, status, note) = match outcome {
-            Outcome::Abandoned(s) => return Err(Failure::Stop(s)),
-            Outcome::Done(Ok(out)) => {
-                messages.extend(out.messages);
-                (out.reply, InboxStatus::Done, None)
-            }
-            Outcome::Done(Err(e)) => {
-                let crate::agent::turn::TurnError::Llm(e) = e;
-                tracing::warn!(parent: &span, error = %e, class = e.class(), "turn failed; the user gets an error line");
-                (e.user_message(), InboxStatus::Failed, Some(e.to_string()))
-            }
-            Outcome::TimedOut => (
-                format!(
-                    "The model did not finish within {} seconds; please try again (your message was kept).",
-                    timeout.as_secs()
-                ),
-                InboxStatus::Failed,
-                Some("turn timed out".to_string()),
-            ),
-            Outcome::Stopped => ("Stopped.".to_string(), InboxStatus::Done, Some("stopped".to_string())),
-        };
-        let outbox = self.outbox_rows(row, &reply, "turn");
-        deps.store
-            .turn_commit(
-                lease,
-                &TurnCommit {
-                    turn_id,
-                    session_id: session.id.clone(),
-                    messages,
-                    outbox,
-                    inbox_id: Some(row.id),
-                    inbox_status: status,
-                    note,
-                },
-            )
-            .await?;
-        deps.outbox_wake.notify_one();
-        let secs = started.elapsed().as_secs_f64();
-        metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);
-        metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.as_str())
-            .record(secs);
-        tracing::info!(parent: &span, status = status.as_str(), duration_ms = (secs * 1000.0) as u64, "turn finished");
-        Ok(())
-    }
-
-    fn typing(&self, ev: &MessageEvent, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
-        let outbound = self.router.deps.outbounds.get(ev.platform).cloned();
-        let chat = ev.chat_id.clone();
-        let thread = ev.thread_id.clone();
-        tokio::spawn(async move {
-            let Some(o) = outbound else { return };
-            loop {
-                o.typing(&chat, thread.as_deref()).await;
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(4)) => {}
-                }
-            }
-        })
-    }
-
-    /// Reply chunks with keys derived from (lane, inbox event, chunk): a re-run of the same
-    /// event produces the same keys, so a chunk can never be queued twice.
-    fn outbox_rows(&self, row: &InboxRow, text: &str, kind: &str) -> Vec<NewOutbox> {
-        let ev = &row.event;
-        self.router
-            .deps
-            .outbounds
-            .split(ev.platform, text)
-            .into_iter()
-            .enumerate()
-            .map(|(i, chunk)| NewOutbox {
-                idem_key: format!("{}:{}:{kind}:{i}", self.lane, row.id),
-                lane: self.lane.to_string(),
-                platform: ev.platform.as_str().to_string(),
-                chat_id: ev.chat_id.clone(),
-                thread_id: ev.thread_id.clone(),
-                reply_to: Some(ev.platform_message_id.clone()),
-                inbox_id: Some(row.id),
-                chunk_index: i as i64,
-                text: chunk,
-            })
-            .collect()
-    }
 }
 
-enum Failure {
+pub(super) enum Failure {
     Stop(Stop),
     Store(StoreError),
 }
@@ -529,13 +304,6 @@ impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         Failure::Store(e)
     }
-}
-
-enum Outcome {
-    Done(Result<crate::agent::turn::TurnOutput, crate::agent::turn::TurnError>),
-    TimedOut,
-    Stopped,
-    Abandoned(Stop),
 }
 
 /// Renews the lease; on loss, cancels `lost` so the worker stops before its next write.

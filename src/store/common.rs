@@ -485,6 +485,19 @@ macro_rules! store_impl {
                 .bind(c.turn_id)
                 .execute(&mut *tx)
                 .await?;
+            if let Some(reason) = &c.close_session {
+                sqlx::query(
+                    "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
+                )
+                .bind(now)
+                .bind(reason)
+                .bind(&c.session_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            for ev in &c.enqueue {
+                insert_inbox(&mut tx, ev).await?;
+            }
             tx.commit().await?;
             Ok(TurnCommitted { message_ids: ids })
         }
@@ -729,6 +742,26 @@ macro_rules! store_tx_helpers {
                     )));
                 }
             }
+            Ok(())
+        }
+
+        /// Idempotent like the adapters' inbox writes: a known (platform, message id) is left
+        /// as it is.
+        async fn insert_inbox(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            ev: &MessageEvent,
+        ) -> StoreResult<()> {
+            sqlx::query(
+                "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, platform_message_id) DO NOTHING",
+            )
+            .bind(ev.platform.as_str())
+            .bind(&ev.platform_message_id)
+            .bind(ev.lane().as_str())
+            .bind(serde_json::to_string(ev)?)
+            .bind(now_ms())
+            .execute(&mut **tx)
+            .await?;
             Ok(())
         }
 

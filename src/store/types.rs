@@ -190,6 +190,34 @@ pub struct TurnCommit {
     pub inbox_id: Option<i64>,
     pub inbox_status: InboxStatus,
     pub note: Option<String>,
+    /// Ends the session in the same transaction, with this end reason (cron fires: one
+    /// session per fire).
+    pub close_session: Option<String>,
+    /// Follow-up events written to the inbox in the same transaction (deduplicated like any
+    /// inbound event): delivery mirrors into target lanes, session rotations.
+    pub enqueue: Vec<MessageEvent>,
+}
+
+impl TurnCommit {
+    /// A commit with only the required parts; the optional ones empty.
+    pub fn new(
+        turn_id: i64,
+        session_id: &str,
+        inbox_id: Option<i64>,
+        status: InboxStatus,
+    ) -> TurnCommit {
+        TurnCommit {
+            turn_id,
+            session_id: session_id.to_string(),
+            messages: Vec::new(),
+            outbox: Vec::new(),
+            inbox_id,
+            inbox_status: status,
+            note: None,
+            close_session: None,
+            enqueue: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -1,0 +1,119 @@
+//! What a lane worker does with events that are not model turns: skipped events, chat
+//! commands, and internal control events (session rotation, delivery mirrors). All of it runs
+//! under the lane's lease, like a turn.
+
+use super::commands::{Command, HELP_TEXT};
+use super::worker::{Failure, Worker};
+use crate::domain::{Control, MessageEvent, Role};
+use crate::store::{InboxRow, InboxStatus, Lease, NewMessage, TurnCommit};
+
+impl Worker {
+    /// Closes an event without a turn, queueing `reply` to the chat when given.
+    pub(super) async fn skip(
+        &self,
+        row: &InboxRow,
+        note: &str,
+        reply: Option<String>,
+    ) -> Result<(), Failure> {
+        let deps = &self.router.deps;
+        let outbox = reply
+            .map(|text| self.outbox_rows(row, &text, "skip"))
+            .unwrap_or_default();
+        deps.store.inbox_skip(row.id, note, &outbox).await?;
+        if !outbox.is_empty() {
+            deps.outbox_wake.notify_one();
+        }
+        Ok(())
+    }
+
+    pub(super) async fn command(
+        &self,
+        lease: &Lease,
+        row: &InboxRow,
+        cmd: Command,
+    ) -> Result<(), Failure> {
+        let store = &self.router.deps.store;
+        let reply = match cmd {
+            Command::Start | Command::Help => HELP_TEXT.to_string(),
+            Command::New => match store.session_current(&self.lane).await? {
+                Some(s) => {
+                    store.session_close(lease, &s.id, "new").await?;
+                    "Started a new session. Earlier messages stay searchable.".to_string()
+                }
+                None => "This is already a fresh session.".to_string(),
+            },
+            // A running turn was cancelled when the command arrived (see the router); by the
+            // time it is processed here, nothing runs in this lane.
+            Command::Stop => "Stopped. Nothing is running in this conversation now.".to_string(),
+            Command::Status => {
+                let session = store.session_current(&self.lane).await?;
+                let pending = store
+                    .inbox_pending(&self.lane, 100)
+                    .await?
+                    .len()
+                    .saturating_sub(1);
+                match session {
+                    Some(s) => {
+                        let n = store.messages(&s.id, true).await?.len();
+                        format!(
+                            "Session {} ({} messages, since {}), model {}, {} message(s) queued.",
+                            s.id,
+                            n,
+                            chrono::DateTime::from_timestamp_millis(s.started_at)
+                                .map(|t| t.to_rfc3339())
+                                .unwrap_or_default(),
+                            s.model,
+                            pending
+                        )
+                    }
+                    None => format!("No session yet; {pending} message(s) queued."),
+                }
+            }
+        };
+        self.skip(row, "command", Some(reply)).await
+    }
+
+    pub(super) async fn control(
+        &self,
+        lease: &Lease,
+        row: &InboxRow,
+        ev: &MessageEvent,
+        control: &Control,
+    ) -> Result<(), Failure> {
+        let store = &self.router.deps.store;
+        match control {
+            Control::RotateSession { session_id, reason } => {
+                if let Some(s) = store.session_current(&self.lane).await? {
+                    if &s.id == session_id {
+                        store.session_close(lease, &s.id, reason).await?;
+                        tracing::info!(session = %s.id, reason, "session rotated");
+                    }
+                }
+                self.skip(row, "control: rotate session", None).await
+            }
+            Control::Mirror { label, text } => {
+                let session = self.session(lease, ev).await?;
+                let history = store.messages(&session.id, true).await?;
+                let mut messages = Vec::new();
+                // Keep user/assistant alternation valid for strict chat templates.
+                if history.last().is_none_or(|m| m.role != Role::User) {
+                    messages.push(NewMessage::new(
+                        Role::User,
+                        format!("[scheduled delivery: {label}]"),
+                    ));
+                }
+                messages.push(NewMessage::new(
+                    Role::Assistant,
+                    format!("[Delivered scheduled brief \"{label}\"]\n{text}"),
+                ));
+                let turn_id = store.turn_begin(lease, &session.id, Some(row.id)).await?;
+                let mut commit =
+                    TurnCommit::new(turn_id, &session.id, Some(row.id), InboxStatus::Done);
+                commit.messages = messages;
+                commit.note = Some("delivery mirror".into());
+                store.turn_commit(lease, &commit).await?;
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! A model turn inside a lane worker: open the session if needed (building and storing its
+//! system prompt), run the agent loop under the turn deadline, and land everything the turn
+//! produced in one lease-checked commit — replies to the chat, or, for scheduled runs, briefs
+//! to each target plus a mirror of each into the target lane.
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::worker::{Failure, Stop, Worker};
+use crate::agent::prompt::{build_system_prompt, PromptParts};
+use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
+use crate::cron::{is_silent, parse_target, Target};
+use crate::domain::{Control, MessageEvent, Platform, Role};
+use crate::hooks::PreLlmContext;
+use crate::store::{InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, Session, TurnCommit};
+
+enum Outcome {
+    Done(Result<TurnOutput, TurnError>),
+    TimedOut,
+    Stopped,
+    Abandoned(Stop),
+}
+
+impl Worker {
+    pub(super) async fn session(
+        &self,
+        lease: &Lease,
+        ev: &MessageEvent,
+    ) -> Result<Session, Failure> {
+        let deps = &self.router.deps;
+        if let Some(s) = deps.store.session_current(&self.lane).await? {
+            return Ok(s);
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let started = Utc::now();
+        // Lineage: the lane's previous session, if any.
+        let parent_id = deps
+            .store
+            .sessions_list(Some(&self.lane), 1)
+            .await?
+            .into_iter()
+            .next()
+            .map(|p| p.id);
+        let model = deps.chain.primary_name();
+        let system_prompt = build_system_prompt(
+            &deps.config.agent,
+            &PromptParts {
+                identity: &deps.identity,
+                platform: ev.platform,
+                session_id: &id,
+                started_at: started,
+                model: &model,
+            },
+        );
+        let s = Session {
+            id,
+            lane: self.lane.to_string(),
+            parent_id,
+            started_at: started.timestamp_millis(),
+            ended_at: None,
+            end_reason: None,
+            system_prompt,
+            model,
+            compaction_strikes: 0,
+            fallback_streak: 0,
+            breaker_blocked_since: None,
+            cooldown_until: None,
+        };
+        deps.store.session_create(lease, &s).await?;
+        tracing::info!(session = %s.id, "session opened");
+        Ok(s)
+    }
+
+    pub(super) async fn turn(
+        &self,
+        lease: &Lease,
+        row: &InboxRow,
+        ev: &MessageEvent,
+        lost: &CancellationToken,
+    ) -> Result<(), Failure> {
+        let deps = &self.router.deps;
+        let started = Instant::now();
+        let session = self.session(lease, ev).await?;
+        let history = deps.store.messages(&session.id, true).await?;
+        let turn_id = deps
+            .store
+            .turn_begin(lease, &session.id, Some(row.id))
+            .await?;
+        let span = tracing::info_span!("turn", session = %session.id, turn = turn_id, platform = %ev.platform);
+        let first_turn = !history.iter().any(|m| m.role == Role::User);
+        let api_content = deps
+            .pre_llm
+            .api_content(
+                &ev.text,
+                &PreLlmContext {
+                    lane: &self.lane,
+                    session_id: &session.id,
+                    first_turn,
+                    event: ev,
+                },
+            )
+            .await;
+        let stop = CancellationToken::new();
+        self.router
+            .running_turns
+            .lock()
+            .expect("turns lock")
+            .insert(self.lane.clone(), stop.clone());
+        let typing = self.typing(ev, stop.clone());
+        let timeout = Duration::from_secs(deps.config.agent.turn_timeout_secs);
+        let agent = run_turn(
+            &deps.chain,
+            &deps.tools,
+            TurnInput {
+                system_prompt: &session.system_prompt,
+                history: &history,
+                user_content: &ev.text,
+                user_api_content: api_content.as_deref(),
+                max_iterations: deps.config.agent.max_iterations,
+            },
+        );
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(timeout, agent.instrument(span.clone())) => match r {
+                Ok(r) => Outcome::Done(r),
+                Err(_) => Outcome::TimedOut,
+            },
+            _ = stop.cancelled() => Outcome::Stopped,
+            _ = lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
+            _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
+        };
+        stop.cancel();
+        typing.abort();
+        self.router
+            .running_turns
+            .lock()
+            .expect("turns lock")
+            .remove(&self.lane);
+
+        let mut user = NewMessage::new(Role::User, ev.text.clone());
+        user.api_content = api_content;
+        user.platform_message_id = Some(ev.platform_message_id.clone());
+        let mut messages = vec![user];
+        let (reply, status, note) = match outcome {
+            Outcome::Abandoned(s) => return Err(Failure::Stop(s)),
+            Outcome::Done(Ok(out)) => {
+                messages.extend(out.messages);
+                (out.reply, InboxStatus::Done, None)
+            }
+            Outcome::Done(Err(e)) => {
+                let crate::agent::turn::TurnError::Llm(e) = e;
+                tracing::warn!(parent: &span, error = %e, class = e.class(), "turn failed; the user gets an error line");
+                (e.user_message(), InboxStatus::Failed, Some(e.to_string()))
+            }
+            Outcome::TimedOut => (
+                format!(
+                    "The model did not finish within {} seconds; please try again (your message was kept).",
+                    timeout.as_secs()
+                ),
+                InboxStatus::Failed,
+                Some("turn timed out".to_string()),
+            ),
+            Outcome::Stopped => ("Stopped.".to_string(), InboxStatus::Done, Some("stopped".to_string())),
+        };
+        let mut commit = TurnCommit::new(turn_id, &session.id, Some(row.id), status);
+        commit.messages = messages;
+        commit.note = note;
+        if ev.deliver_to.is_empty() {
+            commit.outbox = self.outbox_rows(row, &reply, "turn");
+        } else if status == InboxStatus::Done {
+            self.plan_delivery(row, ev, &reply, &mut commit);
+        } else {
+            tracing::warn!(parent: &span, "scheduled run failed; nothing delivered");
+        }
+        if ev.platform == Platform::Cron {
+            // Each scheduled fire is its own session.
+            commit.close_session = Some("cron_fire".into());
+        }
+        deps.store.turn_commit(lease, &commit).await?;
+        deps.outbox_wake.notify_one();
+        let secs = started.elapsed().as_secs_f64();
+        metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);
+        metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.as_str())
+            .record(secs);
+        tracing::info!(parent: &span, status = status.as_str(), duration_ms = (secs * 1000.0) as u64, "turn finished");
+        Ok(())
+    }
+
+    fn typing(&self, ev: &MessageEvent, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let outbound = self.router.deps.outbounds.get(ev.platform).cloned();
+        let chat = ev.chat_id.clone();
+        let thread = ev.thread_id.clone();
+        tokio::spawn(async move {
+            let Some(o) = outbound else { return };
+            loop {
+                o.typing(&chat, thread.as_deref()).await;
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(4)) => {}
+                }
+            }
+        })
+    }
+
+    /// Reply chunks with keys derived from (lane, inbox event, chunk): a re-run of the same
+    /// event produces the same keys, so a chunk can never be queued twice.
+    pub(super) fn outbox_rows(&self, row: &InboxRow, text: &str, kind: &str) -> Vec<NewOutbox> {
+        let ev = &row.event;
+        self.router
+            .deps
+            .outbounds
+            .split(ev.platform, text)
+            .into_iter()
+            .enumerate()
+            .map(|(i, chunk)| NewOutbox {
+                idem_key: format!("{}:{}:{kind}:{i}", self.lane, row.id),
+                lane: self.lane.to_string(),
+                platform: ev.platform.as_str().to_string(),
+                chat_id: ev.chat_id.clone(),
+                thread_id: ev.thread_id.clone(),
+                reply_to: Some(ev.platform_message_id.clone()),
+                inbox_id: Some(row.id),
+                chunk_index: i as i64,
+                text: chunk,
+            })
+            .collect()
+    }
+
+    /// Briefs for every target of a scheduled run, and a mirror event per target lane. A reply
+    /// that is exactly `[SILENT]` delivers nothing.
+    fn plan_delivery(
+        &self,
+        row: &InboxRow,
+        ev: &MessageEvent,
+        reply: &str,
+        commit: &mut TurnCommit,
+    ) {
+        if is_silent(reply) {
+            commit.note = Some("silent".into());
+            return;
+        }
+        let label = ev.chat_id.clone();
+        for spec in &ev.deliver_to {
+            let target = match parse_target(spec) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(target = %spec, error = %e, "skipping an invalid delivery target");
+                    continue;
+                }
+            };
+            let (platform, chat, thread) = match &target {
+                Target::Telegram { chat, thread } => {
+                    (Platform::Telegram, chat.clone(), thread.clone())
+                }
+                Target::Discord { channel, thread } => {
+                    (Platform::Discord, channel.clone(), thread.clone())
+                }
+                Target::Web { lane } => (Platform::Web, lane.clone(), None),
+            };
+            let lane = target.lane_key();
+            for (i, chunk) in self
+                .router
+                .deps
+                .outbounds
+                .split(platform, reply)
+                .into_iter()
+                .enumerate()
+            {
+                commit.outbox.push(NewOutbox {
+                    idem_key: format!("{lane}:{}:{}:brief:{i}", self.lane, row.id),
+                    lane: lane.to_string(),
+                    platform: platform.as_str().to_string(),
+                    chat_id: chat.clone(),
+                    thread_id: thread.clone(),
+                    reply_to: None,
+                    inbox_id: Some(row.id),
+                    chunk_index: i as i64,
+                    text: chunk,
+                });
+            }
+            commit.enqueue.push(MessageEvent::control(
+                platform,
+                &chat,
+                thread.as_deref(),
+                &format!("mirror:{}:{}:{lane}", self.lane, row.id),
+                Control::Mirror {
+                    label: label.clone(),
+                    text: reply.to_string(),
+                },
+            ));
+        }
+    }
+}
