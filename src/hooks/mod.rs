@@ -46,7 +46,7 @@ pub struct HookChain {
 /// The chain's verdict for one event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dispatch {
-    Turn(MessageEvent),
+    Turn(Box<MessageEvent>),
     Skip {
         hook: &'static str,
         reason: String,
@@ -84,7 +84,7 @@ impl HookChain {
                 }
             }
         }
-        Dispatch::Turn(ev)
+        Dispatch::Turn(Box::new(ev))
     }
 }
 

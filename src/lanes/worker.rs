@@ -276,7 +276,7 @@ impl Worker {
             } => {
                 return self.skip(row, &format!("{hook}: {reason}"), reply).await;
             }
-            Dispatch::Turn(ev) => ev,
+            Dispatch::Turn(ev) => *ev,
         };
         if let (true, Some(control)) = (ev.internal, &ev.control) {
             return self.control(lease, row, &ev, control).await;
