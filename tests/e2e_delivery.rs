@@ -38,7 +38,10 @@ async fn wait_transcript(client: &Client, lane: &str, n: usize) -> Vec<(String, 
         if t.len() >= n {
             return t;
         }
-        assert!(Instant::now() < deadline, "transcript of {lane} stayed at {t:?}");
+        assert!(
+            Instant::now() < deadline,
+            "transcript of {lane} stayed at {t:?}"
+        );
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
 }
@@ -54,7 +57,12 @@ async fn a_brief_reaches_every_target_and_is_mirrored_into_its_transcript() {
 
     let id = app
         .router
-        .ingest(&fire("morning", "fire:morning:1", "Write the brief.", &["web:alice", "web:bob"]))
+        .ingest(&fire(
+            "morning",
+            "fire:morning:1",
+            "Write the brief.",
+            &["web:alice", "web:bob"],
+        ))
         .await
         .unwrap()
         .id();
@@ -63,14 +71,22 @@ async fn a_brief_reaches_every_target_and_is_mirrored_into_its_transcript() {
     let mut lanes: Vec<&str> = rows.iter().map(|r| r.lane.as_str()).collect();
     lanes.sort();
     assert_eq!(lanes, ["web:alice", "web:bob"]);
-    assert!(rows.iter().all(|r| r.text == "Good morning: 3 meetings today."));
+    assert!(rows
+        .iter()
+        .all(|r| r.text == "Good morning: 3 meetings today."));
 
     for lane in ["web:alice", "web:bob"] {
         let t = wait_transcript(&client, lane, 2).await;
-        assert_eq!(t[0], ("user".into(), "[scheduled delivery: morning]".into()));
+        assert_eq!(
+            t[0],
+            ("user".into(), "[scheduled delivery: morning]".into())
+        );
         assert_eq!(
             t[1],
-            ("assistant".into(), "[Delivered scheduled brief \"morning\"]\nGood morning: 3 meetings today.".into())
+            (
+                "assistant".into(),
+                "[Delivered scheduled brief \"morning\"]\nGood morning: 3 meetings today.".into()
+            )
         );
     }
     // The person answers; the agent sees what it sent.
@@ -81,7 +97,12 @@ async fn a_brief_reaches_every_target_and_is_mirrored_into_its_transcript() {
         .as_str()
         .is_some_and(|c| c.contains("3 meetings today"))));
     // Each fire is its own session: the cron lane has no open session left.
-    assert!(app.store.session_current(&LaneKey::new("cron:morning")).await.unwrap().is_none());
+    assert!(app
+        .store
+        .session_current(&LaneKey::new("cron:morning"))
+        .await
+        .unwrap()
+        .is_none());
     app.shutdown().await;
 }
 
@@ -95,7 +116,12 @@ async fn a_silent_reply_delivers_nothing() {
     let client = Client::new(&app);
     let id = app
         .router
-        .ingest(&fire("check", "fire:check:1", "Anything new?", &["web:alice"]))
+        .ingest(&fire(
+            "check",
+            "fire:check:1",
+            "Anything new?",
+            &["web:alice"],
+        ))
         .await
         .unwrap()
         .id();
@@ -103,7 +129,16 @@ async fn a_silent_reply_delivers_nothing() {
     assert!(app.store.outbox_for_inbox(id).await.unwrap().is_empty());
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(client.transcript("web:alice").await.is_empty());
-    assert_eq!(app.store.inbox_get(id).await.unwrap().unwrap().note.as_deref(), Some("silent"));
+    assert_eq!(
+        app.store
+            .inbox_get(id)
+            .await
+            .unwrap()
+            .unwrap()
+            .note
+            .as_deref(),
+        Some("silent")
+    );
     app.shutdown().await;
 }
 
@@ -115,7 +150,10 @@ async fn the_mirror_waits_for_an_in_flight_turn_and_lands_after_it() {
     let app = App::start(test_config(&llm, &data)).await.unwrap();
     let client = Client::new(&app);
     // A slow turn in alice's lane…
-    llm.push(Step::Delay(Duration::from_millis(800), Box::new(Step::Reply("slow answer".into()))));
+    llm.push(Step::Delay(
+        Duration::from_millis(800),
+        Box::new(Step::Reply("slow answer".into())),
+    ));
     let chat = client.chat("web:alice", "think hard");
     let brief = async {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -138,7 +176,10 @@ async fn the_mirror_waits_for_an_in_flight_turn_and_lands_after_it() {
             ("user".into(), "think hard".into()),
             ("assistant".into(), "slow answer".into()),
             ("user".into(), "[scheduled delivery: noon]".into()),
-            ("assistant".into(), "[Delivered scheduled brief \"noon\"]\nthe brief".into()),
+            (
+                "assistant".into(),
+                "[Delivered scheduled brief \"noon\"]\nthe brief".into()
+            ),
         ]
     );
     app.shutdown().await;

@@ -176,6 +176,8 @@ pub async fn lease_fencing(store: Arc<dyn Store>) {
         inbox_id: Some(inbox_id),
         inbox_status: InboxStatus::Done,
         note: None,
+        close_session: None,
+        enqueue: Vec::new(),
     };
     assert_lease_lost("turn_commit", store.turn_commit(&old, &commit).await);
     assert_lease_lost(

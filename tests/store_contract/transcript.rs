@@ -207,6 +207,8 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
         inbox_id: Some(inbox_id),
         inbox_status: InboxStatus::Done,
         note: Some("ok".to_string()),
+        close_session: None,
+        enqueue: Vec::new(),
     };
     let done = store.turn_commit(&l, &commit).await.unwrap();
     assert_eq!(done.message_ids.len(), 3);
@@ -247,6 +249,26 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     store.turn_commit(&l, &again).await.unwrap();
     assert_eq!(store.outbox_for_inbox(inbox_id).await.unwrap().len(), 2);
     assert_eq!(store.outbox_counts().await.unwrap().pending, 2);
+
+    // Follow-up events land with the commit, once, and the session can close with it.
+    let mut mirror = event("tc-target", "");
+    mirror.platform_message_id = "control:mirror:tc:1".into();
+    mirror.internal = true;
+    let closing = TurnCommit {
+        messages: vec![],
+        close_session: Some("cron_fire".into()),
+        enqueue: vec![mirror.clone()],
+        ..again
+    };
+    store.turn_commit(&l, &closing).await.unwrap();
+    store.turn_commit(&l, &closing).await.unwrap();
+    let target = mirror.lane();
+    let pending = store.inbox_pending(&target, 10).await.unwrap();
+    assert_eq!(pending.len(), 1, "the enqueued event is written once");
+    assert_eq!(pending[0].event.platform_message_id, "control:mirror:tc:1");
+    let s = store.session_get("s-tc").await.unwrap().unwrap();
+    assert_eq!(s.end_reason.as_deref(), Some("cron_fire"));
+    assert!(s.ended_at.is_some());
 }
 
 async fn seed_search(store: &Arc<dyn Store>) -> (Vec<i64>, Vec<i64>) {
