@@ -127,7 +127,7 @@ impl App {
             store: store.clone(),
             chain,
             tools,
-            pre_dispatch: build_pre_dispatch(&config, Vec::new()),
+            pre_dispatch: build_pre_dispatch(&config, store.clone(), Vec::new()),
             pre_llm: PreLlmChain::default(),
             outbounds: outbounds.clone(),
             replica_id: replica_id.clone(),

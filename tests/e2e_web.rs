@@ -161,12 +161,14 @@ async fn unauthorized_sender_costs_no_model_call_and_leaves_no_transcript() {
         .await
         .unwrap()
         .is_none());
-    assert!(app
-        .store
-        .outbox_for_inbox(inbox_id)
-        .await
-        .unwrap()
-        .is_empty());
+    // The only thing the stranger gets is a pairing code (private chat), not an answer.
+    let replies = app.store.outbox_for_inbox(inbox_id).await.unwrap();
+    assert_eq!(replies.len(), 1);
+    assert!(
+        replies[0].text.contains("pairing code"),
+        "{}",
+        replies[0].text
+    );
     app.shutdown().await;
 }
 

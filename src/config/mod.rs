@@ -27,6 +27,7 @@ pub struct Config {
     pub web: WebConfig,
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
+    pub pairing: PairingConfig,
     pub log: LogConfig,
 }
 
@@ -313,6 +314,31 @@ impl Default for DiscordConfig {
             api_url: "https://discord.com".into(),
             allowed_users: Vec::new(),
             allow_all_users: false,
+        }
+    }
+}
+
+/// Pairing: unknown users who write to the bot in a private chat get a one-time code that an
+/// operator approves (`herald pairing approve <platform> <code>`). Allowlists stay the base.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PairingConfig {
+    pub enabled: bool,
+    /// How long a code stays valid.
+    pub code_ttl_secs: u64,
+    /// A sender who keeps writing is reminded of their code at most this often.
+    pub remind_every_secs: u64,
+    /// Codes pending at once, across all platforms; beyond it unknown senders get no answer.
+    pub max_pending: i64,
+}
+
+impl Default for PairingConfig {
+    fn default() -> Self {
+        PairingConfig {
+            enabled: true,
+            code_ttl_secs: 3600,
+            remind_every_secs: 600,
+            max_pending: 20,
         }
     }
 }
