@@ -4,8 +4,12 @@
 //! `server.listen`, a systemd unit that `systemd-analyze verify` accepts, and docs that name
 //! every config key with its actual default.
 
+#[path = "deploy_files/docs.rs"]
+mod docs;
 #[path = "deploy_files/support.rs"]
 mod support;
+#[path = "deploy_files/systemd.rs"]
+mod systemd;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -37,7 +41,8 @@ fn check_var_names(file: &str, names: impl IntoIterator<Item = String>) {
             }
         } else {
             assert!(
-                CONVENTIONAL_VARS.contains(&name.as_str()) && source.contains(&format!("\"{name}\"")),
+                CONVENTIONAL_VARS.contains(&name.as_str())
+                    && source.contains(&format!("\"{name}\"")),
                 "{file}: {name} is not a variable Herald reads"
             );
         }
@@ -52,10 +57,17 @@ fn compose_runs_two_replicas_of_our_image_on_postgres() {
     for (name, svc) in services {
         let image = svc["image"].as_str().expect("every service names an image");
         if image == POSTGRES_IMAGE {
-            assert!(svc["healthcheck"]["test"].is_array(), "{name} has a healthcheck");
+            assert!(
+                svc["healthcheck"]["test"].is_array(),
+                "{name} has a healthcheck"
+            );
             continue;
         }
-        assert_eq!(image, herald_image(), "{name}: only our image or {POSTGRES_IMAGE}");
+        assert_eq!(
+            image,
+            herald_image(),
+            "{name}: only our image or {POSTGRES_IMAGE}"
+        );
         let env = env_pairs(&svc["environment"]);
         check_var_names("deploy/compose.yaml", env.iter().map(|(k, _)| k.clone()));
         let herald_env: Vec<_> = env
@@ -65,10 +77,17 @@ fn compose_runs_two_replicas_of_our_image_on_postgres() {
             .collect();
         let config = config_from(None, &herald_env)
             .unwrap_or_else(|e| panic!("{name}: the environment is not a valid config: {e}"));
-        assert!(config.store_url().starts_with("postgres://"), "{name} uses Postgres");
+        assert!(
+            config.store_url().starts_with("postgres://"),
+            "{name} uses Postgres"
+        );
         let port = port_of(&config.server.listen);
         let mapping = svc["ports"][0].as_str().expect("a published port");
-        assert_eq!(port_of(mapping), port, "{name}: container port matches server.listen");
+        assert_eq!(
+            port_of(mapping),
+            port,
+            "{name}: container port matches server.listen"
+        );
         assert_eq!(
             svc["depends_on"]["postgres"]["condition"], "service_healthy",
             "{name} waits for the database"
@@ -79,10 +98,17 @@ fn compose_runs_two_replicas_of_our_image_on_postgres() {
         );
         replicas.insert(config.server.replica_id.clone(), config.store_url());
     }
-    assert_eq!(replicas.len(), 2, "two replicas with distinct replica ids: {replicas:?}");
+    assert_eq!(
+        replicas.len(),
+        2,
+        "two replicas with distinct replica ids: {replicas:?}"
+    );
     let urls: Vec<_> = replicas.values().collect();
     assert_eq!(urls[0], urls[1], "the replicas share one database");
-    assert!(docs[0]["volumes"].get("pgdata").is_some(), "Postgres data lives in a volume");
+    assert!(
+        docs[0]["volumes"].get("pgdata").is_some(),
+        "Postgres data lives in a volume"
+    );
 }
 
 fn by_kind(docs: &[Value], kind: &str) -> Value {
@@ -97,7 +123,10 @@ fn kubernetes_manifests_agree_with_the_daemon() {
     let kustomization = yaml_docs("deploy/k8s/kustomization.yaml");
     let mut docs = Vec::new();
     for file in kustomization[0]["resources"].as_array().expect("resources") {
-        docs.extend(yaml_docs(&format!("deploy/k8s/{}", file.as_str().expect("path"))));
+        docs.extend(yaml_docs(&format!(
+            "deploy/k8s/{}",
+            file.as_str().expect("path")
+        )));
     }
     let deploy = by_kind(&docs, "Deployment");
     let service = by_kind(&docs, "Service");
@@ -106,8 +135,14 @@ fn kubernetes_manifests_agree_with_the_daemon() {
 
     assert_eq!(deploy["spec"]["replicas"], 2);
     let pod = &deploy["spec"]["template"];
-    assert_eq!(pod["metadata"]["labels"], deploy["spec"]["selector"]["matchLabels"]);
-    assert_eq!(service["spec"]["selector"], deploy["spec"]["selector"]["matchLabels"]);
+    assert_eq!(
+        pod["metadata"]["labels"],
+        deploy["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(
+        service["spec"]["selector"],
+        deploy["spec"]["selector"]["matchLabels"]
+    );
     let c = &pod["spec"]["containers"][0];
     assert_eq!(c["image"], herald_image().as_str());
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
@@ -117,39 +152,79 @@ fn kubernetes_manifests_agree_with_the_daemon() {
     assert_eq!(pod["spec"]["securityContext"]["runAsNonRoot"], true);
     let dockerfile = read("Dockerfile");
     let uid = pod["spec"]["securityContext"]["runAsUser"].to_string();
-    assert!(dockerfile.contains(&format!("--uid {uid} ")), "runAsUser {uid} is the image's user");
+    assert!(
+        dockerfile.contains(&format!("--uid {uid} ")),
+        "runAsUser {uid} is the image's user"
+    );
 
     // The pod's config: the ConfigMap file plus the Deployment's env plus the Secret's keys.
-    let toml = configmap["data"]["herald.toml"].as_str().expect("herald.toml");
+    let toml = configmap["data"]["herald.toml"]
+        .as_str()
+        .expect("herald.toml");
     let mut env: Vec<(String, String)> = Vec::new();
     for e in c["env"].as_array().expect("env") {
         let name = e["name"].as_str().expect("env name").to_string();
-        let value = e["value"].as_str().unwrap_or("pod-name-from-the-downward-api");
+        let value = e["value"]
+            .as_str()
+            .unwrap_or("pod-name-from-the-downward-api");
         env.push((name, value.to_string()));
     }
     for (k, v) in secret["stringData"].as_object().expect("stringData") {
         let v = v.as_str().expect("string values");
-        assert!(v.is_empty() || v.contains("CHANGE_ME"), "{k}: the template holds placeholders only");
+        assert!(
+            v.is_empty() || v.contains("CHANGE_ME"),
+            "{k}: the template holds placeholders only"
+        );
         env.push((k.clone(), v.to_string()));
     }
     check_var_names("deploy/k8s", env.iter().map(|(k, _)| k.clone()));
-    let herald_env: Vec<_> = env.iter().filter(|(k, _)| k.starts_with("HERALD_")).cloned().collect();
+    let herald_env: Vec<_> = env
+        .iter()
+        .filter(|(k, _)| k.starts_with("HERALD_"))
+        .cloned()
+        .collect();
     let config = config_from(Some(toml), &herald_env)
         .unwrap_or_else(|e| panic!("the pod's configuration is refused: {e}"));
-    assert!(config.store_url().starts_with("postgres://"), "replicas share Postgres");
+    assert!(
+        config.store_url().starts_with("postgres://"),
+        "replicas share Postgres"
+    );
 
     let port = &c["ports"][0];
-    assert_eq!(port["containerPort"].as_u64(), Some(port_of(&config.server.listen) as u64));
+    assert_eq!(
+        port["containerPort"].as_u64(),
+        Some(port_of(&config.server.listen) as u64)
+    );
     assert_eq!(service["spec"]["ports"][0]["targetPort"], port["name"]);
     assert_eq!(c["livenessProbe"]["httpGet"]["port"], port["name"]);
 
-    let config_path = env.iter().find(|(k, _)| k == "HERALD_CONFIG").expect("HERALD_CONFIG").1.clone();
+    let config_path = env
+        .iter()
+        .find(|(k, _)| k == "HERALD_CONFIG")
+        .expect("HERALD_CONFIG")
+        .1
+        .clone();
     let mounts = c["volumeMounts"].as_array().expect("mounts");
-    let mounted = |path: &str| mounts.iter().any(|m| path.starts_with(m["mountPath"].as_str().unwrap_or("?")));
-    assert!(mounted(&config_path), "the ConfigMap is mounted where HERALD_CONFIG points");
-    assert!(mounted(&config.server.data_dir.to_string_lossy()), "data_dir is writable under a read-only root");
-    let grace = pod["spec"]["terminationGracePeriodSeconds"].as_u64().expect("grace");
-    assert!(grace > config.server.shutdown_grace_secs + 10, "k8s waits longer than Herald drains");
+    let mounted = |path: &str| {
+        mounts
+            .iter()
+            .any(|m| path.starts_with(m["mountPath"].as_str().unwrap_or("?")))
+    };
+    assert!(
+        mounted(&config_path),
+        "the ConfigMap is mounted where HERALD_CONFIG points"
+    );
+    assert!(
+        mounted(&config.server.data_dir.to_string_lossy()),
+        "data_dir is writable under a read-only root"
+    );
+    let grace = pod["spec"]["terminationGracePeriodSeconds"]
+        .as_u64()
+        .expect("grace");
+    assert!(
+        grace > config.server.shutdown_grace_secs + 10,
+        "k8s waits longer than Herald drains"
+    );
 }
 
 #[test]
@@ -178,14 +253,21 @@ fn dockerfile_env_is_real_config_and_needs_a_token() {
     assert!(repo("deploy/docker/healthcheck").exists());
     let ignore = read(".dockerignore");
     for copied in ["src/", "migrations/", "config/", "deploy/docker/"] {
-        assert!(ignore.contains(&format!("!{copied}")), ".dockerignore keeps {copied}");
+        assert!(
+            ignore.contains(&format!("!{copied}")),
+            ".dockerignore keeps {copied}"
+        );
     }
 }
 
 /// Runs the image's health check script against a real `herald serve`, then against nothing.
 #[test]
 fn healthcheck_script_tells_a_live_daemon_from_a_dead_one() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let listen = format!("127.0.0.1:{port}");
     let data = tempfile::tempdir().unwrap();
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_herald"))
@@ -220,136 +302,4 @@ fn healthcheck_script_tells_a_live_daemon_from_a_dead_one() {
     daemon.wait().ok();
     assert!(healthy, "the check passes against a running herald");
     assert!(!check(), "the check fails when nothing listens");
-}
-
-fn unit_entries(text: &str) -> BTreeMap<(String, String), Vec<String>> {
-    let mut section = String::new();
-    let mut out: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = s.to_string();
-            continue;
-        }
-        let (k, v) = line.split_once('=').unwrap_or_else(|| panic!("line {}: not key=value: {line}", n + 1));
-        assert!(!section.is_empty(), "line {}: key outside a section", n + 1);
-        out.entry((section.clone(), k.trim().to_string())).or_default().push(v.trim().to_string());
-    }
-    out
-}
-
-#[test]
-fn systemd_unit_is_hardened_notify_service() {
-    let text = read("deploy/systemd/herald.service");
-    let unit = unit_entries(&text);
-    let get = |k: &str| unit.get(&("Service".to_string(), k.to_string())).map(|v| v.join(" "));
-    for (key, want) in [
-        ("Type", "notify"),
-        ("NoNewPrivileges", "yes"),
-        ("ProtectSystem", "strict"),
-        ("ProtectHome", "yes"),
-        ("PrivateTmp", "yes"),
-        ("ReadWritePaths", "/var/lib/herald"),
-        ("User", "herald"),
-        ("CapabilityBoundingSet", ""),
-        ("EnvironmentFile", "-/etc/herald/herald.env"),
-        ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
-    ] {
-        assert_eq!(get(key).as_deref(), Some(want), "[Service] {key}");
-    }
-    assert!(get("SystemCallFilter").is_some_and(|v| v.contains("@system-service")));
-    let watchdog: u64 = get("WatchdogSec").expect("WatchdogSec").parse().expect("seconds");
-    assert!(watchdog >= 10, "pings every WatchdogSec/2 need slack");
-    let stop: u64 = get("TimeoutStopSec").expect("TimeoutStopSec").parse().expect("seconds");
-    assert!(stop > herald::config::Config::default().server.shutdown_grace_secs + 10);
-    let env = get("Environment").expect("Environment");
-    let (name, _) = env.split_once('=').expect("NAME=value");
-    check_var_names("herald.service", [name.to_string()]);
-    assert!(get("ExecStart").is_some_and(|v| v.ends_with(" serve")));
-    assert!(unit.contains_key(&("Install".to_string(), "WantedBy".to_string())));
-
-    if Command::new("systemd-analyze").arg("--version").output().is_err() {
-        println!("systemd-analyze not on PATH: skipping `systemd-analyze verify`");
-        return;
-    }
-    // verify checks that ExecStart exists: point it at the binary this test run built.
-    let dir = tempfile::tempdir().unwrap();
-    let good = dir.path().join("herald.service");
-    std::fs::write(&good, text.replace("/usr/local/bin/herald", env!("CARGO_BIN_EXE_herald"))).unwrap();
-    let complaints = verify(&good);
-    assert!(complaints.is_empty(), "systemd-analyze verify: {complaints}");
-    // verify reports unknown keys as warnings with exit 0: prove such output is caught.
-    let bad = dir.path().join("broken.service");
-    std::fs::write(&bad, format!("{}\n[Service]\nNoSuchKey=1\n", std::fs::read_to_string(&good).unwrap())).unwrap();
-    assert!(verify(&bad).contains("NoSuchKey"), "a broken unit is reported");
-}
-
-/// Lines of `systemd-analyze verify` output about this unit file (errors and warnings).
-fn verify(unit: &std::path::Path) -> String {
-    let out = Command::new("systemd-analyze")
-        .args(["verify", "--man=no"])
-        .arg(unit)
-        .output()
-        .expect("systemd-analyze runs");
-    let name = unit.file_name().unwrap().to_string_lossy().to_string();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let mut lines: Vec<&str> = text.lines().filter(|l| l.contains(&name)).collect();
-    if !out.status.success() {
-        lines.push("(non-zero exit)");
-    }
-    lines.join("\n")
-}
-
-#[test]
-fn configuration_reference_lists_every_key_with_its_real_default() {
-    let doc = read("docs/configuration.md");
-    let keys_section = doc
-        .split("\n## Keys\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n## ").next())
-        .expect("docs/configuration.md has a `## Keys` section");
-    let mut rows: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in keys_section.lines().filter(|l| l.starts_with("| `")) {
-        let cells: Vec<String> = line
-            .trim_matches('|')
-            .split(" | ")
-            .map(|c| c.trim().trim_matches('`').to_string())
-            .collect();
-        rows.insert(cells[0].clone(), cells);
-    }
-    let keys = config_key_paths();
-    for key in &keys {
-        let row = rows.get(key).unwrap_or_else(|| panic!("docs/configuration.md has no row for `{key}`"));
-        if let Some(default) = default_text(key) {
-            assert_eq!(row[1], path_to_env(key), "env name of {key}");
-            assert_eq!(row[2], default, "default of {key}");
-        }
-    }
-    for key in rows.keys() {
-        assert!(keys.contains(key), "docs/configuration.md documents `{key}`, which does not exist");
-    }
-
-    let example = read("config/herald.example.toml");
-    let mut section = String::new();
-    let mut present = Vec::new();
-    for line in example.lines() {
-        let line = line.trim().trim_start_matches('#').trim();
-        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = s.trim_matches(['[', ']']).to_string();
-            // `[agent.platform_hints.telegram]` documents `agent.platform_hints` too.
-            let parts: Vec<&str> = section.split('.').collect();
-            for n in 2..=parts.len() {
-                present.push(parts[..n].join("."));
-            }
-        } else if let Some((k, _)) = line.split_once(" = ") {
-            present.push(format!("{section}.{}", k.trim()));
-        }
-    }
-    for key in keys.iter().filter(|k| !k.contains('<')) {
-        let key = key.replace("[]", "");
-        assert!(present.contains(&key), "config/herald.example.toml does not mention {key}");
-    }
 }

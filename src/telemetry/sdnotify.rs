@@ -147,9 +147,7 @@ mod tests {
         let name = format!("herald-test-{}", uuid::Uuid::new_v4().simple());
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
         let systemd = UnixDatagram::bind_addr(&addr).unwrap();
-        Notifier::new(format!("@{name}"))
-            .notify("READY=1")
-            .unwrap();
+        Notifier::new(format!("@{name}")).notify("READY=1").unwrap();
         assert_eq!(recv(&systemd), "READY=1");
     }
 
@@ -174,7 +172,10 @@ mod tests {
         let got = tokio::task::spawn_blocking(move || (recv(&systemd), recv(&systemd), systemd))
             .await
             .unwrap();
-        assert_eq!((got.0.as_str(), got.1.as_str()), ("WATCHDOG=1", "WATCHDOG=1"));
+        assert_eq!(
+            (got.0.as_str(), got.1.as_str()),
+            ("WATCHDOG=1", "WATCHDOG=1")
+        );
         cancel.cancel();
         task.await.unwrap();
     }

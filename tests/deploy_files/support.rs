@@ -97,7 +97,9 @@ pub fn check_herald_var(name: &str, known: &[String]) -> Result<(), String> {
     if known.iter().any(|k| *k == path) {
         Ok(())
     } else {
-        Err(format!("{name} maps to {path}, which is not a configuration key"))
+        Err(format!(
+            "{name} maps to {path}, which is not a configuration key"
+        ))
     }
 }
 
