@@ -94,7 +94,7 @@ pub fn check_herald_var(name: &str, known: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let path = env_to_path(name).ok_or_else(|| format!("{name} is not a HERALD_ variable"))?;
-    if known.iter().any(|k| *k == path) {
+    if known.contains(&path) {
         Ok(())
     } else {
         Err(format!(
