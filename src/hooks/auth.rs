@@ -12,7 +12,7 @@ use rand::Rng;
 use super::{HookOutcome, PreDispatchHook};
 use crate::config::{Config, PairingConfig};
 use crate::domain::{ChatType, MessageEvent, Platform};
-use crate::store::{PairingOutcome, Store};
+use crate::store::{PairingAsk, PairingOutcome, Store};
 
 /// The allowlist decision, shared by the auth hook and any hook that must re-check it (the
 /// handoff trigger does).
@@ -106,18 +106,19 @@ impl AuthHook {
         {
             return None;
         }
+        let code = new_code();
         let outcome = self
             .store
-            .pairing_request(
-                ev.platform.as_str(),
-                &ev.sender_id,
-                &ev.sender_name,
-                &ev.chat_id,
-                &new_code(),
-                self.pairing.code_ttl_secs as i64 * 1000,
-                self.pairing.remind_every_secs as i64 * 1000,
-                self.pairing.max_pending,
-            )
+            .pairing_request(&PairingAsk {
+                platform: ev.platform.as_str(),
+                sender_id: &ev.sender_id,
+                sender_name: &ev.sender_name,
+                chat_id: &ev.chat_id,
+                new_code: &code,
+                ttl_ms: self.pairing.code_ttl_secs as i64 * 1000,
+                remind_every_ms: self.pairing.remind_every_secs as i64 * 1000,
+                max_pending: self.pairing.max_pending,
+            })
             .await;
         let platform = ev.platform.as_str();
         match outcome {

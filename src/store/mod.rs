@@ -19,7 +19,7 @@ use async_trait::async_trait;
 
 use crate::domain::{LaneKey, MessageEvent};
 
-pub use pairing::{PairingOutcome, PairingRequest, PairingStore};
+pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use types::*;

@@ -19,6 +19,20 @@ pub struct PairingRequest {
     pub status: String,
 }
 
+/// An unknown sender asking for access, and the limits that apply.
+#[derive(Debug, Clone)]
+pub struct PairingAsk<'a> {
+    pub platform: &'a str,
+    pub sender_id: &'a str,
+    pub sender_name: &'a str,
+    pub chat_id: &'a str,
+    /// The code to issue if a new one is needed.
+    pub new_code: &'a str,
+    pub ttl_ms: i64,
+    pub remind_every_ms: i64,
+    pub max_pending: i64,
+}
+
 /// What `pairing_request` decided for an unknown sender.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PairingOutcome {
@@ -35,17 +49,7 @@ pub trait PairingStore {
     async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool>;
     /// Issues or reminds a code for an unknown sender, honouring expiry, the reminder interval
     /// and the cap on pending codes.
-    async fn pairing_request(
-        &self,
-        platform: &str,
-        sender_id: &str,
-        sender_name: &str,
-        chat_id: &str,
-        new_code: &str,
-        ttl_ms: i64,
-        remind_every_ms: i64,
-        max_pending: i64,
-    ) -> StoreResult<PairingOutcome>;
+    async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome>;
     /// Approves a pending, unexpired code; returns the request. `NotFound` otherwise.
     async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest>;
     async fn pairing_pending(&self) -> StoreResult<Vec<PairingRequest>>;
@@ -70,17 +74,17 @@ macro_rules! pairing_impl {
                 Ok(row.is_some())
             }
 
-            async fn pairing_request(
-                &self,
-                platform: &str,
-                sender_id: &str,
-                sender_name: &str,
-                chat_id: &str,
-                new_code: &str,
-                ttl_ms: i64,
-                remind_every_ms: i64,
-                max_pending: i64,
-            ) -> StoreResult<PairingOutcome> {
+            async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome> {
+                let PairingAsk {
+                    platform,
+                    sender_id,
+                    sender_name,
+                    chat_id,
+                    new_code,
+                    ttl_ms,
+                    remind_every_ms,
+                    max_pending,
+                } = *ask;
                 let now = now_ms();
                 let mut tx = self.begin().await?;
                 sqlx::query(
