@@ -55,7 +55,10 @@ impl Authorizer {
             Platform::Discord => {
                 self.discord_all
                     || self.discord.contains(&ev.sender_id)
-                    || ev.sender_roles.iter().any(|r| self.discord_roles.contains(r))
+                    || ev
+                        .sender_roles
+                        .iter()
+                        .any(|r| self.discord_roles.contains(r))
             }
             Platform::Cron => false,
         }

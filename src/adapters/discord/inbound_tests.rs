@@ -64,25 +64,112 @@ fn hearing_table() {
     };
     // (what, message, place, free-response channels, heard)
     let cases: Vec<(&str, Message, Place, &[&str], bool)> = vec![
-        ("dm", message(9, user(USER, false), "hi", json!({})), Place::Dm, &[], true),
-        ("guild, no mention", message(CHANNEL, user(USER, false), "hi all", guild(json!({}))), Place::Channel, &[], false),
-        ("guild, mention", message(CHANNEL, user(USER, false), "<@1000> hi",
-            guild(json!({"mentions": [user(BOT, true)]}))), Place::Channel, &[], true),
-        ("guild, reply to the bot", message(CHANNEL, user(USER, false), "and then?", reply_to(&bot_msg)),
-            Place::Channel, &[], true),
-        ("guild, reply to someone else", message(CHANNEL, user(USER, false), "and then?", reply_to(&other_msg)),
-            Place::Channel, &[], false),
-        ("free-response channel", message(CHANNEL, user(USER, false), "hi all", guild(json!({}))),
-            Place::Channel, &["600"], true),
-        ("thread of a free-response channel", message(THREAD, user(USER, false), "hi", guild(json!({}))),
-            thread, &["600"], true),
-        ("thread, no mention", message(THREAD, user(USER, false), "hi", guild(json!({}))), thread, &[], false),
-        ("our own message", message(9, user(BOT, true), "hello", json!({})), Place::Dm, &[], false),
-        ("another bot", message(9, user(55, true), "beep", json!({})), Place::Dm, &[], false),
-        ("webhook", message(9, user(USER, false), "hook", json!({"webhook_id": "3"})), Place::Dm, &[], false),
-        ("system message (pin)", message(9, user(USER, false), "", json!({"type": 6})), Place::Dm, &[], false),
-        ("bare mention, nothing said", message(CHANNEL, user(USER, false), "<@1000>",
-            guild(json!({"mentions": [user(BOT, true)]}))), Place::Channel, &[], false),
+        (
+            "dm",
+            message(9, user(USER, false), "hi", json!({})),
+            Place::Dm,
+            &[],
+            true,
+        ),
+        (
+            "guild, no mention",
+            message(CHANNEL, user(USER, false), "hi all", guild(json!({}))),
+            Place::Channel,
+            &[],
+            false,
+        ),
+        (
+            "guild, mention",
+            message(
+                CHANNEL,
+                user(USER, false),
+                "<@1000> hi",
+                guild(json!({"mentions": [user(BOT, true)]})),
+            ),
+            Place::Channel,
+            &[],
+            true,
+        ),
+        (
+            "guild, reply to the bot",
+            message(CHANNEL, user(USER, false), "and then?", reply_to(&bot_msg)),
+            Place::Channel,
+            &[],
+            true,
+        ),
+        (
+            "guild, reply to someone else",
+            message(
+                CHANNEL,
+                user(USER, false),
+                "and then?",
+                reply_to(&other_msg),
+            ),
+            Place::Channel,
+            &[],
+            false,
+        ),
+        (
+            "free-response channel",
+            message(CHANNEL, user(USER, false), "hi all", guild(json!({}))),
+            Place::Channel,
+            &["600"],
+            true,
+        ),
+        (
+            "thread of a free-response channel",
+            message(THREAD, user(USER, false), "hi", guild(json!({}))),
+            thread,
+            &["600"],
+            true,
+        ),
+        (
+            "thread, no mention",
+            message(THREAD, user(USER, false), "hi", guild(json!({}))),
+            thread,
+            &[],
+            false,
+        ),
+        (
+            "our own message",
+            message(9, user(BOT, true), "hello", json!({})),
+            Place::Dm,
+            &[],
+            false,
+        ),
+        (
+            "another bot",
+            message(9, user(55, true), "beep", json!({})),
+            Place::Dm,
+            &[],
+            false,
+        ),
+        (
+            "webhook",
+            message(9, user(USER, false), "hook", json!({"webhook_id": "3"})),
+            Place::Dm,
+            &[],
+            false,
+        ),
+        (
+            "system message (pin)",
+            message(9, user(USER, false), "", json!({"type": 6})),
+            Place::Dm,
+            &[],
+            false,
+        ),
+        (
+            "bare mention, nothing said",
+            message(
+                CHANNEL,
+                user(USER, false),
+                "<@1000>",
+                guild(json!({"mentions": [user(BOT, true)]})),
+            ),
+            Place::Channel,
+            &[],
+            false,
+        ),
     ];
     for (what, msg, place, free, heard) in cases {
         assert_eq!(
@@ -133,14 +220,22 @@ fn translation_fills_lane_sender_reply_and_attachments() {
         }]
     );
 
-    let dm = message(9, user(USER, false), "", json!({"attachments": [
-        {"id": "1", "filename": "a.txt", "size": 3, "url": "https://cdn/a.txt", "proxy_url": "https://media/a.txt"}]}));
+    let dm = message(
+        9,
+        user(USER, false),
+        "",
+        json!({"attachments": [
+        {"id": "1", "filename": "a.txt", "size": 3, "url": "https://cdn/a.txt", "proxy_url": "https://media/a.txt"}]}),
+    );
     let ev = translate(&dm, Place::Dm, bot, &gate(&[])).expect("heard");
     assert_eq!(
         (ev.lane().as_str(), ev.kind, ev.chat_type),
         ("discord:9", MessageKind::Media, ChatType::Dm)
     );
-    assert!(!ev.can_start_turn(), "a bare attachment is recorded, not answered");
+    assert!(
+        !ev.can_start_turn(),
+        "a bare attachment is recorded, not answered"
+    );
 }
 
 #[test]

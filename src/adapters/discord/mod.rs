@@ -54,10 +54,7 @@ pub struct DiscordAdapter {
 /// so a non-default `api_url` with the ratelimiter on would send requests to discord.com
 /// behind the operator's back: refused.
 fn build_http(config: &DiscordConfig) -> anyhow::Result<Http> {
-    let token = config
-        .token
-        .as_ref()
-        .context("discord.token is not set")?;
+    let token = config.token.as_ref().context("discord.token is not set")?;
     let api = config.api_url.trim_end_matches('/');
     let mut builder = HttpBuilder::new(token.expose());
     if api != DISCORD_API {
@@ -223,7 +220,9 @@ impl Handler {
             if let Some(t) = g.threads.iter().find(|t| t.id == channel) {
                 return t.parent_id.map(|parent| Place::Thread { parent });
             }
-            g.channels.get(&channel).map(|c| place_of(c.kind, c.parent_id))
+            g.channels
+                .get(&channel)
+                .map(|c| place_of(c.kind, c.parent_id))
         });
         let place = match cached {
             Some(p) => p,
