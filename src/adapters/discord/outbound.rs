@@ -127,3 +127,73 @@ impl Outbound for DiscordOutbound {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(chunk_index: i64, reply_to: Option<&str>) -> OutboxRow {
+        OutboxRow {
+            id: 1,
+            idem_key: "k".into(),
+            lane: "discord:600".into(),
+            platform: "discord".into(),
+            chat_id: "600".into(),
+            thread_id: None,
+            reply_to: reply_to.map(str::to_string),
+            inbox_id: None,
+            chunk_index,
+            text: "hi".into(),
+            status: "pending".into(),
+            attempts: 0,
+            platform_message_id: None,
+            last_error: None,
+            created_at: 0,
+            sent_at: None,
+        }
+    }
+
+    #[test]
+    fn reply_target_table() {
+        // (chunk, reply_to, replies to)
+        let cases = [
+            (0, Some("7001"), Some(7001)),
+            (1, Some("7001"), None),
+            (0, None, None),
+            (0, Some("interaction:7001"), None),
+            (0, Some("0"), None),
+        ];
+        for (chunk, reply_to, want) in cases {
+            assert_eq!(
+                reply_target(&row(chunk, reply_to)).map(|m| m.get()),
+                want,
+                "{chunk} {reply_to:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn target_channel_table() {
+        let cases = [
+            ("600", None, Some(600)),
+            ("600", Some("601"), Some(601)),
+            ("web-chat", None, None),
+            ("0", None, None),
+        ];
+        for (chat, thread, want) in cases {
+            assert_eq!(target_channel(chat, thread).map(|c| c.get()), want);
+        }
+    }
+
+    #[test]
+    fn allowed_mentions_never_parse_the_text() {
+        for replying in [true, false] {
+            let v = serde_json::to_value(allowed_mentions(replying)).unwrap();
+            let parse = v["parse"].as_array().cloned().unwrap_or_default();
+            assert!(parse.is_empty(), "{v}");
+            assert_eq!(v["users"], serde_json::json!([]));
+            assert_eq!(v["roles"], serde_json::json!([]));
+            assert_eq!(v["replied_user"], replying);
+        }
+    }
+}
