@@ -117,32 +117,31 @@ pub(super) fn translate(
         .as_ref()
         .and_then(|m| m.nick.clone())
         .unwrap_or_else(|| msg.author.display_name().to_string());
-    Some(MessageEvent {
-        platform: Platform::Discord,
-        chat_id: chat_id.get().to_string(),
-        chat_type,
-        thread_id: thread_id.map(|t| t.get().to_string()),
-        sender_id: msg.author.id.get().to_string(),
-        sender_name,
-        platform_message_id: msg.id.get().to_string(),
-        update_id: None,
-        text,
-        kind,
-        reply_to: msg
-            .message_reference
-            .as_ref()
-            .and_then(|r| r.message_id)
-            .map(|m| m.get().to_string()),
-        timestamp: *msg.timestamp,
-        internal: false,
-        attachments,
-        from_loopback: false,
-        sender_roles: msg
-            .member
-            .as_ref()
-            .map(|m| m.roles.iter().map(|r| r.get().to_string()).collect())
-            .unwrap_or_default(),
-    })
+    // Built from the shared constructor so fields the core adds later get their defaults.
+    let mut ev = MessageEvent::text(
+        Platform::Discord,
+        &chat_id.get().to_string(),
+        &msg.author.id.get().to_string(),
+        &text,
+    );
+    ev.chat_type = chat_type;
+    ev.thread_id = thread_id.map(|t| t.get().to_string());
+    ev.sender_name = sender_name;
+    ev.platform_message_id = msg.id.get().to_string();
+    ev.kind = kind;
+    ev.reply_to = msg
+        .message_reference
+        .as_ref()
+        .and_then(|r| r.message_id)
+        .map(|m| m.get().to_string());
+    ev.timestamp = *msg.timestamp;
+    ev.attachments = attachments;
+    ev.sender_roles = msg
+        .member
+        .as_ref()
+        .map(|m| m.roles.iter().map(|r| r.get().to_string()).collect())
+        .unwrap_or_default();
+    Some(ev)
 }
 
 const INGEST_ATTEMPTS: u32 = 6;
