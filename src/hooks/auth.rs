@@ -21,6 +21,7 @@ pub struct Authorizer {
     telegram: HashSet<String>,
     telegram_all: bool,
     discord: HashSet<String>,
+    discord_roles: HashSet<String>,
     discord_all: bool,
     /// Non-loopback web requests are authenticated by the bearer token at the HTTP layer.
     web_token_set: bool,
@@ -42,6 +43,7 @@ impl Authorizer {
             telegram: c.telegram.allowed_users.iter().cloned().collect(),
             telegram_all: c.telegram.allow_all_users,
             discord: c.discord.allowed_users.iter().cloned().collect(),
+            discord_roles: c.discord.allowed_roles.iter().cloned().collect(),
             discord_all: c.discord.allow_all_users,
             web_token_set: c.web.token.is_some(),
         }
@@ -54,7 +56,14 @@ impl Authorizer {
         match ev.platform {
             Platform::Web => ev.from_loopback || self.web_token_set,
             Platform::Telegram => self.telegram_all || self.telegram.contains(&ev.sender_id),
-            Platform::Discord => self.discord_all || self.discord.contains(&ev.sender_id),
+            Platform::Discord => {
+                self.discord_all
+                    || self.discord.contains(&ev.sender_id)
+                    || ev
+                        .sender_roles
+                        .iter()
+                        .any(|r| self.discord_roles.contains(r))
+            }
             Platform::Cron => false,
         }
     }
@@ -208,6 +217,13 @@ mod tests {
         );
         assert!(!strict.is_allowed(&discord), "deny by default");
         assert!(authorizer("[discord]\nallowed_users = [42]").is_allowed(&discord));
+        let by_role = authorizer("[discord]\nallowed_roles = [900]");
+        let mut member = discord.clone();
+        assert!(!by_role.is_allowed(&member), "no roles, not listed");
+        member.sender_roles = vec!["899".into(), "900".into()];
+        assert!(by_role.is_allowed(&member), "one allowed role is enough");
+        member.sender_roles = vec!["9000".into()];
+        assert!(!by_role.is_allowed(&member), "exact role ids");
         assert!(strict.is_allowed(&internal));
         tg_42.sender_id = "420".into();
         assert!(!strict.is_allowed(&tg_42), "exact ids, no prefix match");
