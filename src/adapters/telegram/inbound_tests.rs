@@ -62,7 +62,10 @@ fn run(u: &Update, free: &[&str]) -> Decision {
     )
 }
 
-/// (case, update, free-response chats, expected: None = ignored, Some((kind, model text))).
+/// Expected outcome: `None` = ignored, `Some((kind, model text))` = ingested.
+type Want = Option<(MessageKind, &'static str)>;
+
+/// (case, update, free-response chats, expected outcome).
 #[test]
 fn decision_table() {
     let g = -100_200;
@@ -90,7 +93,7 @@ fn decision_table() {
     let mut captioned = photo.clone();
     captioned["caption"] = json!("what is this?");
 
-    let cases: Vec<(&str, Update, Vec<&str>, Option<(MessageKind, &str)>)> = vec![
+    let cases: Vec<(&str, Update, Vec<&str>, Want)> = vec![
         (
             "private text",
             update("message", msg(1, "hello")),

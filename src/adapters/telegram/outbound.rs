@@ -47,8 +47,18 @@ pub type ThrottleWorker = std::pin::Pin<Box<dyn std::future::Future<Output = ()>
 
 impl TelegramOutbound {
     pub fn new(bot: Bot, token: String, limits: Limits) -> (TelegramOutbound, ThrottleWorker) {
-        let (bot, worker) =
-            Throttle::with_settings(bot, Settings::default().limits(limits).no_retry());
+        // A full pacing queue is the throttle doing its job (callers wait), not a warning.
+        let settings =
+            Settings::default()
+                .limits(limits)
+                .no_retry()
+                .on_queue_full(|pending| async move {
+                    tracing::debug!(
+                        pending,
+                        "telegram send pacing queue is full; sends wait their turn"
+                    );
+                });
+        let (bot, worker) = Throttle::with_settings(bot, settings);
         (TelegramOutbound { bot, token }, Box::pin(worker))
     }
 
