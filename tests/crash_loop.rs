@@ -28,5 +28,8 @@ async fn five_sigkills_under_load_lose_and_duplicate_nothing() {
     let c = &outcome.census;
     c.assert_promise();
     assert!(c.client_messages >= 24, "every lane sent its messages");
-    assert_eq!(c.inbox_rows, c.client_messages, "one inbox row per message, retries deduplicated");
+    assert_eq!(
+        c.inbox_rows, c.client_messages,
+        "one inbox row per message, retries deduplicated"
+    );
 }

@@ -47,7 +47,10 @@ async fn intermittent_model_failures_still_answer_every_message_once() {
         .await
         .expect("answered");
     assert_eq!(doomed.status, "failed");
-    assert!(!doomed.reply.is_empty(), "the user gets an error line, not silence");
+    assert!(
+        !doomed.reply.is_empty(),
+        "the user gets an error line, not silence"
+    );
 
     llm.set_jitter(Duration::from_millis(50));
     llm.set_random_faults(
@@ -111,7 +114,10 @@ async fn intermittent_model_failures_still_answer_every_message_once() {
         &["outcome=\"transient\""],
     )
     .unwrap_or(0.0);
-    assert!(transient >= 1.0, "the doomed call is counted as transient:\n{metrics}");
+    assert!(
+        transient >= 1.0,
+        "the doomed call is counted as transient:\n{metrics}"
+    );
     assert!(
         log.contains("model call failed; retrying"),
         "retries are logged; log:\n{log}"

@@ -82,5 +82,9 @@ async fn three_replicas_one_killed_keep_every_lane_single_and_every_reply_single
         .keys()
         .map(|r| r.split("-g").next().unwrap_or(r))
         .collect();
-    assert!(replicas.len() >= 2, "turns ran on several replicas: {:?}", c.turns_by_replica);
+    assert!(
+        replicas.len() >= 2,
+        "turns ran on several replicas: {:?}",
+        c.turns_by_replica
+    );
 }

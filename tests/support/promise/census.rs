@@ -260,7 +260,10 @@ fn check_inbox_outbox(c: &mut Census, sent: &[Sent], inbox: &[InboxRow], outbox:
             || s.reply.is_empty();
         if wrong {
             c.client_wrong_reply += 1;
-            c.note(format!("{}: client got {:?} ({})", s.client_id, s.reply, s.status));
+            c.note(format!(
+                "{}: client got {:?} ({})",
+                s.client_id, s.reply, s.status
+            ));
         }
     }
 }
@@ -270,7 +273,10 @@ fn replica_of(holder: &str) -> &str {
 }
 
 fn check_turns(c: &mut Census, turns: &[TurnRow], kills: &[Kill]) {
-    let killed: HashMap<&str, i64> = kills.iter().map(|k| (k.replica.as_str(), k.at_ms)).collect();
+    let killed: HashMap<&str, i64> = kills
+        .iter()
+        .map(|k| (k.replica.as_str(), k.at_ms))
+        .collect();
     let mut by_lane: BTreeMap<&str, Vec<&TurnRow>> = BTreeMap::new();
     let mut per_inbox: HashMap<i64, usize> = HashMap::new();
     for t in turns {
@@ -287,7 +293,10 @@ fn check_turns(c: &mut Census, turns: &[TurnRow], kills: &[Kill]) {
             c.abandoned_turns += 1;
         } else {
             c.abandoned_by_survivor += 1;
-            c.note(format!("turn {} ({}) never finished in a live process", t.id, t.holder));
+            c.note(format!(
+                "turn {} ({}) never finished in a live process",
+                t.id, t.holder
+            ));
         }
     }
     c.messages_with_two_turns = per_inbox.values().filter(|&&n| n > 1).count();
@@ -313,7 +322,10 @@ fn check_turns(c: &mut Census, turns: &[TurnRow], kills: &[Kill]) {
                 .count();
             if early > 0 {
                 c.takeover_before_death += early;
-                c.note(format!("{lane}: {early} turn(s) began while turn {} still lived", dead.id));
+                c.note(format!(
+                    "{lane}: {early} turn(s) began while turn {} still lived",
+                    dead.id
+                ));
             }
         }
     }
@@ -362,9 +374,7 @@ pub async fn drain(store_url: &str, platform: &str, timeout: std::time::Duration
     let drained = loop {
         let inbox: Vec<(String, String)> = db.all("SELECT platform, status FROM inbox").await;
         let outbox: Vec<(String,)> = db.all("SELECT status FROM outbox").await;
-        let pending = inbox
-            .iter()
-            .any(|(p, s)| p == platform && s == "pending");
+        let pending = inbox.iter().any(|(p, s)| p == platform && s == "pending");
         if !pending && outbox.iter().all(|(s,)| s == "sent") {
             break true;
         }

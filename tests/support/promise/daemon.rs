@@ -67,9 +67,7 @@ impl Backend {
         if let Some((admin_url, schema)) = &self.pg {
             if let Ok(mut admin) = sqlx::PgConnection::connect(admin_url).await {
                 let _ = admin
-                    .execute(sqlx::AssertSqlSafe(format!(
-                        "DROP SCHEMA {schema} CASCADE"
-                    )))
+                    .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
                     .await;
                 let _ = admin.close().await;
             }
@@ -166,7 +164,10 @@ impl Daemon {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HERALD_STORE__URL", &spec.store_url)
-            .env("HERALD_SERVER__REPLICA_ID", Self::replica_id(spec, generation))
+            .env(
+                "HERALD_SERVER__REPLICA_ID",
+                Self::replica_id(spec, generation),
+            )
             .env("HERALD_LLM__BASE_URL", &spec.llm_url)
             .env("HERALD_LLM__MODEL", "fake-model")
             .env("HERALD_LOG__LEVEL", "warn");
