@@ -39,7 +39,10 @@ async fn main() {
     println!("crash loop on {} ({}):", r["store"], r["profile"]);
     println!(
         "  kills {}  messages {}  wall {:.1}s  retries {}",
-        r["kills"], c.client_messages, r["wall_s"].as_f64().unwrap_or(0.0), c.client_retries
+        r["kills"],
+        c.client_messages,
+        r["wall_s"].as_f64().unwrap_or(0.0),
+        c.client_retries
     );
     println!(
         "  answered exactly once {}  unanswered {}  answered twice {}  duplicate idem keys {}",

@@ -100,10 +100,22 @@ impl Spec {
     /// Settings every promise run shares: short leases so a killed holder's lanes come back in
     /// about two seconds, a fast rescan for crash leftovers, and enough attempts that a message
     /// hit by several kills is still answered by the model rather than set aside.
+    ///
+    /// `HERALD_*` variables of the calling environment are passed on (after these defaults, so
+    /// they win), except the store URL, replica id and model URL the harness owns: e.g.
+    /// `HERALD_STORE__MAX_CONNECTIONS=32 cargo run --example crash_loop`.
     pub fn new(bin: &Path, name: &str, backend: &Backend, llm_url: &str) -> Spec {
         let data_dir = backend.dir.path().join(name);
         std::fs::create_dir_all(&data_dir).expect("data dir");
-        Spec {
+        let owned = [
+            "HERALD_STORE__URL",
+            "HERALD_SERVER__REPLICA_ID",
+            "HERALD_LLM__BASE_URL",
+        ];
+        let inherited: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("HERALD_") && !owned.contains(&k.as_str()))
+            .collect();
+        let mut spec = Spec {
             bin: bin.to_path_buf(),
             name: name.to_string(),
             port: free_port(),
@@ -118,7 +130,11 @@ impl Spec {
                 ("HERALD_OUTBOX__POLL_MS".into(), "100".into()),
                 ("HERALD_LLM__TIMEOUT_SECS".into(), "30".into()),
             ],
+        };
+        for (k, v) in inherited {
+            spec = spec.set(&k, &v);
         }
+        spec
     }
 
     pub fn set(mut self, key: &str, value: &str) -> Spec {
