@@ -40,7 +40,10 @@ async fn capsule(client: &Client, lane: &str) -> Value {
             return serde_json::from_str(&body).unwrap();
         }
         assert_eq!(status, 404, "{body}");
-        assert!(Instant::now() < deadline, "no capsule was written for {lane}");
+        assert!(
+            Instant::now() < deadline,
+            "no capsule was written for {lane}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -85,21 +88,32 @@ async fn handoff_writes_a_capsule_and_only_the_next_session_receives_it_once() {
     llm.push(Step::Reply(CAPSULE.into()));
     let (status, body) = client.chat("web:h", "Handoff.").await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!((body["status"].as_str(), body["reply"].as_str()), (Some("skipped"), Some(ACK)));
+    assert_eq!(
+        (body["status"].as_str(), body["reply"].as_str()),
+        (Some("skipped"), Some(ACK))
+    );
 
     let c = capsule(&client, "web:h").await;
     assert_eq!(c["status"], "ok", "{c}");
     assert_eq!(c["session_id"], old.as_str());
     assert_eq!(c["pending"], true);
     let text = c["text"].as_str().unwrap();
-    assert!(text.starts_with("## Working on\nMaking the nightly mirror job"), "{text}");
+    assert!(
+        text.starts_with("## Working on\nMaking the nightly mirror job"),
+        "{text}"
+    );
     assert!(text.contains("## Next\nWrite the report line") && text.contains("## Recovery"));
-    assert!(text.contains(&format!("session_id=\"{old}\"")), "Recovery points at the old session");
+    assert!(
+        text.contains(&format!("session_id=\"{old}\"")),
+        "Recovery points at the old session"
+    );
 
     // The writer read the dialogue, not the handoff word, and was asked for the five sections.
     let writer = llm.requests()[2].clone();
     assert!(writer.system().starts_with("You write a handoff capsule"));
-    assert!(writer.last_user().contains("Make it skip unreachable hosts"));
+    assert!(writer
+        .last_user()
+        .contains("Make it skip unreachable hosts"));
     assert!(!writer.last_user().contains("Handoff."));
 
     wait_rotated(&app, &old).await;
@@ -116,23 +130,38 @@ async fn handoff_writes_a_capsule_and_only_the_next_session_receives_it_once() {
     assert_eq!(capsule(&client, "web:h").await["pending"], true);
 
     let (_, body) = client.chat("web:h", "Where were we?").await;
-    assert_ne!(body["session_id"].as_str(), Some(old.as_str()), "a new session");
+    assert_ne!(
+        body["session_id"].as_str(),
+        Some(old.as_str()),
+        "a new session"
+    );
     let first = llm.requests()[3].clone();
     let user = first.last_user();
     assert!(user.starts_with("Where were we?\n\n"), "{user}");
     assert!(user.contains(LABEL) && user.contains("Write the report line naming the skipped host"));
     let new = app.store.session_current(&lane).await.unwrap().unwrap();
-    assert_eq!(first.system(), new.system_prompt, "the system prompt carries no capsule");
+    assert_eq!(
+        first.system(),
+        new.system_prompt,
+        "the system prompt carries no capsule"
+    );
     assert!(!first.system().contains("Working on"));
     assert_eq!(capsule(&client, "web:h").await["pending"], false);
 
     client.chat("web:h", "And then?").await;
     let second = llm.requests()[4].clone();
     assert_eq!(second.last_user(), "And then?");
-    assert_eq!(in_user_messages(&second, LABEL), 1, "the capsule stays once, in the first message");
+    assert_eq!(
+        in_user_messages(&second, LABEL),
+        1,
+        "the capsule stays once, in the first message"
+    );
     assert_eq!(second.system().as_bytes(), first.system().as_bytes());
     // The transcript shows what the person typed, not the injected note.
-    assert_eq!(client.transcript("web:h").await[0], ("user".into(), "Where were we?".into()));
+    assert_eq!(
+        client.transcript("web:h").await[0],
+        ("user".into(), "Where were we?".into())
+    );
     assert_eq!(llm.request_count(), 5);
     app.shutdown().await;
 }
@@ -151,9 +180,15 @@ async fn a_sentence_about_a_handoff_is_an_ordinary_turn_and_short_sessions_are_r
     // Two messages so far: nothing worth a capsule, and the person is told so at once.
     let (_, body) = client.chat("web:s", "/wrapup").await;
     let reply = body["reply"].as_str().unwrap();
-    assert!(reply.contains("has 2 message(s), a handoff needs at least 4"), "{reply}");
+    assert!(
+        reply.contains("has 2 message(s), a handoff needs at least 4"),
+        "{reply}"
+    );
     let c = capsule(&client, "web:s").await;
-    assert_eq!((c["status"].as_str(), c["pending"].as_bool()), (Some("too_short"), Some(false)));
+    assert_eq!(
+        (c["status"].as_str(), c["pending"].as_bool()),
+        (Some("too_short"), Some(false))
+    );
     assert_eq!(llm.request_count(), 1, "no writer call");
     app.shutdown().await;
 }
@@ -191,7 +226,10 @@ async fn a_writer_that_answers_garbage_gives_a_degraded_capsule_visible_outside_
         .iter()
         .any(|r| r.lane == "web:g" && r.text.contains("status: degraded"))
     {
-        assert!(Instant::now() < deadline, "no degraded note queued for the chat");
+        assert!(
+            Instant::now() < deadline,
+            "no degraded note queued for the chat"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     app.shutdown().await;
@@ -213,7 +251,10 @@ async fn a_marker_older_than_36_hours_is_deleted_unread_and_inject_false_keeps_m
         confidential: false,
         created_at: now_ms() - age_h * 3_600_000,
     };
-    app.store.capsule_put(&put("web:stale", 37), true).await.unwrap();
+    app.store
+        .capsule_put(&put("web:stale", 37), true)
+        .await
+        .unwrap();
     client.chat("web:stale", "good morning").await;
     assert_eq!(llm.requests()[0].last_user(), "good morning");
     assert_eq!(capsule(&client, "web:stale").await["pending"], false);
@@ -223,7 +264,10 @@ async fn a_marker_older_than_36_hours_is_deleted_unread_and_inject_false_keeps_m
     config.handoff.inject = false;
     let app = App::start(config).await.unwrap();
     let client = Client::new(&app);
-    app.store.capsule_put(&put("web:quiet", 1), true).await.unwrap();
+    app.store
+        .capsule_put(&put("web:quiet", 1), true)
+        .await
+        .unwrap();
     client.chat("web:quiet", "hi").await;
     assert_eq!(llm.requests()[1].last_user(), "hi");
     assert_eq!(capsule(&client, "web:quiet").await["pending"], true);
@@ -254,7 +298,10 @@ async fn an_unauthorized_handoff_builds_nothing_and_calls_no_model() {
     assert_eq!(row.note.as_deref(), Some("auth: unauthorized"));
     assert_eq!(llm.request_count(), 0);
     assert!(app.store.outbox_for_inbox(id).await.unwrap().is_empty());
-    assert_eq!(client.get("/api/v1/lanes/telegram:777/capsule").await.0, 404);
+    assert_eq!(
+        client.get("/api/v1/lanes/telegram:777/capsule").await.0,
+        404
+    );
     app.shutdown().await;
 }
 
@@ -266,7 +313,10 @@ async fn a_second_trigger_while_building_is_told_one_is_already_being_written() 
     let app = App::start(test_config(&llm, &data)).await.unwrap();
     let client = Client::new(&app);
     converse(&client, "web:twice").await;
-    llm.push(Step::Delay(Duration::from_secs(2), Box::new(Step::Reply(CAPSULE.into()))));
+    llm.push(Step::Delay(
+        Duration::from_secs(2),
+        Box::new(Step::Reply(CAPSULE.into())),
+    ));
     let (_, first) = client.chat("web:twice", "handoff").await;
     assert_eq!(first["reply"], ACK);
     let (_, second) = client.chat("web:twice", "/wrapup").await;
@@ -274,5 +324,60 @@ async fn a_second_trigger_while_building_is_told_one_is_already_being_written() 
     let c = capsule(&client, "web:twice").await;
     assert_eq!(c["status"], "ok");
     assert_eq!(llm.request_count(), 3, "two turns and one writer call");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_confidential_lane_gets_a_scrubbed_breadcrumb_and_never_the_transcript() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut config = test_config(&llm, &data);
+    config.handoff.confidential_lanes = vec!["web:secret".into(), "web:secret2".into()];
+    let app = App::start(config).await.unwrap();
+    let client = Client::new(&app);
+
+    converse(&client, "web:secret").await;
+    llm.push(Step::Reply(
+        CAPSULE.replace("mirror.sh", "mirror.sh, owner jane.doe@example.com"),
+    ));
+    client.chat("web:secret", "handoff").await;
+    let c = capsule(&client, "web:secret").await;
+    assert_eq!(
+        (c["status"].as_str(), c["confidential"].as_bool()),
+        (Some("ok"), Some(true))
+    );
+    let text = c["text"].as_str().unwrap();
+    assert!(
+        text.contains("owner [email]") && !text.contains("jane.doe"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("## Recovery"),
+        "no pointer into a confidential transcript"
+    );
+    assert!(llm.requests()[2]
+        .system()
+        .contains("This conversation is confidential"));
+
+    converse(&client, "web:secret2").await;
+    let open = app
+        .store
+        .session_current(&LaneKey::new("web:secret2"))
+        .await
+        .unwrap()
+        .unwrap();
+    llm.set_sticky(Some(Step::Garbage("not a completion".into())));
+    client.chat("web:secret2", "handoff").await;
+    let c = capsule(&client, "web:secret2").await;
+    assert_eq!(c["status"], "write_failed");
+    assert_eq!(
+        (c["text"].as_str(), c["pending"].as_bool()),
+        (Some(""), Some(false))
+    );
+    // Nothing was handed off, so the session stays open.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let still = app.store.session_get(&open.id).await.unwrap().unwrap();
+    assert_eq!(still.ended_at, None);
     app.shutdown().await;
 }

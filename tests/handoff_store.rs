@@ -75,10 +75,26 @@ macro_rules! both {
 }
 
 both!(sqlite_marker_rules, postgres_marker_rules, marker_rules);
-both!(sqlite_new_capsule_replaces_marker, postgres_new_capsule_replaces_marker, replaces);
-both!(sqlite_stale_marker_deleted_unread, postgres_stale_marker_deleted_unread, stale);
-both!(sqlite_consume_race_exactly_once, postgres_consume_race_exactly_once, race);
-both!(sqlite_one_build_per_lane, postgres_one_build_per_lane, build_claim);
+both!(
+    sqlite_new_capsule_replaces_marker,
+    postgres_new_capsule_replaces_marker,
+    replaces
+);
+both!(
+    sqlite_stale_marker_deleted_unread,
+    postgres_stale_marker_deleted_unread,
+    stale
+);
+both!(
+    sqlite_consume_race_exactly_once,
+    postgres_consume_race_exactly_once,
+    race
+);
+both!(
+    sqlite_one_build_per_lane,
+    postgres_one_build_per_lane,
+    build_claim
+);
 
 fn capsule(lane: &LaneKey, session: &str, status: &str, text: &str, age_ms: i64) -> NewCapsule {
     NewCapsule {
@@ -95,21 +111,47 @@ fn capsule(lane: &LaneKey, session: &str, status: &str, text: &str, age_ms: i64)
 async fn marker_rules(store: Arc<dyn Store>) {
     let lane = LaneKey::new("web:rules");
     let id = store
-        .capsule_put(&capsule(&lane, "s1", "ok", "## Working on\nmirror fix", 0), true)
+        .capsule_put(
+            &capsule(&lane, "s1", "ok", "## Working on\nmirror fix", 0),
+            true,
+        )
         .await
         .unwrap();
     // The summarized session asks: nothing, and the marker stays.
-    let own = store.pending_consume(&lane, "s1", MAX_AGE, now_ms()).await.unwrap();
+    let own = store
+        .pending_consume(&lane, "s1", MAX_AGE, now_ms())
+        .await
+        .unwrap();
     assert_eq!(own.capsule, None);
     assert!(store.capsule_latest(&lane).await.unwrap().unwrap().pending);
     // Another lane's session never sees it.
     let other = LaneKey::new("web:elsewhere");
-    assert_eq!(store.pending_consume(&other, "s2", MAX_AGE, now_ms()).await.unwrap().capsule, None);
+    assert_eq!(
+        store
+            .pending_consume(&other, "s2", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
     // A new session gets it once.
-    let got = store.pending_consume(&lane, "s2", MAX_AGE, now_ms()).await.unwrap();
+    let got = store
+        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
     let c = got.capsule.expect("the new session receives the capsule");
-    assert_eq!((c.id, c.text.as_str(), c.session_id.as_str()), (id, "## Working on\nmirror fix", "s1"));
-    assert_eq!(store.pending_consume(&lane, "s3", MAX_AGE, now_ms()).await.unwrap().capsule, None);
+    assert_eq!(
+        (c.id, c.text.as_str(), c.session_id.as_str()),
+        (id, "## Working on\nmirror fix", "s1")
+    );
+    assert_eq!(
+        store
+            .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
     let latest = store.capsule_latest(&lane).await.unwrap().unwrap();
     assert_eq!((latest.status.as_str(), latest.pending), ("ok", false));
 
@@ -118,39 +160,89 @@ async fn marker_rules(store: Arc<dyn Store>) {
         .capsule_put(&capsule(&lane, "s3", "too_short", "", 0), false)
         .await
         .unwrap();
-    assert_eq!(store.capsule_latest(&lane).await.unwrap().unwrap().status, "too_short");
-    assert_eq!(store.capsule_latest_written(&lane).await.unwrap().unwrap().id, id);
-    assert_eq!(store.pending_consume(&lane, "s4", MAX_AGE, now_ms()).await.unwrap().capsule, None);
+    assert_eq!(
+        store.capsule_latest(&lane).await.unwrap().unwrap().status,
+        "too_short"
+    );
+    assert_eq!(
+        store
+            .capsule_latest_written(&lane)
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        id
+    );
+    assert_eq!(
+        store
+            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
 }
 
 async fn replaces(store: Arc<dyn Store>) {
     let lane = LaneKey::new("telegram:42");
-    store.capsule_put(&capsule(&lane, "s1", "ok", "first", 0), true).await.unwrap();
+    store
+        .capsule_put(&capsule(&lane, "s1", "ok", "first", 0), true)
+        .await
+        .unwrap();
     let second = store
         .capsule_put(&capsule(&lane, "s2", "degraded", "second", 0), true)
         .await
         .unwrap();
-    let got = store.pending_consume(&lane, "s3", MAX_AGE, now_ms()).await.unwrap();
-    assert_eq!(got.capsule.map(|c| (c.id, c.text)), Some((second, "second".to_string())));
-    assert_eq!(store.pending_consume(&lane, "s4", MAX_AGE, now_ms()).await.unwrap().capsule, None);
+    let got = store
+        .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(
+        got.capsule.map(|c| (c.id, c.text)),
+        Some((second, "second".to_string()))
+    );
+    assert_eq!(
+        store
+            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
 }
 
 async fn stale(store: Arc<dyn Store>) {
     let old = LaneKey::new("web:old");
     store
-        .capsule_put(&capsule(&old, "s1", "ok", "last week's plan", 37 * HOUR_MS), true)
+        .capsule_put(
+            &capsule(&old, "s1", "ok", "last week's plan", 37 * HOUR_MS),
+            true,
+        )
         .await
         .unwrap();
-    let got = store.pending_consume(&old, "s2", MAX_AGE, now_ms()).await.unwrap();
-    assert_eq!((got.capsule, got.expired), (None, 1), "a 37 h old marker is deleted unread");
+    let got = store
+        .pending_consume(&old, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(
+        (got.capsule, got.expired),
+        (None, 1),
+        "a 37 h old marker is deleted unread"
+    );
     assert!(!store.capsule_latest(&old).await.unwrap().unwrap().pending);
 
     let recent = LaneKey::new("web:recent");
     store
-        .capsule_put(&capsule(&recent, "s1", "ok", "yesterday", 35 * HOUR_MS), true)
+        .capsule_put(
+            &capsule(&recent, "s1", "ok", "yesterday", 35 * HOUR_MS),
+            true,
+        )
         .await
         .unwrap();
-    let got = store.pending_consume(&recent, "s2", MAX_AGE, now_ms()).await.unwrap();
+    let got = store
+        .pending_consume(&recent, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
     assert_eq!(got.capsule.map(|c| c.text), Some("yesterday".to_string()));
 }
 
@@ -158,7 +250,10 @@ async fn race(store: Arc<dyn Store>) {
     const LANES: usize = 12;
     for i in 0..LANES {
         let lane = LaneKey::new(&format!("web:race{i}"));
-        store.capsule_put(&capsule(&lane, "old", "ok", "x", 0), true).await.unwrap();
+        store
+            .capsule_put(&capsule(&lane, "old", "ok", "x", 0), true)
+            .await
+            .unwrap();
     }
     let mut tasks = Vec::new();
     for i in 0..LANES {
@@ -186,15 +281,24 @@ async fn build_claim(store: Arc<dyn Store>) {
     let lane = LaneKey::new("web:claim");
     let long = Duration::from_secs(60);
     assert!(store.handoff_claim(&lane, "a/1", long).await.unwrap());
-    assert!(!store.handoff_claim(&lane, "b/1", long).await.unwrap(), "one build per lane");
+    assert!(
+        !store.handoff_claim(&lane, "b/1", long).await.unwrap(),
+        "one build per lane"
+    );
     store.handoff_release(&lane, "b/1").await.unwrap();
-    assert!(!store.handoff_claim(&lane, "b/1", long).await.unwrap(), "only the holder releases");
+    assert!(
+        !store.handoff_claim(&lane, "b/1", long).await.unwrap(),
+        "only the holder releases"
+    );
     store.handoff_release(&lane, "a/1").await.unwrap();
     assert!(store.handoff_claim(&lane, "b/1", long).await.unwrap());
 
     // A claim from a crashed replica expires.
     let other = LaneKey::new("web:crashed");
-    assert!(store.handoff_claim(&other, "dead/1", Duration::ZERO).await.unwrap());
+    assert!(store
+        .handoff_claim(&other, "dead/1", Duration::ZERO)
+        .await
+        .unwrap());
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert!(store.handoff_claim(&other, "live/1", long).await.unwrap());
 
@@ -204,7 +308,12 @@ async fn build_claim(store: Arc<dyn Store>) {
         .map(|i| {
             let store = store.clone();
             let lane = raced.clone();
-            tokio::spawn(async move { store.handoff_claim(&lane, &format!("r/{i}"), long).await.unwrap() })
+            tokio::spawn(async move {
+                store
+                    .handoff_claim(&lane, &format!("r/{i}"), long)
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut wins = 0;

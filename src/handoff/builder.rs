@@ -115,7 +115,10 @@ impl Builder {
     }
 
     /// The session's user/assistant lines as the writer sees them.
-    pub(super) async fn transcript(&self, session_id: &str) -> Result<Vec<TranscriptLine>, StoreError> {
+    pub(super) async fn transcript(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<TranscriptLine>, StoreError> {
         Ok(self
             .store
             .messages(session_id, true)
@@ -139,7 +142,10 @@ impl Builder {
         let lines = self.transcript(&job.session_id).await?;
         let count = dialogue_count(&lines);
         if count < super::MIN_MESSAGES {
-            return self.finish(job, BuildStatus::TooShort, String::new(), count).await.map(Some);
+            return self
+                .finish(job, BuildStatus::TooShort, String::new(), count)
+                .await
+                .map(Some);
         }
         let confidential = self.config.is_confidential(job.lane.as_str());
         let previous = self
@@ -147,7 +153,8 @@ impl Builder {
             .capsule_latest_written(&job.lane)
             .await?
             .map(|c| c.text);
-        let (system, user) = writer_prompt(&writer_input(&lines), previous.as_deref(), confidential);
+        let (system, user) =
+            writer_prompt(&writer_input(&lines), previous.as_deref(), confidential);
         let req = ChatRequest {
             messages: vec![
                 ChatMessage::new(Role::System, system),
@@ -179,7 +186,10 @@ impl Builder {
             },
             (Err(why), false) => {
                 tracing::warn!(lane = %job.lane, reason = %why, "no usable capsule from the writer; storing the transcript fallback");
-                (BuildStatus::Degraded, assemble(&fallback_capsule(&lines), Some(&recovery)))
+                (
+                    BuildStatus::Degraded,
+                    assemble(&fallback_capsule(&lines), Some(&recovery)),
+                )
             }
             (Err(why), true) => {
                 tracing::warn!(lane = %job.lane, reason = %why, "no usable capsule from the writer; a confidential lane gets no fallback");
@@ -207,7 +217,11 @@ impl Builder {
             confidential: self.config.is_confidential(job.lane.as_str()),
             created_at: crate::store::now_ms(),
         };
-        let id = match self.store.capsule_put(&capsule, status.wrote_capsule()).await {
+        let id = match self
+            .store
+            .capsule_put(&capsule, status.wrote_capsule())
+            .await
+        {
             Ok(id) => id,
             Err(e) => {
                 metrics::counter!("herald_capsule_builds_total", "status" => BuildStatus::WriteFailed.as_str()).increment(1);
@@ -275,7 +289,9 @@ impl Builder {
                     r.deps().outbox_wake.notify_one();
                 }
             }
-            Err(e) => tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note"),
+            Err(e) => {
+                tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note")
+            }
         }
     }
 }

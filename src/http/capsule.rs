@@ -30,7 +30,9 @@ pub(super) async fn lane_capsule(
         .into_response(),
         Ok(None) => api_error(
             StatusCode::NOT_FOUND,
-            format!("no handoff capsule for lane {lane}: type \"handoff\" in that chat to write one"),
+            format!(
+                "no handoff capsule for lane {lane}: type \"handoff\" in that chat to write one"
+            ),
         ),
         Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

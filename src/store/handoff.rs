@@ -98,7 +98,17 @@ pub(super) const PENDING_UPSERT: &str =
      capsule_id = excluded.capsule_id, source_session_id = excluded.source_session_id, \
      created_at = excluded.created_at";
 
-pub(super) type CapsuleTuple = (i64, String, String, String, String, i64, i64, i64, Option<i64>);
+pub(super) type CapsuleTuple = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    Option<i64>,
+);
 
 pub(super) fn capsule_from(t: CapsuleTuple) -> CapsuleRow {
     let (id, lane, session_id, status, text, message_count, confidential, created_at, pending) = t;
