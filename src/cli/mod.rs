@@ -1,7 +1,7 @@
 //! Operator commands that run against the store without starting the daemon.
 
-mod pairing;
 mod handoff;
+mod pairing;
 
 use clap::Subcommand;
 

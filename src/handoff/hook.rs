@@ -65,16 +65,18 @@ impl HandoffHook {
     async fn start(&self, ev: &MessageEvent) -> HookOutcome {
         let b = &self.builder;
         let lane = ev.lane();
-        let session = match b.store.session_current(&lane).await {
-            Ok(Some(s)) => s,
-            Ok(None) => {
-                return Self::skip(
+        let session =
+            match b.store.session_current(&lane).await {
+                Ok(Some(s)) => s,
+                Ok(None) => return Self::skip(
                     "nothing to hand off",
-                    Some("There is nothing to hand off yet: this conversation has no open session.".into()),
-                )
-            }
-            Err(e) => return unavailable(&e),
-        };
+                    Some(
+                        "There is nothing to hand off yet: this conversation has no open session."
+                            .into(),
+                    ),
+                ),
+                Err(e) => return unavailable(&e),
+            };
         let job = BuildJob::for_event(ev, &session.id);
         // Checked here, not only in the build, so a person gets one clear answer instead of an
         // acknowledgement followed by a refusal.
@@ -83,7 +85,10 @@ impl HandoffHook {
             Err(e) => return unavailable(&e),
         };
         if count < MIN_MESSAGES {
-            if let Err(e) = b.finish(&job, BuildStatus::TooShort, String::new(), count).await {
+            if let Err(e) = b
+                .finish(&job, BuildStatus::TooShort, String::new(), count)
+                .await
+            {
                 tracing::warn!(error = %e, "could not record a too-short handoff");
             }
             return Self::skip(
@@ -122,7 +127,9 @@ fn unavailable(e: &crate::store::StoreError) -> HookOutcome {
     tracing::warn!(error = %e, "handoff could not start");
     HookOutcome::Skip {
         reason: "store unavailable".into(),
-        reply: Some("The handoff could not start (the store is unavailable); please try again.".into()),
+        reply: Some(
+            "The handoff could not start (the store is unavailable); please try again.".into(),
+        ),
     }
 }
 
@@ -172,9 +179,21 @@ mod tests {
             ("shouted", ev(Platform::Discord, "HAND-OFF!"), true),
             ("wrapup command", command, true),
             ("web", ev(Platform::Web, "hand off"), true),
-            ("sentence", ev(Platform::Telegram, "handoff now please"), false),
-            ("question", ev(Platform::Web, "can you do a handoff for me?"), false),
-            ("other feature", ev(Platform::Telegram, "/handoff telegram"), false),
+            (
+                "sentence",
+                ev(Platform::Telegram, "handoff now please"),
+                false,
+            ),
+            (
+                "question",
+                ev(Platform::Web, "can you do a handoff for me?"),
+                false,
+            ),
+            (
+                "other feature",
+                ev(Platform::Telegram, "/handoff telegram"),
+                false,
+            ),
             ("internal", internal, false),
             ("media caption", media, false),
             ("edited message", edited, false),

@@ -7,8 +7,8 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod common;
-mod pairing;
 mod handoff;
+mod pairing;
 mod postgres;
 mod sqlite;
 mod types;
