@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use herald::cli::{self, PairingCmd, SessionsCmd};
+use herald::cli::{self, HandoffCmd, PairingCmd, SessionsCmd};
 use herald::config::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -45,6 +45,11 @@ enum Command {
     Pairing {
         #[command(subcommand)]
         command: PairingCmd,
+    },
+    /// Inspect handoff capsules.
+    Handoff {
+        #[command(subcommand)]
+        command: HandoffCmd,
     },
 }
 
@@ -92,6 +97,7 @@ fn main() -> std::process::ExitCode {
             Command::Migrate => cli::migrate(&config).await,
             Command::Sessions { command } => cli::sessions(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,
+            Command::Handoff { command } => cli::handoff(&config, command).await,
         }
     });
     match result {

@@ -1,5 +1,6 @@
 //! Operator commands that run against the store without starting the daemon.
 
+mod handoff;
 mod pairing;
 
 use clap::Subcommand;
@@ -9,6 +10,8 @@ pub use pairing::{pairing, PairingCmd};
 use crate::config::Config;
 use crate::domain::LaneKey;
 use crate::store;
+
+pub use handoff::{handoff, HandoffCmd};
 
 #[derive(Subcommand)]
 pub enum SessionsCmd {

@@ -4,6 +4,7 @@
 //! environment later. Every key has a default so that `herald serve` runs with no file at all.
 //! `config/herald.example.toml` documents every key and a test parses it.
 
+mod handoff;
 mod load;
 mod secret;
 
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, validate, ConfigError, LoadOptions};
 pub use secret::Secret;
 
@@ -28,6 +30,7 @@ pub struct Config {
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
     pub pairing: PairingConfig,
+    pub handoff: HandoffConfig,
     pub log: LogConfig,
 }
 

@@ -4,6 +4,7 @@
 //! has already refused any non-loopback listen address. Health and metrics stay open for
 //! probes and scrapers.
 
+mod capsule;
 mod chat;
 mod health;
 mod page;
@@ -36,6 +37,7 @@ pub fn routes(state: HttpState, extra: Vec<Router>) -> Router {
         .route("/api/v1/lanes/{lane}/messages", get(chat::lane_messages))
         .route("/api/v1/pairing", get(pairing::pending))
         .route("/api/v1/pairing/approve", post(pairing::approve))
+        .route("/api/v1/lanes/{lane}/capsule", get(capsule::lane_capsule))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let mut app = Router::new()
         .route("/", get(page::chat_page))

@@ -7,6 +7,7 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod common;
+mod handoff;
 mod pairing;
 mod postgres;
 mod sqlite;
@@ -19,6 +20,7 @@ use async_trait::async_trait;
 
 use crate::domain::{LaneKey, MessageEvent};
 
+pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -84,7 +86,7 @@ impl From<serde_json::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
-pub trait Store: PairingStore + Send + Sync + 'static {
+pub trait Store: PairingStore + HandoffStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn migrate(&self) -> StoreResult<()>;
