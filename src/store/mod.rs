@@ -8,6 +8,8 @@
 
 mod common;
 mod pairing;
+mod cron;
+mod cron_types;
 mod postgres;
 mod sqlite;
 mod types;
@@ -19,6 +21,8 @@ use async_trait::async_trait;
 
 use crate::domain::{LaneKey, MessageEvent};
 
+pub use cron::CronStore;
+pub use cron_types::*;
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -84,7 +88,7 @@ impl From<serde_json::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
-pub trait Store: PairingStore + Send + Sync + 'static {
+pub trait Store: PairingStore + CronStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn migrate(&self) -> StoreResult<()>;
