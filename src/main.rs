@@ -46,6 +46,11 @@ enum Command {
         #[command(subcommand)]
         command: PairingCmd,
     },
+    /// Manage scheduled jobs (stored; a running daemon picks changes up within 30 s).
+    Cron {
+        #[command(subcommand)]
+        command: cli::cron::CronCmd,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -92,6 +97,8 @@ fn main() -> std::process::ExitCode {
             Command::Migrate => cli::migrate(&config).await,
             Command::Sessions { command } => cli::sessions(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,
+    },
+            Command::Cron { command } => cli::cron::cron(&config, command).await,
         }
     });
     match result {
