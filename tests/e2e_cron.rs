@@ -300,3 +300,41 @@ fn the_binary_rejects_an_unknown_target_at_add_time() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn a_claim_whose_scheduler_died_before_queuing_is_taken_over_once() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let (app, now, sched) = start(&llm, &data).await;
+    let spec = job("orphan", "every 1h", &["web:alice"], None);
+    app.store
+        .cron_job_add(&spec, t0().timestamp_millis())
+        .await
+        .unwrap();
+    // Another scheduler claimed the 07:00 fire and died before writing its inbox event.
+    let at = t0() + TimeDelta::hours(1);
+    let claim = herald::store::NewFire {
+        job: "orphan".into(),
+        scheduled_at: at.timestamp_millis(),
+        manual: false,
+        holder: "dead/cron".into(),
+        claim_until: (at + TimeDelta::seconds(30)).timestamp_millis(),
+        missed_count: 0,
+        note: None,
+    };
+    app.store.cron_fire_claim(&claim).await.unwrap().unwrap();
+    // Before the claim expires nobody touches it; after, one pass queues it.
+    *now.lock().unwrap() = at + TimeDelta::seconds(10);
+    assert_eq!(sched.tick().await.unwrap().started, 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(llm.request_count(), 0);
+    *now.lock().unwrap() = at + TimeDelta::seconds(40);
+    let fires = settle(&app, &sched, "orphan").await;
+    assert_eq!(fires.len(), 1);
+    assert_eq!(fires[0].status, FireStatus::Retried);
+    assert_eq!(fires[0].attempts, 2);
+    assert_eq!(fires[0].claimed_by.as_deref(), Some("test/cron"));
+    assert_eq!(llm.request_count(), 1);
+    app.shutdown().await;
+}

@@ -58,7 +58,9 @@ pub async fn outcome(
     fire: &CronFire,
     inbox: &InboxRow,
 ) -> Result<Option<FireOutcome>, StoreError> {
-    let Some(status) = status_for(inbox.status, inbox.note.as_deref(), inbox.attempts) else {
+    // Attempts of the run, or claims of the fire when a scheduler died before queuing it.
+    let attempts = inbox.attempts.max(fire.attempts);
+    let Some(status) = status_for(inbox.status, inbox.note.as_deref(), attempts) else {
         return Ok(None);
     };
     let turn = store
@@ -76,8 +78,8 @@ pub async fn outcome(
     lanes.sort();
     lanes.dedup();
     let mut note: Vec<String> = fire.note.iter().cloned().collect();
-    if inbox.attempts > 1 {
-        note.push(format!("attempt {}", inbox.attempts));
+    if attempts > 1 {
+        note.push(format!("attempt {attempts}"));
     }
     match status {
         FireStatus::Failed | FireStatus::Missed => {
@@ -91,7 +93,7 @@ pub async fn outcome(
     }
     Ok(Some(FireOutcome {
         status,
-        attempts: inbox.attempts.max(fire.attempts),
+        attempts,
         started_at: turn.as_ref().map(|t| t.started_at),
         ended_at: turn
             .and_then(|t| t.ended_at)
