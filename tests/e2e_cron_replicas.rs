@@ -55,7 +55,7 @@ async fn a_fire_cut_by_a_restart_runs_once_and_is_marked_retried() {
     let llm = FakeLlm::start().await;
     llm.set_sticky(Some(Step::Hang));
     let data = tempfile::tempdir().unwrap();
-    let at = (Utc::now() + chrono::TimeDelta::seconds(2)).to_rfc3339();
+    let at = (Utc::now() + chrono::TimeDelta::seconds(3)).to_rfc3339();
     let config = config_with(&llm, &data, &at);
 
     let first = App::start(config.clone()).await.unwrap();

@@ -1,4 +1,4 @@
-//! Cron-delivered briefs: the pure scheduling core.
+//! Cron-delivered briefs: the scheduling rules, the fire ledger's rules and the scheduler task.
 //!
 //! A job (`[[cron.jobs]]`) is validated once ([`job`]), its schedule says when it fires
 //! ([`schedule`]), the catch-up rule says what to run after downtime ([`catchup`]), and its
