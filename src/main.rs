@@ -97,7 +97,6 @@ fn main() -> std::process::ExitCode {
             Command::Migrate => cli::migrate(&config).await,
             Command::Sessions { command } => cli::sessions(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,
-    },
             Command::Cron { command } => cli::cron::cron(&config, command).await,
         }
     });

@@ -7,9 +7,9 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod common;
-mod pairing;
 mod cron;
 mod cron_types;
+mod pairing;
 mod postgres;
 mod sqlite;
 mod types;
