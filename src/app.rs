@@ -21,6 +21,7 @@ use crate::adapters::web::WebOutbound;
 use crate::agent::prompt::load_identity;
 use crate::agent::tools::{SessionSearch, Tools};
 use crate::config::{Config, ProviderKind};
+use crate::cron::Scheduler;
 use crate::delivery::sender::Sender;
 use crate::delivery::Outbounds;
 use crate::handoff::{writer_chain, Builder, HandoffHook, HandoffInject};
@@ -156,6 +157,16 @@ impl App {
 
         let router = LaneRouter::new(deps.clone(), tracker.clone());
         handoff.set_router(&router);
+        let cron = if config.cron.enabled {
+            let holder = format!("{replica_id}/cron");
+            let s = Scheduler::new(store.clone(), router.clone(), &holder);
+            s.sync_config(&config.cron.jobs)
+                .await
+                .context("storing [[cron.jobs]]")?;
+            Some(Arc::new(s))
+        } else {
+            None
+        };
 
         tracker.spawn(
             router
@@ -194,6 +205,9 @@ impl App {
                 tracing::error!(error = %e, "HTTP server failed");
             }
         });
+        if let Some(cron) = cron {
+            tracker.spawn(cron.run(cancel.child_token()));
+        }
         if let Some(a) = telegram {
             a.spawn(router.clone(), &tracker, cancel.child_token());
         }

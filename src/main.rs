@@ -51,6 +51,11 @@ enum Command {
         #[command(subcommand)]
         command: HandoffCmd,
     },
+    /// Manage scheduled jobs (stored; a running daemon picks changes up within 30 s).
+    Cron {
+        #[command(subcommand)]
+        command: cli::cron::CronCmd,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -98,6 +103,7 @@ fn main() -> std::process::ExitCode {
             Command::Sessions { command } => cli::sessions(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
+            Command::Cron { command } => cli::cron::cron(&config, command).await,
         }
     });
     match result {

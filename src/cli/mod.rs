@@ -1,5 +1,6 @@
 //! Operator commands that run against the store without starting the daemon.
 
+pub mod cron;
 mod handoff;
 mod pairing;
 

@@ -31,6 +31,7 @@ pub struct Config {
     pub discord: DiscordConfig,
     pub pairing: PairingConfig,
     pub handoff: HandoffConfig,
+    pub cron: CronConfig,
     pub log: LogConfig,
 }
 
@@ -371,6 +372,24 @@ impl Default for PairingConfig {
     }
 }
 
+/// Scheduled agent runs (`[[cron.jobs]]`); jobs added with `herald cron add` live in the store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CronConfig {
+    /// Run the scheduler in this process (every replica may: each fire is claimed once).
+    pub enabled: bool,
+    pub jobs: Vec<crate::cron::JobSpec>,
+}
+
+impl Default for CronConfig {
+    fn default() -> Self {
+        CronConfig {
+            enabled: true,
+            jobs: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -404,6 +423,22 @@ impl Config {
                 self.server.data_dir.join("herald.db").display()
             ),
         }
+    }
+
+    /// Platforms this deployment can deliver to (cron targets must name one of them).
+    pub fn delivery_platforms(&self) -> Vec<crate::domain::Platform> {
+        use crate::domain::Platform;
+        let mut out = Vec::new();
+        if self.web.enabled {
+            out.push(Platform::Web);
+        }
+        if self.telegram.token.is_some() {
+            out.push(Platform::Telegram);
+        }
+        if self.discord.token.is_some() {
+            out.push(Platform::Discord);
+        }
+        out
     }
 
     /// The provider actually used after `auto` is resolved.
