@@ -182,6 +182,13 @@ impl App {
             batch: config.outbox.batch,
             max_attempts: config.outbox.max_attempts,
         };
+        crate::delivery::liveness::start(
+            store.clone(),
+            &replica_id,
+            &tracker,
+            cancel.child_token(),
+        )
+        .await;
         tracker.spawn(sender.run(cancel.child_token()));
 
         let (listener, addr) = http::bind(&config.server.listen)

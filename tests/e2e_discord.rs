@@ -381,15 +381,22 @@ async fn unauthorized_user_costs_no_model_call() {
             .dispatch_message_create(DM + 1, None, STRANGER, "let me in", false, None);
         env.fake
             .dispatch_message_create(DM, None, USER, "hello", false, None);
-        let sent = env.sent_settled(1).await;
-        assert_eq!(sent.len(), 1);
-        assert_eq!(
-            (sent[0].channel_id, sent[0].content.as_str()),
-            (DM, "reply to: hello")
+        // The stranger's only answer is a pairing code (private chat); no model call.
+        let sent = env.sent_settled(2).await;
+        assert_eq!(sent.len(), 2);
+        let to_user: Vec<_> = sent.iter().filter(|m| m.channel_id == DM).collect();
+        assert_eq!(to_user.len(), 1);
+        assert_eq!(to_user[0].content, "reply to: hello");
+        let to_stranger: Vec<_> = sent.iter().filter(|m| m.channel_id == DM + 1).collect();
+        assert_eq!(to_stranger.len(), 1);
+        assert!(
+            to_stranger[0].content.contains("pairing code"),
+            "{}",
+            to_stranger[0].content
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(env.user_texts(), ["hello"]);
-        assert_eq!(posts_to(&env.fake, DM + 1), 0);
+        assert_eq!(posts_to(&env.fake, DM + 1), 1);
         env.stop().await;
     })
     .await;

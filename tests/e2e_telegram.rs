@@ -343,7 +343,8 @@ async fn unauthorized_sender_costs_no_model_call() {
     let stranger = 999;
     let stranger_update = tg.push_private_text(stranger, stranger, "let me in");
     push_private(&tg, USER, "hi, it's me");
-    tg.wait_for_sent(1, WAIT).await;
+    // Two sends: the user's answer and the stranger's pairing code.
+    let sent = tg.wait_for_sent(2, WAIT).await;
     let lane = LaneKey::new(&format!("telegram:{stranger}"));
     let store = app.store.clone();
     wait_until("the stranger's update to be taken and closed", WAIT, || {
@@ -361,9 +362,13 @@ async fn unauthorized_sender_costs_no_model_call() {
     })
     .await;
     assert_eq!(model_inputs(&llm), ["hi, it's me"]);
+    // The stranger's only answer is a pairing code (private chat), never a model reply.
+    let to_stranger: Vec<_> = sent.iter().filter(|m| m.chat_id == stranger).collect();
+    assert_eq!(to_stranger.len(), 1);
     assert!(
-        tg.sent_messages().iter().all(|m| m.chat_id != stranger),
-        "no answer to the stranger"
+        to_stranger[0].text.contains("pairing code"),
+        "{}",
+        to_stranger[0].text
     );
     app.shutdown().await;
 }

@@ -205,6 +205,11 @@ contract!(
     outbox::claim_race
 );
 contract!(
+    sqlite_dead_replica_claims_return,
+    postgres_dead_replica_claims_return,
+    outbox::dead_replica_claims_return
+);
+contract!(
     sqlite_pairing_lifecycle,
     postgres_pairing_lifecycle,
     pairing::pairing_lifecycle

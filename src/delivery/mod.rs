@@ -4,6 +4,7 @@
 //! [`sender`] loop claims outbox rows from the store and hands them to the platform's
 //! outbound, recording the platform message id so that a sent row is never sent again.
 
+pub mod liveness;
 pub mod sender;
 
 use std::collections::HashMap;

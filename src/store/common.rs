@@ -798,8 +798,13 @@ pub(super) use store_tx_helpers;
 
 /// The outbox claim's row filter, shared by both dialects: due, and no earlier row of the same
 /// lane is in flight or waiting for a retry (so a lane's chunks go out in order).
+/// A claim is dead when it expired, or when its holder's replica lease (`replica:<holder>`)
+/// expired: a crashed replica's claims come back within the replica lease's TTL instead of
+/// the whole claim TTL. A holder without a replica lease row keeps its claim until expiry.
 pub(super) const OUTBOX_CLAIMABLE: &str = "((o.status = 'pending' AND o.next_attempt_at <= $1) \
-       OR (o.status = 'sending' AND o.claim_until < $1)) \
+       OR (o.status = 'sending' AND (o.claim_until < $1 OR EXISTS (SELECT 1 FROM leases r \
+         WHERE r.name = 'replica:' || o.claimed_by AND r.expires_at < $1)))) \
      AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.lane = o.lane AND e.id < o.id \
-       AND ((e.status = 'sending' AND e.claim_until >= $1) \
+       AND ((e.status = 'sending' AND e.claim_until >= $1 AND NOT EXISTS (SELECT 1 FROM leases r \
+           WHERE r.name = 'replica:' || e.claimed_by AND r.expires_at < $1)) \
          OR (e.status = 'pending' AND e.next_attempt_at > $1)))";

@@ -269,3 +269,48 @@ pub async fn kv_and_lanes_overview(store: Arc<dyn Store>) {
     assert!(lanes[1].lease_expires_at.unwrap() > now_ms());
     assert_eq!(store.lanes_overview(1).await.unwrap().len(), 1);
 }
+
+/// A crashed replica's claims come back as soon as its replica lease expires, long before the
+/// claim's own TTL; a live replica's claims stay put.
+pub async fn dead_replica_claims_return(store: Arc<dyn Store>) {
+    store
+        .outbox_enqueue(&[
+            reply("web:d1", "d1-0", 0, None),
+            reply("web:d1", "d1-1", 1, None),
+            reply("web:d2", "d2-0", 0, None),
+        ])
+        .await
+        .unwrap();
+    let short = std::time::Duration::from_millis(200);
+    let dead = store
+        .lease_acquire("replica:dead", "dead", short)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .lease_acquire("replica:alive", "alive", LONG)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        keys(&store.outbox_claim("dead", &web(), 2, LONG).await.unwrap()),
+        ["d1-0", "d1-1"]
+    );
+    assert_eq!(
+        keys(&store.outbox_claim("alive", &web(), 10, LONG).await.unwrap()),
+        ["d2-0"]
+    );
+    // While the dead replica's lease is still valid, nothing moves.
+    assert!(store
+        .outbox_claim("other", &web(), 10, LONG)
+        .await
+        .unwrap()
+        .is_empty());
+    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    let _ = dead;
+    // Its lease expired: its claims return, in order; the live replica's claim does not.
+    assert_eq!(
+        keys(&store.outbox_claim("other", &web(), 10, LONG).await.unwrap()),
+        ["d1-0", "d1-1"]
+    );
+}
