@@ -36,6 +36,8 @@ enum Command {
     },
     /// Apply database migrations and exit.
     Migrate,
+    /// Check config, store, migrations, the model endpoint and adapter credentials.
+    Doctor,
     /// Inspect sessions.
     Sessions {
         #[command(subcommand)]
@@ -46,6 +48,9 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
+    if let Command::Doctor = cli.command {
+        return doctor(&cli);
+    }
     let listen = match &cli.command {
         Command::Serve { listen } => listen.clone(),
         _ => None,
@@ -85,6 +90,7 @@ fn main() -> std::process::ExitCode {
                 herald::app::run(config, shutdown).await
             }
             Command::Migrate => cli::migrate(&config).await,
+            Command::Doctor => unreachable!("handled before the config is loaded"),
             Command::Sessions { command } => cli::sessions(&config, command).await,
         }
     });
@@ -94,5 +100,33 @@ fn main() -> std::process::ExitCode {
             eprintln!("herald: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs before the config is loaded: a config that does not load is the doctor's first finding,
+/// not a reason to stop.
+fn doctor(cli: &Cli) -> std::process::ExitCode {
+    let opts = LoadOptions {
+        file: cli.config.clone(),
+        data_dir: cli.data_dir.clone(),
+        listen: None,
+        use_env: true,
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herald: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let report = rt.block_on(cli::doctor::run(&opts));
+    print!("{}", report.render());
+    if report.failed() {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
     }
 }

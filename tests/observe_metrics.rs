@@ -10,6 +10,8 @@ use herald::app::App;
 use support::fake_llm::{FakeLlm, Step};
 use support::harness::{init, test_config, Client};
 
+type Labels<'a> = &'a [(&'a str, &'a str)];
+
 /// One scrape: (metric name, labels) → value.
 struct Scrape(Vec<(String, BTreeMap<String, String>, f64)>);
 
@@ -184,7 +186,7 @@ async fn a_scripted_conversation_moves_the_counters_by_the_right_amounts() {
 
     let web = ("platform", "web");
     let provider = ("provider", "openai:fake-model");
-    let table: &[(&str, &[(&str, &str)], f64)] = &[
+    let table: &[(&str, Labels, f64)] = &[
         ("herald_inbound_events_total", &[web], 4.0),
         ("herald_turns_total", &[web, ("status", "done")], 3.0),
         ("herald_turns_total", &[web, ("status", "failed")], 1.0),

@@ -1,5 +1,7 @@
 //! Operator commands that run against the store without starting the daemon.
 
+pub mod doctor;
+
 use clap::Subcommand;
 
 use crate::config::Config;
