@@ -67,7 +67,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    herald::telemetry::init_logging(&config.log);
+    let (telemetry, _) = herald::telemetry::init(&config.log, &config.telemetry);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -94,6 +94,9 @@ fn main() -> std::process::ExitCode {
             Command::Sessions { command } => cli::sessions(&config, command).await,
         }
     });
+    // Last: the spans of the shutdown itself are queued by now.
+    drop(rt);
+    telemetry.shutdown();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
