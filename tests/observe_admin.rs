@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use herald::app::App;
+use herald::store::{PairingAsk, PairingOutcome};
 use serde_json::{json, Value};
 use support::fake_llm::FakeLlm;
 use support::harness::{init, test_config};
@@ -280,6 +281,36 @@ async fn admin_page_in_headless_chromium_lists_lanes_and_shows_a_transcript() {
     assert!(outbox.contains("failed 0"), "{outbox}");
     driver
         .wait_text("#capsules", |t| t.contains("not available"))
+        .await;
+
+    // A stranger asked for access: the request shows with its code and is approved here.
+    let asked = app
+        .store
+        .pairing_request(&PairingAsk {
+            platform: "telegram",
+            sender_id: "777",
+            sender_name: "Stranger",
+            chat_id: "777",
+            new_code: "K7Q2MX",
+            ttl_ms: 3_600_000,
+            remind_every_ms: 60_000,
+            max_pending: 5,
+        })
+        .await
+        .unwrap();
+    assert!(matches!(asked, PairingOutcome::Issued(_)));
+    driver
+        .wait_text("#pairing tbody", |t| {
+            t.contains("K7Q2MX") && t.contains("Stranger")
+        })
+        .await;
+    driver.click("#pairing tr[data-code='K7Q2MX'] button").await;
+    driver
+        .wait_text("#status", |t| t.contains("approved telegram K7Q2MX"))
+        .await;
+    assert!(app.store.sender_approved("telegram", "777").await.unwrap());
+    driver
+        .wait_text("#pairing tbody", |t| !t.contains("K7Q2MX"))
         .await;
 
     driver.click("#lanes tr[data-lane='web:alpha']").await;

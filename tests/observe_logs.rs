@@ -83,6 +83,7 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
         .env("HERALD_TELEGRAM__API_URL", telegram.url())
         .env("DISCORD_BOT_TOKEN", DC_TOKEN)
         .env("HERALD_DISCORD__API_URL", discord.api_url())
+        .env("HERALD_DISCORD__RATELIMITER", "false")
         .env("HERALD_LOG__FORMAT", "json")
         .env("HERALD_LOG__LEVEL", "debug")
         .stdout(Stdio::from(log.try_clone().unwrap()))
@@ -97,7 +98,11 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
                 break;
             }
         }
-        assert!(Instant::now() < deadline, "daemon never became ready");
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let out = std::fs::read_to_string(&log_path).unwrap_or_default();
+            panic!("daemon never became ready:\n{out}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
@@ -129,6 +134,11 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let out = std::fs::read_to_string(&log_path).unwrap();
+    // The Telegram adapter really used its token during the run.
+    assert!(
+        !telegram.calls("getUpdates").is_empty(),
+        "the poller never ran"
+    );
 
     for (name, secret) in [
         ("llm.api_key", API_KEY),

@@ -1,8 +1,11 @@
 //! Operator commands that run against the store without starting the daemon.
 
 pub mod doctor;
+mod pairing;
 
 use clap::Subcommand;
+
+pub use pairing::{pairing, PairingCmd};
 
 use crate::config::Config;
 use crate::domain::LaneKey;
@@ -91,7 +94,7 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn fmt_ms(ms: i64) -> String {
+pub(crate) fn fmt_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default()

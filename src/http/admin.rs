@@ -2,7 +2,8 @@
 //!
 //! It answers "what is Herald doing, and why did this chat go quiet" from the store, so it
 //! shows the same truth on every replica. It only reads: nothing here changes a lane, a
-//! session or the outbox. The API sits behind the same bearer token as the rest of `/api`
+//! session or the outbox (the page's one write, approving a pairing code, goes through the
+//! pairing API). The API sits behind the same bearer token as the rest of `/api`
 //! (`web.token`): that token already reads any lane's transcript, so a separate admin token
 //! would not narrow who can see conversations. The page itself holds no data and is served
 //! without the token; its script sends the token the operator types.

@@ -8,6 +8,7 @@ mod admin;
 mod chat;
 mod health;
 mod page;
+mod pairing;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,6 +36,8 @@ pub fn routes(state: HttpState, extra: Vec<Router>) -> Router {
         .route("/api/v1/chat", post(chat::post_chat))
         .route("/api/v1/lanes/{lane}/messages", get(chat::lane_messages))
         .merge(admin::api_routes())
+        .route("/api/v1/pairing", get(pairing::pending))
+        .route("/api/v1/pairing/approve", post(pairing::approve))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let mut app = Router::new()
         .route("/", get(page::chat_page))

@@ -7,6 +7,7 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod common;
+mod pairing;
 mod postgres;
 mod sqlite;
 mod types;
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 
 use crate::domain::{LaneKey, MessageEvent};
 
+pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use types::*;
@@ -82,7 +84,7 @@ impl From<serde_json::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: PairingStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn migrate(&self) -> StoreResult<()>;

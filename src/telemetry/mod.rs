@@ -6,6 +6,7 @@
 //! them are `Secret`s, whose `Debug` prints `***`.
 
 mod otlp;
+pub mod sdnotify;
 
 pub use otlp::Telemetry;
 
