@@ -21,9 +21,11 @@ use crate::adapters::web::WebOutbound;
 use crate::agent::prompt::load_identity;
 use crate::agent::tools::{SessionSearch, Tools};
 use crate::config::{Config, ProviderKind};
+use crate::cron::Scheduler;
 use crate::delivery::sender::Sender;
 use crate::delivery::Outbounds;
-use crate::hooks::{build_pre_dispatch, PreLlmChain};
+use crate::handoff::{writer_chain, Builder, HandoffHook, HandoffInject};
+use crate::hooks::{build_pre_dispatch, Authorizer, PreLlmChain};
 use crate::http::{self, HttpState};
 use crate::lanes::{Deps, LaneRouter};
 use crate::llm::{
@@ -122,13 +124,30 @@ impl App {
             outbounds.register(o);
         }
         let (finished, _) = broadcast::channel(1024);
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let handoff = Arc::new(Builder::new(
+            store.clone(),
+            writer_chain(&config, &chain).context("handoff writer")?,
+            config.handoff.clone(),
+            replica_id.clone(),
+        ));
+        let handoff_hook = HandoffHook::new(
+            Authorizer::from_config(&config),
+            handoff.clone(),
+            tracker.clone(),
+            cancel.child_token(),
+        );
         let deps = Arc::new(Deps {
             config: config.clone(),
             store: store.clone(),
             chain,
             tools,
-            pre_dispatch: build_pre_dispatch(&config, store.clone(), Vec::new()),
-            pre_llm: PreLlmChain::default(),
+            pre_dispatch: build_pre_dispatch(&config, store.clone(), vec![Arc::new(handoff_hook)]),
+            pre_llm: PreLlmChain::new(vec![Arc::new(HandoffInject::new(
+                store.clone(),
+                config.handoff.inject,
+            ))]),
             outbounds: outbounds.clone(),
             replica_id: replica_id.clone(),
             identity: load_identity(&config.agent),
@@ -136,9 +155,18 @@ impl App {
             finished,
         });
 
-        let cancel = CancellationToken::new();
-        let tracker = TaskTracker::new();
         let router = LaneRouter::new(deps.clone(), tracker.clone());
+        handoff.set_router(&router);
+        let cron = if config.cron.enabled {
+            let holder = format!("{replica_id}/cron");
+            let s = Scheduler::new(store.clone(), router.clone(), &holder);
+            s.sync_config(&config.cron.jobs)
+                .await
+                .context("storing [[cron.jobs]]")?;
+            Some(Arc::new(s))
+        } else {
+            None
+        };
 
         tracker.spawn(
             router
@@ -177,6 +205,9 @@ impl App {
                 tracing::error!(error = %e, "HTTP server failed");
             }
         });
+        if let Some(cron) = cron {
+            tracker.spawn(cron.run(cancel.child_token()));
+        }
         if let Some(a) = telegram {
             a.spawn(router.clone(), &tracker, cancel.child_token());
         }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use herald::cli::{self, PairingCmd, SessionsCmd};
+use herald::cli::{self, HandoffCmd, PairingCmd, SessionsCmd};
 use herald::config::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -47,6 +47,16 @@ enum Command {
     Pairing {
         #[command(subcommand)]
         command: PairingCmd,
+    },
+    /// Inspect handoff capsules.
+    Handoff {
+        #[command(subcommand)]
+        command: HandoffCmd,
+    },
+    /// Manage scheduled jobs (stored; a running daemon picks changes up within 30 s).
+    Cron {
+        #[command(subcommand)]
+        command: cli::cron::CronCmd,
     },
 }
 
@@ -98,6 +108,8 @@ fn main() -> std::process::ExitCode {
             Command::Doctor => unreachable!("handled before the config is loaded"),
             Command::Sessions { command } => cli::sessions(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,
+            Command::Handoff { command } => cli::handoff(&config, command).await,
+            Command::Cron { command } => cli::cron::cron(&config, command).await,
         }
     });
     // Last: the spans of the shutdown itself are queued by now.

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use herald::app::App;
-use herald::store::{PairingAsk, PairingOutcome};
+use herald::store::{NewCapsule, PairingAsk, PairingOutcome};
 use serde_json::{json, Value};
 use support::fake_llm::FakeLlm;
 use support::harness::{init, test_config};
@@ -93,12 +93,37 @@ async fn admin_api_lists_lanes_sessions_messages_and_outbox_behind_the_token() {
     assert_eq!(body["recent"].as_array().unwrap().len(), 2);
     let (_, body) = admin_get(&base, "/api/v1/admin/lanes/web:alpha/turns", Some(TOKEN)).await;
     assert_eq!(body["turns"][0]["status"], "done", "{body}");
-    let (status, _) = admin_get(&base, "/api/v1/admin/capsules", Some(TOKEN)).await;
+    put_degraded_capsule(&app, id).await;
+    let (_, body) = admin_get(&base, "/api/v1/admin/capsules", Some(TOKEN)).await;
+    assert_eq!(body["capsules"].as_array().unwrap().len(), 1, "{body}");
+    assert_eq!(body["capsules"][0]["lane"], "web:alpha");
+    assert_eq!(body["capsules"][0]["status"], "degraded");
+    assert!(body["capsules"][0].get("text").is_none());
+    let (status, body) = admin_get(&base, "/api/v1/admin/cron", Some(TOKEN)).await;
     assert_eq!(
-        status, 501,
-        "capsules are a marked gap until the handoff store lands"
+        (status, body["jobs"].as_array().map(Vec::len)),
+        (200, Some(0))
     );
     app.shutdown().await;
+}
+
+/// A handoff build whose writer failed: the capsule is the transcript, status `degraded`.
+async fn put_degraded_capsule(app: &App, session_id: &str) {
+    app.store
+        .capsule_put(
+            &NewCapsule {
+                lane: "web:alpha".into(),
+                session_id: session_id.into(),
+                status: "degraded".into(),
+                text: "## Transcript (the writer failed)\nuser: hello alpha".into(),
+                message_count: 2,
+                confidential: false,
+                created_at: herald::store::now_ms(),
+            },
+            true,
+        )
+        .await
+        .unwrap();
 }
 
 /// A binary on PATH (or a known Debian location).
@@ -279,9 +304,23 @@ async fn admin_page_in_headless_chromium_lists_lanes_and_shows_a_transcript() {
         .wait_text("#outbox-counts", |t| t.contains("sent 2"))
         .await;
     assert!(outbox.contains("failed 0"), "{outbox}");
+    let session = app
+        .store
+        .session_current(&herald::domain::LaneKey::new("web:alpha"))
+        .await
+        .unwrap()
+        .unwrap();
+    put_degraded_capsule(&app, &session.id).await;
     driver
-        .wait_text("#capsules", |t| t.contains("not available"))
+        .wait_text("#capsules", |t| t.contains("web:alpha: degraded"))
         .await;
+    let class = driver
+        .cmd(
+            "execute/sync",
+            json!({"script": "return document.querySelector('#capsules div').className;", "args": []}),
+        )
+        .await;
+    assert_eq!(class, "degraded", "the degraded status is highlighted");
 
     // A stranger asked for access: the request shows with its code and is approved here.
     let asked = app

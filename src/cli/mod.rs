@@ -1,6 +1,8 @@
 //! Operator commands that run against the store without starting the daemon.
 
+pub mod cron;
 pub mod doctor;
+mod handoff;
 mod pairing;
 
 use clap::Subcommand;
@@ -10,6 +12,8 @@ pub use pairing::{pairing, PairingCmd};
 use crate::config::Config;
 use crate::domain::LaneKey;
 use crate::store;
+
+pub use handoff::{handoff, HandoffCmd};
 
 #[derive(Subcommand)]
 pub enum SessionsCmd {

@@ -207,6 +207,12 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             });
         }
     }
+    if let Err((i, e)) = crate::cron::check_jobs(&c.cron.jobs, &c.delivery_platforms()) {
+        return Err(ConfigError::Invalid(format!(
+            "cron.jobs[{i}].{}: {e}",
+            e.key()
+        )));
+    }
     Ok(())
 }
 
@@ -271,6 +277,7 @@ mod tests {
             "[outbox]",
             "[web]",
             "[telegram]",
+            "[cron]",
             "[log]",
         ] {
             assert!(text.contains(section), "example lacks {section}");
@@ -294,6 +301,16 @@ mod tests {
             ("[store]\nurl = \"mysql://x\"", "store.url"),
             ("[llm]\ntimeout_secs = \"soon\"", "timeout_secs"),
             ("[lanes]\nunknown_key = 1", "unknown_key"),
+            (
+                "[[cron.jobs]]\nname = \"m\"\nschedule = \"every 1h\"\nprompt = \"p\"\n\
+                 deliver = [\"slack:1\"]",
+                "cron.jobs[0].deliver: cron job \"m\": unknown platform \"slack\"",
+            ),
+            (
+                "[[cron.jobs]]\nname = \"m\"\nschedule = \"every 1h\"\nprompt = \"p\"\n\
+                 deliver = [\"telegram:5\"]",
+                "cron.jobs[0].deliver: cron job \"m\": delivery target \"telegram:5\" needs the telegram adapter",
+            ),
         ];
         for (toml, key) in cases {
             let err = from_toml(toml).unwrap_err().to_string();

@@ -4,6 +4,7 @@
 //! environment later. Every key has a default so that `herald serve` runs with no file at all.
 //! `config/herald.example.toml` documents every key and a test parses it.
 
+mod handoff;
 mod load;
 mod secret;
 
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, validate, ConfigError, LoadOptions};
 pub use secret::Secret;
 
@@ -28,6 +30,8 @@ pub struct Config {
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
     pub pairing: PairingConfig,
+    pub handoff: HandoffConfig,
+    pub cron: CronConfig,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
 }
@@ -369,6 +373,24 @@ impl Default for PairingConfig {
     }
 }
 
+/// Scheduled agent runs (`[[cron.jobs]]`); jobs added with `herald cron add` live in the store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CronConfig {
+    /// Run the scheduler in this process (every replica may: each fire is claimed once).
+    pub enabled: bool,
+    pub jobs: Vec<crate::cron::JobSpec>,
+}
+
+impl Default for CronConfig {
+    fn default() -> Self {
+        CronConfig {
+            enabled: true,
+            jobs: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -422,6 +444,22 @@ impl Config {
                 self.server.data_dir.join("herald.db").display()
             ),
         }
+    }
+
+    /// Platforms this deployment can deliver to (cron targets must name one of them).
+    pub fn delivery_platforms(&self) -> Vec<crate::domain::Platform> {
+        use crate::domain::Platform;
+        let mut out = Vec::new();
+        if self.web.enabled {
+            out.push(Platform::Web);
+        }
+        if self.telegram.token.is_some() {
+            out.push(Platform::Telegram);
+        }
+        if self.discord.token.is_some() {
+            out.push(Platform::Discord);
+        }
+        out
     }
 
     /// The provider actually used after `auto` is resolved.

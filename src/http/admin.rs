@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{api_error, HttpState};
+use crate::cron::parse_schedule;
 use crate::domain::LaneKey;
 use crate::store::{now_ms, StoreError};
 
@@ -229,21 +230,63 @@ async fn outbox(State(state): State<HttpState>, Query(q): Query<Limit>) -> Respo
     }
 }
 
-// GAP(capsules): the handoff store (`HandoffStore::capsule_latest(lane)`) is not on main yet.
-// When it lands: for each lane of `lanes_overview`, return its latest build (status ok /
-// degraded / failed, built_at, session_id, chars), and show `status` on the page.
-async fn capsules() -> Response {
-    api_error(
-        StatusCode::NOT_IMPLEMENTED,
-        "capsule status is not available in this build",
-    )
+/// The latest handoff build of each recent lane. `status` is its own field (`ok`, `degraded`,
+/// …) so that a fallback capsule is visible without opening it; the text is left out.
+async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+    let store = &state.router.deps().store;
+    let lanes = match store.lanes_overview(q.get(200)).await {
+        Ok(l) => l,
+        Err(e) => return store_error(e),
+    };
+    let mut out = Vec::new();
+    for l in lanes {
+        match store.capsule_latest(&LaneKey::parse(&l.lane)).await {
+            Ok(Some(c)) => out.push(json!({
+                "lane": c.lane,
+                "status": c.status,
+                "session_id": c.session_id,
+                "created_at": c.created_at,
+                "message_count": c.message_count,
+                "confidential": c.confidential,
+                "pending": c.pending,
+                "chars": c.text.chars().count(),
+            })),
+            Ok(None) => {}
+            Err(e) => return store_error(e),
+        }
+    }
+    Json(json!({ "capsules": out })).into_response()
 }
 
-// GAP(cron): the cron ledger (`CronStore::cron_jobs`) is not on main yet. When it lands:
-// each job with its schedule, last fire (time and status) and next fire.
-async fn cron() -> Response {
-    api_error(
-        StatusCode::NOT_IMPLEMENTED,
-        "cron jobs are not available in this build",
-    )
+/// Each cron job with its last fire (time, status) and its next scheduled time.
+async fn cron(State(state): State<HttpState>) -> Response {
+    let store = &state.router.deps().store;
+    let jobs = match store.cron_jobs().await {
+        Ok(j) => j,
+        Err(e) => return store_error(e),
+    };
+    let now = chrono::Utc::now();
+    let mut out = Vec::new();
+    for j in jobs {
+        let last = match store.cron_fires(Some(&j.name), 1).await {
+            Ok(f) => f.into_iter().next(),
+            Err(e) => return store_error(e),
+        };
+        let anchor = chrono::DateTime::from_timestamp_millis(j.anchor_at).unwrap_or(now);
+        let next = (!j.paused)
+            .then(|| parse_schedule(&j.spec.schedule, j.spec.timezone.as_deref()).ok())
+            .flatten()
+            .and_then(|s| s.next_after(now, anchor))
+            .map(|t| t.timestamp_millis());
+        out.push(json!({
+            "name": j.name,
+            "schedule": j.spec.schedule,
+            "paused": j.paused,
+            "deliver": j.spec.deliver,
+            "last_fire_at": last.as_ref().map(|f| f.scheduled_at),
+            "last_status": last.as_ref().map(|f| f.status),
+            "next_fire_at": next,
+        }));
+    }
+    Json(json!({ "jobs": out })).into_response()
 }

@@ -5,6 +5,7 @@
 //! probes and scrapers.
 
 mod admin;
+mod capsule;
 mod chat;
 mod health;
 mod page;
@@ -38,6 +39,7 @@ pub fn routes(state: HttpState, extra: Vec<Router>) -> Router {
         .merge(admin::api_routes())
         .route("/api/v1/pairing", get(pairing::pending))
         .route("/api/v1/pairing/approve", post(pairing::approve))
+        .route("/api/v1/lanes/{lane}/capsule", get(capsule::lane_capsule))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let mut app = Router::new()
         .route("/", get(page::chat_page))

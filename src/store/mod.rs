@@ -7,6 +7,9 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod common;
+mod cron;
+mod cron_types;
+mod handoff;
 mod pairing;
 mod postgres;
 mod sqlite;
@@ -19,6 +22,9 @@ use async_trait::async_trait;
 
 use crate::domain::{LaneKey, MessageEvent};
 
+pub use cron::CronStore;
+pub use cron_types::*;
+pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -84,7 +90,7 @@ impl From<serde_json::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
-pub trait Store: PairingStore + Send + Sync + 'static {
+pub trait Store: PairingStore + HandoffStore + CronStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn migrate(&self) -> StoreResult<()>;

@@ -37,6 +37,7 @@ impl PgStore {
 }
 
 store_tx_helpers!(Postgres);
+super::handoff::handoff_store_impl!(PgStore);
 
 store_impl!(PgStore, {
     fn backend(&self) -> &'static str {

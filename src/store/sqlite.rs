@@ -57,6 +57,7 @@ impl SqliteStore {
 }
 
 store_tx_helpers!(Sqlite);
+super::handoff::handoff_store_impl!(SqliteStore);
 
 store_impl!(SqliteStore, {
     fn backend(&self) -> &'static str {

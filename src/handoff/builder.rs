@@ -1,0 +1,322 @@
+//! The capsule build: read the session, ask the writer model, validate, trim, store the capsule
+//! with its pending marker, report the status, then rotate the lane's session.
+//!
+//! Runs in the background, outside the lane worker, so it never writes the transcript itself:
+//! the session is closed by a `RotateSession` control event that goes through the lane's inbox
+//! and runs under the lane lease. A build that produced no real summary must say so outside the
+//! text — `degraded` in the log line, the metric, the store row (API and CLI) and a note in the
+//! chat. A confidential lane never falls back to the transcript.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    assemble, dialogue_count, fallback_capsule, recovery_section, scrub_confidential,
+    validate_writer_output, writer_input, writer_prompt, BuildStatus, TranscriptLine,
+};
+use crate::config::{Config, HandoffConfig};
+use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role};
+use crate::lanes::LaneRouter;
+use crate::llm::{ChatMessage, ChatRequest, OpenAiProvider, Provider, ProviderChain, RetryPolicy};
+use crate::store::{NewCapsule, NewOutbox, Store, StoreError};
+
+/// Which conversation and session a build is for. The chat coordinates are kept so that the
+/// rotation event and any note reach the same chat (the lane key alone is one-way).
+#[derive(Debug, Clone)]
+pub struct BuildJob {
+    pub lane: LaneKey,
+    pub platform: Platform,
+    pub chat_id: String,
+    pub thread_id: Option<String>,
+    pub session_id: String,
+}
+
+impl BuildJob {
+    pub fn for_event(ev: &MessageEvent, session_id: &str) -> BuildJob {
+        BuildJob {
+            lane: ev.lane(),
+            platform: ev.platform,
+            chat_id: ev.chat_id.clone(),
+            thread_id: ev.thread_id.clone(),
+            session_id: session_id.to_string(),
+        }
+    }
+}
+
+/// What a finished build reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildReport {
+    pub status: BuildStatus,
+    pub capsule_id: Option<i64>,
+}
+
+pub struct Builder {
+    pub(super) store: Arc<dyn Store>,
+    writer: ProviderChain,
+    pub(super) config: HandoffConfig,
+    /// This replica's name, the prefix of every build claim's holder.
+    pub(super) replica_id: String,
+    /// Set once the router exists (the router's hooks hold this builder, so the link is weak).
+    router: OnceLock<Weak<LaneRouter>>,
+}
+
+/// The writer chain: `[[handoff.writer]]` endpoints when configured, otherwise the main chain.
+pub fn writer_chain(config: &Config, main: &ProviderChain) -> anyhow::Result<ProviderChain> {
+    if config.handoff.writer.is_empty() {
+        return Ok(main.clone());
+    }
+    let timeout = Duration::from_secs(config.llm.timeout_secs);
+    let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
+    for e in &config.handoff.writer {
+        providers.push(Arc::new(OpenAiProvider::new(
+            &e.base_url,
+            e.api_key.clone(),
+            &e.model,
+            timeout,
+        )?));
+    }
+    Ok(ProviderChain::new(
+        providers,
+        RetryPolicy {
+            max_retries: config.llm.max_retries,
+            max_retry_after: Duration::from_secs(config.llm.max_retry_after_secs),
+            ..RetryPolicy::default()
+        },
+    ))
+}
+
+impl Builder {
+    pub fn new(
+        store: Arc<dyn Store>,
+        writer: ProviderChain,
+        config: HandoffConfig,
+        replica_id: String,
+    ) -> Builder {
+        Builder {
+            store,
+            writer,
+            config,
+            replica_id,
+            router: OnceLock::new(),
+        }
+    }
+
+    /// Lets builds wake the lane at once after queueing the rotation (without it the rescan
+    /// picks the event up within `lanes.rescan_secs`).
+    pub fn set_router(&self, router: &Arc<LaneRouter>) {
+        let _ = self.router.set(Arc::downgrade(router));
+    }
+
+    fn router(&self) -> Option<Arc<LaneRouter>> {
+        self.router.get().and_then(Weak::upgrade)
+    }
+
+    /// The session's user/assistant lines as the writer sees them.
+    pub(super) async fn transcript(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<TranscriptLine>, StoreError> {
+        Ok(self
+            .store
+            .messages(session_id, true)
+            .await?
+            .into_iter()
+            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && m.tool_calls.is_empty())
+            .map(|m| TranscriptLine {
+                id: m.id,
+                role: m.role.as_str().to_string(),
+                text: m.content,
+            })
+            .collect())
+    }
+
+    /// Runs one build to its end, unless `cancel` fires first (then nothing is stored).
+    pub async fn build(
+        &self,
+        job: &BuildJob,
+        cancel: &CancellationToken,
+    ) -> Result<Option<BuildReport>, StoreError> {
+        let lines = self.transcript(&job.session_id).await?;
+        let count = dialogue_count(&lines);
+        if count < super::MIN_MESSAGES {
+            return self
+                .finish(job, BuildStatus::TooShort, String::new(), count)
+                .await
+                .map(Some);
+        }
+        let confidential = self.config.is_confidential(job.lane.as_str());
+        let previous = self
+            .store
+            .capsule_latest_written(&job.lane)
+            .await?
+            .map(|c| c.text);
+        let (system, user) =
+            writer_prompt(&writer_input(&lines), previous.as_deref(), confidential);
+        let req = ChatRequest {
+            messages: vec![
+                ChatMessage::new(Role::System, system),
+                ChatMessage::new(Role::User, user),
+            ],
+            tools: Vec::new(),
+        };
+        let reply = tokio::select! {
+            r = self.writer.chat(&req) => r,
+            _ = cancel.cancelled() => {
+                tracing::info!(lane = %job.lane, session = %job.session_id, "capsule build cancelled by shutdown");
+                return Ok(None);
+            }
+        };
+        let written = match reply {
+            Ok(resp) => validate_writer_output(resp.content.as_deref().unwrap_or_default())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(format!("writer model failed: {e}")),
+        };
+        let recovery = recovery_section(&job.session_id, count);
+        let (status, text) = match (written, confidential) {
+            (Ok(body), false) => (BuildStatus::Ok, assemble(&body, Some(&recovery))),
+            (Ok(body), true) => match validate_writer_output(&scrub_confidential(&body)) {
+                Ok(clean) => (BuildStatus::Ok, assemble(&clean, None)),
+                Err(e) => {
+                    tracing::warn!(lane = %job.lane, error = %e, "scrubbed capsule is no longer capsule-shaped");
+                    (BuildStatus::ScrubFailed, String::new())
+                }
+            },
+            (Err(why), false) => {
+                tracing::warn!(lane = %job.lane, reason = %why, "no usable capsule from the writer; storing the transcript fallback");
+                (
+                    BuildStatus::Degraded,
+                    assemble(&fallback_capsule(&lines), Some(&recovery)),
+                )
+            }
+            (Err(why), true) => {
+                tracing::warn!(lane = %job.lane, reason = %why, "no usable capsule from the writer; a confidential lane gets no fallback");
+                (BuildStatus::WriteFailed, String::new())
+            }
+        };
+        self.finish(job, status, text, count).await.map(Some)
+    }
+
+    /// Stores the outcome (with the pending marker when a capsule was written), reports it, and
+    /// for a written capsule exports it and rotates the session.
+    pub(super) async fn finish(
+        &self,
+        job: &BuildJob,
+        status: BuildStatus,
+        text: String,
+        count: usize,
+    ) -> Result<BuildReport, StoreError> {
+        let capsule = NewCapsule {
+            lane: job.lane.to_string(),
+            session_id: job.session_id.clone(),
+            status: status.as_str().to_string(),
+            text,
+            message_count: count as i64,
+            confidential: self.config.is_confidential(job.lane.as_str()),
+            created_at: crate::store::now_ms(),
+        };
+        let id = match self
+            .store
+            .capsule_put(&capsule, status.wrote_capsule())
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                metrics::counter!("herald_capsule_builds_total", "status" => BuildStatus::WriteFailed.as_str()).increment(1);
+                tracing::error!(lane = %job.lane, session = %job.session_id, status = "write_failed", error = %e, "capsule could not be stored");
+                return Err(e);
+            }
+        };
+        metrics::counter!("herald_capsule_builds_total", "status" => status.as_str()).increment(1);
+        let chars = capsule.text.chars().count();
+        if status == BuildStatus::Ok {
+            tracing::info!(lane = %job.lane, session = %job.session_id, messages = count, chars, capsule = id, status = status.as_str(), "handoff capsule written");
+        } else {
+            tracing::warn!(lane = %job.lane, session = %job.session_id, messages = count, chars, capsule = id, status = status.as_str(), "handoff capsule build did not produce a summary");
+        }
+        if let Some(note) = chat_note(status) {
+            self.notify(job, id, note).await;
+        }
+        if status.wrote_capsule() {
+            if let Some(dir) = &self.config.export_dir {
+                if let Err(e) = export(dir, &job.lane, &capsule.text).await {
+                    tracing::warn!(lane = %job.lane, dir = %dir.display(), error = %e, "capsule export failed");
+                }
+            }
+            self.rotate(job, id).await?;
+        }
+        Ok(BuildReport {
+            status,
+            capsule_id: Some(id),
+        })
+    }
+
+    /// Closes the summarized session under the lane lease, through the lane's inbox.
+    async fn rotate(&self, job: &BuildJob, capsule_id: i64) -> Result<(), StoreError> {
+        let ev = MessageEvent::control(
+            job.platform,
+            &job.chat_id,
+            job.thread_id.as_deref(),
+            &format!("handoff:{}:{capsule_id}", job.lane),
+            Control::RotateSession {
+                session_id: job.session_id.clone(),
+                reason: "handoff".into(),
+            },
+        );
+        match self.router() {
+            Some(router) => router.ingest(&ev).await.map(|_| ()),
+            None => self.store.inbox_insert(&ev).await.map(|_| ()),
+        }
+    }
+
+    async fn notify(&self, job: &BuildJob, capsule_id: i64, text: &str) {
+        let row = NewOutbox {
+            idem_key: format!("handoff:{}:{capsule_id}:note", job.lane),
+            lane: job.lane.to_string(),
+            platform: job.platform.as_str().to_string(),
+            chat_id: job.chat_id.clone(),
+            thread_id: job.thread_id.clone(),
+            reply_to: None,
+            inbox_id: None,
+            chunk_index: 0,
+            text: text.to_string(),
+        };
+        match self.store.outbox_enqueue(&[row]).await {
+            Ok(()) => {
+                if let Some(r) = self.router() {
+                    r.deps().outbox_wake.notify_one();
+                }
+            }
+            Err(e) => {
+                tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note")
+            }
+        }
+    }
+}
+
+/// What the person is told after the acknowledgement, when the build did not go as promised.
+fn chat_note(status: BuildStatus) -> Option<&'static str> {
+    match status {
+        BuildStatus::Degraded => Some(
+            "The handoff was saved, but the writer model did not produce a summary: the next \
+             session gets the filtered transcript instead (status: degraded).",
+        ),
+        BuildStatus::WriteFailed | BuildStatus::ScrubFailed => Some(
+            "The handoff could not be written (the writer model failed); this session stays \
+             open. You can try again later.",
+        ),
+        _ => None,
+    }
+}
+
+/// Writes `handoff-<lane>.md` atomically (temp file, then rename): a watchdog never reads half
+/// a capsule.
+async fn export(dir: &Path, lane: &LaneKey, text: &str) -> std::io::Result<()> {
+    tokio::fs::create_dir_all(dir).await?;
+    let path = dir.join(format!("handoff-{lane}.md"));
+    let tmp = dir.join(format!(".handoff-{lane}.md.tmp"));
+    tokio::fs::write(&tmp, text).await?;
+    tokio::fs::rename(&tmp, &path).await
+}

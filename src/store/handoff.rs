@@ -1,0 +1,269 @@
+//! Durable state of handoff capsules: every build's outcome, the one pending marker per lane,
+//! and the per-lane build claim.
+//!
+//! A separate trait (a supertrait of [`super::Store`]) so the capsule tables stay out of the
+//! core store's method list. The SQL is written once and expanded for both backends by
+//! [`handoff_store_impl`], like `common.rs` does. Two rules live here, not in callers: storing
+//! a capsule and replacing the lane's marker happen in one transaction, and a marker is taken
+//! by exactly one session (a single `DELETE … RETURNING`), never by the session it summarizes.
+//! Nothing here decides what a capsule says.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use super::StoreResult;
+use crate::domain::LaneKey;
+
+/// A build outcome to store. `created_at` is epoch milliseconds, passed in so that callers
+/// (and tests) own the clock.
+#[derive(Debug, Clone)]
+pub struct NewCapsule {
+    pub lane: String,
+    pub session_id: String,
+    /// `ok`, `degraded`, `too_short`, `write_failed`, … (see `handoff::BuildStatus`).
+    pub status: String,
+    /// Empty when the build stored no capsule.
+    pub text: String,
+    pub message_count: i64,
+    pub confidential: bool,
+    pub created_at: i64,
+}
+
+/// A stored build outcome; `pending` is true while the lane's marker points at it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CapsuleRow {
+    pub id: i64,
+    pub lane: String,
+    pub session_id: String,
+    pub status: String,
+    pub text: String,
+    pub message_count: i64,
+    pub confidential: bool,
+    pub created_at: i64,
+    pub pending: bool,
+}
+
+/// What [`HandoffStore::pending_consume`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingTake {
+    /// The capsule this session receives, now unmarked.
+    pub capsule: Option<CapsuleRow>,
+    /// Markers deleted unread because they were older than the maximum age.
+    pub expired: u64,
+}
+
+#[async_trait]
+pub trait HandoffStore: Send + Sync {
+    /// Claims the lane's build slot for `ttl`. False: a build holds it (here or on another
+    /// replica) and has not expired.
+    async fn handoff_claim(&self, lane: &LaneKey, holder: &str, ttl: Duration)
+        -> StoreResult<bool>;
+    /// Frees the slot if `holder` still has it.
+    async fn handoff_release(&self, lane: &LaneKey, holder: &str) -> StoreResult<()>;
+    /// Stores a build outcome and returns its id. With `mark_pending`, in the same
+    /// transaction, the lane's pending marker is set to this capsule (replacing any older one).
+    async fn capsule_put(&self, capsule: &NewCapsule, mark_pending: bool) -> StoreResult<i64>;
+    /// Takes the lane's pending capsule for session `session_id`, at time `now` (epoch ms):
+    /// a marker older than `max_age` is deleted unread, a marker written from `session_id`
+    /// itself stays, any other is deleted and its capsule returned — to one caller only.
+    async fn pending_consume(
+        &self,
+        lane: &LaneKey,
+        session_id: &str,
+        max_age: Duration,
+        now: i64,
+    ) -> StoreResult<PendingTake>;
+    /// The lane's latest build outcome, whatever its status.
+    async fn capsule_latest(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>>;
+    /// The lane's latest stored capsule text (`ok` or `degraded`).
+    async fn capsule_latest_written(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>>;
+}
+
+pub(super) const CAPSULE_SELECT: &str =
+    "SELECT c.id, c.lane, c.session_id, c.status, c.text, c.message_count, c.confidential, \
+     c.created_at, p.capsule_id AS pending_id \
+     FROM capsules c LEFT JOIN handoff_pending p ON p.capsule_id = c.id";
+
+pub(super) const HANDOFF_CLAIM: &str =
+    "INSERT INTO handoff_builds (lane, holder, started_at, expires_at) VALUES ($1, $2, $3, $4) \
+     ON CONFLICT (lane) DO UPDATE SET holder = excluded.holder, \
+     started_at = excluded.started_at, expires_at = excluded.expires_at \
+     WHERE handoff_builds.expires_at < $3 RETURNING lane";
+
+pub(super) const PENDING_UPSERT: &str =
+    "INSERT INTO handoff_pending (lane, capsule_id, source_session_id, created_at) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (lane) DO UPDATE SET \
+     capsule_id = excluded.capsule_id, source_session_id = excluded.source_session_id, \
+     created_at = excluded.created_at";
+
+pub(super) type CapsuleTuple = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    Option<i64>,
+);
+
+pub(super) fn capsule_from(t: CapsuleTuple) -> CapsuleRow {
+    let (id, lane, session_id, status, text, message_count, confidential, created_at, pending) = t;
+    CapsuleRow {
+        id,
+        lane,
+        session_id,
+        status,
+        text,
+        message_count,
+        confidential: confidential != 0,
+        created_at,
+        pending: pending.is_some(),
+    }
+}
+
+/// Expands `impl HandoffStore for $ty`; the type must have `pool` and a `begin()` that opens
+/// its backend's write transaction (SQLite's `BEGIN IMMEDIATE` serializes the consume).
+macro_rules! handoff_store_impl {
+    ($ty:ty) => {
+        #[async_trait::async_trait]
+        impl super::handoff::HandoffStore for $ty {
+            async fn handoff_claim(
+                &self,
+                lane: &LaneKey,
+                holder: &str,
+                ttl: Duration,
+            ) -> StoreResult<bool> {
+                let now = now_ms();
+                let row: Option<(String,)> = sqlx::query_as(super::handoff::HANDOFF_CLAIM)
+                    .bind(lane.as_str())
+                    .bind(holder)
+                    .bind(now)
+                    .bind(now + ttl.as_millis() as i64)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                Ok(row.is_some())
+            }
+
+            async fn handoff_release(&self, lane: &LaneKey, holder: &str) -> StoreResult<()> {
+                sqlx::query("DELETE FROM handoff_builds WHERE lane = $1 AND holder = $2")
+                    .bind(lane.as_str())
+                    .bind(holder)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn capsule_put(
+                &self,
+                c: &super::handoff::NewCapsule,
+                mark_pending: bool,
+            ) -> StoreResult<i64> {
+                let mut tx = self.begin().await?;
+                let (id,): (i64,) = sqlx::query_as(
+                    "INSERT INTO capsules (lane, session_id, status, text, message_count, \
+                     confidential, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                )
+                .bind(&c.lane)
+                .bind(&c.session_id)
+                .bind(&c.status)
+                .bind(&c.text)
+                .bind(c.message_count)
+                .bind(i64::from(c.confidential))
+                .bind(c.created_at)
+                .fetch_one(&mut *tx)
+                .await?;
+                if mark_pending {
+                    sqlx::query(super::handoff::PENDING_UPSERT)
+                        .bind(&c.lane)
+                        .bind(id)
+                        .bind(&c.session_id)
+                        .bind(c.created_at)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(id)
+            }
+
+            async fn pending_consume(
+                &self,
+                lane: &LaneKey,
+                session_id: &str,
+                max_age: Duration,
+                now: i64,
+            ) -> StoreResult<super::handoff::PendingTake> {
+                let oldest = now - max_age.as_millis() as i64;
+                let mut tx = self.begin().await?;
+                let expired =
+                    sqlx::query("DELETE FROM handoff_pending WHERE lane = $1 AND created_at < $2")
+                        .bind(lane.as_str())
+                        .bind(oldest)
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected();
+                let taken: Option<(i64,)> = sqlx::query_as(
+                    "DELETE FROM handoff_pending WHERE lane = $1 AND source_session_id <> $2 \
+                     AND created_at >= $3 RETURNING capsule_id",
+                )
+                .bind(lane.as_str())
+                .bind(session_id)
+                .bind(oldest)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let capsule = match taken {
+                    Some((id,)) => {
+                        let sql = format!("{} WHERE c.id = $1", super::handoff::CAPSULE_SELECT);
+                        let row: Option<super::handoff::CapsuleTuple> =
+                            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                                .bind(id)
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                        row.map(super::handoff::capsule_from)
+                    }
+                    None => None,
+                };
+                tx.commit().await?;
+                Ok(super::handoff::PendingTake { capsule, expired })
+            }
+
+            async fn capsule_latest(
+                &self,
+                lane: &LaneKey,
+            ) -> StoreResult<Option<super::handoff::CapsuleRow>> {
+                let sql = format!(
+                    "{} WHERE c.lane = $1 ORDER BY c.id DESC LIMIT 1",
+                    super::handoff::CAPSULE_SELECT
+                );
+                let row: Option<super::handoff::CapsuleTuple> =
+                    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                        .bind(lane.as_str())
+                        .fetch_optional(&self.pool)
+                        .await?;
+                Ok(row.map(super::handoff::capsule_from))
+            }
+
+            async fn capsule_latest_written(
+                &self,
+                lane: &LaneKey,
+            ) -> StoreResult<Option<super::handoff::CapsuleRow>> {
+                let sql = format!(
+                    "{} WHERE c.lane = $1 AND c.status IN ('ok', 'degraded') \
+                     ORDER BY c.id DESC LIMIT 1",
+                    super::handoff::CAPSULE_SELECT
+                );
+                let row: Option<super::handoff::CapsuleTuple> =
+                    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                        .bind(lane.as_str())
+                        .fetch_optional(&self.pool)
+                        .await?;
+                Ok(row.map(super::handoff::capsule_from))
+            }
+        }
+    };
+}
+
+pub(super) use handoff_store_impl;
