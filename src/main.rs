@@ -36,6 +36,8 @@ enum Command {
     },
     /// Apply database migrations and exit.
     Migrate,
+    /// Check config, store, migrations, the model endpoint and adapter credentials.
+    Doctor,
     /// Inspect sessions.
     Sessions {
         #[command(subcommand)]
@@ -61,6 +63,9 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
+    if let Command::Doctor = cli.command {
+        return doctor(&cli);
+    }
     let listen = match &cli.command {
         Command::Serve { listen } => listen.clone(),
         _ => None,
@@ -77,7 +82,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    herald::telemetry::init_logging(&config.log);
+    let (telemetry, _) = herald::telemetry::init(&config.log, &config.telemetry);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -100,17 +105,49 @@ fn main() -> std::process::ExitCode {
                 herald::app::run(config, shutdown).await
             }
             Command::Migrate => cli::migrate(&config).await,
+            Command::Doctor => unreachable!("handled before the config is loaded"),
             Command::Sessions { command } => cli::sessions(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
         }
     });
+    // Last: the spans of the shutdown itself are queued by now.
+    drop(rt);
+    telemetry.shutdown();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("herald: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs before the config is loaded: a config that does not load is the doctor's first finding,
+/// not a reason to stop.
+fn doctor(cli: &Cli) -> std::process::ExitCode {
+    let opts = LoadOptions {
+        file: cli.config.clone(),
+        data_dir: cli.data_dir.clone(),
+        listen: None,
+        use_env: true,
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herald: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let report = rt.block_on(cli::doctor::run(&opts));
+    print!("{}", report.render());
+    if report.failed() {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
     }
 }

@@ -1,6 +1,7 @@
 //! Operator commands that run against the store without starting the daemon.
 
 pub mod cron;
+pub mod doctor;
 mod handoff;
 mod pairing;
 

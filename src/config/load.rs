@@ -199,6 +199,14 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             });
         }
     }
+    if let Some(ep) = &c.telemetry.otlp_endpoint {
+        if !url::Url::parse(ep).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+            return Err(ConfigError::Key {
+                key: "telemetry.otlp_endpoint",
+                message: format!("{ep:?} is not an http(s) URL like http://127.0.0.1:4318"),
+            });
+        }
+    }
     if let Err((i, e)) = crate::cron::check_jobs(&c.cron.jobs, &c.delivery_platforms()) {
         return Err(ConfigError::Invalid(format!(
             "cron.jobs[{i}].{}: {e}",

@@ -33,6 +33,7 @@ pub struct Config {
     pub handoff: HandoffConfig,
     pub cron: CronConfig,
     pub log: LogConfig,
+    pub telemetry: TelemetryConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -410,6 +411,26 @@ impl Default for LogConfig {
         LogConfig {
             format: LogFormat::Human,
             level: "info".into(),
+        }
+    }
+}
+
+/// OpenTelemetry traces; off unless an endpoint is set.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Base URL of an OTLP/HTTP collector, e.g. `http://127.0.0.1:4318`; traces go to
+    /// `<endpoint>/v1/traces` as protobuf.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the exported spans.
+    pub service_name: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig {
+            otlp_endpoint: None,
+            service_name: "herald".into(),
         }
     }
 }

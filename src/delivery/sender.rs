@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::{Outbounds, SendError};
 use crate::domain::Platform;
@@ -91,7 +92,18 @@ impl Sender {
     async fn deliver_lane(&self, rows: Vec<OutboxRow>) {
         let mut rest = rows.into_iter();
         while let Some(row) = rest.next() {
-            if !self.deliver_one(&row).await {
+            // Its own trace: the send may run on another replica, long after the turn; the
+            // inbox id ties it to the turn that wrote it.
+            let span = tracing::info_span!(
+                parent: None,
+                "send",
+                lane = %row.lane,
+                platform = %row.platform,
+                outbox_id = row.id,
+                inbox_id = row.inbox_id,
+                chunk = row.chunk_index,
+            );
+            if !self.deliver_one(&row).instrument(span).await {
                 // Keep the lane's order: give the remaining claims back untouched.
                 for r in rest.by_ref() {
                     if let Err(e) = self.store.outbox_release(r.id).await {

@@ -37,6 +37,20 @@ pub(super) async fn metrics(State(state): State<HttpState>) -> impl IntoResponse
             metrics::gauge!("herald_outbox_rows", "status" => status).set(n as f64);
         }
     }
+    // Queue depth per lane state: a lane is active while some replica holds its lease. The
+    // overview is capped so that a scrape stays cheap on a store with many old lanes.
+    if let Ok(lanes) = deps.store.lanes_overview(1000).await {
+        let mut by_state = [("active", 0i64, 0i64), ("idle", 0, 0)];
+        for l in &lanes {
+            let s = &mut by_state[usize::from(l.lease_holder.is_none())];
+            s.1 += 1;
+            s.2 += l.pending;
+        }
+        for (state, lanes, pending) in by_state {
+            metrics::gauge!("herald_lanes", "state" => state).set(lanes as f64);
+            metrics::gauge!("herald_lane_queue_depth", "state" => state).set(pending as f64);
+        }
+    }
     metrics::gauge!("herald_lanes_busy").set(state.router.busy_lanes().len() as f64);
     (
         [(

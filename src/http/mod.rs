@@ -4,6 +4,7 @@
 //! has already refused any non-loopback listen address. Health and metrics stay open for
 //! probes and scrapers.
 
+mod admin;
 mod capsule;
 mod chat;
 mod health;
@@ -35,12 +36,14 @@ pub fn routes(state: HttpState, extra: Vec<Router>) -> Router {
     let api = Router::new()
         .route("/api/v1/chat", post(chat::post_chat))
         .route("/api/v1/lanes/{lane}/messages", get(chat::lane_messages))
+        .merge(admin::api_routes())
         .route("/api/v1/pairing", get(pairing::pending))
         .route("/api/v1/pairing/approve", post(pairing::approve))
         .route("/api/v1/lanes/{lane}/capsule", get(capsule::lane_capsule))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let mut app = Router::new()
         .route("/", get(page::chat_page))
+        .route("/admin", get(admin::page))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

@@ -83,13 +83,29 @@ impl Worker {
     ) -> Result<(), Failure> {
         let deps = &self.router.deps;
         let started = Instant::now();
-        let session = self.session(lease, ev).await?;
+        // A root span: one trace per turn (the worker's `lane` span lives for many turns).
+        let span = tracing::info_span!(
+            parent: None,
+            "turn",
+            lane = %self.lane,
+            platform = %ev.platform,
+            inbox_id = row.id,
+            session = tracing::field::Empty,
+            turn = tracing::field::Empty,
+        );
+        let session = self
+            .session(lease, ev)
+            .instrument(tracing::info_span!(parent: &span, "store.session"))
+            .await?;
+        span.record("session", session.id.as_str());
         let history = deps.store.messages(&session.id, true).await?;
+        // The turn row is the lease's in-transaction check: a takeover shows here first.
         let turn_id = deps
             .store
             .turn_begin(lease, &session.id, Some(row.id))
+            .instrument(tracing::info_span!(parent: &span, "lease.turn_begin", lease.holder = %lease.holder, lease.token = lease.token))
             .await?;
-        let span = tracing::info_span!("turn", session = %session.id, turn = turn_id, platform = %ev.platform);
+        span.record("turn", turn_id);
         let first_turn = !history.iter().any(|m| m.role == Role::User);
         let api_content = deps
             .pre_llm
@@ -102,6 +118,7 @@ impl Worker {
                     event: ev,
                 },
             )
+            .instrument(tracing::info_span!(parent: &span, "hooks.pre_llm"))
             .await;
         let stop = CancellationToken::new();
         self.router
@@ -178,7 +195,10 @@ impl Worker {
             // Each scheduled fire is its own session.
             commit.close_session = Some("cron_fire".into());
         }
-        deps.store.turn_commit(lease, &commit).await?;
+        deps.store
+            .turn_commit(lease, &commit)
+            .instrument(tracing::info_span!(parent: &span, "store.turn_commit", outbox_rows = commit.outbox.len()))
+            .await?;
         deps.outbox_wake.notify_one();
         let secs = started.elapsed().as_secs_f64();
         metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);

@@ -78,15 +78,31 @@ impl Worker {
         let deps = &self.router.deps;
         let ttl = Duration::from_secs(deps.config.lanes.lease_ttl_secs);
         for attempt in 0..20u32 {
+            // Read before taking, only to tell a takeover from a clean start for the metric: a
+            // released lease has `expires_at` 0, one that merely ran out belonged to a worker
+            // that died or stalled.
+            let prior = deps
+                .store
+                .lease_get(self.lane.as_str())
+                .await
+                .ok()
+                .flatten();
             match deps
                 .store
                 .lease_acquire(self.lane.as_str(), &self.holder, ttl)
                 .await
             {
                 Ok(Some(lease)) => {
-                    if lease.token > 1 {
-                        metrics::counter!("herald_lease_acquired_total", "kind" => "takeover")
-                            .increment(1);
+                    match prior.filter(|p| p.expires_at != 0 && p.holder != self.holder) {
+                        Some(p) => {
+                            metrics::counter!("herald_lease_acquired_total", "kind" => "takeover")
+                                .increment(1);
+                            tracing::info!(previous = %p.holder, "lease taken over from a worker that did not release it");
+                        }
+                        None => {
+                            metrics::counter!("herald_lease_acquired_total", "kind" => "clean")
+                                .increment(1);
+                        }
                     }
                     return Some(lease);
                 }

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
+use tracing::field::Empty;
+use tracing::Instrument;
 
 use super::{ChatRequest, ChatResponse, LlmError, Provider};
 
@@ -59,6 +61,16 @@ impl ProviderChain {
                 .with_jitter();
             let cap = self.policy.max_retry_after;
             let started = Instant::now();
+            // One span per provider (retries included), a child of the turn; the token usage
+            // attributes follow OpenTelemetry's gen_ai names.
+            let span = tracing::info_span!(
+                "llm.call",
+                provider = %name,
+                outcome = Empty,
+                gen_ai.usage.input_tokens = Empty,
+                gen_ai.usage.output_tokens = Empty,
+                gen_ai.usage.cache_read_tokens = Empty,
+            );
             let result = (|| async { provider.chat(req).await })
                 .retry(backoff)
                 .when(|e: &LlmError| e.is_retryable())
@@ -74,10 +86,18 @@ impl ProviderChain {
                     metrics::counter!("herald_llm_retries_total", "provider" => name.clone(), "class" => e.class()).increment(1);
                     tracing::warn!(provider = %name, error = %e, wait_ms = wait.as_millis() as u64, "model call failed; retrying");
                 })
+                .instrument(span.clone())
                 .await;
             let elapsed = started.elapsed().as_secs_f64();
             match result {
                 Ok(resp) => {
+                    span.record("outcome", "ok");
+                    span.record(
+                        "gen_ai.usage.input_tokens",
+                        resp.usage.fresh_input + resp.usage.cache_read + resp.usage.cache_write,
+                    );
+                    span.record("gen_ai.usage.output_tokens", resp.usage.output);
+                    span.record("gen_ai.usage.cache_read_tokens", resp.usage.cache_read);
                     metrics::counter!("herald_llm_calls_total", "provider" => name.clone(), "outcome" => "ok").increment(1);
                     metrics::histogram!("herald_llm_call_duration_seconds", "provider" => name.clone()).record(elapsed);
                     for (bucket, n) in [
@@ -91,6 +111,7 @@ impl ProviderChain {
                     return Ok(resp);
                 }
                 Err(e) => {
+                    span.record("outcome", e.class());
                     metrics::counter!("herald_llm_calls_total", "provider" => name.clone(), "outcome" => e.class()).increment(1);
                     if i + 1 < self.providers.len() {
                         tracing::warn!(provider = %name, error = %e, next = %self.providers[i + 1].name(), "model provider gave up; falling back");

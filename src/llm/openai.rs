@@ -101,7 +101,14 @@ impl Provider for OpenAiProvider {
                 retry_after: retry_after(resp.headers()),
             });
         }
-        let text = resp.text().await.map_err(classify_transport)?;
+        let mut text = resp.text().await.map_err(classify_transport)?;
+        if !status.is_success() {
+            // Error text goes to logs and the inbox note; some providers and proxies quote the
+            // key back ("Incorrect API key provided: sk-…"), so it is cut out first.
+            if let Some(key) = self.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
+                text = text.replace(key.expose(), "***");
+            }
+        }
         if status.as_u16() == 408 {
             return Err(LlmError::Timeout);
         }

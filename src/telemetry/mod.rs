@@ -1,17 +1,23 @@
-//! Logs and metrics: the tracing subscriber (human or JSON) and the Prometheus recorder.
+//! Logs, traces and metrics: the tracing subscriber (human or JSON logs, plus OpenTelemetry
+//! export when configured) and the Prometheus recorder.
 //!
-//! Both are process-global, so both are installed at most once; several app instances in one
+//! All are process-global, so all are installed at most once; several app instances in one
 //! test process share them. Secrets never reach a log line because config values that hold
 //! them are `Secret`s, whose `Debug` prints `***`.
 
+mod otlp;
 pub mod sdnotify;
+
+pub use otlp::Telemetry;
 
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
-use crate::config::{LogConfig, LogFormat};
+use crate::config::{LogConfig, LogFormat, TelemetryConfig};
 
 static METRICS: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -40,15 +46,27 @@ pub fn metrics() -> PrometheusHandle {
 
 /// Installs the tracing subscriber. Returns false when one was already set (tests).
 pub fn init_logging(cfg: &LogConfig) -> bool {
+    init(cfg, &TelemetryConfig::default()).1
+}
+
+/// Installs the tracing subscriber with the OTLP trace exporter when
+/// `telemetry.otlp_endpoint` is set. The returned [`Telemetry`] must be shut down last, after
+/// the app stopped, to flush the spans still queued. The bool is false when a subscriber was
+/// already set.
+pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&cfg.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
-    let res = match cfg.format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-        LogFormat::Human => builder.try_init(),
-    };
-    res.is_ok()
+    let fmt = tracing_subscriber::fmt::layer().with_target(false);
+    let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = vec![match cfg.format {
+        LogFormat::Json => fmt.json().flatten_event(true).with_filter(filter).boxed(),
+        LogFormat::Human => fmt.with_filter(filter).boxed(),
+    }];
+    let (otel, handle) = otlp::layer(telemetry);
+    layers.extend(otel);
+    let installed = tracing_subscriber::registry()
+        .with(layers)
+        .try_init()
+        .is_ok();
+    (handle, installed)
 }

@@ -1,0 +1,297 @@
+//! `herald doctor`: checks what an operator would otherwise find out from a silent bot — the
+//! config, the store and its migrations, the model endpoint, each adapter's credentials — and
+//! prints one ✓/✗ line per check with what to do about a failure.
+//!
+//! It must not change anything (no migrations, no database file created, no webhook set) and
+//! must never print a secret: errors from HTTP clients carry URLs, and a Telegram URL holds the
+//! bot token, so every message is built without the URL and scrubbed of the secrets.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::{self, Config, LoadOptions, ProviderKind, Secret};
+use crate::store;
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One check's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    Ok(String),
+    /// Not broken, but worth knowing (e.g. no model configured).
+    Warn(String),
+    Fail(String),
+}
+
+/// The report: (check name, outcome) in the order run.
+#[derive(Debug, Default)]
+pub struct Report(pub Vec<(&'static str, Check)>);
+
+impl Report {
+    pub fn failed(&self) -> bool {
+        self.0.iter().any(|(_, c)| matches!(c, Check::Fail(_)))
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (name, c) in &self.0 {
+            let (mark, text) = match c {
+                Check::Ok(t) => ("✓", t),
+                Check::Warn(t) => ("!", t),
+                Check::Fail(t) => ("✗", t),
+            };
+            out.push_str(&format!("{mark} {name}: {text}\n"));
+        }
+        let fails = self
+            .0
+            .iter()
+            .filter(|(_, c)| matches!(c, Check::Fail(_)))
+            .count();
+        out.push_str(&match fails {
+            0 => "all checks passed\n".to_string(),
+            1 => "1 check failed\n".to_string(),
+            n => format!("{n} checks failed\n"),
+        });
+        out
+    }
+}
+
+/// Runs every check. A config that does not load stops the report there: the other checks
+/// would only test defaults the operator did not mean.
+pub async fn run(opts: &LoadOptions) -> Report {
+    let mut report = Report::default();
+    let config = match config::load(opts) {
+        Ok(c) => {
+            let from = match &opts.file {
+                Some(f) => format!("loaded from {}", f.display()),
+                None => "no file; defaults and environment".to_string(),
+            };
+            report.0.push(("config", Check::Ok(from)));
+            c
+        }
+        Err(e) => {
+            report.0.push(("config", Check::Fail(e.to_string())));
+            return report;
+        }
+    };
+    check_store(&config, &mut report).await;
+    let http = match reqwest::Client::builder().timeout(TIMEOUT).build() {
+        Ok(h) => h,
+        Err(e) => {
+            report.0.push(("http client", Check::Fail(describe(e))));
+            return report;
+        }
+    };
+    let secrets = secrets(&config);
+    let scrub = |s: String| {
+        secrets
+            .iter()
+            .fold(s, |s, secret| s.replace(secret.as_str(), "***"))
+    };
+    report
+        .0
+        .push(("model", scrubbed(check_model(&config, &http).await, &scrub)));
+    if let Some(token) = &config.telegram.token {
+        let c = check_telegram(&http, &config.telegram.api_url, token).await;
+        report.0.push(("telegram", scrubbed(c, &scrub)));
+    }
+    if let Some(token) = &config.discord.token {
+        let c = check_discord(&http, &config.discord.api_url, token).await;
+        report.0.push(("discord", scrubbed(c, &scrub)));
+    }
+    report
+}
+
+fn secrets(c: &Config) -> Vec<String> {
+    [
+        c.llm.api_key.as_ref(),
+        c.telegram.token.as_ref(),
+        c.discord.token.as_ref(),
+        c.web.token.as_ref(),
+        c.store.url.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(c.llm.fallbacks.iter().filter_map(|f| f.api_key.as_ref()))
+    .map(|s| s.expose().to_string())
+    .filter(|s| !s.is_empty())
+    .collect()
+}
+
+fn scrubbed(c: Check, scrub: &impl Fn(String) -> String) -> Check {
+    match c {
+        Check::Ok(t) => Check::Ok(scrub(t)),
+        Check::Warn(t) => Check::Warn(scrub(t)),
+        Check::Fail(t) => Check::Fail(scrub(t)),
+    }
+}
+
+async fn check_store(config: &Config, report: &mut Report) {
+    let url = config.store_url();
+    let shown = redact_url(&url);
+    if let Some(path) = sqlite_path(&url) {
+        if !std::path::Path::new(&path).exists() {
+            report.0.push((
+                "store",
+                Check::Fail(format!(
+                    "SQLite database {path} does not exist yet: `herald migrate` (or `herald serve`) creates it; check server.data_dir"
+                )),
+            ));
+            return;
+        }
+    }
+    let store = match tokio::time::timeout(TIMEOUT, store::connect(&url, 1)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            report
+                .0
+                .push(("store", Check::Fail(format!("{shown}: {e}"))));
+            return;
+        }
+        Err(_) => {
+            report.0.push((
+                "store",
+                Check::Fail(format!("{shown}: no answer within {}s", TIMEOUT.as_secs())),
+            ));
+            return;
+        }
+    };
+    report.0.push((
+        "store",
+        Check::Ok(format!("{} reachable ({shown})", store.backend())),
+    ));
+    let migrations = match store.ready().await {
+        Ok(true) => Check::Ok("all applied".into()),
+        Ok(false) => Check::Fail("not all applied: run `herald migrate`".into()),
+        Err(e) => Check::Fail(format!("cannot read the migration table: {e}")),
+    };
+    report.0.push(("migrations", migrations));
+    store.close().await;
+}
+
+fn sqlite_path(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    (!path.is_empty() && path != ":memory:").then(|| path.to_string())
+}
+
+fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// `GET {base_url}/models` with the key, as every OpenAI-compatible server offers.
+async fn check_model(config: &Config, http: &reqwest::Client) -> Check {
+    match config.provider_kind() {
+        ProviderKind::Echo => {
+            return Check::Warn("echo provider (demo only: replies repeat the user)".into())
+        }
+        ProviderKind::None | ProviderKind::Auto => return Check::Warn(
+            "no model configured: chats get setup instructions (set llm.base_url and llm.model)"
+                .into(),
+        ),
+        ProviderKind::Openai => {}
+    }
+    let base = config
+        .llm
+        .base_url
+        .as_deref()
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let model = config.llm.model.as_deref().unwrap_or_default();
+    let mut req = http.get(format!("{base}/models"));
+    if let Some(key) = &config.llm.api_key {
+        req = req.bearer_auth(key.expose());
+    }
+    let resp = match req.send().await {
+        Ok(r) => r,
+        Err(e) => return Check::Fail(format!("{base} unreachable: {}", describe(e))),
+    };
+    let status = resp.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+        return Check::Fail(format!(
+            "{base} refused the key (HTTP {status}): check llm.api_key"
+        ));
+    }
+    if !status.is_success() {
+        return Check::Fail(format!("{base}/models answered HTTP {status}"));
+    }
+    let listed = resp
+        .json::<Value>()
+        .await
+        .ok()
+        .and_then(|v| v["data"].as_array().cloned())
+        .map(|d| d.iter().any(|m| m["id"] == model));
+    match listed {
+        Some(true) => Check::Ok(format!("{base} answers and lists {model}")),
+        Some(false) => Check::Warn(format!(
+            "{base} answers but does not list {model:?}: check llm.model"
+        )),
+        None => Check::Ok(format!(
+            "{base} answers (no model list to check {model} against)"
+        )),
+    }
+}
+
+async fn check_telegram(http: &reqwest::Client, api_url: &str, token: &Secret) -> Check {
+    let api = api_url.trim_end_matches('/');
+    let url = format!("{api}/bot{}/getMe", token.expose());
+    let resp = match http.get(url).send().await {
+        Ok(r) => r,
+        Err(e) => return Check::Fail(format!("{api} unreachable: {}", describe(e))),
+    };
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    if body["ok"] == true {
+        let name = body["result"]["username"].as_str().unwrap_or("?");
+        return Check::Ok(format!("token accepted: bot @{name}"));
+    }
+    let why = body["description"].as_str().unwrap_or("no description");
+    Check::Fail(format!(
+        "getMe failed (HTTP {status}: {why}): check telegram.token"
+    ))
+}
+
+async fn check_discord(http: &reqwest::Client, api_url: &str, token: &Secret) -> Check {
+    let api = api_url.trim_end_matches('/');
+    let resp = match http
+        .get(format!("{api}/api/v10/users/@me"))
+        .header("Authorization", format!("Bot {}", token.expose()))
+        .send()
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return Check::Fail(format!("{api} unreachable: {}", describe(e))),
+    };
+    let status = resp.status();
+    if !status.is_success() {
+        return Check::Fail(format!(
+            "users/@me answered HTTP {status}: check discord.token"
+        ));
+    }
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    let name = body["username"].as_str().unwrap_or("?");
+    Check::Ok(format!("token accepted: bot {name}"))
+}
+
+/// A transport error with its causes ("connection refused", "dns error") and without its URL,
+/// which for Telegram holds the token.
+fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

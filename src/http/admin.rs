@@ -1,0 +1,292 @@
+//! The operator's view: a JSON API under `/api/v1/admin/…` and the admin page at `/admin`.
+//!
+//! It answers "what is Herald doing, and why did this chat go quiet" from the store, so it
+//! shows the same truth on every replica. It only reads: nothing here changes a lane, a
+//! session or the outbox (the page's one write, approving a pairing code, goes through the
+//! pairing API). The API sits behind the same bearer token as the rest of `/api`
+//! (`web.token`): that token already reads any lane's transcript, so a separate admin token
+//! would not narrow who can see conversations. The page itself holds no data and is served
+//! without the token; its script sends the token the operator types.
+
+use std::collections::HashSet;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{api_error, HttpState};
+use crate::cron::parse_schedule;
+use crate::domain::LaneKey;
+use crate::store::{now_ms, StoreError};
+
+/// The admin JSON routes; merged into the token-protected API router.
+pub(super) fn api_routes() -> Router<HttpState> {
+    Router::new()
+        .route("/api/v1/admin/overview", get(overview))
+        .route("/api/v1/admin/lanes", get(lanes))
+        .route("/api/v1/admin/lanes/{lane}/turns", get(lane_turns))
+        .route("/api/v1/admin/sessions", get(sessions))
+        .route(
+            "/api/v1/admin/sessions/{id}/messages",
+            get(session_messages),
+        )
+        .route("/api/v1/admin/outbox", get(outbox))
+        .route("/api/v1/admin/capsules", get(capsules))
+        .route("/api/v1/admin/cron", get(cron))
+}
+
+pub(super) async fn page() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        include_str!("admin.html"),
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct Limit {
+    limit: Option<i64>,
+    lane: Option<String>,
+    /// Include compacted and retracted messages.
+    #[serde(default)]
+    all: bool,
+}
+
+impl Limit {
+    fn get(&self, default: i64) -> i64 {
+        self.limit.unwrap_or(default).clamp(1, 1000)
+    }
+}
+
+fn store_error(e: StoreError) -> Response {
+    api_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("the store could not answer: {e}"),
+    )
+}
+
+/// One lane as the operator sees it.
+#[derive(Serialize)]
+struct LaneView {
+    lane: String,
+    /// `active` while a worker (on any replica) holds the lane's lease, else `idle`.
+    state: &'static str,
+    /// A turn is running on this replica right now.
+    busy_here: bool,
+    lease_holder: Option<String>,
+    lease_expires_at: Option<i64>,
+    /// Inbound events not yet answered (including the one a running turn works on).
+    queue: i64,
+    last_activity: i64,
+    session_id: Option<String>,
+}
+
+async fn lane_views(state: &HttpState, limit: i64) -> Result<Vec<LaneView>, StoreError> {
+    let busy: HashSet<String> = state
+        .router
+        .busy_lanes()
+        .into_iter()
+        .map(|l| l.as_str().to_string())
+        .collect();
+    let rows = state.router.deps().store.lanes_overview(limit).await?;
+    Ok(rows
+        .into_iter()
+        .map(|l| LaneView {
+            state: if l.lease_holder.is_some() {
+                "active"
+            } else {
+                "idle"
+            },
+            busy_here: busy.contains(&l.lane),
+            lease_holder: l.lease_holder,
+            lease_expires_at: l.lease_expires_at,
+            queue: l.pending,
+            last_activity: l.last_activity,
+            session_id: l.session_id,
+            lane: l.lane,
+        })
+        .collect())
+}
+
+async fn lanes(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+    match lane_views(&state, q.get(200)).await {
+        Ok(lanes) => Json(json!({ "lanes": lanes })).into_response(),
+        Err(e) => store_error(e),
+    }
+}
+
+/// Everything the page's first screen needs, in one call.
+async fn overview(State(state): State<HttpState>) -> Response {
+    let deps = state.router.deps();
+    let lanes = match lane_views(&state, 200).await {
+        Ok(l) => l,
+        Err(e) => return store_error(e),
+    };
+    let outbox = match deps.store.outbox_counts().await {
+        Ok(c) => c,
+        Err(e) => return store_error(e),
+    };
+    Json(json!({
+        "replica": deps.replica_id,
+        "store": deps.store.backend(),
+        "model": deps.chain.primary_name(),
+        "now": now_ms(),
+        "lanes": lanes,
+        "outbox": outbox,
+    }))
+    .into_response()
+}
+
+async fn lane_turns(
+    State(state): State<HttpState>,
+    Path(lane): Path<String>,
+    Query(q): Query<Limit>,
+) -> Response {
+    let store = &state.router.deps().store;
+    match store.turns(&LaneKey::parse(&lane), q.get(50)).await {
+        Ok(turns) => Json(json!({ "lane": lane, "turns": turns })).into_response(),
+        Err(e) => store_error(e),
+    }
+}
+
+/// A session without its (long) system prompt.
+#[derive(Serialize)]
+struct SessionView {
+    id: String,
+    lane: String,
+    parent_id: Option<String>,
+    started_at: i64,
+    ended_at: Option<i64>,
+    end_reason: Option<String>,
+    model: String,
+}
+
+async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+    let lane = q.lane.as_deref().map(LaneKey::parse);
+    let store = &state.router.deps().store;
+    match store.sessions_list(lane.as_ref(), q.get(100)).await {
+        Ok(list) => {
+            let list: Vec<SessionView> = list
+                .into_iter()
+                .map(|s| SessionView {
+                    id: s.id,
+                    lane: s.lane,
+                    parent_id: s.parent_id,
+                    started_at: s.started_at,
+                    ended_at: s.ended_at,
+                    end_reason: s.end_reason,
+                    model: s.model,
+                })
+                .collect();
+            Json(json!({ "sessions": list })).into_response()
+        }
+        Err(e) => store_error(e),
+    }
+}
+
+async fn session_messages(
+    State(state): State<HttpState>,
+    Path(id): Path<String>,
+    Query(q): Query<Limit>,
+) -> Response {
+    let store = &state.router.deps().store;
+    let session = match store.session_get(&id).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return api_error(StatusCode::NOT_FOUND, format!("no session {id}")),
+        Err(e) => return store_error(e),
+    };
+    match store.messages(&id, !q.all).await {
+        Ok(messages) => Json(json!({
+            "session": {
+                "id": session.id,
+                "lane": session.lane,
+                "started_at": session.started_at,
+                "ended_at": session.ended_at,
+                "end_reason": session.end_reason,
+                "model": session.model,
+            },
+            "messages": messages,
+        }))
+        .into_response(),
+        Err(e) => store_error(e),
+    }
+}
+
+async fn outbox(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+    let store = &state.router.deps().store;
+    let counts = match store.outbox_counts().await {
+        Ok(c) => c,
+        Err(e) => return store_error(e),
+    };
+    match store.outbox_recent(q.get(50)).await {
+        Ok(recent) => Json(json!({ "counts": counts, "recent": recent })).into_response(),
+        Err(e) => store_error(e),
+    }
+}
+
+/// The latest handoff build of each recent lane. `status` is its own field (`ok`, `degraded`,
+/// …) so that a fallback capsule is visible without opening it; the text is left out.
+async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+    let store = &state.router.deps().store;
+    let lanes = match store.lanes_overview(q.get(200)).await {
+        Ok(l) => l,
+        Err(e) => return store_error(e),
+    };
+    let mut out = Vec::new();
+    for l in lanes {
+        match store.capsule_latest(&LaneKey::parse(&l.lane)).await {
+            Ok(Some(c)) => out.push(json!({
+                "lane": c.lane,
+                "status": c.status,
+                "session_id": c.session_id,
+                "created_at": c.created_at,
+                "message_count": c.message_count,
+                "confidential": c.confidential,
+                "pending": c.pending,
+                "chars": c.text.chars().count(),
+            })),
+            Ok(None) => {}
+            Err(e) => return store_error(e),
+        }
+    }
+    Json(json!({ "capsules": out })).into_response()
+}
+
+/// Each cron job with its last fire (time, status) and its next scheduled time.
+async fn cron(State(state): State<HttpState>) -> Response {
+    let store = &state.router.deps().store;
+    let jobs = match store.cron_jobs().await {
+        Ok(j) => j,
+        Err(e) => return store_error(e),
+    };
+    let now = chrono::Utc::now();
+    let mut out = Vec::new();
+    for j in jobs {
+        let last = match store.cron_fires(Some(&j.name), 1).await {
+            Ok(f) => f.into_iter().next(),
+            Err(e) => return store_error(e),
+        };
+        let anchor = chrono::DateTime::from_timestamp_millis(j.anchor_at).unwrap_or(now);
+        let next = (!j.paused)
+            .then(|| parse_schedule(&j.spec.schedule, j.spec.timezone.as_deref()).ok())
+            .flatten()
+            .and_then(|s| s.next_after(now, anchor))
+            .map(|t| t.timestamp_millis());
+        out.push(json!({
+            "name": j.name,
+            "schedule": j.spec.schedule,
+            "paused": j.paused,
+            "deliver": j.spec.deliver,
+            "last_fire_at": last.as_ref().map(|f| f.scheduled_at),
+            "last_status": last.as_ref().map(|f| f.status),
+            "next_fire_at": next,
+        }));
+    }
+    Json(json!({ "jobs": out })).into_response()
+}
