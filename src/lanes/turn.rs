@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::worker::{Failure, Stop, Worker};
+use crate::agent::context::ContextEngine;
 use crate::agent::prompt::{build_system_prompt, PromptParts};
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
 use crate::cron::{is_silent, parse_target, Target};
@@ -84,7 +85,10 @@ impl Worker {
         let deps = &self.router.deps;
         let started = Instant::now();
         let session = self.session(lease, ev).await?;
-        let history = deps.store.messages(&session.id, true).await?;
+        let context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        let history = context
+            .prepare(lease, &session, &ev.text, &deps.tools)
+            .await?;
         let turn_id = deps
             .store
             .turn_begin(lease, &session.id, Some(row.id))
@@ -143,9 +147,11 @@ impl Worker {
         user.api_content = api_content;
         user.platform_message_id = Some(ev.platform_message_id.clone());
         let mut messages = vec![user];
+        let mut readings = Vec::new();
         let (reply, status, note) = match outcome {
             Outcome::Abandoned(s) => return Err(Failure::Stop(s)),
             Outcome::Done(Ok(out)) => {
+                readings = out.prompt_readings;
                 messages.extend(out.messages);
                 (out.reply, InboxStatus::Done, None)
             }
@@ -178,7 +184,10 @@ impl Worker {
             // Each scheduled fire is its own session.
             commit.close_session = Some("cron_fire".into());
         }
-        deps.store.turn_commit(lease, &commit).await?;
+        let committed = deps.store.turn_commit(lease, &commit).await?;
+        context
+            .after_turn(lease, &session.id, &commit.messages, &committed.message_ids, &readings)
+            .await;
         deps.outbox_wake.notify_one();
         let secs = started.elapsed().as_secs_f64();
         metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);

@@ -7,6 +7,7 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod common;
+mod context;
 mod postgres;
 mod sqlite;
 mod types;
@@ -20,6 +21,7 @@ use crate::domain::{LaneKey, MessageEvent};
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use types::*;
 
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +84,7 @@ impl From<serde_json::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: ContextStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn migrate(&self) -> StoreResult<()>;

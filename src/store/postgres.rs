@@ -37,6 +37,7 @@ impl PgStore {
 }
 
 store_tx_helpers!(Postgres);
+super::context::context_impl!(PgStore, Postgres);
 
 store_impl!(PgStore, {
     fn backend(&self) -> &'static str {

@@ -57,6 +57,7 @@ impl SqliteStore {
 }
 
 store_tx_helpers!(Sqlite);
+super::context::context_impl!(SqliteStore, Sqlite);
 
 store_impl!(SqliteStore, {
     fn backend(&self) -> &'static str {
