@@ -92,10 +92,22 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
         .collect();
     assert_eq!(contents[1], "Goal: make the app build green.", "head kept");
     assert!(contents[2].starts_with("reply to: Goal"), "head reply kept");
-    assert!(contents[3].starts_with(CARRIER_HEADER), "carrier after the head: {}", contents[3]);
+    assert!(
+        contents[3].starts_with(CARRIER_HEADER),
+        "carrier after the head: {}",
+        contents[3]
+    );
     assert_eq!(last[3]["role"], "user");
-    assert_eq!(contents.last().unwrap(), &long_message(turns - 1), "new message last");
-    assert!(last.len() < 2 * turns + 1, "the middle is gone: {} messages", last.len());
+    assert_eq!(
+        contents.last().unwrap(),
+        &long_message(turns - 1),
+        "new message last"
+    );
+    assert!(
+        last.len() < 2 * turns + 1,
+        "the middle is gone: {} messages",
+        last.len()
+    );
     let live = app.store.messages(&sid, true).await.unwrap();
     assert_eq!(
         live.len(),
@@ -110,25 +122,47 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     let all = app.store.messages(&sid, false).await.unwrap();
     for id in &ids {
         let around = app.store.messages_around(&sid, *id, 0).await.unwrap();
-        let m = around.iter().find(|m| m.id == *id).unwrap_or_else(|| panic!("[#{id}] not found"));
+        let m = around
+            .iter()
+            .find(|m| m.id == *id)
+            .unwrap_or_else(|| panic!("[#{id}] not found"));
         assert!(m.compacted && !m.active, "[#{id}] is a compacted original");
     }
     let flipped: Vec<_> = all.iter().filter(|m| m.compacted).map(to_proj).collect();
     let body = carrier.split_once("\n\n").unwrap().1;
     let projection = &body[..body.find(CARRIER_FOOTER).unwrap()];
     check_faithful(projection, &flipped).expect("session log quotes its sources");
-    assert!(carrier.contains("cargo test -p app1"), "the first command is carried");
+    assert!(
+        carrier.contains("cargo test -p app1"),
+        "the first command is carried"
+    );
 
     // A flipped row is found by store.search and by the session_search tool.
     let hits = app.store.search("quokka1", 5).await.unwrap();
-    let hit = hits.iter().find(|h| h.session_id == sid).expect("search finds quokka1");
-    let row = app.store.message_get(hit.message_id).await.unwrap().unwrap();
+    let hit = hits
+        .iter()
+        .find(|h| h.session_id == sid)
+        .expect("search finds quokka1");
+    let row = app
+        .store
+        .message_get(hit.message_id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(row.compacted && row.content.contains("quokka1"));
-    let tool = SessionSearch { store: app.store.clone() };
+    let tool = SessionSearch {
+        store: app.store.clone(),
+    };
     let found = tool.call(r#"{"query": "quokka1"}"#).await;
-    assert!(found.contains(&format!("\"message_id\":{}", hit.message_id)), "{found}");
+    assert!(
+        found.contains(&format!("\"message_id\":{}", hit.message_id)),
+        "{found}"
+    );
     let scroll = tool
-        .call(&format!(r#"{{"session_id": "{sid}", "around_message_id": {}}}"#, hit.message_id))
+        .call(&format!(
+            r#"{{"session_id": "{sid}", "around_message_id": {}}}"#,
+            hit.message_id
+        ))
         .await;
     assert!(scroll.contains("quokka1"), "{scroll}");
 
@@ -154,7 +188,11 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
     let lane = "web:breaker";
     let carriers = |all: &[herald::store::StoredMessage]| {
         all.iter()
-            .filter(|m| m.api_content.as_deref().is_some_and(|a| a.starts_with(CARRIER_HEADER)))
+            .filter(|m| {
+                m.api_content
+                    .as_deref()
+                    .is_some_and(|a| a.starts_with(CARRIER_HEADER))
+            })
             .count()
     };
     for i in 0..6 {
@@ -164,7 +202,10 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
     let sid = session_of(&app, lane).await;
     let state = app.store.context_get(&sid).await.unwrap().unwrap();
     assert_eq!(state.compaction_strikes, 2, "two ineffective passes");
-    assert!(state.breaker_blocked_since.is_some(), "the sixth turn was blocked");
+    assert!(
+        state.breaker_blocked_since.is_some(),
+        "the sixth turn was blocked"
+    );
     let all = app.store.messages(&sid, false).await.unwrap();
     assert_eq!(carriers(&all), 2);
     app.shutdown().await;
@@ -178,7 +219,14 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
     }
     let after = app.store.context_get(&sid).await.unwrap().unwrap();
     assert_eq!(after.compaction_strikes, 2);
-    assert_eq!(after.breaker_blocked_since, state.breaker_blocked_since, "the block timer kept running");
-    assert_eq!(carriers(&app.store.messages(&sid, false).await.unwrap()), 2, "no compaction while blocked");
+    assert_eq!(
+        after.breaker_blocked_since, state.breaker_blocked_since,
+        "the block timer kept running"
+    );
+    assert_eq!(
+        carriers(&app.store.messages(&sid, false).await.unwrap()),
+        2,
+        "no compaction while blocked"
+    );
     app.shutdown().await;
 }

@@ -159,5 +159,8 @@ fn capped(content: &str) -> String {
         return content.to_string();
     }
     let head: String = content.chars().take(PAGE_CHARS).collect();
-    format!("{head}\n[… {} more characters; page with offset={PAGE_CHARS}]", total - PAGE_CHARS)
+    format!(
+        "{head}\n[… {} more characters; page with offset={PAGE_CHARS}]",
+        total - PAGE_CHARS
+    )
 }

@@ -56,24 +56,25 @@ pub struct Parsed {
 /// Parses an export, an OpenAI message array (bare or under `messages`), or JSON lines.
 pub fn parse_transcript(text: &str) -> anyhow::Result<Parsed> {
     let trimmed = text.trim_start();
-    let rows: Vec<Value> = if trimmed.starts_with('[') || trimmed.starts_with('{') && !has_lines(trimmed) {
-        let v: Value = serde_json::from_str(trimmed).context("the file is not valid JSON")?;
-        match v {
-            Value::Array(a) => a,
-            Value::Object(o) if o.contains_key("role") => vec![Value::Object(o)],
-            Value::Object(mut o) => match o.remove("messages") {
-                Some(Value::Array(a)) => a,
-                _ => bail!("a JSON object must hold a `messages` array"),
-            },
-            _ => bail!("expected a list of messages"),
-        }
-    } else {
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("line {}", i + 1)))
-            .collect::<anyhow::Result<_>>()?
-    };
+    let rows: Vec<Value> =
+        if trimmed.starts_with('[') || trimmed.starts_with('{') && !has_lines(trimmed) {
+            let v: Value = serde_json::from_str(trimmed).context("the file is not valid JSON")?;
+            match v {
+                Value::Array(a) => a,
+                Value::Object(o) if o.contains_key("role") => vec![Value::Object(o)],
+                Value::Object(mut o) => match o.remove("messages") {
+                    Some(Value::Array(a)) => a,
+                    _ => bail!("a JSON object must hold a `messages` array"),
+                },
+                _ => bail!("expected a list of messages"),
+            }
+        } else {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("line {}", i + 1)))
+                .collect::<anyhow::Result<_>>()?
+        };
     let mut out = Parsed::default();
     let mut call_names = std::collections::HashMap::new();
     for (i, row) in rows.iter().enumerate() {
@@ -111,14 +112,21 @@ fn message_from(
     let mut m = NewMessage::new(role, text_of(&row["content"]));
     m.api_content = row["api_content"].as_str().map(str::to_string);
     if let Some(calls) = row["tool_calls"].as_array() {
-        m.tool_calls = calls.iter().map(tool_call_from).collect::<anyhow::Result<_>>()?;
+        m.tool_calls = calls
+            .iter()
+            .map(tool_call_from)
+            .collect::<anyhow::Result<_>>()?;
     }
     m.tool_call_id = row["tool_call_id"].as_str().map(str::to_string);
     m.tool_name = row["tool_name"]
         .as_str()
         .or(row["name"].as_str())
         .map(str::to_string)
-        .or_else(|| m.tool_call_id.as_ref().and_then(|id| call_names.get(id).cloned()));
+        .or_else(|| {
+            m.tool_call_id
+                .as_ref()
+                .and_then(|id| call_names.get(id).cloned())
+        });
     if role == Role::Tool && m.tool_call_id.is_none() {
         bail!("a tool result needs a tool_call_id");
     }
@@ -144,7 +152,11 @@ fn text_of(v: &Value) -> String {
 
 /// Herald's `{id, name, arguments}` or OpenAI's `{id, type, function: {name, arguments}}`.
 fn tool_call_from(v: &Value) -> anyhow::Result<ToolCall> {
-    let f = if v["function"].is_object() { &v["function"] } else { v };
+    let f = if v["function"].is_object() {
+        &v["function"]
+    } else {
+        v
+    };
     let name = f["name"].as_str().context("a tool call without a name")?;
     let arguments = match &f["arguments"] {
         Value::String(s) => s.clone(),
@@ -165,22 +177,30 @@ pub async fn import_file(
     file: &Path,
     lane: Option<&str>,
 ) -> anyhow::Result<(String, usize)> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let parsed = parse_transcript(&text)?;
     if parsed.messages.is_empty() {
         bail!("{} holds no messages", file.display());
     }
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("file");
     let lane = LaneKey::parse(lane.unwrap_or(&format!("import:{stem}")));
-    let holder = format!("herald-import-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let holder = format!(
+        "herald-import-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
     let Some(lease) = store
         .lease_acquire(lane.as_str(), &holder, Duration::from_secs(60))
         .await?
     else {
         bail!("lane {lane} is busy (another process holds its lease); try again or pick --lane");
     };
-    let parent_id = store.sessions_list(Some(&lane), 1).await?.into_iter().next().map(|s| s.id);
+    let parent_id = store
+        .sessions_list(Some(&lane), 1)
+        .await?
+        .into_iter()
+        .next()
+        .map(|s| s.id);
     let session = Session {
         id: uuid::Uuid::new_v4().to_string(),
         lane: lane.to_string(),
@@ -195,14 +215,20 @@ pub async fn import_file(
         breaker_blocked_since: None,
         cooldown_until: None,
     };
-    let res = store.session_import(&lease, &session, "imported", &parsed.messages).await;
+    let res = store
+        .session_import(&lease, &session, "imported", &parsed.messages)
+        .await;
     store.lease_release(&lease).await?;
     let ids = res?;
     Ok((session.id, ids.len()))
 }
 
 /// What compacting the session now would insert, without writing anything.
-pub async fn compact_dry_run(store: &dyn Store, config: &Config, id: &str) -> anyhow::Result<String> {
+pub async fn compact_dry_run(
+    store: &dyn Store,
+    config: &Config,
+    id: &str,
+) -> anyhow::Result<String> {
     if store.session_get(id).await?.is_none() {
         bail!("no session {id}");
     }
@@ -214,7 +240,11 @@ pub async fn compact_dry_run(store: &dyn Store, config: &Config, id: &str) -> an
             live.len()
         ));
     };
-    let middle: Vec<_> = live.iter().filter(|m| p.middle_ids.contains(&m.id)).map(to_proj).collect();
+    let middle: Vec<_> = live
+        .iter()
+        .filter(|m| p.middle_ids.contains(&m.id))
+        .map(to_proj)
+        .collect();
     let faithful = match check_faithful(&p.projection, &middle) {
         Ok(()) => "every session-log line quotes the message it cites".to_string(),
         Err(e) => format!("faithfulness check FAILED: {e}"),

@@ -186,7 +186,13 @@ impl Worker {
         }
         let committed = deps.store.turn_commit(lease, &commit).await?;
         context
-            .after_turn(lease, &session.id, &commit.messages, &committed.message_ids, &readings)
+            .after_turn(
+                lease,
+                &session.id,
+                &commit.messages,
+                &committed.message_ids,
+                &readings,
+            )
             .await;
         deps.outbox_wake.notify_one();
         let secs = started.elapsed().as_secs_f64();

@@ -45,8 +45,12 @@ pub trait ContextStore: Send + Sync {
     async fn context_get(&self, session_id: &str) -> StoreResult<Option<ContextRow>>;
     /// Writes the state columns the engine owns (strikes, blocked-since, anchor, fingerprint),
     /// lease-checked.
-    async fn context_set(&self, lease: &Lease, session_id: &str, row: &ContextRow)
-        -> StoreResult<()>;
+    async fn context_set(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        row: &ContextRow,
+    ) -> StoreResult<()>;
     /// [`super::Store::compact`] and [`ContextStore::context_set`] in one transaction: a crash
     /// cannot leave a compaction whose effectiveness is never judged.
     async fn compact_with_state(
@@ -80,7 +84,14 @@ macro_rules! context_impl {
                 &self,
                 session_id: &str,
             ) -> StoreResult<Option<super::context::ContextRow>> {
-                type Cols = (i64, i64, Option<i64>, Option<i64>, Option<i64>, Option<String>);
+                type Cols = (
+                    i64,
+                    i64,
+                    Option<i64>,
+                    Option<i64>,
+                    Option<i64>,
+                    Option<String>,
+                );
                 let row: Option<Cols> = sqlx::query_as(
                     "SELECT compaction_strikes, fallback_streak, breaker_blocked_since, \
                      cooldown_until, prompt_tokens_anchor, anchor_fingerprint \
@@ -133,7 +144,10 @@ macro_rules! context_impl {
             }
 
             async fn message_get(&self, id: i64) -> StoreResult<Option<StoredMessage>> {
-                let sql = format!("SELECT {} FROM messages WHERE id = $1", common::MESSAGE_COLS);
+                let sql = format!(
+                    "SELECT {} FROM messages WHERE id = $1",
+                    common::MESSAGE_COLS
+                );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(id)
                     .fetch_optional(&self.pool)

@@ -19,9 +19,9 @@ use async_trait::async_trait;
 
 use crate::domain::{LaneKey, MessageEvent};
 
+pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
-pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use types::*;
 
 #[derive(Debug, thiserror::Error)]

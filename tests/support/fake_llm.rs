@@ -168,9 +168,13 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
     };
     let billing = inner.lock().unwrap().billing;
     let usage = match billing {
-        Billing::Fixed120 => json!({"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128,
-                  "prompt_tokens_details": {"cached_tokens": 100}}),
-        Billing::Fixed(n) => json!({"prompt_tokens": n, "completion_tokens": 8, "total_tokens": n + 8}),
+        Billing::Fixed120 => {
+            json!({"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128,
+                  "prompt_tokens_details": {"cached_tokens": 100}})
+        }
+        Billing::Fixed(n) => {
+            json!({"prompt_tokens": n, "completion_tokens": 8, "total_tokens": n + 8})
+        }
         Billing::BySize => {
             let chars: usize = body["messages"]
                 .as_array()

@@ -90,7 +90,10 @@ mod tests {
         ];
         for (strikes, since, wants, now, want_gate, want_since) in table {
             let (g, next) = gate(&row(strikes, since), wants, now);
-            assert_eq!(g, want_gate, "strikes {strikes} since {since:?} wants {wants} now {now}");
+            assert_eq!(
+                g, want_gate,
+                "strikes {strikes} since {since:?} wants {wants} now {now}"
+            );
             assert_eq!(next.breaker_blocked_since, want_since);
             assert_eq!(next.compaction_strikes, strikes);
         }

@@ -94,7 +94,11 @@ impl<'a> ContextEngine<'a> {
     ) -> StoreResult<Vec<StoredMessage>> {
         let raw = self.store.messages(&session.id, true).await?;
         let view = self.view(raw.clone());
-        let row = self.store.context_get(&session.id).await?.unwrap_or_default();
+        let row = self
+            .store
+            .context_get(&session.id)
+            .await?
+            .unwrap_or_default();
         let projected = self.projected(session, tools, &view, user_text, &row);
         let wants = projected >= self.threshold_tokens();
         let (gate, mut next) = breaker::gate(&row, wants, self.clock.now_ms());
@@ -162,7 +166,10 @@ impl<'a> ContextEngine<'a> {
         ids: &[i64],
         readings: &[u64],
     ) {
-        if let Err(e) = self.record(lease, session_id, messages, ids, readings).await {
+        if let Err(e) = self
+            .record(lease, session_id, messages, ids, readings)
+            .await
+        {
             tracing::warn!(session = %session_id, error = %e, "usage anchor not stored");
         }
     }
@@ -185,7 +192,11 @@ impl<'a> ContextEngine<'a> {
         if first == 0 || last == 0 {
             return Ok(());
         }
-        let mut row = self.store.context_get(session_id).await?.unwrap_or_default();
+        let mut row = self
+            .store
+            .context_get(session_id)
+            .await?
+            .unwrap_or_default();
         if row.anchor_fingerprint.as_deref() == Some(PENDING) {
             let threshold = self.threshold_tokens();
             let effective = breaker::judge(&mut row, first, threshold);
@@ -249,7 +260,12 @@ impl<'a> ContextEngine<'a> {
         (estimate_tokens(&session.system_prompt) + estimate_tokens(&specs) + all + user) as u64
     }
 
-    async fn write_state(&self, lease: &Lease, session_id: &str, row: &ContextRow) -> StoreResult<()> {
+    async fn write_state(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        row: &ContextRow,
+    ) -> StoreResult<()> {
         match self.store.context_set(lease, session_id, row).await {
             Err(e @ StoreError::LeaseLost { .. }) => Err(e),
             Err(e) => {

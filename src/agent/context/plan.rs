@@ -12,7 +12,6 @@ use crate::agent::compaction::{
 use crate::domain::Role;
 use crate::store::{NewMessage, StoredMessage};
 
-
 use crate::agent::compaction::CARRIER_HEADER;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +67,11 @@ pub fn plan(live: &[StoredMessage], window_tokens: usize, tail_tokens: usize) ->
     if middle.is_empty() {
         return None;
     }
-    let projection = project(&proj[middle.clone()], None, projection_budget_chars(window_tokens));
+    let projection = project(
+        &proj[middle.clone()],
+        None,
+        projection_budget_chars(window_tokens),
+    );
     let middle_ids: Vec<i64> = live[middle.clone()].iter().map(|m| m.id).collect();
     let label = format!(
         "[compaction] {} earlier messages (#{} to #{}) were replaced in context by a projection \

@@ -45,8 +45,7 @@ pub fn spilled_wire(
 /// Replaces, in memory, what the model will see of each oversized tool result.
 pub fn spill_view(history: &mut [StoredMessage], spill_chars: usize) {
     for m in history.iter_mut() {
-        if let Some(p) = spilled_wire(&m.session_id, m.id, m.role, m.wire_content(), spill_chars)
-        {
+        if let Some(p) = spilled_wire(&m.session_id, m.id, m.role, m.wire_content(), spill_chars) {
             m.api_content = Some(p);
         }
     }

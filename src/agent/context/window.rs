@@ -63,7 +63,15 @@ async fn fetch(base: &str, key: Option<&str>, model: &str) -> Option<usize> {
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }
-    let body: Value = req.send().await.ok()?.error_for_status().ok()?.json().await.ok()?;
+    let body: Value = req
+        .send()
+        .await
+        .ok()?
+        .error_for_status()
+        .ok()?
+        .json()
+        .await
+        .ok()?;
     window_from_list(&body, model)
 }
 
@@ -73,7 +81,11 @@ pub fn window_from_list(body: &Value, model: &str) -> Option<usize> {
     let entry = entries
         .iter()
         .find(|e| e["id"].as_str() == Some(model))
-        .or(if entries.len() == 1 { entries.first() } else { None })?;
+        .or(if entries.len() == 1 {
+            entries.first()
+        } else {
+            None
+        })?;
     WINDOW_FIELDS
         .iter()
         .find_map(|f| entry[*f].as_u64())
@@ -89,11 +101,26 @@ mod tests {
     #[test]
     fn window_fields_from_model_lists() {
         let table = [
-            (json!({"data": [{"id": "m", "context_length": 32768}]}), Some(32_768)),
-            (json!({"data": [{"id": "m", "max_model_len": 8192}]}), Some(8_192)),
-            (json!({"data": [{"id": "x", "context_length": 1}, {"id": "m", "context_window": 4096}]}), Some(4_096)),
-            (json!({"data": [{"id": "other", "context_length": 999}]}), Some(999)),
-            (json!({"data": [{"id": "a", "context_length": 1}, {"id": "b", "context_length": 2}]}), None),
+            (
+                json!({"data": [{"id": "m", "context_length": 32768}]}),
+                Some(32_768),
+            ),
+            (
+                json!({"data": [{"id": "m", "max_model_len": 8192}]}),
+                Some(8_192),
+            ),
+            (
+                json!({"data": [{"id": "x", "context_length": 1}, {"id": "m", "context_window": 4096}]}),
+                Some(4_096),
+            ),
+            (
+                json!({"data": [{"id": "other", "context_length": 999}]}),
+                Some(999),
+            ),
+            (
+                json!({"data": [{"id": "a", "context_length": 1}, {"id": "b", "context_length": 2}]}),
+                None,
+            ),
             (json!({"data": [{"id": "m"}]}), None),
             (json!({"object": "error"}), None),
         ];

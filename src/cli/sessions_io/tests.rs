@@ -18,7 +18,14 @@ fn comparable(jsonl: &str) -> Vec<Value> {
         .lines()
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap();
-            for k in ["id", "session_id", "created_at", "started_at", "lane", "model"] {
+            for k in [
+                "id",
+                "session_id",
+                "created_at",
+                "started_at",
+                "lane",
+                "model",
+            ] {
                 v.as_object_mut().unwrap().remove(k);
             }
             v
@@ -30,7 +37,11 @@ fn comparable(jsonl: &str) -> Vec<Value> {
 async fn export_then_import_keeps_every_message_and_flag() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir).await;
-    let lease = store.lease_acquire("web:a", "me", Duration::from_secs(60)).await.unwrap().unwrap();
+    let lease = store
+        .lease_acquire("web:a", "me", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
     let mut s = Session {
         id: "orig".into(),
         lane: "web:a".into(),
@@ -47,18 +58,35 @@ async fn export_then_import_keeps_every_message_and_flag() {
     };
     store.session_create(&lease, &s).await.unwrap();
     let mut call = NewMessage::new(Role::Assistant, "");
-    call.tool_calls = vec![ToolCall { id: "c1".into(), name: "shell".into(), arguments: r#"{"cmd":"ls"}"#.into() }];
+    call.tool_calls = vec![ToolCall {
+        id: "c1".into(),
+        name: "shell".into(),
+        arguments: r#"{"cmd":"ls"}"#.into(),
+    }];
     let mut result = NewMessage::new(Role::Tool, "a.txt\nexit 0");
     result.tool_call_id = Some("c1".into());
     result.tool_name = Some("shell".into());
     let mut user = NewMessage::new(Role::User, "list files");
     user.api_content = Some("list files\n[context]".into());
     let ids = store
-        .append_messages(&lease, "orig", &[user, call, result, NewMessage::new(Role::Assistant, "one file"), NewMessage::new(Role::User, "oops")])
+        .append_messages(
+            &lease,
+            "orig",
+            &[
+                user,
+                call,
+                result,
+                NewMessage::new(Role::Assistant, "one file"),
+                NewMessage::new(Role::User, "oops"),
+            ],
+        )
         .await
         .unwrap();
     store.compact(&lease, "orig", &ids[..1], &[]).await.unwrap();
-    store.messages_retract(&lease, "orig", &ids[4..]).await.unwrap();
+    store
+        .messages_retract(&lease, "orig", &ids[4..])
+        .await
+        .unwrap();
     s.id.clear();
 
     let exported = export_jsonl(store.as_ref(), "orig").await.unwrap();
@@ -95,25 +123,47 @@ async fn an_openai_message_list_with_tool_calls_imports() {
         ]}"#,
     )
     .unwrap();
-    let (id, n) = import_file(store.as_ref(), &file, Some("import:weather")).await.unwrap();
+    let (id, n) = import_file(store.as_ref(), &file, Some("import:weather"))
+        .await
+        .unwrap();
     assert_eq!(n, 4);
     let s = store.session_get(&id).await.unwrap().unwrap();
-    assert_eq!((s.lane.as_str(), s.system_prompt.as_str()), ("import:weather", "You are a helpful assistant."));
+    assert_eq!(
+        (s.lane.as_str(), s.system_prompt.as_str()),
+        ("import:weather", "You are a helpful assistant.")
+    );
     let ms = store.messages(&id, false).await.unwrap();
     let roles: Vec<_> = ms.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
     assert_eq!(ms[0].content, "What's the weather in Oslo?");
-    assert_eq!(ms[1].tool_calls, vec![ToolCall { id: "call_9".into(), name: "get_weather".into(), arguments: r#"{"city":"Oslo"}"#.into() }]);
+    assert_eq!(
+        ms[1].tool_calls,
+        vec![ToolCall {
+            id: "call_9".into(),
+            name: "get_weather".into(),
+            arguments: r#"{"city":"Oslo"}"#.into()
+        }]
+    );
     assert_eq!(ms[2].tool_call_id.as_deref(), Some("call_9"));
-    assert_eq!(ms[2].tool_name.as_deref(), Some("get_weather"), "named after its call");
+    assert_eq!(
+        ms[2].tool_name.as_deref(),
+        Some("get_weather"),
+        "named after its call"
+    );
     assert!(ms.iter().all(|m| m.active));
 }
 
 #[test]
 fn unreadable_transcripts_say_where() {
     let table = [
-        ("{\"role\": \"user\", \"content\": \"hi\"}\nnot json\n", "line 2"),
-        ("[{\"role\": \"wizard\", \"content\": \"x\"}]", "unknown role"),
+        (
+            "{\"role\": \"user\", \"content\": \"hi\"}\nnot json\n",
+            "line 2",
+        ),
+        (
+            "[{\"role\": \"wizard\", \"content\": \"x\"}]",
+            "unknown role",
+        ),
         ("[{\"role\": \"tool\", \"content\": \"x\"}]", "tool_call_id"),
         ("{\"model\": \"x\"}", "messages"),
     ];
