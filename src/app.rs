@@ -127,7 +127,7 @@ impl App {
             store: store.clone(),
             chain,
             tools,
-            pre_dispatch: build_pre_dispatch(&config, Vec::new()),
+            pre_dispatch: build_pre_dispatch(&config, store.clone(), Vec::new()),
             pre_llm: PreLlmChain::default(),
             outbounds: outbounds.clone(),
             replica_id: replica_id.clone(),
@@ -191,6 +191,7 @@ impl App {
             ready_ms = started.elapsed().as_millis() as u64,
             "herald is ready"
         );
+        crate::telemetry::sdnotify::ready(&tracker, cancel.child_token());
         Ok(App {
             addr,
             store,
@@ -206,6 +207,7 @@ impl App {
     /// stops the HTTP server and the sender, closes the store.
     pub async fn shutdown(self) {
         tracing::info!("shutting down");
+        crate::telemetry::sdnotify::stopping();
         self.router.shutdown(self.grace).await;
         self.cancel.cancel();
         self.tracker.close();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use herald::cli::{self, SessionsCmd};
+use herald::cli::{self, PairingCmd, SessionsCmd};
 use herald::config::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -40,6 +40,11 @@ enum Command {
     Sessions {
         #[command(subcommand)]
         command: SessionsCmd,
+    },
+    /// Approve unknown users who asked for access with a pairing code.
+    Pairing {
+        #[command(subcommand)]
+        command: PairingCmd,
     },
 }
 
@@ -86,6 +91,7 @@ fn main() -> std::process::ExitCode {
             }
             Command::Migrate => cli::migrate(&config).await,
             Command::Sessions { command } => cli::sessions(&config, command).await,
+            Command::Pairing { command } => cli::pairing(&config, command).await,
         }
     });
     match result {

@@ -161,12 +161,14 @@ async fn unauthorized_sender_costs_no_model_call_and_leaves_no_transcript() {
         .await
         .unwrap()
         .is_none());
-    assert!(app
-        .store
-        .outbox_for_inbox(inbox_id)
-        .await
-        .unwrap()
-        .is_empty());
+    // The only thing the stranger gets is a pairing code (private chat), not an answer.
+    let replies = app.store.outbox_for_inbox(inbox_id).await.unwrap();
+    assert_eq!(replies.len(), 1);
+    assert!(
+        replies[0].text.contains("pairing code"),
+        "{}",
+        replies[0].text
+    );
     app.shutdown().await;
 }
 
@@ -356,4 +358,47 @@ async fn a_tool_call_round_trip_lands_in_the_transcript() {
     );
     assert!(reqs[0].body["tools"][0]["function"]["name"] == "session_search");
     app.shutdown().await;
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_the_running_turn_and_releases_the_lease() {
+    init();
+    let llm = FakeLlm::start().await;
+    llm.push(Step::Delay(
+        Duration::from_millis(700),
+        Box::new(Step::Reply("finished in time".into())),
+    ));
+    let data = tempfile::tempdir().unwrap();
+    let app = App::start(test_config(&llm, &data)).await.unwrap();
+    let client = Client::new(&app);
+    let store = app.store.clone();
+    let chat = tokio::spawn(async move { client.chat("web:bye", "one more thing").await });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while llm.request_count() == 0 {
+        assert!(Instant::now() < deadline, "turn never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The lane's lease is held while the turn runs.
+    let lane = herald::domain::LaneKey::new("web:bye");
+    let held = store.lease_get(lane.as_str()).await.unwrap().unwrap();
+    assert!(held.expires_at > herald::store::now_ms());
+    app.shutdown().await;
+    // The turn was allowed to finish and its reply was committed and delivered.
+    let (status, body) = chat.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "finished in time");
+    let released = store.lease_get(lane.as_str()).await;
+    // The store is closed after shutdown; reopen to check the lease row.
+    drop(released);
+    let reopened = herald::store::connect(
+        &format!("sqlite://{}", data.path().join("herald.db").display()),
+        1,
+    )
+    .await
+    .unwrap();
+    let lease = reopened.lease_get(lane.as_str()).await.unwrap().unwrap();
+    assert_eq!(lease.expires_at, 0, "lease released on shutdown");
+    let rows = reopened.outbox_recent(5).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].status, "sent");
 }

@@ -18,6 +18,8 @@ use sqlx::{Connection, Executor};
 mod inbox_leases;
 #[path = "store_contract/outbox.rs"]
 mod outbox;
+#[path = "store_contract/pairing.rs"]
+mod pairing;
 #[path = "store_contract/transcript.rs"]
 mod transcript;
 
@@ -201,6 +203,16 @@ contract!(
     sqlite_outbox_claim_race,
     postgres_outbox_claim_race,
     outbox::claim_race
+);
+contract!(
+    sqlite_pairing_lifecycle,
+    postgres_pairing_lifecycle,
+    pairing::pairing_lifecycle
+);
+contract!(
+    sqlite_pairing_cap_and_expiry,
+    postgres_pairing_cap_and_expiry,
+    pairing::pairing_cap_and_expiry
 );
 contract!(
     sqlite_kv_and_lanes_overview,

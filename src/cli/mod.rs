@@ -1,10 +1,13 @@
 //! Operator commands that run against the store without starting the daemon.
 
+mod pairing;
 mod sessions_io;
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
+
+pub use pairing::{pairing, PairingCmd};
 
 use crate::config::Config;
 use crate::domain::LaneKey;
@@ -136,7 +139,7 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn fmt_ms(ms: i64) -> String {
+pub(crate) fn fmt_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default()

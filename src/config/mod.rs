@@ -28,6 +28,7 @@ pub struct Config {
     pub web: WebConfig,
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
+    pub pairing: PairingConfig,
     pub log: LogConfig,
 }
 
@@ -315,7 +316,7 @@ impl Default for TelegramConfig {
     }
 }
 
-/// Discord adapter settings (the adapter issue fills in the rest of the keys).
+/// Discord adapter settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiscordConfig {
@@ -326,8 +327,26 @@ pub struct DiscordConfig {
     /// User ids allowed to talk to the agent (deny by default).
     #[serde(deserialize_with = "load::strings_or_numbers")]
     pub allowed_users: Vec<String>,
+    /// Role ids whose members may talk to the agent in guild channels (DMs carry no roles).
+    #[serde(deserialize_with = "load::strings_or_numbers")]
+    pub allowed_roles: Vec<String>,
     /// Explicitly allow everyone (warned about at start).
     pub allow_all_users: bool,
+    /// In guild channels, answer only when mentioned or replied to (DMs always answer).
+    pub require_mention: bool,
+    /// Guild channel ids where every message is answered, mention or not.
+    #[serde(deserialize_with = "load::strings_or_numbers")]
+    pub free_response_channels: Vec<String>,
+    /// serenity's REST ratelimiter (buckets, 429 retries). Keep it on against real Discord;
+    /// it ignores `api_url`, so a non-default `api_url` requires turning it off.
+    pub ratelimiter: bool,
+    /// How long to wait after a 429 whose `retry_after` could not be read.
+    pub rate_limit_wait_ms: u64,
+    /// Register the `/new`, `/stop`, `/status`, `/wrapup` slash commands when connected.
+    pub register_commands: bool,
+    /// A shard that shows no sign of life (no heartbeat ack, no event) for this long is
+    /// restarted; about three and a half of Discord's 41.25 s heartbeat intervals.
+    pub gateway_watchdog_secs: u64,
 }
 
 impl Default for DiscordConfig {
@@ -336,7 +355,39 @@ impl Default for DiscordConfig {
             token: None,
             api_url: "https://discord.com".into(),
             allowed_users: Vec::new(),
+            allowed_roles: Vec::new(),
             allow_all_users: false,
+            require_mention: true,
+            free_response_channels: Vec::new(),
+            ratelimiter: true,
+            rate_limit_wait_ms: 2_000,
+            register_commands: true,
+            gateway_watchdog_secs: 150,
+        }
+    }
+}
+
+/// Pairing: unknown users who write to the bot in a private chat get a one-time code that an
+/// operator approves (`herald pairing approve <platform> <code>`). Allowlists stay the base.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PairingConfig {
+    pub enabled: bool,
+    /// How long a code stays valid.
+    pub code_ttl_secs: u64,
+    /// A sender who keeps writing is reminded of their code at most this often.
+    pub remind_every_secs: u64,
+    /// Codes pending at once, across all platforms; beyond it unknown senders get no answer.
+    pub max_pending: i64,
+}
+
+impl Default for PairingConfig {
+    fn default() -> Self {
+        PairingConfig {
+            enabled: true,
+            code_ttl_secs: 3600,
+            remind_every_secs: 600,
+            max_pending: 20,
         }
     }
 }

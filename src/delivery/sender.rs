@@ -28,6 +28,8 @@ pub struct Sender {
 }
 
 const CLAIM_TTL: Duration = Duration::from_secs(60);
+/// How long shutdown keeps delivering already-committed replies.
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 impl Sender {
     pub async fn run(self, cancel: CancellationToken) {
@@ -35,6 +37,7 @@ impl Sender {
         if platforms.is_empty() {
             return;
         }
+        let mut draining_since: Option<std::time::Instant> = None;
         loop {
             let sent = match self
                 .store
@@ -52,11 +55,24 @@ impl Sender {
                     0
                 }
             };
-            if sent > 0 && !cancel.is_cancelled() {
+            if cancel.is_cancelled() {
+                // Shutdown: replies committed by the last turns go out before we stop; one
+                // bounded drain, whatever is left stays queued for the next start.
+                if sent == 0
+                    || draining_since
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        > DRAIN_LIMIT
+                {
+                    return;
+                }
+                continue;
+            }
+            if sent > 0 {
                 continue; // more may be due
             }
             tokio::select! {
-                _ = cancel.cancelled() => return,
+                _ = cancel.cancelled() => {}
                 _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(self.poll) => {}
             }

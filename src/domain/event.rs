@@ -119,6 +119,10 @@ pub struct MessageEvent {
     /// instead of the originating chat: scheduled runs use it.
     #[serde(default)]
     pub deliver_to: Vec<String>,
+    /// The sender's role ids where the platform has roles (Discord guild members); checked
+    /// against a role allowlist by the auth hook.
+    #[serde(default)]
+    pub sender_roles: Vec<String>,
 }
 
 impl MessageEvent {
@@ -142,6 +146,7 @@ impl MessageEvent {
             from_loopback: false,
             control: None,
             deliver_to: Vec::new(),
+            sender_roles: Vec::new(),
         }
     }
 

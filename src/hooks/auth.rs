@@ -1,14 +1,18 @@
-//! Authorization: deny by default on chat platforms, per-platform allowlists of sender ids,
-//! the local web chat allowed on loopback. A denied sender costs zero model calls and leaves
-//! nothing in the transcript.
+//! Authorization: deny by default on chat platforms, per-platform allowlists of sender ids
+//! (from config, plus senders an operator approved through pairing), the local web chat
+//! allowed on loopback. A denied sender costs zero model calls and leaves nothing in the
+//! transcript; an unknown sender in a private chat is offered a one-time pairing code.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use rand::Rng;
 
 use super::{HookOutcome, PreDispatchHook};
-use crate::config::Config;
-use crate::domain::{MessageEvent, Platform};
+use crate::config::{Config, PairingConfig};
+use crate::domain::{ChatType, MessageEvent, Platform};
+use crate::store::{PairingAsk, PairingOutcome, Store};
 
 /// The allowlist decision, shared by the auth hook and any hook that must re-check it (the
 /// handoff trigger does).
@@ -17,6 +21,7 @@ pub struct Authorizer {
     telegram: HashSet<String>,
     telegram_all: bool,
     discord: HashSet<String>,
+    discord_roles: HashSet<String>,
     discord_all: bool,
     /// Non-loopback web requests are authenticated by the bearer token at the HTTP layer.
     web_token_set: bool,
@@ -38,6 +43,7 @@ impl Authorizer {
             telegram: c.telegram.allowed_users.iter().cloned().collect(),
             telegram_all: c.telegram.allow_all_users,
             discord: c.discord.allowed_users.iter().cloned().collect(),
+            discord_roles: c.discord.allowed_roles.iter().cloned().collect(),
             discord_all: c.discord.allow_all_users,
             web_token_set: c.web.token.is_some(),
         }
@@ -50,20 +56,117 @@ impl Authorizer {
         match ev.platform {
             Platform::Web => ev.from_loopback || self.web_token_set,
             Platform::Telegram => self.telegram_all || self.telegram.contains(&ev.sender_id),
-            Platform::Discord => self.discord_all || self.discord.contains(&ev.sender_id),
+            Platform::Discord => {
+                self.discord_all
+                    || self.discord.contains(&ev.sender_id)
+                    || ev
+                        .sender_roles
+                        .iter()
+                        .any(|r| self.discord_roles.contains(r))
+            }
             Platform::Cron => false,
+        }
+    }
+}
+
+impl Authorizer {
+    /// The config allowlist, then the senders approved through pairing. A store error counts
+    /// as "not approved" (and is logged): authorization fails closed.
+    pub async fn is_allowed_or_paired(&self, ev: &MessageEvent, store: &dyn Store) -> bool {
+        if self.is_allowed(ev) {
+            return true;
+        }
+        if !matches!(ev.platform, Platform::Telegram | Platform::Discord) {
+            return false;
+        }
+        match store
+            .sender_approved(ev.platform.as_str(), &ev.sender_id)
+            .await
+        {
+            Ok(approved) => approved,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read approved senders; denying");
+                false
+            }
         }
     }
 }
 
 pub struct AuthHook {
     auth: Authorizer,
+    store: Arc<dyn Store>,
+    pairing: PairingConfig,
 }
 
 impl AuthHook {
-    pub fn new(auth: Authorizer) -> AuthHook {
-        AuthHook { auth }
+    pub fn new(auth: Authorizer, store: Arc<dyn Store>, pairing: PairingConfig) -> AuthHook {
+        AuthHook {
+            auth,
+            store,
+            pairing,
+        }
     }
+
+    /// Offers a pairing code to an unknown sender in a private chat.
+    async fn pairing_reply(&self, ev: &MessageEvent) -> Option<String> {
+        if !self.pairing.enabled
+            || ev.chat_type != ChatType::Dm
+            || !matches!(ev.platform, Platform::Telegram | Platform::Discord)
+        {
+            return None;
+        }
+        let code = new_code();
+        let outcome = self
+            .store
+            .pairing_request(&PairingAsk {
+                platform: ev.platform.as_str(),
+                sender_id: &ev.sender_id,
+                sender_name: &ev.sender_name,
+                chat_id: &ev.chat_id,
+                new_code: &code,
+                ttl_ms: self.pairing.code_ttl_secs as i64 * 1000,
+                remind_every_ms: self.pairing.remind_every_secs as i64 * 1000,
+                max_pending: self.pairing.max_pending,
+            })
+            .await;
+        let platform = ev.platform.as_str();
+        match outcome {
+            Ok(PairingOutcome::Issued(code)) => {
+                tracing::info!(platform, sender = %ev.sender_id, "pairing code issued");
+                metrics::counter!("herald_pairing_codes_total", "platform" => platform)
+                    .increment(1);
+                Some(format!(
+                    "Hi! I don't know you yet. Your pairing code is {code}. Ask the operator to run \
+                     `herald pairing approve {platform} {code}`; the code is valid for {} minutes.",
+                    self.pairing.code_ttl_secs / 60
+                ))
+            }
+            Ok(PairingOutcome::Pending { code, remind: true }) => Some(format!(
+                "Your pairing code {code} is still waiting for the operator's approval."
+            )),
+            Ok(PairingOutcome::Pending { remind: false, .. }) => None,
+            Ok(PairingOutcome::Full) => {
+                tracing::warn!(
+                    platform,
+                    "too many pairing codes pending; unknown sender not answered"
+                );
+                None
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "pairing request failed");
+                None
+            }
+        }
+    }
+}
+
+/// Eight characters from an alphabet without look-alikes (no 0/O, 1/I/L).
+fn new_code() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+    let mut rng = rand::rng();
+    (0..8)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 #[async_trait]
@@ -73,14 +176,13 @@ impl PreDispatchHook for AuthHook {
     }
 
     async fn on_event(&self, ev: &MessageEvent) -> HookOutcome {
-        if self.auth.is_allowed(ev) {
-            HookOutcome::Continue
-        } else {
-            tracing::info!(platform = %ev.platform, sender = %ev.sender_id, "sender not allowed; event dropped");
-            HookOutcome::Skip {
-                reason: "unauthorized".into(),
-                reply: None,
-            }
+        if self.auth.is_allowed_or_paired(ev, &*self.store).await {
+            return HookOutcome::Continue;
+        }
+        tracing::info!(platform = %ev.platform, sender = %ev.sender_id, "sender not allowed; event dropped");
+        HookOutcome::Skip {
+            reason: "unauthorized".into(),
+            reply: self.pairing_reply(ev).await,
         }
     }
 }
@@ -115,6 +217,13 @@ mod tests {
         );
         assert!(!strict.is_allowed(&discord), "deny by default");
         assert!(authorizer("[discord]\nallowed_users = [42]").is_allowed(&discord));
+        let by_role = authorizer("[discord]\nallowed_roles = [900]");
+        let mut member = discord.clone();
+        assert!(!by_role.is_allowed(&member), "no roles, not listed");
+        member.sender_roles = vec!["899".into(), "900".into()];
+        assert!(by_role.is_allowed(&member), "one allowed role is enough");
+        member.sender_roles = vec!["9000".into()];
+        assert!(!by_role.is_allowed(&member), "exact role ids");
         assert!(strict.is_allowed(&internal));
         tg_42.sender_id = "420".into();
         assert!(!strict.is_allowed(&tg_42), "exact ids, no prefix match");

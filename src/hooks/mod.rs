@@ -15,6 +15,7 @@ use async_trait::async_trait;
 
 use crate::config::Config;
 use crate::domain::{LaneKey, MessageEvent};
+use crate::store::Store;
 
 pub use auth::{AuthHook, Authorizer};
 
@@ -89,10 +90,16 @@ impl HookChain {
 }
 
 /// Builds the pre-dispatch chain in its fixed order: authorization first.
-pub fn build_pre_dispatch(config: &Config, extra: Vec<Arc<dyn PreDispatchHook>>) -> HookChain {
-    let mut chain = HookChain::new(vec![Arc::new(AuthHook::new(Authorizer::from_config(
-        config,
-    )))]);
+pub fn build_pre_dispatch(
+    config: &Config,
+    store: Arc<dyn Store>,
+    extra: Vec<Arc<dyn PreDispatchHook>>,
+) -> HookChain {
+    let mut chain = HookChain::new(vec![Arc::new(AuthHook::new(
+        Authorizer::from_config(config),
+        store,
+        config.pairing.clone(),
+    ))]);
     for h in extra {
         chain.push(h);
     }

@@ -96,6 +96,7 @@ pub(super) async fn post_chat(
         from_loopback: peer.ip().is_loopback(),
         control: None,
         deliver_to: Vec::new(),
+        sender_roles: Vec::new(),
     };
     // Subscribe before the insert so the finish signal cannot slip past.
     let mut finished = deps.finished.subscribe();

@@ -7,6 +7,7 @@
 mod chat;
 mod health;
 mod page;
+mod pairing;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ pub fn routes(state: HttpState, extra: Vec<Router>) -> Router {
     let api = Router::new()
         .route("/api/v1/chat", post(chat::post_chat))
         .route("/api/v1/lanes/{lane}/messages", get(chat::lane_messages))
+        .route("/api/v1/pairing", get(pairing::pending))
+        .route("/api/v1/pairing/approve", post(pairing::approve))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let mut app = Router::new()
         .route("/", get(page::chat_page))

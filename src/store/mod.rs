@@ -8,6 +8,7 @@
 
 mod common;
 mod context;
+mod pairing;
 mod postgres;
 mod sqlite;
 mod types;
@@ -20,6 +21,7 @@ use async_trait::async_trait;
 use crate::domain::{LaneKey, MessageEvent};
 
 pub use context::{ContextRow, ContextStore, ImportedMessage};
+pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use types::*;
@@ -84,7 +86,7 @@ impl From<serde_json::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
-pub trait Store: ContextStore + Send + Sync + 'static {
+pub trait Store: PairingStore + ContextStore + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn migrate(&self) -> StoreResult<()>;

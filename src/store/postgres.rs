@@ -18,7 +18,7 @@ const OUTBOX_CLAIM_LOCK: i64 = 0x6865_7261_6c64_6f62;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 pub struct PgStore {
-    pool: PgPool,
+    pub(super) pool: PgPool,
 }
 
 impl PgStore {
@@ -31,7 +31,7 @@ impl PgStore {
         Ok(PgStore { pool })
     }
 
-    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
+    pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
         Ok(self.pool.begin().await?)
     }
 }

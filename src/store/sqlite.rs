@@ -16,7 +16,7 @@ use crate::domain::{LaneKey, MessageEvent, Role};
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(super) pool: SqlitePool,
 }
 
 impl SqliteStore {
@@ -51,7 +51,7 @@ impl SqliteStore {
         Ok(SqliteStore { pool })
     }
 
-    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+    pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
         Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 }

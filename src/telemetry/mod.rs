@@ -4,6 +4,8 @@
 //! test process share them. Secrets never reach a log line because config values that hold
 //! them are `Secret`s, whose `Debug` prints `***`.
 
+pub mod sdnotify;
+
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};

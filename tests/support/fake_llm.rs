@@ -69,6 +69,12 @@ struct Inner {
     default_delay: Duration,
     /// Repeats forever once the script is empty (e.g. always hang).
     sticky: Option<Step>,
+    /// Extra random delay, uniform in `0..=jitter`, on top of `default_delay`.
+    jitter: Duration,
+    /// With probability `fault_rate`, an unscripted request gets one of `faults` (picked at
+    /// random) instead of the default reply: intermittent failures for the fault tests.
+    fault_rate: f64,
+    faults: Vec<Step>,
     requests: Vec<Recorded>,
     billing: Billing,
 }
@@ -123,6 +129,18 @@ impl FakeLlm {
         self.inner.lock().unwrap().default_delay = d;
     }
 
+    /// Default replies wait a random time in `0..=max` (plus the default delay).
+    pub fn set_jitter(&self, max: Duration) {
+        self.inner.lock().unwrap().jitter = max;
+    }
+
+    /// Unscripted requests fail with one of `faults` with probability `rate`.
+    pub fn set_random_faults(&self, rate: f64, faults: Vec<Step>) {
+        let mut g = self.inner.lock().unwrap();
+        g.fault_rate = rate;
+        g.faults = faults;
+    }
+
     pub fn set_sticky(&self, step: Option<Step>) {
         self.inner.lock().unwrap().sticky = step;
     }
@@ -155,7 +173,7 @@ async fn models() -> Json<Value> {
 }
 
 async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Value>) -> Response {
-    let (idx, step, default_delay) = {
+    let (idx, step, default_delay, fault) = {
         let mut g = inner.lock().unwrap();
         g.requests.push(Recorded {
             body: body.clone(),
@@ -164,7 +182,19 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
         });
         let idx = g.requests.len() - 1;
         let step = g.script.pop_front().or_else(|| g.sticky.clone());
-        (idx, step, g.default_delay)
+        let mut delay = g.default_delay;
+        let mut fault = None;
+        if step.is_none() {
+            use rand::Rng;
+            let mut rng = rand::rng();
+            if !g.jitter.is_zero() {
+                delay += g.jitter.mul_f64(rng.random::<f64>());
+            }
+            if !g.faults.is_empty() && rng.random::<f64>() < g.fault_rate {
+                fault = Some(g.faults[rng.random_range(0..g.faults.len())].clone());
+            }
+        }
+        (idx, step, delay, fault)
     };
     let billing = inner.lock().unwrap().billing;
     let usage = match billing {
@@ -184,7 +214,7 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
             json!({"prompt_tokens": n, "completion_tokens": 8, "total_tokens": n + 8})
         }
     };
-    let step = match step {
+    let step = match step.or(fault) {
         Some(s) => s,
         None => {
             let last = body["messages"]

@@ -1,45 +1,274 @@
 //! Telegram adapter (teloxide): long polling or webhook in, `sendMessage` out.
 //!
-//! Placeholder interface; the adapter itself is built by the Telegram issue. `app` calls
-//! exactly these four functions, so the wiring does not change when the body does.
+//! `app` calls exactly four functions: [`TelegramAdapter::new`] (clients, no network),
+//! [`TelegramAdapter::outbound`] (the paced sender), [`TelegramAdapter::routes`] (the webhook,
+//! in webhook mode) and [`TelegramAdapter::spawn`] (getMe, setMyCommands, then the poller or
+//! setWebhook, all tracked and cancellable).
+//!
+//! Must not: log the token (teloxide's request URLs contain it, and `Bot`'s `Debug` prints it:
+//! every error goes through [`redact`] and no `Bot` is ever formatted), or acknowledge an update
+//! before it is in the inbox.
 
-use std::sync::Arc;
+pub mod format;
+pub mod inbound;
+pub mod outbound;
+pub mod poller;
+mod receive;
+pub mod webhook;
 
+#[cfg(test)]
+mod inbound_tests;
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use teloxide::payloads::SetWebhookSetters;
+use teloxide::requests::Requester;
+use teloxide::types::BotCommand;
+use teloxide::Bot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::TelegramConfig;
+use crate::config::{TelegramConfig, TelegramMode};
 use crate::delivery::Outbound;
 use crate::lanes::LaneRouter;
+use inbound::BotIdentity;
+use outbound::{TelegramOutbound, ThrottleWorker};
+use receive::Receiver;
 
 pub struct TelegramAdapter {
-    _config: TelegramConfig,
+    config: TelegramConfig,
+    token: String,
+    /// Short requests (getMe, setMyCommands, setWebhook).
+    bot: Bot,
+    /// Long polls: a client timeout above `poll_timeout_secs`.
+    poll_bot: Bot,
+    outbound: Arc<TelegramOutbound>,
+    throttle_worker: ThrottleWorker,
+    /// Filled once getMe answered; the webhook waits for it.
+    receiver: Arc<OnceLock<Arc<Receiver>>>,
 }
+
+/// The commands shown in Telegram's menu (`setMyCommands`); the core handles the first five,
+/// `/wrapup` belongs to the handoff hook.
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("start", "Say hello and show what I can do"),
+    ("new", "Start a fresh session"),
+    ("stop", "Cancel the answer in progress"),
+    ("status", "Show this conversation's state"),
+    ("help", "How to talk to me"),
+    ("wrapup", "Write a handoff note for the next session"),
+];
 
 impl TelegramAdapter {
     /// Builds the client from config (no network yet).
     pub fn new(config: &TelegramConfig) -> anyhow::Result<TelegramAdapter> {
+        let token = config
+            .token
+            .as_ref()
+            .context("telegram.token is not set")?
+            .expose()
+            .to_string();
+        let api_url = url::Url::parse(config.api_url.trim_end_matches('/'))
+            .context("telegram.api_url is not a URL")?;
+        if config.mode == TelegramMode::Webhook {
+            anyhow::ensure!(
+                config.webhook_url.is_some(),
+                "telegram.mode = \"webhook\" needs telegram.webhook_url"
+            );
+            anyhow::ensure!(
+                config
+                    .webhook_secret
+                    .as_ref()
+                    .is_some_and(|s| !s.expose().is_empty()),
+                "telegram.mode = \"webhook\" needs telegram.webhook_secret"
+            );
+        }
+        let client = |timeout: Duration| {
+            teloxide::net::default_reqwest_settings()
+                .timeout(timeout)
+                .build()
+                .context("building the Telegram HTTP client")
+        };
+        let bot = Bot::with_client(token.clone(), client(Duration::from_secs(30))?)
+            .set_api_url(api_url.clone());
+        let poll_timeout = Duration::from_secs(u64::from(config.poll_timeout_secs) + 15);
+        let poll_bot = Bot::with_client(token.clone(), client(poll_timeout)?).set_api_url(api_url);
+        let (outbound, throttle_worker) =
+            TelegramOutbound::new(bot.clone(), token.clone(), outbound::published_limits());
         Ok(TelegramAdapter {
-            _config: config.clone(),
+            config: config.clone(),
+            token,
+            bot,
+            poll_bot,
+            outbound: Arc::new(outbound),
+            throttle_worker,
+            receiver: Arc::new(OnceLock::new()),
         })
     }
 
     /// The outbound side, registered before the lane router is built.
     pub fn outbound(&self) -> Option<Arc<dyn Outbound>> {
-        None
+        Some(self.outbound.clone())
     }
 
     /// Extra HTTP routes (the webhook), merged into the daemon's server.
     pub fn routes(&self, _router: Arc<LaneRouter>) -> Option<axum::Router> {
-        None
+        if self.config.mode != TelegramMode::Webhook {
+            return None;
+        }
+        let secret = self.config.webhook_secret.as_ref()?.expose();
+        Some(webhook::routes(secret, self.receiver.clone()))
     }
 
     /// Starts receiving (poller or webhook registration) as tracked, cancellable tasks.
-    pub fn spawn(
-        self,
-        _router: Arc<LaneRouter>,
-        _tracker: &TaskTracker,
-        _cancel: CancellationToken,
-    ) {
+    pub fn spawn(self, router: Arc<LaneRouter>, tracker: &TaskTracker, cancel: CancellationToken) {
+        let worker = self.throttle_worker;
+        let worker_cancel = cancel.clone();
+        // The throttle's worker ends only when every sender is gone; shutdown ends it instead.
+        tracker.spawn(async move {
+            tokio::select! {
+                _ = worker => {}
+                _ = worker_cancel.cancelled() => {}
+            }
+        });
+        let start = Start {
+            config: self.config,
+            token: self.token,
+            bot: self.bot,
+            poll_bot: self.poll_bot,
+            receiver: self.receiver,
+            router,
+        };
+        tracker.spawn(start.run(cancel));
     }
+}
+
+/// The network side of starting: identify, register commands, then receive.
+struct Start {
+    config: TelegramConfig,
+    token: String,
+    bot: Bot,
+    poll_bot: Bot,
+    receiver: Arc<OnceLock<Arc<Receiver>>>,
+    router: Arc<LaneRouter>,
+}
+
+impl Start {
+    async fn run(self, cancel: CancellationToken) {
+        let Some(me) = self.identify(&cancel).await else {
+            return;
+        };
+        tracing::info!(bot = %me.username, mode = ?self.config.mode, "telegram adapter starting");
+        let receiver = Arc::new(Receiver {
+            router: self.router.clone(),
+            me,
+            free_response_chats: self
+                .config
+                .free_response_chats
+                .iter()
+                .cloned()
+                .collect::<HashSet<_>>(),
+        });
+        let _ = self.receiver.set(receiver.clone());
+        self.register_commands().await;
+        match self.config.mode {
+            TelegramMode::Polling => {
+                let deps = self.router.deps();
+                let poller = poller::Poller {
+                    bot: self.poll_bot.clone(),
+                    token: self.token.clone(),
+                    receiver,
+                    store: deps.store.clone(),
+                    holder: format!(
+                        "{}/telegram-{}",
+                        deps.replica_id,
+                        uuid::Uuid::new_v4().simple()
+                    ),
+                    timeout_secs: self.config.poll_timeout_secs,
+                };
+                poller.run(cancel).await;
+            }
+            TelegramMode::Webhook => self.set_webhook(&cancel).await,
+        }
+    }
+
+    /// getMe, retried until it answers: group rules need the bot's username and id.
+    async fn identify(&self, cancel: &CancellationToken) -> Option<BotIdentity> {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            match self.bot.get_me().await {
+                Ok(me) => return Some(BotIdentity::from(&me)),
+                Err(e) => {
+                    tracing::warn!(error = %redact(&e, &self.token), "Telegram getMe failed; retrying")
+                }
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return None,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    /// Best effort: the menu is a convenience, commands work without it.
+    async fn register_commands(&self) {
+        let commands = COMMANDS
+            .iter()
+            .map(|(c, d)| BotCommand::new(*c, *d))
+            .collect::<Vec<_>>();
+        if let Err(e) = self.bot.set_my_commands(commands).await {
+            tracing::warn!(error = %redact(&e, &self.token), "Telegram setMyCommands failed");
+        }
+    }
+
+    async fn set_webhook(&self, cancel: &CancellationToken) {
+        let (Some(url), Some(secret)) = (&self.config.webhook_url, &self.config.webhook_secret)
+        else {
+            return;
+        };
+        let url = match url::Url::parse(url) {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::error!(error = %e, "telegram.webhook_url is not a URL; webhook not set");
+                return;
+            }
+        };
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            let req = self
+                .bot
+                .set_webhook(url.clone())
+                .secret_token(secret.expose().to_string())
+                .allowed_updates(vec![
+                    teloxide::types::AllowedUpdate::Message,
+                    teloxide::types::AllowedUpdate::EditedMessage,
+                ]);
+            match req.await {
+                Ok(_) => {
+                    tracing::info!(url = %url, "telegram webhook set");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %redact(&e, &self.token), "Telegram setWebhook failed; retrying")
+                }
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(60));
+        }
+    }
+}
+
+/// An error's text with the bot token cut out, whatever teloxide put in it.
+pub fn redact(e: &impl std::fmt::Display, token: &str) -> String {
+    let text = e.to_string();
+    if token.is_empty() {
+        return text;
+    }
+    text.replace(token, "<token>")
 }

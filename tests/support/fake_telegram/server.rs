@@ -183,7 +183,8 @@ fn send_message(state: &State, params: &Value) -> Response {
     if text.trim().is_empty() {
         return error(400, "Bad Request: message text is empty");
     }
-    if text.encode_utf16().count() > 4096 {
+    // Telegram counts the limit "after entities parsing": HTML tags and escapes are free.
+    if visible_len(&text, text_param(params, "parse_mode").as_deref()) > 4096 {
         return error(400, "Bad Request: message is too long");
     }
     let thread_id = int_param(params, "message_thread_id");
@@ -311,4 +312,28 @@ fn dropped_connection() -> Response {
         header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// Length in UTF-16 units of what the user sees: for HTML, tags removed and the four escapes
+/// counted as one character each; other modes are measured raw (stricter than Telegram).
+fn visible_len(text: &str, parse_mode: Option<&str>) -> usize {
+    if !parse_mode.is_some_and(|m| m.eq_ignore_ascii_case("html")) {
+        return text.encode_utf16().count();
+    }
+    let mut visible = String::with_capacity(text.len());
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if !in_tag => visible.push(c),
+            _ => {}
+        }
+    }
+    let unescaped = visible
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    unescaped.encode_utf16().count()
 }

@@ -1,0 +1,246 @@
+//! Telegram update → `MessageEvent`, and the rule for which updates reach the core at all.
+//!
+//! One decision per update, the same for long polling and the webhook: ingest it (with the
+//! text the model should see) or ignore it with a reason. Ignored, never ingested: edited
+//! messages, service messages (joins, pins, topic changes), messages from bots (ours and
+//! others'), channel posts, commands addressed to another bot, and group messages that do not
+//! address this bot (unless the chat is free-response). Everything else is ingested; the core's
+//! hooks then decide authorization and commands.
+//!
+//! Must not: do I/O, or leak a teloxide type past this file's functions.
+
+use std::collections::HashSet;
+
+use teloxide::types::{
+    Me, Message, MessageEntityKind, MessageEntityRef, MessageKind as TgKind, Update, UpdateKind,
+};
+
+use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Platform};
+
+/// Who the bot is (from `getMe`), needed to tell whether a group message addresses it.
+#[derive(Debug, Clone)]
+pub struct BotIdentity {
+    pub id: u64,
+    pub username: String,
+}
+
+impl From<&Me> for BotIdentity {
+    fn from(me: &Me) -> Self {
+        BotIdentity {
+            id: me.user.id.0,
+            username: me.user.username.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// What to do with one update.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Ingest(Box<MessageEvent>),
+    /// Not for the core; the reason goes to the debug log.
+    Ignore(&'static str),
+}
+
+pub struct Rules<'a> {
+    pub me: &'a BotIdentity,
+    pub free_response_chats: &'a HashSet<String>,
+}
+
+/// Decides what an update means for the core.
+pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
+    let msg = match &update.kind {
+        UpdateKind::Message(m) => m,
+        UpdateKind::EditedMessage(_) => return Decision::Ignore("edited message"),
+        UpdateKind::ChannelPost(_) | UpdateKind::EditedChannelPost(_) => {
+            return Decision::Ignore("channel post")
+        }
+        UpdateKind::Error(_) => return Decision::Ignore("update of an unknown shape"),
+        _ => return Decision::Ignore("update kind not handled"),
+    };
+    let Some(from) = &msg.from else {
+        return Decision::Ignore("message without a sender");
+    };
+    if from.is_bot {
+        return Decision::Ignore("message from a bot");
+    }
+    if !matches!(msg.kind, TgKind::Common(_)) {
+        return Decision::Ignore("service message");
+    }
+    let (raw_text, entities) = match msg.text() {
+        Some(t) => (t, msg.parse_entities().unwrap_or_default()),
+        None => (
+            msg.caption().unwrap_or_default(),
+            msg.parse_caption_entities().unwrap_or_default(),
+        ),
+    };
+    let command = leading_command(raw_text, &entities);
+    if let Some((_, Some(target))) = &command {
+        if !target.eq_ignore_ascii_case(&rules.me.username) {
+            return Decision::Ignore("command addressed to another bot");
+        }
+    }
+    let is_group = msg.chat.is_group() || msg.chat.is_supergroup();
+    let chat_id = msg.chat.id.0.to_string();
+    if is_group && !rules.free_response_chats.contains(&chat_id) {
+        let addressed =
+            command.is_some() || mentions_me(&entities, rules.me) || replies_to_me(msg, rules.me);
+        if !addressed {
+            return Decision::Ignore("group message not addressed to the bot");
+        }
+    }
+    let text = model_text(raw_text, &entities, rules.me);
+    let attachments = attachments(msg);
+    let kind = if command.is_some() {
+        MessageKind::Command
+    } else if text.trim().is_empty() && !attachments.is_empty() {
+        MessageKind::Media
+    } else {
+        MessageKind::Text
+    };
+    let thread_id = msg
+        .thread_id
+        .filter(|_| msg.is_topic_message)
+        .map(|t| t.0 .0.to_string());
+    let chat_type = if msg.chat.is_private() {
+        ChatType::Dm
+    } else if thread_id.is_some() {
+        ChatType::Thread
+    } else {
+        ChatType::Group
+    };
+    let mut ev = MessageEvent::text(Platform::Telegram, &chat_id, &from.id.0.to_string(), &text);
+    ev.chat_type = chat_type;
+    ev.thread_id = thread_id;
+    ev.sender_name = from.full_name();
+    ev.platform_message_id = format!("{chat_id}:{}", msg.id.0);
+    ev.update_id = Some(i64::from(update.id.0));
+    ev.kind = kind;
+    ev.reply_to = msg
+        .reply_to_message()
+        .map(|r| format!("{chat_id}:{}", r.id.0));
+    ev.timestamp = msg.date;
+    ev.attachments = attachments;
+    Decision::Ingest(Box::new(ev))
+}
+
+/// A bot command at offset 0: (command name, `@target` when present).
+fn leading_command<'a>(
+    text: &'a str,
+    entities: &[MessageEntityRef<'a>],
+) -> Option<(&'a str, Option<&'a str>)> {
+    let first = entities
+        .iter()
+        .find(|e| e.start() == 0 && matches!(e.kind(), MessageEntityKind::BotCommand))
+        .map(|e| e.text())
+        .or_else(|| {
+            // Some clients send bare commands without entities; accept the same shape.
+            let word = text.split_whitespace().next()?;
+            (text.starts_with('/') && word.len() > 1).then_some(word)
+        })?;
+    let body = first.strip_prefix('/')?;
+    Some(match body.split_once('@') {
+        Some((name, target)) => (name, Some(target)),
+        None => (body, None),
+    })
+}
+
+fn is_my_mention(e: &MessageEntityRef<'_>, me: &BotIdentity) -> bool {
+    match e.kind() {
+        MessageEntityKind::Mention => e
+            .text()
+            .strip_prefix('@')
+            .is_some_and(|u| u.eq_ignore_ascii_case(&me.username)),
+        MessageEntityKind::TextMention { user } => user.id.0 == me.id,
+        _ => false,
+    }
+}
+
+fn mentions_me(entities: &[MessageEntityRef<'_>], me: &BotIdentity) -> bool {
+    entities.iter().any(|e| is_my_mention(e, me))
+}
+
+fn replies_to_me(msg: &Message, me: &BotIdentity) -> bool {
+    msg.reply_to_message()
+        .and_then(|r| r.from.as_ref())
+        .is_some_and(|u| u.id.0 == me.id)
+}
+
+/// The text the model sees: `@bot_username` mentions removed, `/cmd@bot` shortened to `/cmd`.
+/// A message that was nothing but the mention keeps its text, so it still reads as a greeting.
+fn model_text(text: &str, entities: &[MessageEntityRef<'_>], me: &BotIdentity) -> String {
+    let mut cuts: Vec<std::ops::Range<usize>> = entities
+        .iter()
+        .filter(|e| matches!(e.kind(), MessageEntityKind::Mention) && is_my_mention(e, me))
+        .map(|e| e.range())
+        .collect();
+    if let Some(e) = entities
+        .iter()
+        .find(|e| e.start() == 0 && matches!(e.kind(), MessageEntityKind::BotCommand))
+    {
+        if let Some(at) = e.text().find('@') {
+            cuts.push(at..e.end());
+        }
+    } else if text.starts_with('/') {
+        let word_end = text.find(char::is_whitespace).unwrap_or(text.len());
+        if let Some(at) = text[..word_end].find('@') {
+            cuts.push(at..word_end);
+        }
+    }
+    if cuts.is_empty() {
+        return text.to_string();
+    }
+    cuts.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for r in cuts {
+        if r.start >= pos {
+            out.push_str(&text[pos..r.start]);
+            pos = r.end;
+        }
+    }
+    out.push_str(&text[pos..]);
+    let cleaned = out.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>();
+    let joined = cleaned.join(" ");
+    let joined = joined.trim();
+    if joined.is_empty() {
+        text.trim().to_string()
+    } else {
+        joined.to_string()
+    }
+}
+
+fn attachments(msg: &Message) -> Vec<Attachment> {
+    let mut out = Vec::new();
+    let mut add = |kind: &str, id: &str| {
+        out.push(Attachment {
+            kind: kind.to_string(),
+            reference: id.to_string(),
+        })
+    };
+    // Telegram sends every size of a photo; the last one is the largest.
+    if let Some(p) = msg.photo().and_then(|sizes| sizes.last()) {
+        add("photo", &p.file.id.0);
+    }
+    if let Some(d) = msg.document() {
+        add("document", &d.file.id.0);
+    }
+    if let Some(v) = msg.video() {
+        add("video", &v.file.id.0);
+    }
+    if let Some(v) = msg.voice() {
+        add("voice", &v.file.id.0);
+    }
+    if let Some(a) = msg.audio() {
+        add("audio", &a.file.id.0);
+    }
+    if let Some(a) = msg.animation() {
+        add("animation", &a.file.id.0);
+    }
+    if let Some(s) = msg.sticker() {
+        add("sticker", &s.file.id.0);
+    }
+    if let Some(v) = msg.video_note() {
+        add("video_note", &v.file.id.0);
+    }
+    out
+}

@@ -1,0 +1,238 @@
+//! Replies out: one outbox chunk → one `sendMessage`, paced within Telegram's limits.
+//!
+//! Pacing is teloxide's own `Throttle` adaptor (per chat ≈1 msg/s, 20/min in groups, 30 msg/s
+//! overall, as Telegram's FAQ publishes), so a burst queues instead of earning a flood ban. Its
+//! internal retry is off: a 429 comes back to the outbox sender as `RetryAfter`, which waits
+//! and re-sends the same row — and the throttle freezes every chat for that time meanwhile.
+//! Formatting is HTML from a safe Markdown subset; when Telegram still rejects the entities the
+//! same chunk goes again as plain text, so the person sees exactly one copy either way.
+//!
+//! Must not: retry a chunk itself after Telegram accepted it, or put the token in an error text.
+
+use async_trait::async_trait;
+use teloxide::adaptors::throttle::{Limits, Settings, Throttle};
+use teloxide::payloads::{SendChatActionSetters, SendMessageSetters};
+use teloxide::requests::Requester;
+use teloxide::types::{
+    ChatAction, ChatId, LinkPreviewOptions, MessageId, ParseMode, ReplyParameters, ThreadId,
+};
+use teloxide::{ApiError, Bot, RequestError};
+
+use super::format::markdown_to_html;
+use super::redact;
+use crate::adapters::split::{split_message, Measure, TELEGRAM_LIMIT};
+use crate::delivery::{Outbound, SendError};
+use crate::domain::Platform;
+use crate::store::OutboxRow;
+
+/// Telegram's published limits (core.telegram.org/bots/faq): about one message per second in
+/// a chat, 20 per minute in a group, 30 per second overall. Private chats have no per-minute
+/// limit of their own beyond one per second.
+pub fn published_limits() -> Limits {
+    Limits {
+        messages_per_sec_chat: 1,
+        messages_per_min_chat: 60,
+        messages_per_min_channel_or_supergroup: 20,
+        messages_per_sec_overall: 30,
+    }
+}
+
+pub struct TelegramOutbound {
+    bot: Throttle<Bot>,
+    token: String,
+}
+
+/// The throttle's worker; it must be polled (spawned) for paced requests to leave.
+pub type ThrottleWorker = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+impl TelegramOutbound {
+    pub fn new(bot: Bot, token: String, limits: Limits) -> (TelegramOutbound, ThrottleWorker) {
+        // A full pacing queue is the throttle doing its job (callers wait), not a warning.
+        let settings =
+            Settings::default()
+                .limits(limits)
+                .no_retry()
+                .on_queue_full(|pending| async move {
+                    tracing::debug!(
+                        pending,
+                        "telegram send pacing queue is full; sends wait their turn"
+                    );
+                });
+        let (bot, worker) = Throttle::with_settings(bot, settings);
+        (TelegramOutbound { bot, token }, Box::pin(worker))
+    }
+
+    async fn send_chunk(&self, row: &OutboxRow, formatted: bool) -> Result<String, RequestError> {
+        let chat = parse_chat(&row.chat_id).ok_or_else(|| bad_row("chat id"))?;
+        let text = if formatted {
+            markdown_to_html(&row.text)
+        } else {
+            row.text.clone()
+        };
+        let mut req = self
+            .bot
+            .send_message(chat, text)
+            .link_preview_options(LinkPreviewOptions {
+                is_disabled: true,
+                url: None,
+                prefer_small_media: false,
+                prefer_large_media: false,
+                show_above_text: false,
+            });
+        if formatted {
+            req = req.parse_mode(ParseMode::Html);
+        }
+        if let Some(thread) = row.thread_id.as_deref().and_then(|t| t.parse::<i32>().ok()) {
+            req = req.message_thread_id(ThreadId(MessageId(thread)));
+        }
+        // Only the first chunk quotes the person's message; the rest follow it.
+        if row.chunk_index == 0 {
+            if let Some(id) = row.reply_to.as_deref().and_then(reply_message_id) {
+                let mut reply = ReplyParameters::new(MessageId(id));
+                reply.allow_sending_without_reply = Some(true);
+                req = req.reply_parameters(reply);
+            }
+        }
+        let sent = req.await?;
+        Ok(sent.id.0.to_string())
+    }
+}
+
+#[async_trait]
+impl Outbound for TelegramOutbound {
+    fn platform(&self) -> Platform {
+        Platform::Telegram
+    }
+
+    fn split(&self, text: &str) -> Vec<String> {
+        split_message(text, TELEGRAM_LIMIT, Measure::Utf16)
+    }
+
+    async fn send(&self, row: &OutboxRow) -> Result<String, SendError> {
+        match self.send_chunk(row, true).await {
+            Ok(id) => Ok(id),
+            Err(RequestError::Api(ApiError::CantParseEntities(why))) => {
+                tracing::warn!(outbox_id = row.id, lane = %row.lane, reason = %redact(&why, &self.token),
+                    "telegram rejected the formatting; sending the chunk as plain text");
+                metrics::counter!("herald_telegram_plain_fallback_total").increment(1);
+                self.send_chunk(row, false)
+                    .await
+                    .map_err(|e| classify(&e, &self.token))
+            }
+            Err(e) => Err(classify(&e, &self.token)),
+        }
+    }
+
+    async fn typing(&self, chat_id: &str, thread_id: Option<&str>) {
+        let Some(chat) = parse_chat(chat_id) else {
+            return;
+        };
+        let mut req = self.bot.send_chat_action(chat, ChatAction::Typing);
+        if let Some(thread) = thread_id.and_then(|t| t.parse::<i32>().ok()) {
+            req = req.message_thread_id(ThreadId(MessageId(thread)));
+        }
+        if let Err(e) = req.await {
+            tracing::debug!(error = %redact(&e, &self.token), "typing indicator not shown");
+        }
+    }
+}
+
+fn parse_chat(chat_id: &str) -> Option<ChatId> {
+    chat_id.parse::<i64>().ok().map(ChatId)
+}
+
+/// `row.reply_to` is `<chat_id>:<message_id>` (message ids are per chat).
+fn reply_message_id(reply_to: &str) -> Option<i32> {
+    reply_to.rsplit_once(':')?.1.parse().ok()
+}
+
+fn bad_row(what: &str) -> RequestError {
+    RequestError::Api(ApiError::Unknown(format!(
+        "Bad Request: outbox row has an invalid {what}"
+    )))
+}
+
+/// Maps a teloxide error onto what the outbox sender does next.
+pub fn classify(e: &RequestError, token: &str) -> SendError {
+    let text = redact(e, token);
+    match e {
+        RequestError::RetryAfter(s) => SendError::RetryAfter(s.duration()),
+        RequestError::Network(_) | RequestError::Io(_) | RequestError::InvalidJson { .. } => {
+            SendError::Transient(text)
+        }
+        RequestError::MigrateToChatId(_) => SendError::Permanent(text),
+        RequestError::Api(api) => {
+            if api_error_is_permanent(api) {
+                SendError::Permanent(text)
+            } else {
+                SendError::Transient(text)
+            }
+        }
+    }
+}
+
+/// Telegram answers requests it will never accept with "Bad Request", "Forbidden" or
+/// "Unauthorized"; anything else (a 5xx text, an unknown hiccup) is worth another try.
+fn api_error_is_permanent(api: &ApiError) -> bool {
+    match api {
+        ApiError::Unknown(desc) => {
+            let d = desc.trim_start();
+            d.starts_with("Bad Request")
+                || d.starts_with("Forbidden")
+                || d.starts_with("Unauthorized")
+        }
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use teloxide::types::Seconds;
+
+    #[test]
+    fn error_classification_table() {
+        let token = "123:secret-token";
+        let cases: Vec<(RequestError, &str)> = vec![
+            (RequestError::RetryAfter(Seconds::from_seconds(3)), "retry"),
+            (RequestError::Api(ApiError::ChatNotFound), "permanent"),
+            (RequestError::Api(ApiError::BotBlocked), "permanent"),
+            (
+                RequestError::Api(ApiError::Unknown("Internal Server Error".into())),
+                "transient",
+            ),
+            (
+                RequestError::Api(ApiError::Unknown("Bad Gateway".into())),
+                "transient",
+            ),
+            (
+                RequestError::Api(ApiError::Unknown(
+                    "Bad Request: message thread not found".into(),
+                )),
+                "permanent",
+            ),
+            (
+                RequestError::Api(ApiError::Unknown("Forbidden: not enough rights".into())),
+                "permanent",
+            ),
+        ];
+        for (err, want) in cases {
+            let got = match classify(&err, token) {
+                SendError::RetryAfter(d) => {
+                    assert_eq!(d.as_secs(), 3);
+                    "retry"
+                }
+                SendError::Transient(_) => "transient",
+                SendError::Permanent(_) => "permanent",
+            };
+            assert_eq!(got, want, "{err:?}");
+        }
+    }
+
+    #[test]
+    fn reply_to_is_the_message_part() {
+        assert_eq!(reply_message_id("-100123:42"), Some(42));
+        assert_eq!(reply_message_id("5:7"), Some(7));
+        assert_eq!(reply_message_id("garbage"), None);
+    }
+}

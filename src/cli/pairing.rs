@@ -1,0 +1,60 @@
+//! `herald pairing`: list pending codes, approve one, revoke a sender.
+
+use clap::Subcommand;
+
+use crate::config::Config;
+use crate::store;
+
+#[derive(Subcommand)]
+pub enum PairingCmd {
+    /// Pending, unexpired pairing codes.
+    List,
+    /// Approve a code: its sender may talk to the agent from now on.
+    Approve { platform: String, code: String },
+    /// Remove a sender approved through pairing.
+    Revoke { platform: String, sender_id: String },
+}
+
+pub async fn pairing(config: &Config, cmd: PairingCmd) -> anyhow::Result<()> {
+    let store = store::connect(&config.store_url(), 2).await?;
+    store.migrate().await?;
+    match cmd {
+        PairingCmd::List => {
+            let pending = store.pairing_pending().await?;
+            if pending.is_empty() {
+                println!("no pending pairing codes");
+            }
+            for p in pending {
+                println!(
+                    "{}  {}  sender {} ({})  chat {}  expires {}",
+                    p.platform,
+                    p.code,
+                    p.sender_id,
+                    p.sender_name,
+                    p.chat_id,
+                    super::fmt_ms(p.expires_at)
+                );
+            }
+        }
+        PairingCmd::Approve { platform, code } => {
+            let code = code.trim().to_ascii_uppercase();
+            let req = store.pairing_approve(&platform, &code).await?;
+            println!(
+                "approved {} sender {} ({}); they can talk to the agent now",
+                req.platform, req.sender_id, req.sender_name
+            );
+        }
+        PairingCmd::Revoke {
+            platform,
+            sender_id,
+        } => {
+            if store.sender_revoke(&platform, &sender_id).await? {
+                println!("revoked {platform} sender {sender_id}");
+            } else {
+                anyhow::bail!("{platform} sender {sender_id} was not approved through pairing");
+            }
+        }
+    }
+    store.close().await;
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! Pairing requests and the store-kept allowlist they feed. A separate trait (a supertrait of
+//! `Store`) so that the feature's SQL stays in one file; both backends share the text.
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use super::{now_ms, PgStore, SqliteStore, StoreError, StoreResult};
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct PairingRequest {
+    pub platform: String,
+    pub code: String,
+    pub sender_id: String,
+    pub sender_name: String,
+    pub chat_id: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub last_reply_at: i64,
+    pub status: String,
+}
+
+/// An unknown sender asking for access, and the limits that apply.
+#[derive(Debug, Clone)]
+pub struct PairingAsk<'a> {
+    pub platform: &'a str,
+    pub sender_id: &'a str,
+    pub sender_name: &'a str,
+    pub chat_id: &'a str,
+    /// The code to issue if a new one is needed.
+    pub new_code: &'a str,
+    pub ttl_ms: i64,
+    pub remind_every_ms: i64,
+    pub max_pending: i64,
+}
+
+/// What `pairing_request` decided for an unknown sender.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairingOutcome {
+    /// A new code was issued: tell the person.
+    Issued(String),
+    /// The sender already has a live code; `remind` says whether to repeat it now (rate limit).
+    Pending { code: String, remind: bool },
+    /// Too many codes are pending: say nothing (the operator should look at the queue).
+    Full,
+}
+
+#[async_trait]
+pub trait PairingStore {
+    async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool>;
+    /// Issues or reminds a code for an unknown sender, honouring expiry, the reminder interval
+    /// and the cap on pending codes.
+    async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome>;
+    /// Approves a pending, unexpired code; returns the request. `NotFound` otherwise.
+    async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest>;
+    async fn pairing_pending(&self) -> StoreResult<Vec<PairingRequest>>;
+    async fn sender_revoke(&self, platform: &str, sender_id: &str) -> StoreResult<bool>;
+}
+
+const COLS: &str = "platform, code, sender_id, sender_name, chat_id, created_at, expires_at, \
+     last_reply_at, status";
+
+macro_rules! pairing_impl {
+    ($ty:ty) => {
+        #[async_trait]
+        impl PairingStore for $ty {
+            async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
+                let row: Option<(String,)> = sqlx::query_as(
+                    "SELECT sender_id FROM approved_senders WHERE platform = $1 AND sender_id = $2",
+                )
+                .bind(platform)
+                .bind(sender_id)
+                .fetch_optional(&self.pool)
+                .await?;
+                Ok(row.is_some())
+            }
+
+            async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome> {
+                let PairingAsk {
+                    platform,
+                    sender_id,
+                    sender_name,
+                    chat_id,
+                    new_code,
+                    ttl_ms,
+                    remind_every_ms,
+                    max_pending,
+                } = *ask;
+                let now = now_ms();
+                let mut tx = self.begin().await?;
+                sqlx::query(
+                    "UPDATE pairing_requests SET status = 'expired' WHERE status = 'pending' AND expires_at < $1",
+                )
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                let live: Option<(String, i64)> = sqlx::query_as(
+                    "SELECT code, last_reply_at FROM pairing_requests \
+                     WHERE platform = $1 AND sender_id = $2 AND status = 'pending'",
+                )
+                .bind(platform)
+                .bind(sender_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let outcome = if let Some((code, last)) = live {
+                    let remind = now - last >= remind_every_ms;
+                    if remind {
+                        sqlx::query(
+                            "UPDATE pairing_requests SET last_reply_at = $1 WHERE platform = $2 AND code = $3",
+                        )
+                        .bind(now)
+                        .bind(platform)
+                        .bind(&code)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    PairingOutcome::Pending { code, remind }
+                } else {
+                    let (pending,): (i64,) = sqlx::query_as(
+                        "SELECT COUNT(*) FROM pairing_requests WHERE status = 'pending'",
+                    )
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if pending >= max_pending {
+                        PairingOutcome::Full
+                    } else {
+                        sqlx::query(
+                            "INSERT INTO pairing_requests (platform, code, sender_id, sender_name, chat_id, \
+                             created_at, expires_at, last_reply_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $6)",
+                        )
+                        .bind(platform)
+                        .bind(new_code)
+                        .bind(sender_id)
+                        .bind(sender_name)
+                        .bind(chat_id)
+                        .bind(now)
+                        .bind(now + ttl_ms)
+                        .execute(&mut *tx)
+                        .await?;
+                        PairingOutcome::Issued(new_code.to_string())
+                    }
+                };
+                tx.commit().await?;
+                Ok(outcome)
+            }
+
+            async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest> {
+                let now = now_ms();
+                let mut tx = self.begin().await?;
+                let sql = format!(
+                    "UPDATE pairing_requests SET status = 'approved' WHERE platform = $1 AND code = $2 \
+                     AND status = 'pending' AND expires_at >= $3 RETURNING {COLS}"
+                );
+                let req: Option<PairingRequest> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    .bind(platform)
+                    .bind(code)
+                    .bind(now)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(req) = req else {
+                    return Err(StoreError::NotFound(format!(
+                        "no pending, unexpired pairing code {code} for {platform}"
+                    )));
+                };
+                sqlx::query(
+                    "INSERT INTO approved_senders (platform, sender_id, sender_name, approved_at, code) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, sender_id) DO NOTHING",
+                )
+                .bind(platform)
+                .bind(&req.sender_id)
+                .bind(&req.sender_name)
+                .bind(now)
+                .bind(code)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(req)
+            }
+
+            async fn pairing_pending(&self) -> StoreResult<Vec<PairingRequest>> {
+                let sql = format!(
+                    "SELECT {COLS} FROM pairing_requests WHERE status = 'pending' AND expires_at >= $1 \
+                     ORDER BY created_at"
+                );
+                Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    .bind(now_ms())
+                    .fetch_all(&self.pool)
+                    .await?)
+            }
+
+            async fn sender_revoke(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
+                let res = sqlx::query("DELETE FROM approved_senders WHERE platform = $1 AND sender_id = $2")
+                    .bind(platform)
+                    .bind(sender_id)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(res.rows_affected() > 0)
+            }
+        }
+    };
+}
+
+pairing_impl!(SqliteStore);
+pairing_impl!(PgStore);

@@ -1,0 +1,124 @@
+//! Pairing: an unknown user who writes in a private chat gets a one-time code; the operator
+//! approves it with the CLI; from then on the user talks to the agent. Groups stay silent.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use herald::app::App;
+use herald::domain::{ChatType, MessageEvent, Platform};
+use herald::store::{InboxStatus, Store};
+use support::fake_llm::FakeLlm;
+use support::harness::{init, test_config};
+
+async fn settle(store: &dyn Store, id: i64) -> InboxStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let row = store.inbox_get(id).await.unwrap().unwrap();
+        if row.status != InboxStatus::Pending {
+            return row.status;
+        }
+        assert!(Instant::now() < deadline, "event {id} never processed");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+}
+
+fn dm(sender: &str, text: &str) -> MessageEvent {
+    let mut ev = MessageEvent::text(Platform::Telegram, sender, sender, text);
+    ev.sender_name = format!("user {sender}");
+    ev
+}
+
+#[tokio::test]
+async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = App::start(test_config(&llm, &data)).await.unwrap();
+
+    // First message: a code, no model call.
+    let id = app.router.ingest(&dm("555", "hello?")).await.unwrap().id();
+    assert_eq!(settle(&*app.store, id).await, InboxStatus::Skipped);
+    let reply = app.store.outbox_for_inbox(id).await.unwrap();
+    assert_eq!(reply.len(), 1);
+    let text = &reply[0].text;
+    assert!(text.contains("pairing code"), "{text}");
+    let pending = app.store.pairing_pending().await.unwrap();
+    assert_eq!(pending.len(), 1);
+    let code = pending[0].code.clone();
+    assert!(text.contains(&code) && text.contains("herald pairing approve telegram"));
+    assert_eq!(code.len(), 8);
+
+    // Writing again right away: no new code and no reminder spam.
+    let id2 = app.router.ingest(&dm("555", "hello??")).await.unwrap().id();
+    assert_eq!(settle(&*app.store, id2).await, InboxStatus::Skipped);
+    assert!(app.store.outbox_for_inbox(id2).await.unwrap().is_empty());
+    assert_eq!(app.store.pairing_pending().await.unwrap().len(), 1);
+
+    // A stranger in a group gets nothing at all.
+    let mut group = dm("777", "hi all");
+    group.chat_id = "-100".into();
+    group.chat_type = ChatType::Group;
+    let id3 = app.router.ingest(&group).await.unwrap().id();
+    assert_eq!(settle(&*app.store, id3).await, InboxStatus::Skipped);
+    assert!(app.store.outbox_for_inbox(id3).await.unwrap().is_empty());
+    assert_eq!(llm.request_count(), 0);
+
+    // The operator approves with the CLI (lower-case input is accepted).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["pairing", "approve", "telegram", &code.to_lowercase()])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("approved telegram sender 555"));
+
+    let id4 = app.router.ingest(&dm("555", "now?")).await.unwrap().id();
+    assert_eq!(settle(&*app.store, id4).await, InboxStatus::Done);
+    assert_eq!(llm.request_count(), 1);
+    assert_eq!(
+        app.store.outbox_for_inbox(id4).await.unwrap()[0].text,
+        "reply to: now?"
+    );
+
+    // The same code cannot be approved twice.
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["pairing", "approve", "telegram", &code])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no pending, unexpired pairing code"));
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn pending_codes_are_capped() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut config = test_config(&llm, &data);
+    config.pairing.max_pending = 2;
+    let app = App::start(config).await.unwrap();
+    let mut replies = Vec::new();
+    for sender in ["1", "2", "3"] {
+        let id = app.router.ingest(&dm(sender, "hi")).await.unwrap().id();
+        settle(&*app.store, id).await;
+        replies.push(app.store.outbox_for_inbox(id).await.unwrap().len());
+    }
+    assert_eq!(
+        replies,
+        [1, 1, 0],
+        "the third unknown sender is not answered"
+    );
+    assert_eq!(app.store.pairing_pending().await.unwrap().len(), 2);
+    app.shutdown().await;
+}

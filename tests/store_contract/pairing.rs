@@ -1,0 +1,112 @@
+//! Pairing contracts: codes are issued once per sender, reminded at most every interval,
+//! capped, expire, and approval is single-use and feeds the approved-sender list.
+
+use std::sync::Arc;
+
+use herald::store::{PairingAsk, PairingOutcome, Store, StoreError};
+
+fn ask<'a>(
+    platform: &'a str,
+    sender: &'a str,
+    code: &'a str,
+    ttl_ms: i64,
+    remind_every_ms: i64,
+    max_pending: i64,
+) -> PairingAsk<'a> {
+    PairingAsk {
+        platform,
+        sender_id: sender,
+        sender_name: "someone",
+        chat_id: sender,
+        new_code: code,
+        ttl_ms,
+        remind_every_ms,
+        max_pending,
+    }
+}
+
+pub async fn pairing_lifecycle(store: Arc<dyn Store>) {
+    let s = &*store;
+    let hour = 3_600_000;
+    let issued = s
+        .pairing_request(&ask("telegram", "42", "AAAA2222", hour, hour, 10))
+        .await
+        .unwrap();
+    assert_eq!(issued, PairingOutcome::Issued("AAAA2222".into()));
+    // Same sender again: the same code, no reminder inside the interval.
+    let again = s
+        .pairing_request(&ask("telegram", "42", "BBBB3333", hour, hour, 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        PairingOutcome::Pending {
+            code: "AAAA2222".into(),
+            remind: false
+        }
+    );
+    // With a zero interval the reminder is due.
+    let remind = s
+        .pairing_request(&ask("telegram", "42", "CCCC4444", hour, 0, 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        remind,
+        PairingOutcome::Pending {
+            code: "AAAA2222".into(),
+            remind: true
+        }
+    );
+    assert!(!s.sender_approved("telegram", "42").await.unwrap());
+    // The wrong platform does not approve it; the right one does, once.
+    assert!(matches!(
+        s.pairing_approve("discord", "AAAA2222").await,
+        Err(StoreError::NotFound(_))
+    ));
+    let req = s.pairing_approve("telegram", "AAAA2222").await.unwrap();
+    assert_eq!(req.sender_id, "42");
+    assert!(s.sender_approved("telegram", "42").await.unwrap());
+    assert!(matches!(
+        s.pairing_approve("telegram", "AAAA2222").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(s.sender_revoke("telegram", "42").await.unwrap());
+    assert!(!s.sender_approved("telegram", "42").await.unwrap());
+    assert!(!s.sender_revoke("telegram", "42").await.unwrap());
+}
+
+pub async fn pairing_cap_and_expiry(store: Arc<dyn Store>) {
+    let s = &*store;
+    let hour = 3_600_000;
+    assert!(matches!(
+        s.pairing_request(&ask("telegram", "1", "CODE0001", hour, hour, 2))
+            .await
+            .unwrap(),
+        PairingOutcome::Issued(_)
+    ));
+    assert!(matches!(
+        s.pairing_request(&ask("discord", "2", "CODE0002", hour, hour, 2))
+            .await
+            .unwrap(),
+        PairingOutcome::Issued(_)
+    ));
+    assert_eq!(
+        s.pairing_request(&ask("telegram", "3", "CODE0003", hour, hour, 2))
+            .await
+            .unwrap(),
+        PairingOutcome::Full
+    );
+    assert_eq!(s.pairing_pending().await.unwrap().len(), 2);
+    // An expired code frees its slot and cannot be approved.
+    assert!(matches!(
+        s.pairing_request(&ask("telegram", "4", "CODE0004", -1, hour, 3))
+            .await
+            .unwrap(),
+        PairingOutcome::Issued(_)
+    ));
+    assert!(matches!(
+        s.pairing_approve("telegram", "CODE0004").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(s.pairing_pending().await.unwrap().len(), 2);
+}

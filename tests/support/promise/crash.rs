@@ -1,0 +1,111 @@
+//! The crash loop: one `herald` process under a steady chat load, SIGKILLed at random moments
+//! and started again on the same store each time, then a census of what survived.
+//!
+//! Shared by `examples/crash_loop.rs` (many kills, JSON report) and `tests/crash_loop.rs`
+//! (a few kills, bounded time). It must not soften the load around a kill: clients keep
+//! retrying exactly as they would against a real outage.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use serde_json::{json, Value};
+
+use super::super::fake_llm::FakeLlm;
+use super::census::{self, Census, Kill};
+use super::daemon::{herald_bin, Backend, Daemon, Spec};
+use super::load::{self, LoadSpec, WebChannel};
+
+#[derive(Clone, Debug)]
+pub struct CrashSpec {
+    pub lanes: usize,
+    pub min_per_lane: usize,
+    pub kills: usize,
+    /// Each process lives a random time in this range (after it is ready) before its kill.
+    pub life_ms: (u64, u64),
+    /// The fake model answers after a random delay up to this.
+    pub model_jitter: Duration,
+}
+
+pub struct CrashRun {
+    pub census: Census,
+    pub report: Value,
+}
+
+pub async fn run(spec: &CrashSpec) -> CrashRun {
+    super::init();
+    let llm = FakeLlm::start().await;
+    llm.set_jitter(spec.model_jitter);
+    let backend = Backend::from_env().await;
+    let dspec = Spec::new(&herald_bin(), "crash", &backend, &llm.base_url());
+    let started = Instant::now();
+    let mut generation = 0;
+    let mut daemon = Daemon::start(&dspec, generation).await;
+    let mut ready_ms = vec![daemon.ready_ms];
+
+    let keep_going = Arc::new(AtomicBool::new(true));
+    let load = tokio::spawn(load::run(
+        WebChannel::new(vec![dspec.base_url()]),
+        LoadSpec {
+            lanes: spec.lanes,
+            min_per_lane: spec.min_per_lane,
+            keep_going: keep_going.clone(),
+            lane_prefix: "crash".into(),
+            give_up: Duration::from_secs(90),
+        },
+    ));
+
+    let mut kills = Vec::new();
+    while kills.len() < spec.kills {
+        let life = rand::rng().random_range(spec.life_ms.0..=spec.life_ms.1);
+        tokio::time::sleep(Duration::from_millis(life)).await;
+        let replica = Daemon::replica_id(&dspec, generation);
+        daemon.kill();
+        kills.push(Kill {
+            replica,
+            at_ms: chrono::Utc::now().timestamp_millis(),
+        });
+        generation += 1;
+        daemon = Daemon::start(&dspec, generation).await;
+        ready_ms.push(daemon.ready_ms);
+    }
+    keep_going.store(false, Ordering::Relaxed);
+    let sent = load.await.expect("load");
+    let load_s = started.elapsed().as_secs_f64();
+    // A reply row claimed by a killed process stays `sending` until the sender's claim TTL
+    // (60 s) runs out, and holds back the later rows of its lane: the drain may take that long.
+    let drain_started = Instant::now();
+    let drained = census::drain(&backend.url, "web", Duration::from_secs(90)).await;
+    let drain_s = drain_started.elapsed().as_secs_f64();
+    let log = daemon.log_tail();
+    daemon.kill();
+
+    let census = census::take(&backend.url, "web", &sent, &kills).await;
+    backend.cleanup().await;
+    if !census.promise_held() {
+        eprintln!("last daemon log lines:\n{log}");
+    }
+    let mut ready_sorted = ready_ms.clone();
+    ready_sorted.sort_by(|a, b| a.total_cmp(b));
+    let report = json!({
+        "store": backend.name(),
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "lanes": spec.lanes,
+        "min_messages_per_lane": spec.min_per_lane,
+        "kills": kills.len(),
+        "process_life_ms": [spec.life_ms.0, spec.life_ms.1],
+        "model_jitter_ms": spec.model_jitter.as_millis() as u64,
+        "wall_s": load_s,
+        "messages": sent.len(),
+        "answered_per_s": sent.len() as f64 / load_s,
+        "latency_ms_including_outages": load::percentiles(&sent),
+        "restart_ready_ms": {"min": ready_sorted.first(), "max": ready_sorted.last()},
+        "drained": drained,
+        "drain_s_after_load": drain_s,
+        "model_requests": llm.request_count(),
+        "census": census,
+        "promise_held": census.promise_held(),
+    });
+    CrashRun { census, report }
+}

@@ -1,0 +1,27 @@
+//! The promise harness: real `herald` processes, a load of chat messages that survives their
+//! deaths, and a census of the store that says whether the promise held — every inbound
+//! message answered exactly once, no reply row twice, no two turns of one lane at once.
+//!
+//! Shared by `examples/crash_loop.rs` and the crash, replica and fault tests, which include it
+//! with `#[path]` next to `fake_llm.rs` (its sibling `super::fake_llm` must exist). It must not
+//! reach into the daemon's memory: it only sees what a client and the store see.
+//!
+//! Platforms plug in through [`load::Channel`]: today the web chat API; a Telegram channel
+//! (updates pushed into the fake Bot API server, receipts read from its sent messages) is a
+//! second implementation of that trait, and the census already groups by platform.
+#![allow(dead_code)]
+
+pub mod census;
+pub mod crash;
+pub mod daemon;
+pub mod load;
+
+/// Installs the TLS provider reqwest needs (tests and the example start no other way).
+pub fn init() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Milliseconds since `t`, as a float for reports.
+pub fn ms_since(t: std::time::Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
