@@ -1,7 +1,9 @@
 //! The agent side of a turn: prompt assembly, the tool-calling loop, and context compaction.
-//! Nothing here writes to the store; the lane worker lands what a turn produced.
+//! Nothing here writes to the store except the context engine, which compacts a transcript
+//! through the lane's lease before a turn; the lane worker lands what a turn produced.
 
 pub mod compaction;
+pub mod context;
 pub mod prompt;
 pub mod tools;
 pub mod turn;

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::agent::context::spill::PAGE_CHARS;
 use crate::llm::ToolSpec;
 use crate::store::Store;
 
@@ -55,6 +56,7 @@ struct SearchArgs {
     around_message_id: Option<i64>,
     role_filter: Option<String>,
     limit: Option<i64>,
+    offset: Option<usize>,
 }
 
 #[async_trait]
@@ -64,7 +66,8 @@ impl Tool for SessionSearch {
             name: "session_search".into(),
             description: "Search earlier conversations. Discovery: pass `query` to get matching \
                 sessions with a message id and snippet. Scroll: pass `session_id` and \
-                `around_message_id` (from discovery) to read the messages around it."
+                `around_message_id` (from discovery) to read the messages around it; add \
+                `offset` to page through that one message's full text instead."
                 .into(),
             parameters: json!({
                 "type": "object",
@@ -73,7 +76,8 @@ impl Tool for SessionSearch {
                     "session_id": {"type": "string", "description": "session to read (scroll)"},
                     "around_message_id": {"type": "integer", "description": "message id to center on (scroll)"},
                     "role_filter": {"type": "string", "description": "comma-separated roles, e.g. user,assistant,tool"},
-                    "limit": {"type": "integer", "description": "max results (default 5)"}
+                    "limit": {"type": "integer", "description": "max results (default 5)"},
+                    "offset": {"type": "integer", "description": "page through message around_message_id from this character (scroll)"}
                 }
             }),
         }
@@ -107,13 +111,23 @@ impl Tool for SessionSearch {
                     Err(e) => format!("error: search failed: {e}"),
                 }
             }
+            (None, Some(sid), Some(around)) if args.offset.is_some() => {
+                let offset = args.offset.unwrap_or_default();
+                match self.store.messages_around(&sid, around, 0).await {
+                    Ok(msgs) => match msgs.into_iter().find(|m| m.id == around) {
+                        Some(m) => page(&sid, &m.content, around, offset),
+                        None => format!("error: no message {around} in session {sid}"),
+                    },
+                    Err(e) => format!("error: scroll failed: {e}"),
+                }
+            }
             (None, Some(sid), Some(around)) => {
                 match self.store.messages_around(&sid, around, 5).await {
                     Ok(msgs) => {
                         let msgs: Vec<_> = msgs
                             .into_iter()
                             .filter(|m| role_ok(m.role.as_str()))
-                            .map(|m| json!({"message_id": m.id, "role": m.role, "content": m.content}))
+                            .map(|m| json!({"message_id": m.id, "role": m.role, "content": capped(&m.content)}))
                             .collect();
                         json!({"session_id": sid, "messages": msgs}).to_string()
                     }
@@ -125,4 +139,28 @@ impl Tool for SessionSearch {
                 .into(),
         }
     }
+}
+
+/// One page of a long message: `PAGE_CHARS` characters from `offset`, with the next offset.
+fn page(session_id: &str, content: &str, id: i64, offset: usize) -> String {
+    let total = content.chars().count();
+    let text: String = content.chars().skip(offset).take(PAGE_CHARS).collect();
+    let end = offset.saturating_add(text.chars().count());
+    json!({"session_id": session_id, "message_id": id, "total_chars": total, "offset": offset,
+        "next_offset": if end < total { Some(end) } else { None }, "content": text})
+    .to_string()
+}
+
+/// A scroll shows each neighbour at most one page long, so one huge tool result cannot flood
+/// the context it was spilled out of.
+fn capped(content: &str) -> String {
+    let total = content.chars().count();
+    if total <= PAGE_CHARS {
+        return content.to_string();
+    }
+    let head: String = content.chars().take(PAGE_CHARS).collect();
+    format!(
+        "{head}\n[… {} more characters; page with offset={PAGE_CHARS}]",
+        total - PAGE_CHARS
+    )
 }

@@ -36,6 +36,9 @@ pub struct TurnOutput {
     pub reply: String,
     pub usage: Usage,
     pub model_calls: u32,
+    /// Billed prompt tokens of each answered request, in order (the context engine anchors
+    /// its estimate on the last one and judges a compaction by the first).
+    pub prompt_readings: Vec<u64>,
 }
 
 const EMPTY_REPLY: &str = "(The model returned an empty answer.)";
@@ -70,6 +73,7 @@ pub async fn run_turn(
         reply: String::new(),
         usage: Usage::default(),
         model_calls: 0,
+        prompt_readings: Vec::new(),
     };
     for _ in 0..input.max_iterations.max(1) {
         let req = ChatRequest {
@@ -79,6 +83,7 @@ pub async fn run_turn(
         let resp = chain.chat(&req).await?;
         out.model_calls += 1;
         out.usage.add(resp.usage);
+        out.prompt_readings.push(resp.usage.prompt_total());
         if resp.tool_calls.is_empty() {
             return Ok(finish(out, resp.content));
         }
@@ -118,6 +123,7 @@ pub async fn run_turn(
         .await?;
     out.model_calls += 1;
     out.usage.add(resp.usage);
+    out.prompt_readings.push(resp.usage.prompt_total());
     Ok(finish(out, resp.content))
 }
 

@@ -4,6 +4,9 @@ pub mod cron;
 pub mod doctor;
 mod handoff;
 mod pairing;
+mod sessions_io;
+
+use std::path::PathBuf;
 
 use clap::Subcommand;
 
@@ -14,6 +17,7 @@ use crate::domain::LaneKey;
 use crate::store;
 
 pub use handoff::{handoff, HandoffCmd};
+pub use sessions_io::{compact_dry_run, export_jsonl, import_file, parse_transcript, Parsed};
 
 #[derive(Subcommand)]
 pub enum SessionsCmd {
@@ -37,6 +41,28 @@ pub enum SessionsCmd {
         query: String,
         #[arg(long, default_value_t = 10)]
         limit: i64,
+    },
+    /// Write a session as JSON lines: the system prompt, then every message with its flags.
+    Export {
+        id: String,
+        /// Only `jsonl` for now.
+        #[arg(long, default_value = "jsonl")]
+        format: String,
+    },
+    /// Import a transcript (an export, or an OpenAI chat-format message list) as a new closed
+    /// session.
+    Import {
+        file: PathBuf,
+        /// Lane of the new session (default `import:<file stem>`).
+        #[arg(long)]
+        lane: Option<String>,
+    },
+    /// Print the projection compaction would insert for a session.
+    Compact {
+        id: String,
+        /// Print only; change nothing (the daemon compacts live sessions before a turn).
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -81,6 +107,25 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
                 };
                 println!("#{} {}{}: {}", m.id, m.role.as_str(), flags, m.content);
             }
+        }
+        SessionsCmd::Export { id, format } => {
+            if format != "jsonl" {
+                anyhow::bail!("unknown export format {format:?} (supported: jsonl)");
+            }
+            print!("{}", export_jsonl(store.as_ref(), &id).await?);
+        }
+        SessionsCmd::Import { file, lane } => {
+            let (id, n) = import_file(store.as_ref(), &file, lane.as_deref()).await?;
+            println!("imported {n} messages as session {id}");
+        }
+        SessionsCmd::Compact { id, dry_run } => {
+            if !dry_run {
+                anyhow::bail!(
+                    "only --dry-run is available here: the daemon compacts a session before a \
+                     turn, under the lane's lease"
+                );
+            }
+            print!("{}", compact_dry_run(store.as_ref(), config, &id).await?);
         }
         SessionsCmd::Search { query, limit } => {
             for h in store.search(&query, limit).await? {

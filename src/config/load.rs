@@ -134,6 +134,15 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
         }
         ProviderKind::Auto | ProviderKind::Echo | ProviderKind::None => {}
     }
+    if !(c.context.threshold > 0.0 && c.context.threshold < 1.0) {
+        return Err(ConfigError::Key {
+            key: "context.threshold",
+            message: format!(
+                "{} must be between 0 and 1 (e.g. 0.75)",
+                c.context.threshold
+            ),
+        });
+    }
     for (i, f) in c.llm.fallbacks.iter().enumerate() {
         if url::Url::parse(&f.base_url).is_err() || f.model.is_empty() {
             return Err(ConfigError::Key {

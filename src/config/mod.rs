@@ -24,6 +24,7 @@ pub struct Config {
     pub store: StoreConfig,
     pub llm: LlmConfig,
     pub agent: AgentConfig,
+    pub context: ContextConfig,
     pub lanes: LanesConfig,
     pub outbox: OutboxConfig,
     pub web: WebConfig,
@@ -174,6 +175,29 @@ impl Default for AgentConfig {
             max_iterations: 8,
             turn_timeout_secs: 300,
             platform_hints: BTreeMap::new(),
+        }
+    }
+}
+
+/// Context budget and compaction (`[context]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextConfig {
+    /// Compact before a turn when the projected prompt passes this share of the window.
+    pub threshold: f64,
+    /// Tool results longer than this many characters reach the model as a preview, the size,
+    /// and how to page the whole (kept in the store) back in.
+    pub spill_chars: usize,
+    /// Tokens of newest messages kept verbatim after a compaction (at most half the window).
+    pub tail_tokens: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            threshold: 0.75,
+            spill_chars: 8_000,
+            tail_tokens: 6_000,
         }
     }
 }

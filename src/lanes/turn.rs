@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::worker::{Failure, Stop, Worker};
+use crate::agent::context::ContextEngine;
 use crate::agent::prompt::{build_system_prompt, PromptParts};
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
 use crate::cron::{is_silent, parse_target, Target};
@@ -98,7 +99,11 @@ impl Worker {
             .instrument(tracing::info_span!(parent: &span, "store.session"))
             .await?;
         span.record("session", session.id.as_str());
-        let history = deps.store.messages(&session.id, true).await?;
+        let context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        let history = context
+            .prepare(lease, &session, &ev.text, &deps.tools)
+            .instrument(tracing::info_span!(parent: &span, "context.prepare"))
+            .await?;
         // The turn row is the lease's in-transaction check: a takeover shows here first.
         let turn_id = deps
             .store
@@ -160,9 +165,11 @@ impl Worker {
         user.api_content = api_content;
         user.platform_message_id = Some(ev.platform_message_id.clone());
         let mut messages = vec![user];
+        let mut readings = Vec::new();
         let (reply, status, note) = match outcome {
             Outcome::Abandoned(s) => return Err(Failure::Stop(s)),
             Outcome::Done(Ok(out)) => {
+                readings = out.prompt_readings;
                 messages.extend(out.messages);
                 (out.reply, InboxStatus::Done, None)
             }
@@ -195,10 +202,20 @@ impl Worker {
             // Each scheduled fire is its own session.
             commit.close_session = Some("cron_fire".into());
         }
-        deps.store
+        let committed = deps
+            .store
             .turn_commit(lease, &commit)
             .instrument(tracing::info_span!(parent: &span, "store.turn_commit", outbox_rows = commit.outbox.len()))
             .await?;
+        context
+            .after_turn(
+                lease,
+                &session.id,
+                &commit.messages,
+                &committed.message_ids,
+                &readings,
+            )
+            .await;
         deps.outbox_wake.notify_one();
         let secs = started.elapsed().as_secs_f64();
         metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);

@@ -7,6 +7,7 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod common;
+mod context;
 mod cron;
 mod cron_types;
 mod handoff;
@@ -22,6 +23,7 @@ use async_trait::async_trait;
 
 use crate::domain::{LaneKey, MessageEvent};
 
+pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
 pub use cron_types::*;
 pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
@@ -90,7 +92,9 @@ impl From<serde_json::Error> for StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
-pub trait Store: PairingStore + HandoffStore + CronStore + Send + Sync + 'static {
+pub trait Store:
+    PairingStore + HandoffStore + CronStore + ContextStore + Send + Sync + 'static
+{
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     async fn migrate(&self) -> StoreResult<()>;

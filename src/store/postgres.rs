@@ -38,6 +38,7 @@ impl PgStore {
 
 store_tx_helpers!(Postgres);
 super::handoff::handoff_store_impl!(PgStore);
+super::context::context_impl!(PgStore, Postgres);
 
 store_impl!(PgStore, {
     fn backend(&self) -> &'static str {

@@ -58,6 +58,7 @@ impl SqliteStore {
 
 store_tx_helpers!(Sqlite);
 super::handoff::handoff_store_impl!(SqliteStore);
+super::context::context_impl!(SqliteStore, Sqlite);
 
 store_impl!(SqliteStore, {
     fn backend(&self) -> &'static str {

@@ -76,6 +76,19 @@ struct Inner {
     fault_rate: f64,
     faults: Vec<Step>,
     requests: Vec<Recorded>,
+    billing: Billing,
+}
+
+/// What the fake bills as `prompt_tokens`.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Billing {
+    /// 120 tokens, 100 of them cached.
+    #[default]
+    Fixed120,
+    /// A fixed count, none cached.
+    Fixed(u64),
+    /// The request's message characters divided by 4, like a real tokenizer on English.
+    BySize,
 }
 
 #[derive(Clone)]
@@ -132,6 +145,10 @@ impl FakeLlm {
         self.inner.lock().unwrap().sticky = step;
     }
 
+    pub fn set_billing(&self, b: Billing) {
+        self.inner.lock().unwrap().billing = b;
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.inner.lock().unwrap().requests.clone()
     }
@@ -179,6 +196,24 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
         }
         (idx, step, delay, fault)
     };
+    let billing = inner.lock().unwrap().billing;
+    let usage = match billing {
+        Billing::Fixed120 => {
+            json!({"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128,
+                  "prompt_tokens_details": {"cached_tokens": 100}})
+        }
+        Billing::Fixed(n) => {
+            json!({"prompt_tokens": n, "completion_tokens": 8, "total_tokens": n + 8})
+        }
+        Billing::BySize => {
+            let chars: usize = body["messages"]
+                .as_array()
+                .map(|ms| ms.iter().map(|m| m.to_string().len()).sum())
+                .unwrap_or(0);
+            let n = (chars / 4) as u64;
+            json!({"prompt_tokens": n, "completion_tokens": 8, "total_tokens": n + 8})
+        }
+    };
     let step = match step.or(fault) {
         Some(s) => s,
         None => {
@@ -194,31 +229,36 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
             )
         }
     };
-    let resp = run(step).await;
+    let resp = run(step, usage).await;
     inner.lock().unwrap().requests[idx].finished = Some(Instant::now());
     resp
 }
 
-fn completion(message: Value) -> Response {
+fn completion(message: Value, usage: &Value) -> Response {
     Json(json!({
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "model": "fake-model",
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128,
-                  "prompt_tokens_details": {"cached_tokens": 100}}
+        "usage": usage
     }))
     .into_response()
 }
 
-fn run(step: Step) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> {
+fn run(
+    step: Step,
+    usage: Value,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> {
     Box::pin(async move {
         match step {
-            Step::Reply(text) => completion(json!({"role": "assistant", "content": text})),
-            Step::ToolCall(name, args) => completion(json!({
-                "role": "assistant", "content": null,
-                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]
-            })),
+            Step::Reply(text) => completion(json!({"role": "assistant", "content": text}), &usage),
+            Step::ToolCall(name, args) => completion(
+                json!({
+                    "role": "assistant", "content": null,
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]
+                }),
+                &usage,
+            ),
             Step::Status(code, headers, body) => {
                 let mut h = HeaderMap::new();
                 for (k, v) in headers {
@@ -232,7 +272,7 @@ fn run(step: Step) -> std::pin::Pin<Box<dyn std::future::Future<Output = Respons
             Step::Garbage(body) => (StatusCode::OK, body).into_response(),
             Step::Delay(d, inner) => {
                 tokio::time::sleep(d).await;
-                run(*inner).await
+                run(*inner, usage).await
             }
             Step::Hang => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;

@@ -25,7 +25,7 @@ use crate::domain::{Role, ToolCall};
 
 pub use budget::{estimate_tokens, projection_budget_chars, select_middle, Split};
 pub use faithful::check_faithful;
-pub use project::{carrier, project};
+pub use project::{carrier, project, CARRIER_FOOTER, CARRIER_HEADER};
 pub use sanitize::{clean_text, one_line};
 
 /// One stored message as the projector sees it. `id` is the store's row id: it is what `[#N]`

@@ -1,0 +1,320 @@
+//! The context engine of a lane turn: estimate the next prompt, compact before the turn when it
+//! would pass the threshold, judge each compaction by the next billed reading, and show large
+//! tool results as previews.
+//!
+//! The estimate is re-anchored on the provider's billed prompt tokens after every answered
+//! request: the anchor is stored on the session row with a fingerprint of the last message that
+//! request carried, and the next turn adds estimates only for what came after that message (an
+//! edit to it, or a compaction, invalidates the anchor). All state lives on the session row, so
+//! a restart resumes the breaker where it was. The engine writes only through the lane's lease;
+//! it never calls a model and never decides what a projection says (that is `compaction`).
+
+pub mod breaker;
+pub mod plan;
+pub mod spill;
+pub mod window;
+
+use sha2::{Digest, Sha256};
+
+use crate::agent::compaction::estimate_tokens;
+use crate::agent::tools::Tools;
+use crate::config::Config;
+use crate::domain::{Role, ToolCall};
+use crate::store::{
+    ContextRow, Lease, NewMessage, Session, Store, StoreError, StoreResult, StoredMessage,
+};
+
+use breaker::Gate;
+
+/// Fingerprint value meaning "a compaction ran; the next billed reading judges it".
+pub const PENDING: &str = "pending";
+/// Framing tokens charged per message (role markers).
+const MESSAGE_OVERHEAD: usize = 4;
+
+/// Wall-clock milliseconds. The breaker's block timer must survive a restart, so it cannot be a
+/// process-monotonic clock; a clock stepping back only lengthens a block.
+pub trait Clock: Send + Sync {
+    fn now_ms(&self) -> i64;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        crate::store::now_ms()
+    }
+}
+
+pub struct ContextEngine<'a> {
+    store: &'a dyn Store,
+    clock: &'a dyn Clock,
+    pub window: usize,
+    pub threshold: f64,
+    pub spill_chars: usize,
+    pub tail_tokens: usize,
+}
+
+impl<'a> ContextEngine<'a> {
+    /// The engine for the configured model (the window is asked from the provider once).
+    pub async fn new(store: &'a dyn Store, config: &Config) -> ContextEngine<'a> {
+        let window = window::context_window(&config.llm).await;
+        Self::with_window(store, config, window, &SystemClock)
+    }
+
+    pub fn with_window(
+        store: &'a dyn Store,
+        config: &Config,
+        window: usize,
+        clock: &'a dyn Clock,
+    ) -> ContextEngine<'a> {
+        ContextEngine {
+            store,
+            clock,
+            window,
+            threshold: config.context.threshold.clamp(0.05, 0.99),
+            spill_chars: config.context.spill_chars,
+            tail_tokens: config.context.tail_tokens,
+        }
+    }
+
+    pub fn threshold_tokens(&self) -> u64 {
+        (self.window as f64 * self.threshold) as u64
+    }
+
+    /// Before a turn: compacts the session when the projected prompt (with `user_text` added)
+    /// passes the threshold and the breaker allows it, then returns the live history as the
+    /// model will see it. Only a lost lease or an unreadable transcript fails the turn; a
+    /// compaction that cannot be written is logged and the turn goes on uncompacted.
+    pub async fn prepare(
+        &self,
+        lease: &Lease,
+        session: &Session,
+        user_text: &str,
+        tools: &Tools,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let raw = self.store.messages(&session.id, true).await?;
+        let view = self.view(raw.clone());
+        let row = self
+            .store
+            .context_get(&session.id)
+            .await?
+            .unwrap_or_default();
+        let projected = self.projected(session, tools, &view, user_text, &row);
+        let wants = projected >= self.threshold_tokens();
+        let (gate, mut next) = breaker::gate(&row, wants, self.clock.now_ms());
+        let outcome = match gate {
+            Gate::NotNeeded => None,
+            Gate::Blocked => Some("blocked"),
+            Gate::Allow => Some("compacted"),
+            Gate::Probation => Some("probation"),
+        };
+        if let Some(o) = outcome {
+            tracing::info!(session = %session.id, projected, threshold = self.threshold_tokens(),
+                strikes = row.compaction_strikes, gate = o, "context over the threshold");
+        }
+        if !matches!(gate, Gate::Allow | Gate::Probation) {
+            if next != row {
+                self.write_state(lease, &session.id, &next).await?;
+            }
+            if gate == Gate::Blocked {
+                metrics::counter!("herald_compactions_total", "result" => "blocked").increment(1);
+            }
+            return Ok(view);
+        }
+        let Some(p) = plan::plan(&raw, self.window, self.tail_tokens) else {
+            tracing::info!(session = %session.id, "nothing between head and tail to compact");
+            metrics::counter!("herald_compactions_total", "result" => "empty").increment(1);
+            if next != row {
+                self.write_state(lease, &session.id, &next).await?;
+            }
+            return Ok(view);
+        };
+        next.prompt_tokens_anchor = None;
+        next.anchor_fingerprint = Some(PENDING.into());
+        let started = std::time::Instant::now();
+        match self
+            .store
+            .compact_with_state(lease, &session.id, &p.flip, &p.insert, &next)
+            .await
+        {
+            Ok(_) => {
+                metrics::counter!("herald_compactions_total", "result" => outcome.unwrap_or("compacted"))
+                    .increment(1);
+                tracing::info!(session = %session.id, middle = p.middle_ids.len(),
+                    tail = p.tail_len, projection_chars = p.projection.chars().count(),
+                    took_us = started.elapsed().as_micros() as u64, "compacted");
+                let raw = self.store.messages(&session.id, true).await?;
+                Ok(self.view(raw))
+            }
+            Err(e @ StoreError::LeaseLost { .. }) => Err(e),
+            Err(e) => {
+                tracing::warn!(session = %session.id, error = %e, "compaction not written; continuing uncompacted");
+                Ok(view)
+            }
+        }
+    }
+
+    /// After a committed turn: judges a pending compaction by the turn's first billed reading
+    /// and re-anchors on its last one. `messages` and `ids` are the committed rows (user message
+    /// first, final answer last); `readings` the billed prompt of each answered request, in
+    /// order. Providers that bill nothing (readings of 0) leave the state alone.
+    pub async fn after_turn(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        messages: &[NewMessage],
+        ids: &[i64],
+        readings: &[u64],
+    ) {
+        if let Err(e) = self
+            .record(lease, session_id, messages, ids, readings)
+            .await
+        {
+            tracing::warn!(session = %session_id, error = %e, "usage anchor not stored");
+        }
+    }
+
+    async fn record(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        messages: &[NewMessage],
+        ids: &[i64],
+        readings: &[u64],
+    ) -> StoreResult<()> {
+        let (Some(&first), Some(&last)) = (readings.first(), readings.last()) else {
+            return Ok(());
+        };
+        // The boundary is the last message of the last request: the one before the answer.
+        let Some(b) = messages.len().checked_sub(2).filter(|b| *b < ids.len()) else {
+            return Ok(());
+        };
+        if first == 0 || last == 0 {
+            return Ok(());
+        }
+        let mut row = self
+            .store
+            .context_get(session_id)
+            .await?
+            .unwrap_or_default();
+        if row.anchor_fingerprint.as_deref() == Some(PENDING) {
+            let threshold = self.threshold_tokens();
+            let effective = breaker::judge(&mut row, first, threshold);
+            metrics::counter!("herald_compactions_judged_total",
+                "effective" => if effective { "yes" } else { "no" })
+            .increment(1);
+            tracing::info!(session = %session_id, billed = first, threshold, effective,
+                strikes = row.compaction_strikes, "compaction judged by the billed prompt");
+        }
+        // This turn's own tool results reach later requests as previews: take the difference
+        // out of the anchor, or it would overstate every later estimate.
+        let mut shrink = 0usize;
+        let mut boundary_wire = None;
+        for (i, m) in messages.iter().enumerate().take(b + 1) {
+            let wire = m.api_content.as_deref().unwrap_or(&m.content);
+            let spilled = spill::spilled_wire(session_id, ids[i], m.role, wire, self.spill_chars);
+            if let Some(p) = &spilled {
+                shrink += estimate_tokens(wire).saturating_sub(estimate_tokens(p));
+            }
+            if i == b {
+                boundary_wire = Some(spilled.unwrap_or_else(|| wire.to_string()));
+            }
+        }
+        let m = &messages[b];
+        row.prompt_tokens_anchor = Some(last.saturating_sub(shrink as u64) as i64);
+        row.anchor_fingerprint = Some(fingerprint(
+            ids[b],
+            m.role,
+            boundary_wire.as_deref().unwrap_or_default(),
+            m.tool_call_id.as_deref(),
+            &m.tool_calls,
+        ));
+        self.store.context_set(lease, session_id, &row).await
+    }
+
+    /// The live history as the model sees it (large tool results as previews).
+    pub fn view(&self, mut live: Vec<StoredMessage>) -> Vec<StoredMessage> {
+        spill::spill_view(&mut live, self.spill_chars);
+        live
+    }
+
+    /// Tokens the next request would bill: the anchor plus estimates of what followed its
+    /// boundary message, or, without a valid anchor, an estimate of everything.
+    pub fn projected(
+        &self,
+        session: &Session,
+        tools: &Tools,
+        view: &[StoredMessage],
+        user_text: &str,
+        row: &ContextRow,
+    ) -> u64 {
+        let user = estimate_tokens(user_text) + MESSAGE_OVERHEAD;
+        if let (Some(anchor), Some(fp)) = (row.prompt_tokens_anchor, &row.anchor_fingerprint) {
+            if let Some(pos) = view.iter().position(|m| stored_fingerprint(m) == *fp) {
+                let after: usize = view[pos + 1..].iter().map(wire_tokens).sum();
+                return anchor.max(0) as u64 + (after + user) as u64;
+            }
+        }
+        let specs = serde_json::to_string(&tools.specs()).unwrap_or_default();
+        let all: usize = view.iter().map(wire_tokens).sum();
+        (estimate_tokens(&session.system_prompt) + estimate_tokens(&specs) + all + user) as u64
+    }
+
+    async fn write_state(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        row: &ContextRow,
+    ) -> StoreResult<()> {
+        match self.store.context_set(lease, session_id, row).await {
+            Err(e @ StoreError::LeaseLost { .. }) => Err(e),
+            Err(e) => {
+                tracing::warn!(session = %session_id, error = %e, "breaker state not stored");
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
+    }
+}
+
+/// Estimated tokens of one message as sent.
+pub fn wire_tokens(m: &StoredMessage) -> usize {
+    let calls: usize = m
+        .tool_calls
+        .iter()
+        .map(|c| estimate_tokens(&c.name) + estimate_tokens(&c.arguments))
+        .sum();
+    estimate_tokens(m.wire_content()) + calls + MESSAGE_OVERHEAD
+}
+
+/// Identifies the priced boundary message by id and the bytes sent for it.
+pub fn fingerprint(
+    id: i64,
+    role: Role,
+    wire: &str,
+    tool_call_id: Option<&str>,
+    tool_calls: &[ToolCall],
+) -> String {
+    let mut h = Sha256::new();
+    h.update(role.as_str());
+    h.update([0]);
+    h.update(wire);
+    h.update([0]);
+    h.update(tool_call_id.unwrap_or_default());
+    h.update([0]);
+    h.update(serde_json::to_string(tool_calls).unwrap_or_default());
+    format!("m{id}:{}", &hex::encode(h.finalize())[..16])
+}
+
+fn stored_fingerprint(m: &StoredMessage) -> String {
+    fingerprint(
+        m.id,
+        m.role,
+        m.wire_content(),
+        m.tool_call_id.as_deref(),
+        &m.tool_calls,
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,103 @@
+//! What a compaction of a live transcript would write: the rows to flip and the rows to
+//! insert. Pure, so the daemon and `herald sessions compact --dry-run` print and apply the same
+//! plan. It must not write or decide when to compact.
+//!
+//! The carrier row keeps a one-line label in `content` and the projection in `api_content`
+//! (what the model is sent). Search indexes `content` only, so discovery lands on the original
+//! messages the projection quotes, not on the quote; `[#N]` cites those originals.
+
+use crate::agent::compaction::{
+    carrier, project, projection_budget_chars, select_middle, ProjMessage,
+};
+use crate::domain::Role;
+use crate::store::{NewMessage, StoredMessage};
+
+use crate::agent::compaction::CARRIER_HEADER;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The bare projection (without the carrier wrapping).
+    pub projection: String,
+    /// Ids of the compacted middle, oldest first.
+    pub middle_ids: Vec<i64>,
+    /// Middle and kept-tail originals: flipped to (active 0, compacted 1).
+    pub flip: Vec<i64>,
+    /// The carrier, then copies of the kept tail.
+    pub insert: Vec<NewMessage>,
+    pub head_len: usize,
+    pub tail_len: usize,
+}
+
+/// Whether a stored row is a compaction carrier.
+pub fn is_carrier(m: &StoredMessage) -> bool {
+    m.role != Role::Tool && m.wire_content().starts_with(CARRIER_HEADER)
+}
+
+/// The projector's view of a row: what the user or tool said (`content`), except a carrier,
+/// whose projection lives in `api_content`.
+pub fn to_proj(m: &StoredMessage) -> ProjMessage {
+    ProjMessage {
+        id: m.id,
+        role: m.role,
+        content: if is_carrier(m) {
+            m.wire_content().to_string()
+        } else {
+            m.content.clone()
+        },
+        tool_calls: m.tool_calls.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        tool_name: m.tool_name.clone(),
+    }
+}
+
+/// Plans a compaction of `live` (a session's live rows, oldest first), or `None` when there is
+/// no middle to compact.
+pub fn plan(live: &[StoredMessage], window_tokens: usize, tail_tokens: usize) -> Option<Plan> {
+    let proj: Vec<ProjMessage> = live.iter().map(to_proj).collect();
+    let split = select_middle(&proj, window_tokens, tail_tokens);
+    let mut tail_start = split.tail.start;
+    // An earlier carrier left in the tail is merged into the new one rather than kept beside it.
+    if let Some(c) = live[tail_start..].iter().rposition(is_carrier) {
+        tail_start += c + 1;
+        while tail_start < live.len() && live[tail_start].role == Role::Tool {
+            tail_start += 1;
+        }
+    }
+    let middle = split.middle.start..tail_start;
+    if middle.is_empty() {
+        return None;
+    }
+    let projection = project(
+        &proj[middle.clone()],
+        None,
+        projection_budget_chars(window_tokens),
+    );
+    let middle_ids: Vec<i64> = live[middle.clone()].iter().map(|m| m.id).collect();
+    let label = format!(
+        "[compaction] {} earlier messages (#{} to #{}) were replaced in context by a projection \
+         that cites them by id",
+        middle_ids.len(),
+        middle_ids[0],
+        middle_ids[middle_ids.len() - 1]
+    );
+    let mut c = NewMessage::new(Role::User, label);
+    c.api_content = Some(carrier(&projection));
+    let mut insert = vec![c];
+    insert.extend(live[tail_start..].iter().map(|m| NewMessage {
+        role: m.role,
+        content: m.content.clone(),
+        api_content: m.api_content.clone(),
+        tool_calls: m.tool_calls.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        tool_name: m.tool_name.clone(),
+        platform_message_id: None,
+    }));
+    Some(Plan {
+        projection,
+        flip: live[middle.start..].iter().map(|m| m.id).collect(),
+        middle_ids,
+        insert,
+        head_len: split.head.len(),
+        tail_len: live.len() - tail_start,
+    })
+}

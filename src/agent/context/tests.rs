@@ -1,0 +1,231 @@
+//! The engine against a real SQLite store and a hand-driven clock.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::breaker::PROBATION_AFTER_MS;
+use super::*;
+use crate::store::SqliteStore;
+
+struct TestClock(AtomicI64);
+
+impl Clock for TestClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+async fn open(dir: &tempfile::TempDir) -> Arc<dyn Store> {
+    let url = format!("sqlite://{}/t.db", dir.path().display());
+    let s = SqliteStore::connect(&url, 2).await.unwrap();
+    s.migrate().await.unwrap();
+    Arc::new(s)
+}
+
+fn session(id: &str) -> Session {
+    Session {
+        id: id.into(),
+        lane: "web:t".into(),
+        parent_id: None,
+        started_at: 1,
+        ended_at: None,
+        end_reason: None,
+        system_prompt: "You are a test.".into(),
+        model: "m".into(),
+        compaction_strikes: 0,
+        fallback_streak: 0,
+        breaker_blocked_since: None,
+        cooldown_until: None,
+    }
+}
+
+/// Ten exchanges of about 500 tokens each: well over a 2,000-token window.
+async fn seeded(store: &Arc<dyn Store>) -> (Lease, Session) {
+    let lease = store
+        .lease_acquire("web:t", "me", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let s = session("s1");
+    store.session_create(&lease, &s).await.unwrap();
+    let mut rows = Vec::new();
+    for i in 0..10 {
+        rows.push(NewMessage::new(
+            Role::User,
+            format!("request {i} {}", "word ".repeat(400)),
+        ));
+        rows.push(NewMessage::new(Role::Assistant, format!("answer {i}")));
+    }
+    store.append_messages(&lease, "s1", &rows).await.unwrap();
+    (lease, s)
+}
+
+fn config() -> Config {
+    let mut c = Config::default();
+    c.context.tail_tokens = 300;
+    c
+}
+
+#[tokio::test]
+async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let (lease, s) = seeded(&store).await;
+    let tools = Tools::default();
+    let clock = TestClock(AtomicI64::new(1_000_000));
+    let tripped = ContextRow {
+        compaction_strikes: 2,
+        ..ContextRow::default()
+    };
+    store.context_set(&lease, "s1", &tripped).await.unwrap();
+    let live =
+        |store: Arc<dyn Store>| async move { store.messages("s1", true).await.unwrap().len() };
+    let before = live(store.clone()).await;
+
+    let cfg = config();
+    let engine = ContextEngine::with_window(store.as_ref(), &cfg, 2_000, &clock);
+    engine.prepare(&lease, &s, "next", &tools).await.unwrap();
+    assert_eq!(
+        live(store.clone()).await,
+        before,
+        "blocked: nothing compacted"
+    );
+    let row = store.context_get("s1").await.unwrap().unwrap();
+    assert_eq!(
+        row.breaker_blocked_since,
+        Some(1_000_000),
+        "armed at the first blocked check"
+    );
+
+    // A restart: a new store on the same file, a later clock.
+    let store = open(&dir).await;
+    clock
+        .0
+        .store(1_000_000 + PROBATION_AFTER_MS - 1, Ordering::SeqCst);
+    let engine = ContextEngine::with_window(store.as_ref(), &cfg, 2_000, &clock);
+    engine.prepare(&lease, &s, "next", &tools).await.unwrap();
+    assert_eq!(
+        live(store.clone()).await,
+        before,
+        "still blocked a millisecond short"
+    );
+
+    clock
+        .0
+        .store(1_000_000 + PROBATION_AFTER_MS, Ordering::SeqCst);
+    let view = engine.prepare(&lease, &s, "next", &tools).await.unwrap();
+    assert!(
+        view.len() < before,
+        "probation compacted: {} rows live",
+        view.len()
+    );
+    assert!(plan::is_carrier(&view[2]), "head, then the carrier");
+    let row = store.context_get("s1").await.unwrap().unwrap();
+    assert_eq!(row.anchor_fingerprint.as_deref(), Some(PENDING));
+    assert_eq!(row.breaker_blocked_since, None);
+
+    // The probation pass worked: the next reading is under the threshold.
+    let msgs = [
+        NewMessage::new(Role::User, "next"),
+        NewMessage::new(Role::Assistant, "ok"),
+    ];
+    let ids = store.append_messages(&lease, "s1", &msgs).await.unwrap();
+    engine.after_turn(&lease, "s1", &msgs, &ids, &[900]).await;
+    let row = store.context_get("s1").await.unwrap().unwrap();
+    assert_eq!(row.compaction_strikes, 0);
+    assert_eq!(row.prompt_tokens_anchor, Some(900));
+}
+
+#[tokio::test]
+async fn anchor_counts_only_what_follows_its_boundary_and_an_edit_invalidates_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let lease = store
+        .lease_acquire("web:t", "me", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let s = session("s1");
+    store.session_create(&lease, &s).await.unwrap();
+    let msgs = [
+        NewMessage::new(Role::User, "hello"),
+        NewMessage::new(Role::Assistant, "hi there"),
+    ];
+    let ids = store.append_messages(&lease, "s1", &msgs).await.unwrap();
+    let cfg = config();
+    let engine = ContextEngine::with_window(store.as_ref(), &cfg, 32_000, &SystemClock);
+    engine
+        .after_turn(&lease, "s1", &msgs, &ids, &[5_000, 7_000])
+        .await;
+    let row = store.context_get("s1").await.unwrap().unwrap();
+    assert_eq!(
+        row.prompt_tokens_anchor,
+        Some(7_000),
+        "the last reading anchors"
+    );
+
+    let tools = Tools::default();
+    let view = engine.view(store.messages("s1", true).await.unwrap());
+    // Anchor + the answer after the boundary ("hi there": 2 + 4) + "abcd" (1 + 4).
+    assert_eq!(
+        engine.projected(&s, &tools, &view, "abcd", &row),
+        7_000 + 6 + 5
+    );
+
+    // The boundary message edited (as replayed): the anchor no longer applies.
+    let mut edited = view.clone();
+    edited[0].api_content = Some("hello, edited".into());
+    let unanchored = engine.projected(&s, &tools, &edited, "abcd", &row);
+    assert!(
+        unanchored < 100,
+        "falls back to a plain estimate: {unanchored}"
+    );
+}
+
+#[tokio::test]
+async fn a_turns_spilled_tool_result_is_taken_out_of_the_anchor() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let lease = store
+        .lease_acquire("web:t", "me", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    store.session_create(&lease, &session("s1")).await.unwrap();
+    let mut call = NewMessage::new(Role::Assistant, "");
+    call.tool_calls = vec![ToolCall {
+        id: "c1".into(),
+        name: "shell".into(),
+        arguments: "{}".into(),
+    }];
+    let mut result = NewMessage::new(Role::Tool, "z".repeat(40_000));
+    result.tool_call_id = Some("c1".into());
+    let msgs = [
+        NewMessage::new(Role::User, "run it"),
+        call,
+        result,
+        NewMessage::new(Role::Assistant, "done"),
+    ];
+    let ids = store.append_messages(&lease, "s1", &msgs).await.unwrap();
+    let cfg = config();
+    let engine = ContextEngine::with_window(store.as_ref(), &cfg, 32_000, &SystemClock);
+    engine
+        .after_turn(&lease, "s1", &msgs, &ids, &[200, 10_200])
+        .await;
+    let row = store.context_get("s1").await.unwrap().unwrap();
+    let anchor = row.prompt_tokens_anchor.unwrap();
+    assert!(
+        (1_000..2_000).contains(&anchor),
+        "10,000 tokens of result became a preview: {anchor}"
+    );
+    let view = engine.view(store.messages("s1", true).await.unwrap());
+    assert!(view[2]
+        .wire_content()
+        .starts_with("[Large tool result: 40000 characters"));
+    assert_eq!(
+        view[2].content.len(),
+        40_000,
+        "the row keeps the whole result"
+    );
+}

@@ -1,0 +1,223 @@
+//! Store methods of the context engine: the usage anchor and the compaction breaker kept on the
+//! session row, compaction together with that state in one transaction, single-message reads
+//! for paging, and importing a whole transcript as a closed session.
+//!
+//! A separate trait (a supertrait of [`super::Store`]) so that other pieces add their own
+//! store methods the same way without touching one long trait. The SQL is shared by both
+//! backends through [`context_impl!`], expanded inside `sqlite.rs` and `postgres.rs` where the
+//! pool and the transaction helpers live. It must not decide anything: the rules (when to
+//! compact, when the breaker trips) are in `agent::context`.
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use super::types::{Lease, NewMessage, Session, StoredMessage};
+use super::StoreResult;
+
+/// The context state of one session, as stored on its row. A restart reads it back, so
+/// nothing here can be reset by restarting the process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ContextRow {
+    /// Consecutive compactions the next billed reading judged ineffective.
+    pub compaction_strikes: i64,
+    /// Left for provider-fallback accounting; the context engine reads it but never writes it.
+    pub fallback_streak: i64,
+    /// When the breaker first blocked a wanted compaction (epoch ms), `None` when not blocking.
+    pub breaker_blocked_since: Option<i64>,
+    pub cooldown_until: Option<i64>,
+    /// Billed prompt tokens of the last request whose prompt fit.
+    pub prompt_tokens_anchor: Option<i64>,
+    /// Fingerprint of the last message that request carried (see `agent::context`).
+    pub anchor_fingerprint: Option<String>,
+}
+
+/// One message of an imported transcript, with the flags it had where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedMessage {
+    pub message: NewMessage,
+    pub active: bool,
+    pub compacted: bool,
+}
+
+#[async_trait]
+pub trait ContextStore: Send + Sync {
+    /// The session's context state; `None` when there is no such session.
+    async fn context_get(&self, session_id: &str) -> StoreResult<Option<ContextRow>>;
+    /// Writes the state columns the engine owns (strikes, blocked-since, anchor, fingerprint),
+    /// lease-checked.
+    async fn context_set(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        row: &ContextRow,
+    ) -> StoreResult<()>;
+    /// [`super::Store::compact`] and [`ContextStore::context_set`] in one transaction: a crash
+    /// cannot leave a compaction whose effectiveness is never judged.
+    async fn compact_with_state(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        flip_ids: &[i64],
+        insert: &[NewMessage],
+        row: &ContextRow,
+    ) -> StoreResult<Vec<i64>>;
+    /// One message by id, whatever its flags (paging a spilled tool result back in).
+    async fn message_get(&self, id: i64) -> StoreResult<Option<StoredMessage>>;
+    /// Creates `session` already closed (`end_reason`) with `messages` and their flags, in one
+    /// transaction under the lease of the session's lane. Returns the new message ids.
+    async fn session_import(
+        &self,
+        lease: &Lease,
+        session: &Session,
+        end_reason: &str,
+        messages: &[ImportedMessage],
+    ) -> StoreResult<Vec<i64>>;
+}
+
+/// Expands `impl ContextStore for $ty`; must be invoked in a backend module, after
+/// `store_tx_helpers!`, where `self.pool`, `self.begin()` and the helpers are in scope.
+macro_rules! context_impl {
+    ($ty:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl super::context::ContextStore for $ty {
+            async fn context_get(
+                &self,
+                session_id: &str,
+            ) -> StoreResult<Option<super::context::ContextRow>> {
+                type Cols = (
+                    i64,
+                    i64,
+                    Option<i64>,
+                    Option<i64>,
+                    Option<i64>,
+                    Option<String>,
+                );
+                let row: Option<Cols> = sqlx::query_as(
+                    "SELECT compaction_strikes, fallback_streak, breaker_blocked_since, \
+                     cooldown_until, prompt_tokens_anchor, anchor_fingerprint \
+                     FROM sessions WHERE id = $1",
+                )
+                .bind(session_id)
+                .fetch_optional(&self.pool)
+                .await?;
+                Ok(row.map(|(s, f, b, c, a, fp)| super::context::ContextRow {
+                    compaction_strikes: s,
+                    fallback_streak: f,
+                    breaker_blocked_since: b,
+                    cooldown_until: c,
+                    prompt_tokens_anchor: a,
+                    anchor_fingerprint: fp,
+                }))
+            }
+
+            async fn context_set(
+                &self,
+                lease: &Lease,
+                session_id: &str,
+                row: &super::context::ContextRow,
+            ) -> StoreResult<()> {
+                let mut tx = self.begin().await?;
+                check_session_write(&mut tx, lease, session_id).await?;
+                context_write(&mut tx, session_id, row).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn compact_with_state(
+                &self,
+                lease: &Lease,
+                session_id: &str,
+                flip_ids: &[i64],
+                insert: &[NewMessage],
+                row: &super::context::ContextRow,
+            ) -> StoreResult<Vec<i64>> {
+                let mut tx = self.begin().await?;
+                check_session_write(&mut tx, lease, session_id).await?;
+                set_flags(&mut tx, session_id, flip_ids, 1).await?;
+                let mut ids = Vec::with_capacity(insert.len());
+                for m in insert {
+                    ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+                }
+                context_write(&mut tx, session_id, row).await?;
+                tx.commit().await?;
+                Ok(ids)
+            }
+
+            async fn message_get(&self, id: i64) -> StoreResult<Option<StoredMessage>> {
+                let sql = format!(
+                    "SELECT {} FROM messages WHERE id = $1",
+                    common::MESSAGE_COLS
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.as_ref().map(common::message_from_row).transpose()
+            }
+
+            async fn session_import(
+                &self,
+                lease: &Lease,
+                s: &Session,
+                end_reason: &str,
+                messages: &[super::context::ImportedMessage],
+            ) -> StoreResult<Vec<i64>> {
+                if s.lane != lease.name {
+                    return Err(common::wrong_lane(&s.id, &s.lane, lease));
+                }
+                let mut tx = self.begin().await?;
+                check_lease(&mut tx, lease).await?;
+                sqlx::query(
+                    "INSERT INTO sessions (id, lane, parent_id, started_at, ended_at, end_reason, \
+                     system_prompt, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(&s.id)
+                .bind(&s.lane)
+                .bind(&s.parent_id)
+                .bind(s.started_at)
+                .bind(now_ms())
+                .bind(end_reason)
+                .bind(&s.system_prompt)
+                .bind(&s.model)
+                .execute(&mut *tx)
+                .await?;
+                let mut ids = Vec::with_capacity(messages.len());
+                let (mut compacted, mut retracted) = (Vec::new(), Vec::new());
+                for m in messages {
+                    let id = insert_message(&mut tx, &lease.name, &s.id, None, &m.message).await?;
+                    match (m.active, m.compacted) {
+                        (true, _) => {}
+                        (false, true) => compacted.push(id),
+                        (false, false) => retracted.push(id),
+                    }
+                    ids.push(id);
+                }
+                set_flags(&mut tx, &s.id, &compacted, 1).await?;
+                set_flags(&mut tx, &s.id, &retracted, 0).await?;
+                tx.commit().await?;
+                Ok(ids)
+            }
+        }
+
+        async fn context_write(
+            tx: &mut sqlx::Transaction<'static, $db>,
+            session_id: &str,
+            row: &super::context::ContextRow,
+        ) -> StoreResult<()> {
+            sqlx::query(
+                "UPDATE sessions SET compaction_strikes = $1, breaker_blocked_since = $2, \
+                 prompt_tokens_anchor = $3, anchor_fingerprint = $4 WHERE id = $5",
+            )
+            .bind(row.compaction_strikes)
+            .bind(row.breaker_blocked_since)
+            .bind(row.prompt_tokens_anchor)
+            .bind(&row.anchor_fingerprint)
+            .bind(session_id)
+            .execute(&mut **tx)
+            .await?;
+            Ok(())
+        }
+    };
+}
+
+pub(super) use context_impl;
