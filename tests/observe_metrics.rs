@@ -127,7 +127,10 @@ async fn a_scripted_conversation_moves_the_counters_by_the_right_amounts() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mid = loop {
         let s = scrape(&client).await;
-        if s.get("herald_lane_queue_depth", &[("state", "active")]) >= 1.0 {
+        // The lease is taken before the turn registers as running: wait for both.
+        if s.get("herald_lane_queue_depth", &[("state", "active")]) >= 1.0
+            && s.get("herald_lanes_busy", &[]) >= 1.0
+        {
             break s;
         }
         assert!(
