@@ -1,3 +1,5 @@
+//! Table tests for catch-up decisions after downtime (`once`, `skip`), bounded for long outages.
+
 use std::time::{Duration, Instant};
 
 use super::*;

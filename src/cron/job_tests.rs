@@ -1,3 +1,5 @@
+//! Table tests for job specs: TOML parsing, validation messages, and `[SILENT]`.
+
 use figment::providers::{Format, Toml};
 use figment::Figment;
 

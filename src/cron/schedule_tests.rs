@@ -1,3 +1,5 @@
+//! Table tests for schedule parsing and next-fire computation, DST changes included.
+
 use super::*;
 
 fn utc(s: &str) -> DateTime<Utc> {

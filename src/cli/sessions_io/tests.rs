@@ -1,3 +1,5 @@
+//! Tests for session export/import round trips and OpenAI-format imports.
+
 use std::sync::Arc;
 use std::time::Duration;
 
