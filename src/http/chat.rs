@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{api_error, HttpState};
 use crate::domain::{ChatType, LaneKey, MessageEvent, MessageKind, Platform};
-use crate::store::{InboxStatus, Store};
+use crate::store::{InboxInsert, InboxStatus, Store};
 
 #[derive(Deserialize)]
 pub(super) struct ChatRequest {
@@ -100,8 +100,9 @@ pub(super) async fn post_chat(
     };
     // Subscribe before the insert so the finish signal cannot slip past.
     let mut finished = deps.finished.subscribe();
-    let inbox_id = match state.router.ingest(&ev).await {
-        Ok(r) => r.id(),
+    let (inbox_id, fresh) = match state.router.ingest(&ev).await {
+        Ok(r @ InboxInsert::Inserted(_)) => (r.id(), true),
+        Ok(r) => (r.id(), false),
         Err(e) => {
             return api_error(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -111,6 +112,10 @@ pub(super) async fn post_chat(
     };
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(deps.config.web.reply_timeout_secs);
+    // A row inserted just now is pending: wait for the finish signal before the first read.
+    if fresh {
+        wait_finished(&mut finished, inbox_id).await;
+    }
     loop {
         match deps.store.inbox_get(inbox_id).await {
             Ok(Some(row)) if row.status != InboxStatus::Pending => {
@@ -126,20 +131,7 @@ pub(super) async fn post_chat(
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cannot read inbox while waiting for a reply"),
         }
-        // Woken by our own finish signal, or poll (the turn may run on another replica).
-        let wait = tokio::time::timeout(Duration::from_millis(500), async {
-            loop {
-                match finished.recv().await {
-                    Ok(id) if id == inbox_id => return,
-                    Ok(_) => continue,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        std::future::pending::<()>().await
-                    }
-                }
-            }
-        });
-        let _ = wait.await;
+        wait_finished(&mut finished, inbox_id).await;
         if tokio::time::Instant::now() > deadline {
             return (
                 StatusCode::ACCEPTED,
@@ -151,6 +143,24 @@ pub(super) async fn post_chat(
                 .into_response();
         }
     }
+}
+
+/// Woken by our own finish signal, or after a poll interval (the turn may run on another
+/// replica, whose signal never reaches us).
+async fn wait_finished(finished: &mut tokio::sync::broadcast::Receiver<i64>, inbox_id: i64) {
+    let wait = tokio::time::timeout(Duration::from_millis(500), async {
+        loop {
+            match finished.recv().await {
+                Ok(id) if id == inbox_id => return,
+                Ok(_) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                    std::future::pending::<()>().await
+                }
+            }
+        }
+    });
+    let _ = wait.await;
 }
 
 async fn reply(

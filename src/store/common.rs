@@ -8,7 +8,7 @@
 use sqlx::Row;
 
 use super::types::*;
-use super::StoreError;
+use super::{StoreError, StoreResult};
 use crate::domain::{MessageEvent, Role, ToolCall};
 
 pub(super) const INBOX_COLS: &str =
@@ -24,6 +24,13 @@ pub(super) const OUTBOX_COLS: &str = "id, idem_key, lane, platform, chat_id, thr
 /// row (rather than reading it) takes its lock, so a concurrent takeover waits for our commit.
 pub(super) const LEASE_CHECK: &str =
     "UPDATE leases SET expires_at = expires_at WHERE name = $1 AND holder = $2 AND token = $3";
+
+/// The lease check for a write into one session: the lease is current and is the lease of the
+/// session's lane (a lease name is the lane key), so holding one lane's lease never lets a
+/// worker write into another lane's transcript.
+pub(super) const LEASE_CHECK_SESSION: &str =
+    "UPDATE leases SET expires_at = expires_at WHERE name = $1 AND holder = $2 AND token = $3 \
+     AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = $4 AND s.lane = $1)";
 
 pub(super) const LEASE_ACQUIRE: &str =
     "INSERT INTO leases (name, holder, token, expires_at, acquired_at) \
@@ -677,13 +684,23 @@ macro_rules! store_tx_helpers {
             lease: &Lease,
             session_id: &str,
         ) -> StoreResult<()> {
+            // One statement on the hot path; the two reads below only name the failure.
+            let res = sqlx::query(common::LEASE_CHECK_SESSION)
+                .bind(&lease.name)
+                .bind(&lease.holder)
+                .bind(lease.token)
+                .bind(session_id)
+                .execute(&mut **tx)
+                .await?;
+            if res.rows_affected() == 1 {
+                return Ok(());
+            }
             check_lease(tx, lease).await?;
             let lane: Option<(String,)> = sqlx::query_as("SELECT lane FROM sessions WHERE id = $1")
                 .bind(session_id)
                 .fetch_optional(&mut **tx)
                 .await?;
             match lane {
-                Some((lane,)) if lane == lease.name => Ok(()),
                 Some((lane,)) => Err(common::wrong_lane(session_id, &lane, lease)),
                 None => Err(StoreError::NotFound(format!("session {session_id}"))),
             }
@@ -795,6 +812,20 @@ macro_rules! store_tx_helpers {
 
 pub(super) use store_impl;
 pub(super) use store_tx_helpers;
+
+/// `platform IN (…)` for the outbox claim, so one statement claims for every platform this
+/// replica sends to. The names are inlined, not bound, because the two dialects bind lists
+/// differently; they come from `Platform::as_str` and anything else is refused here.
+pub(super) fn platform_filter(platforms: &[String]) -> StoreResult<String> {
+    if let Some(bad) = platforms
+        .iter()
+        .find(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_lowercase()))
+    {
+        return Err(StoreError::Other(format!("invalid platform name {bad:?}")));
+    }
+    let names: Vec<String> = platforms.iter().map(|p| format!("'{p}'")).collect();
+    Ok(format!("o.platform IN ({})", names.join(", ")))
+}
 
 /// The outbox claim's row filter, shared by both dialects: due, and no earlier row of the same
 /// lane is in flight or waiting for a retry (so a lane's chunks go out in order).

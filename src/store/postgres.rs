@@ -103,31 +103,30 @@ store_impl!(PgStore, {
         // `sending`) and take the second one, because its snapshot still shows the first as
         // merely pending: two replicas would then send one lane's chunks out of order. Each
         // statement takes its snapshot after the lock is granted, so it sees earlier claims.
+        if platforms.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut tx = self.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(OUTBOX_CLAIM_LOCK)
             .execute(&mut *tx)
             .await?;
         let now = now_ms();
-        let mut out = Vec::new();
-        for platform in platforms {
-            let sql = format!(
-                "UPDATE outbox SET status = 'sending', claimed_by = $3, claim_until = $4 \
-                 WHERE id IN (SELECT o.id FROM outbox o WHERE o.platform = $2 AND {} \
-                   ORDER BY o.id LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING {}",
-                common::OUTBOX_CLAIMABLE,
-                common::OUTBOX_COLS
-            );
-            let mut rows: Vec<OutboxRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(now)
-                .bind(platform)
-                .bind(holder)
-                .bind(now + claim_ttl.as_millis() as i64)
-                .bind(limit)
-                .fetch_all(&mut *tx)
-                .await?;
-            out.append(&mut rows);
-        }
+        let sql = format!(
+            "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
+             WHERE id IN (SELECT o.id FROM outbox o WHERE {} AND {} \
+               ORDER BY o.id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {}",
+            common::platform_filter(platforms)?,
+            common::OUTBOX_CLAIMABLE,
+            common::OUTBOX_COLS
+        );
+        let mut out: Vec<OutboxRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(now)
+            .bind(holder)
+            .bind(now + claim_ttl.as_millis() as i64)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
         tx.commit().await?;
         out.sort_by_key(|r| r.id);
         Ok(out)
