@@ -78,8 +78,7 @@ impl HandoffConfig {
         match parse_schedule(&self.nightly, Some(&self.nightly_timezone)) {
             Ok(Schedule::Once(_)) => Err((
                 "handoff.nightly",
-                "a one-shot time never repeats; use a cron expression such as \"0 3 * * *\""
-                    .into(),
+                "a one-shot time never repeats; use a cron expression such as \"0 3 * * *\"".into(),
             )),
             Ok(s) => Ok(Some(s)),
             Err(e @ ScheduleError::UnknownTimeZone(_)) => {

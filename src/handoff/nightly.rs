@@ -111,7 +111,10 @@ impl NightlyCloser {
     }
 
     /// What a pass at `now` would take, without taking anything (`--dry-run`).
-    pub async fn candidates(&self, now: DateTime<Utc>) -> Result<Vec<NightlyCandidate>, StoreError> {
+    pub async fn candidates(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<NightlyCandidate>, StoreError> {
         let q = self.rules.query(now.timestamp_millis());
         self.builder.store.nightly_candidates(&q).await
     }
@@ -188,7 +191,9 @@ impl NightlyCloser {
             report.builds.push((c.lane.clone(), status));
         }
         if !cancel.is_cancelled() && matches!(kind, PassKind::Scheduled(_)) {
-            store.kv_set(&done_key, &serde_json::to_string(&report)?).await?;
+            store
+                .kv_set(&done_key, &serde_json::to_string(&report)?)
+                .await?;
         }
         Ok(report)
     }
@@ -265,7 +270,9 @@ impl NightlyCloser {
                     // Busy: the other replica finishes it; looking again later costs one read.
                     Ok(r) if !r.busy => handled = Some(fire),
                     Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "nightly handoff pass failed; retrying later"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "nightly handoff pass failed; retrying later")
+                    }
                 }
             }
             let wait = schedule

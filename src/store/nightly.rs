@@ -100,11 +100,12 @@ macro_rules! nightly_store_impl {
             }
 
             async fn lane_last_event(&self, lane: &LaneKey) -> StoreResult<Option<MessageEvent>> {
-                let row: Option<(String,)> =
-                    sqlx::query_as("SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1")
-                        .bind(lane.as_str())
-                        .fetch_optional(&self.pool)
-                        .await?;
+                let row: Option<(String,)> = sqlx::query_as(
+                    "SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1",
+                )
+                .bind(lane.as_str())
+                .fetch_optional(&self.pool)
+                .await?;
                 match row {
                     Some((json,)) => Ok(Some(serde_json::from_str(&json)?)),
                     None => Ok(None),
