@@ -88,3 +88,39 @@ impl HandoffConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nightly_schedule_table() {
+        // (nightly, timezone, Ok(on?) or Err(key at fault))
+        let cases: Vec<(&str, &str, Result<bool, &str>)> = vec![
+            ("0 3 * * *", "UTC", Ok(true)),
+            ("30 2 * * 1-5", "Europe/Berlin", Ok(true)),
+            ("every 1d", "UTC", Ok(true)),
+            ("", "UTC", Ok(false)),
+            ("   ", "Mars/Olympus", Ok(false)),
+            ("0 3 * *", "UTC", Err("handoff.nightly")),
+            ("2026-12-01T03:00:00Z", "UTC", Err("handoff.nightly")),
+            (
+                "0 3 * * *",
+                "Europe/Atlantis",
+                Err("handoff.nightly_timezone"),
+            ),
+        ];
+        for (nightly, tz, want) in cases {
+            let c = HandoffConfig {
+                nightly: nightly.into(),
+                nightly_timezone: tz.into(),
+                ..HandoffConfig::default()
+            };
+            let got = c
+                .nightly_schedule()
+                .map(|s| s.is_some())
+                .map_err(|(k, _)| k);
+            assert_eq!(got, want, "{nightly:?} in {tz}");
+        }
+    }
+}
