@@ -24,7 +24,7 @@ use crate::config::{Config, ProviderKind};
 use crate::cron::Scheduler;
 use crate::delivery::sender::Sender;
 use crate::delivery::Outbounds;
-use crate::handoff::{writer_chain, Builder, HandoffHook, HandoffInject};
+use crate::handoff::{writer_chain, Builder, HandoffHook, HandoffInject, NightlyCloser};
 use crate::hooks::{build_pre_dispatch, Authorizer, PreLlmChain};
 use crate::http::{self, HttpState};
 use crate::lanes::{Deps, LaneRouter};
@@ -39,6 +39,9 @@ pub struct App {
     pub store: Arc<dyn Store>,
     pub router: Arc<LaneRouter>,
     pub replica_id: String,
+    /// The nightly handoff closer (its scheduled loop runs when `handoff.nightly` is set);
+    /// tests and operators run a pass through it.
+    pub nightly: Arc<NightlyCloser>,
     cancel: CancellationToken,
     tracker: TaskTracker,
     grace: Duration,
@@ -157,6 +160,7 @@ impl App {
 
         let router = LaneRouter::new(deps.clone(), tracker.clone());
         handoff.set_router(&router);
+        let nightly = Arc::new(NightlyCloser::new(handoff.clone(), &config.handoff)?);
         let cron = if config.cron.enabled {
             let holder = format!("{replica_id}/cron");
             let s = Scheduler::new(store.clone(), router.clone(), &holder);
@@ -215,6 +219,9 @@ impl App {
         if let Some(cron) = cron {
             tracker.spawn(cron.run(cancel.child_token()));
         }
+        if config.handoff.enabled {
+            tracker.spawn(nightly.clone().run(cancel.child_token()));
+        }
         if let Some(a) = telegram {
             a.spawn(router.clone(), &tracker, cancel.child_token());
         }
@@ -235,6 +242,7 @@ impl App {
             store,
             router,
             replica_id,
+            nightly,
             cancel,
             tracker,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),

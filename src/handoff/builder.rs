@@ -32,6 +32,35 @@ pub struct BuildJob {
     pub chat_id: String,
     pub thread_id: Option<String>,
     pub session_id: String,
+    pub trigger: Trigger,
+}
+
+/// What started a build: named in the log line; only a person who asked is told in the chat
+/// when the build went wrong (the nightly closer stays silent: nobody asked at 3 am).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The `handoff` word or `/wrapup`.
+    Manual,
+    /// The nightly closer.
+    Nightly,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Manual => "manual",
+            Trigger::Nightly => "nightly",
+        }
+    }
+
+    /// The summarized session's end reason: an operator can tell a session the person closed
+    /// from one the nightly closer closed.
+    pub fn end_reason(self) -> &'static str {
+        match self {
+            Trigger::Manual => "handoff",
+            Trigger::Nightly => "nightly",
+        }
+    }
 }
 
 impl BuildJob {
@@ -42,6 +71,7 @@ impl BuildJob {
             chat_id: ev.chat_id.clone(),
             thread_id: ev.thread_id.clone(),
             session_id: session_id.to_string(),
+            trigger: Trigger::Manual,
         }
     }
 }
@@ -225,18 +255,18 @@ impl Builder {
             Ok(id) => id,
             Err(e) => {
                 metrics::counter!("herald_capsule_builds_total", "status" => BuildStatus::WriteFailed.as_str()).increment(1);
-                tracing::error!(lane = %job.lane, session = %job.session_id, status = "write_failed", error = %e, "capsule could not be stored");
+                tracing::error!(lane = %job.lane, session = %job.session_id, trigger = job.trigger.as_str(), status = "write_failed", error = %e, "capsule could not be stored");
                 return Err(e);
             }
         };
         metrics::counter!("herald_capsule_builds_total", "status" => status.as_str()).increment(1);
         let chars = capsule.text.chars().count();
         if status == BuildStatus::Ok {
-            tracing::info!(lane = %job.lane, session = %job.session_id, messages = count, chars, capsule = id, status = status.as_str(), "handoff capsule written");
+            tracing::info!(lane = %job.lane, session = %job.session_id, trigger = job.trigger.as_str(), messages = count, chars, capsule = id, status = status.as_str(), "handoff capsule written");
         } else {
-            tracing::warn!(lane = %job.lane, session = %job.session_id, messages = count, chars, capsule = id, status = status.as_str(), "handoff capsule build did not produce a summary");
+            tracing::warn!(lane = %job.lane, session = %job.session_id, trigger = job.trigger.as_str(), messages = count, chars, capsule = id, status = status.as_str(), "handoff capsule build did not produce a summary");
         }
-        if let Some(note) = chat_note(status) {
+        if let Some(note) = chat_note(status).filter(|_| job.trigger == Trigger::Manual) {
             self.notify(job, id, note).await;
         }
         if status.wrote_capsule() {
@@ -262,7 +292,7 @@ impl Builder {
             &format!("handoff:{}:{capsule_id}", job.lane),
             Control::RotateSession {
                 session_id: job.session_id.clone(),
-                reason: "handoff".into(),
+                reason: job.trigger.end_reason().into(),
             },
         );
         match self.router() {

@@ -4,22 +4,25 @@
 //! Here live the trigger rules, the writer's input and prompt, validation of its reply, the
 //! middle-cut trim to the 12,000-character cap, the confidential scrub, the Recovery footer,
 //! the degraded fallback and the injection label: pure functions, no store, no network, no
-//! clock. Three modules wire them into the daemon: `hook` (the pre-dispatch trigger),
-//! `builder` (the background build that stores the capsule and rotates the session) and
+//! clock. Four modules wire them into the daemon: `hook` (the pre-dispatch trigger),
+//! `builder` (the background build that stores the capsule and rotates the session),
+//! `nightly` (the scheduled closer of idle conversations, through the same builder) and
 //! `inject` (the pre-LLM hook that hands the capsule to the next session once).
 
 mod builder;
 mod capsule;
 mod hook;
 mod inject;
+mod nightly;
 mod prompt;
 mod scrub;
 mod trigger;
 mod trim;
 
-pub use builder::{writer_chain, BuildJob, BuildReport, Builder};
+pub use builder::{writer_chain, BuildJob, BuildReport, Builder, Trigger};
 pub use hook::{is_handoff_request, HandoffHook, ACK, ALREADY};
 pub use inject::HandoffInject;
+pub use nightly::{NightlyCloser, NightlyRules, PassKind, PassReport, CATCH_UP, NIGHTLY_LEASE};
 
 pub use capsule::{
     assemble, fallback_capsule, recovery_section, strip_recovery, validate_writer_output,

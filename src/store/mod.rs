@@ -11,6 +11,7 @@ mod context;
 mod cron;
 mod cron_types;
 mod handoff;
+mod nightly;
 mod pairing;
 mod postgres;
 mod sqlite;
@@ -27,6 +28,7 @@ pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
 pub use cron_types::*;
 pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
+pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -93,7 +95,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    PairingStore + HandoffStore + CronStore + ContextStore + Send + Sync + 'static
+    PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
