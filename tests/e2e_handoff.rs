@@ -11,7 +11,7 @@ use herald::handoff::{ACK, ALREADY};
 use herald::store::{now_ms, InboxStatus, NewCapsule};
 use serde_json::Value;
 use support::fake_llm::{FakeLlm, Step};
-use support::harness::{init, test_config, Client};
+use support::harness::{init, settled, test_config, wait_until, Client};
 
 const CAPSULE: &str = "## Working on\nMaking the nightly mirror job skip unreachable hosts.\n\n\
 ## State\nThe skip works on host two; reporting is not written yet.\n\n\
@@ -49,16 +49,14 @@ async fn capsule(client: &Client, lane: &str) -> Value {
 }
 
 async fn wait_rotated(app: &App, session_id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let s = app.store.session_get(session_id).await.unwrap().unwrap();
-        if s.ended_at.is_some() {
-            assert_eq!(s.end_reason.as_deref(), Some("handoff"));
-            return;
-        }
-        assert!(Instant::now() < deadline, "the session was not rotated");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let session = || async { app.store.session_get(session_id).await.unwrap().unwrap() };
+    wait_until(
+        "the session to be rotated",
+        Duration::from_secs(10),
+        || async { session().await.ended_at.is_some() },
+    )
+    .await;
+    assert_eq!(session().await.end_reason.as_deref(), Some("handoff"));
 }
 
 /// How often `needle` appears in the request's user messages (the fake model echoes the user
@@ -217,21 +215,19 @@ async fn a_writer_that_answers_garbage_gives_a_degraded_capsule_visible_outside_
         "{metrics}"
     );
     // The chat is told too, not only the file.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !app
-        .store
-        .outbox_recent(50)
-        .await
-        .unwrap()
-        .iter()
-        .any(|r| r.lane == "web:g" && r.text.contains("status: degraded"))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no degraded note queued for the chat"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        "a degraded note queued for the chat",
+        Duration::from_secs(5),
+        || async {
+            app.store
+                .outbox_recent(50)
+                .await
+                .unwrap()
+                .iter()
+                .any(|r| r.lane == "web:g" && r.text.contains("status: degraded"))
+        },
+    )
+    .await;
     app.shutdown().await;
 }
 
@@ -285,15 +281,7 @@ async fn an_unauthorized_handoff_builds_nothing_and_calls_no_model() {
     let client = Client::new(&app);
     let stranger = MessageEvent::text(Platform::Telegram, "777", "777", "handoff");
     let id = app.router.ingest(&stranger).await.unwrap().id();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let row = loop {
-        let row = app.store.inbox_get(id).await.unwrap().unwrap();
-        if row.status != InboxStatus::Pending {
-            break row;
-        }
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let row = settled(&*app.store, id).await;
     assert_eq!(row.status, InboxStatus::Skipped);
     assert_eq!(row.note.as_deref(), Some("auth: unauthorized"));
     assert_eq!(llm.request_count(), 0);

@@ -2,26 +2,11 @@
 //! approves it with the CLI; from then on the user talks to the agent. Groups stay silent.
 
 mod support;
-
-use std::time::{Duration, Instant};
-
 use herald::app::App;
 use herald::domain::{ChatType, MessageEvent, Platform};
-use herald::store::{InboxStatus, Store};
+use herald::store::InboxStatus;
 use support::fake_llm::FakeLlm;
-use support::harness::{init, test_config};
-
-async fn settle(store: &dyn Store, id: i64) -> InboxStatus {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let row = store.inbox_get(id).await.unwrap().unwrap();
-        if row.status != InboxStatus::Pending {
-            return row.status;
-        }
-        assert!(Instant::now() < deadline, "event {id} never processed");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
-}
+use support::harness::{init, settled, test_config};
 
 fn dm(sender: &str, text: &str) -> MessageEvent {
     let mut ev = MessageEvent::text(Platform::Telegram, sender, sender, text);
@@ -38,7 +23,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
 
     // First message: a code, no model call.
     let id = app.router.ingest(&dm("555", "hello?")).await.unwrap().id();
-    assert_eq!(settle(&*app.store, id).await, InboxStatus::Skipped);
+    assert_eq!(settled(&*app.store, id).await.status, InboxStatus::Skipped);
     let reply = app.store.outbox_for_inbox(id).await.unwrap();
     assert_eq!(reply.len(), 1);
     let text = &reply[0].text;
@@ -51,7 +36,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
 
     // Writing again right away: no new code and no reminder spam.
     let id2 = app.router.ingest(&dm("555", "hello??")).await.unwrap().id();
-    assert_eq!(settle(&*app.store, id2).await, InboxStatus::Skipped);
+    assert_eq!(settled(&*app.store, id2).await.status, InboxStatus::Skipped);
     assert!(app.store.outbox_for_inbox(id2).await.unwrap().is_empty());
     assert_eq!(app.store.pairing_pending().await.unwrap().len(), 1);
 
@@ -60,7 +45,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     group.chat_id = "-100".into();
     group.chat_type = ChatType::Group;
     let id3 = app.router.ingest(&group).await.unwrap().id();
-    assert_eq!(settle(&*app.store, id3).await, InboxStatus::Skipped);
+    assert_eq!(settled(&*app.store, id3).await.status, InboxStatus::Skipped);
     assert!(app.store.outbox_for_inbox(id3).await.unwrap().is_empty());
     assert_eq!(llm.request_count(), 0);
 
@@ -80,7 +65,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("approved telegram sender 555"));
 
     let id4 = app.router.ingest(&dm("555", "now?")).await.unwrap().id();
-    assert_eq!(settle(&*app.store, id4).await, InboxStatus::Done);
+    assert_eq!(settled(&*app.store, id4).await.status, InboxStatus::Done);
     assert_eq!(llm.request_count(), 1);
     assert_eq!(
         app.store.outbox_for_inbox(id4).await.unwrap()[0].text,
@@ -96,7 +81,8 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
         .output()
         .unwrap();
     assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("no pending, unexpired pairing code"));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("no pending, unexpired pairing code"), "{err}");
     app.shutdown().await;
 }
 
@@ -111,7 +97,7 @@ async fn pending_codes_are_capped() {
     let mut replies = Vec::new();
     for sender in ["1", "2", "3"] {
         let id = app.router.ingest(&dm(sender, "hi")).await.unwrap().id();
-        settle(&*app.store, id).await;
+        settled(&*app.store, id).await;
         replies.push(app.store.outbox_for_inbox(id).await.unwrap().len());
     }
     assert_eq!(

@@ -11,47 +11,13 @@ use std::time::Duration;
 use herald::adapters::split::{split_message, Measure, TELEGRAM_LIMIT};
 use herald::adapters::telegram::format::markdown_to_html;
 use herald::app::App;
-use herald::config::{Config, Secret};
 use herald::domain::LaneKey;
 use support::fake_llm::{FakeLlm, Step};
 use support::fake_telegram::{message_json, with_mention, FakeTelegram, Fault, BOT_USERNAME};
-use support::harness::{init, test_config};
+use support::harness::wait_until;
+use support::telegram::{fakes, start, tg_config, USER};
 
-pub const TOKEN: &str = "123456:TEST-token";
-/// The one sender on the allowlist.
-pub const USER: i64 = 1001;
 pub const WAIT: Duration = Duration::from_secs(20);
-
-pub fn tg_config(tg: &FakeTelegram, llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
-    let mut c = test_config(llm, data);
-    c.telegram.token = Some(Secret::new(tg.token()));
-    c.telegram.api_url = tg.url();
-    c.telegram.allowed_users = vec![USER.to_string()];
-    c.telegram.poll_timeout_secs = 1;
-    c
-}
-
-pub async fn start(tg: &FakeTelegram, llm: &FakeLlm, data: &tempfile::TempDir) -> App {
-    App::start(tg_config(tg, llm, data))
-        .await
-        .expect("app starts")
-}
-
-/// Polls `cond` every 20 ms; panics with `what` after `timeout`.
-pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut cond: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    while !cond().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 /// The user texts the model was asked about, in order.
 pub fn model_inputs(llm: &FakeLlm) -> Vec<String> {
@@ -70,12 +36,7 @@ fn push_private(tg: &FakeTelegram, chat: i64, text: &str) -> i64 {
 
 #[tokio::test]
 async fn private_chat_round_trip() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let app = start(&tg, &llm, &data).await;
     let mid = push_private(&tg, USER, "hello there");
 
@@ -115,12 +76,7 @@ async fn private_chat_round_trip() {
 
 #[tokio::test]
 async fn group_answers_only_when_mentioned_replied_to_or_commanded() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let app = start(&tg, &llm, &data).await;
     let g = -100_500;
     tg.push_group_text(g, USER, "just chatting among humans", None);
@@ -148,12 +104,7 @@ async fn group_answers_only_when_mentioned_replied_to_or_commanded() {
 
 #[tokio::test]
 async fn free_response_group_answers_everything() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let mut c = tg_config(&tg, &llm, &data);
     c.telegram.free_response_chats = vec!["-100501".into()];
     let app = App::start(c).await.unwrap();
@@ -165,12 +116,7 @@ async fn free_response_group_answers_everything() {
 
 #[tokio::test]
 async fn forum_topics_are_separate_lanes() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let app = start(&tg, &llm, &data).await;
     let g = -100_600;
     let addressed = |thread: i64, text: &str| {
@@ -246,12 +192,7 @@ fn long_answer() -> String {
 
 #[tokio::test]
 async fn a_long_answer_arrives_as_ordered_chunks_within_the_limit() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let answer = long_answer();
     llm.push(Step::Reply(answer.clone()));
     let app = start(&tg, &llm, &data).await;
@@ -284,12 +225,7 @@ async fn a_long_answer_arrives_as_ordered_chunks_within_the_limit() {
 
 #[tokio::test]
 async fn rate_limited_then_success_gives_exactly_one_copy() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     tg.fail_next("sendMessage", Fault::RetryAfter(1));
     let app = start(&tg, &llm, &data).await;
     push_private(&tg, USER, "are you there?");
@@ -308,12 +244,7 @@ async fn rate_limited_then_success_gives_exactly_one_copy() {
 
 #[tokio::test]
 async fn rejected_formatting_falls_back_to_one_plain_copy() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     llm.push(Step::Reply("**bold** and `code` & more".into()));
     tg.fail_next("sendMessage", Fault::BadEntities);
     let app = start(&tg, &llm, &data).await;
@@ -333,12 +264,7 @@ async fn rejected_formatting_falls_back_to_one_plain_copy() {
 
 #[tokio::test]
 async fn unauthorized_sender_costs_no_model_call() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let app = start(&tg, &llm, &data).await;
     let stranger = 999;
     let stranger_update = tg.push_private_text(stranger, stranger, "let me in");
@@ -375,12 +301,7 @@ async fn unauthorized_sender_costs_no_model_call() {
 
 #[tokio::test]
 async fn a_malformed_update_in_a_batch_does_not_block_the_next_ones() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     // All queued before the daemon starts, so they come in one getUpdates batch.
     let first = tg.push_private_text(USER, USER, "first");
     tg.push_update_raw(serde_json::json!({ "update_id": first + 1, "message": { "message_id": "oops", "chat": 5 } }));

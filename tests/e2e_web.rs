@@ -2,14 +2,14 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald::app::App;
 use herald::domain::{MessageEvent, Platform};
 use herald::store::InboxStatus;
 use serde_json::json;
 use support::fake_llm::{FakeLlm, Step};
-use support::harness::{init, test_config, Client};
+use support::harness::{init, settled, test_config, wait_until, Client};
 
 #[tokio::test]
 async fn web_message_reaches_the_model_and_the_reply_comes_back() {
@@ -139,19 +139,13 @@ async fn unauthorized_sender_costs_no_model_call_and_leaves_no_transcript() {
     let friend = MessageEvent::text(Platform::Telegram, "42", "42", "hello");
     let friend_id = app.router.ingest(&friend).await.unwrap().id();
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = app.store.inbox_get(inbox_id).await.unwrap().unwrap();
-        let b = app.store.inbox_get(friend_id).await.unwrap().unwrap();
-        if a.status != InboxStatus::Pending && b.status != InboxStatus::Pending {
-            assert_eq!(a.status, InboxStatus::Skipped);
-            assert_eq!(a.note.as_deref(), Some("auth: unauthorized"));
-            assert_eq!(b.status, InboxStatus::Done);
-            break;
-        }
-        assert!(Instant::now() < deadline, "events were not processed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let a = settled(&*app.store, inbox_id).await;
+    assert_eq!(a.status, InboxStatus::Skipped);
+    assert_eq!(a.note.as_deref(), Some("auth: unauthorized"));
+    assert_eq!(
+        settled(&*app.store, friend_id).await.status,
+        InboxStatus::Done
+    );
     // Only the allowed sender reached the model; the stranger's lane has no session at all.
     assert_eq!(llm.request_count(), 1);
     assert_eq!(llm.requests()[0].last_user(), "hello");
@@ -373,11 +367,10 @@ async fn graceful_shutdown_finishes_the_running_turn_and_releases_the_lease() {
     let client = Client::new(&app);
     let store = app.store.clone();
     let chat = tokio::spawn(async move { client.chat("web:bye", "one more thing").await });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while llm.request_count() == 0 {
-        assert!(Instant::now() < deadline, "turn never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until("the turn to start", Duration::from_secs(10), || async {
+        llm.request_count() > 0
+    })
+    .await;
     // The lane's lease is held while the turn runs.
     let lane = herald::domain::LaneKey::new("web:bye");
     let held = store.lease_get(lane.as_str()).await.unwrap().unwrap();

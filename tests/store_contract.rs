@@ -132,6 +132,7 @@ macro_rules! contract {
 }
 
 contract!(unmigrated sqlite_migrate_twice_is_a_noop, postgres_migrate_twice_is_a_noop, inbox_leases::migrate_twice_is_a_noop);
+contract!(unmigrated sqlite_migrations_apply_one_at_a_time, postgres_migrations_apply_one_at_a_time, inbox_leases::migrations_apply_one_at_a_time);
 contract!(
     sqlite_inbox_dedup,
     postgres_inbox_dedup,

@@ -4,6 +4,7 @@ pub mod cron;
 pub mod doctor;
 mod handoff;
 mod pairing;
+pub mod progress;
 mod sessions_io;
 
 use std::path::PathBuf;
@@ -17,7 +18,9 @@ use crate::domain::LaneKey;
 use crate::store;
 
 pub use handoff::{handoff, HandoffCmd};
-pub use sessions_io::{compact_dry_run, export_jsonl, import_file, parse_transcript, Parsed};
+pub use sessions_io::{
+    compact_dry_run, export_jsonl, export_to, import_file, parse_transcript, Parsed,
+};
 
 #[derive(Subcommand)]
 pub enum SessionsCmd {
@@ -66,11 +69,33 @@ pub enum SessionsCmd {
     },
 }
 
+/// Applies pending migrations one at a time, naming each on stdout (a bar on a terminal's
+/// stderr), so an operator upgrading a large database sees which step it is on.
 pub async fn migrate(config: &Config) -> anyhow::Result<()> {
     let store = store::connect(&config.store_url(), 2).await?;
-    eprintln!("applying migrations to the {} store…", store.backend());
-    store.migrate().await?;
-    eprintln!("migrations applied");
+    let pending = store.migrations_pending().await?;
+    if pending.is_empty() {
+        println!(
+            "nothing to do: the {} store has every migration applied",
+            store.backend()
+        );
+        store.close().await;
+        return Ok(());
+    }
+    let bar = progress::bar(pending.len() as u64, "migrations");
+    for m in &pending {
+        bar.set_message(format!("{} {}", m.version, m.description));
+        store.migrate_to(m.version).await?;
+        bar.suspend(|| println!("applied {} {}", m.version, m.description));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "{} migrations applied to the {} store",
+        pending.len(),
+        store.backend()
+    );
+    store.close().await;
     Ok(())
 }
 
@@ -112,10 +137,16 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
             if format != "jsonl" {
                 anyhow::bail!("unknown export format {format:?} (supported: jsonl)");
             }
-            print!("{}", export_jsonl(store.as_ref(), &id).await?);
+            let bar = progress::bar_beside_stdout(0, "messages");
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            export_to(store.as_ref(), &id, &mut out, &bar).await?;
+            bar.finish_and_clear();
         }
         SessionsCmd::Import { file, lane } => {
-            let (id, n) = import_file(store.as_ref(), &file, lane.as_deref()).await?;
+            let bar = progress::bar(0, "messages");
+            let res = import_file(store.as_ref(), &file, lane.as_deref(), &bar).await;
+            bar.finish_and_clear();
+            let (id, n) = res?;
             println!("imported {n} messages as session {id}");
         }
         SessionsCmd::Compact { id, dry_run } => {

@@ -7,12 +7,14 @@
 //! from another agent can become a searchable Herald session. An import is written through a
 //! lease on its lane like any transcript write; it never touches an open session.
 
+use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
+use super::progress::ProgressBar;
 use crate::agent::compaction::check_faithful;
 use crate::agent::context::plan::{plan, to_proj};
 use crate::agent::context::window::context_window;
@@ -22,19 +24,33 @@ use crate::store::{ImportedMessage, NewMessage, Session, Store, StoredMessage};
 
 /// The session as JSON lines (system prompt first, then every message in id order).
 pub async fn export_jsonl(store: &dyn Store, id: &str) -> anyhow::Result<String> {
+    let mut out = Vec::new();
+    export_to(store, id, &mut out, &ProgressBar::hidden()).await?;
+    Ok(String::from_utf8(out)?)
+}
+
+/// Writes the export to `out`, advancing `progress` by one per message; returns the message
+/// count. The same bytes as [`export_jsonl`]: the CLI streams them instead of buffering.
+pub async fn export_to(
+    store: &dyn Store,
+    id: &str,
+    out: &mut dyn Write,
+    progress: &ProgressBar,
+) -> anyhow::Result<usize> {
     let Some(s) = store.session_get(id).await? else {
         bail!("no session {id}");
     };
-    let mut out = String::new();
     let head = json!({"session_id": s.id, "lane": s.lane, "role": "system",
         "content": s.system_prompt, "model": s.model, "started_at": s.started_at});
-    out.push_str(&head.to_string());
-    out.push('\n');
-    for m in store.messages(id, false).await? {
-        out.push_str(&export_row(&m).to_string());
-        out.push('\n');
+    let messages = store.messages(id, false).await?;
+    progress.set_length(messages.len() as u64);
+    writeln!(out, "{head}")?;
+    for m in &messages {
+        writeln!(out, "{}", export_row(m))?;
+        progress.inc(1);
     }
-    Ok(out)
+    out.flush()?;
+    Ok(messages.len())
 }
 
 fn export_row(m: &StoredMessage) -> Value {
@@ -55,6 +71,11 @@ pub struct Parsed {
 
 /// Parses an export, an OpenAI message array (bare or under `messages`), or JSON lines.
 pub fn parse_transcript(text: &str) -> anyhow::Result<Parsed> {
+    parse_with_progress(text, &ProgressBar::hidden())
+}
+
+/// [`parse_transcript`], advancing `progress` by one per row read.
+fn parse_with_progress(text: &str, progress: &ProgressBar) -> anyhow::Result<Parsed> {
     let trimmed = text.trim_start();
     let rows: Vec<Value> =
         if trimmed.starts_with('[') || trimmed.starts_with('{') && !has_lines(trimmed) {
@@ -77,8 +98,10 @@ pub fn parse_transcript(text: &str) -> anyhow::Result<Parsed> {
         };
     let mut out = Parsed::default();
     let mut call_names = std::collections::HashMap::new();
+    progress.set_length(rows.len() as u64);
     for (i, row) in rows.iter().enumerate() {
         let m = message_from(row, &call_names).with_context(|| format!("message {}", i + 1))?;
+        progress.inc(1);
         for c in &m.message.tool_calls {
             call_names.insert(c.id.clone(), c.name.clone());
         }
@@ -171,15 +194,17 @@ fn tool_call_from(v: &Value) -> anyhow::Result<ToolCall> {
 }
 
 /// Imports `file` as a new closed session in `lane` (default `import:<file stem>`), under a
-/// lease on that lane. Returns the new session id.
+/// lease on that lane. Returns the new session id. `progress` counts the messages read; the
+/// write is one transaction, so the bar then waits on it as a whole.
 pub async fn import_file(
     store: &dyn Store,
     file: &Path,
     lane: Option<&str>,
+    progress: &ProgressBar,
 ) -> anyhow::Result<(String, usize)> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let parsed = parse_transcript(&text)?;
+    let parsed = parse_with_progress(&text, progress)?;
     if parsed.messages.is_empty() {
         bail!("{} holds no messages", file.display());
     }
@@ -215,6 +240,10 @@ pub async fn import_file(
         breaker_blocked_since: None,
         cooldown_until: None,
     };
+    progress.set_message(format!(
+        "writing {} messages in one transaction",
+        parsed.messages.len()
+    ));
     let res = store
         .session_import(&lease, &session, "imported", &parsed.messages)
         .await;

@@ -118,12 +118,52 @@ pub(super) fn fts5_query(q: &str) -> String {
 }
 
 /// Expands `impl Store for $ty` with the shared methods plus the backend's own `$extra` ones
-/// (the whole impl is generated so that `async_trait` sees every method).
+/// (the whole impl is generated so that `async_trait` sees every method). `$migrator` is the
+/// backend's embedded `sqlx::migrate::Migrator` static.
 macro_rules! store_impl {
-    ($ty:ty, { $($extra:tt)* }) => {
+    ($ty:ty, $migrator:ident, { $($extra:tt)* }) => {
         #[async_trait::async_trait]
         impl Store for $ty {
         $($extra)*
+        async fn migrate(&self) -> StoreResult<()> {
+            $migrator
+                .run(&self.pool)
+                .await
+                .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+        }
+
+        async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>> {
+            let applied: Result<Vec<(i64,)>, sqlx::Error> =
+                sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success")
+                    .fetch_all(&self.pool)
+                    .await;
+            let applied: std::collections::HashSet<i64> = match applied {
+                Ok(rows) => rows.into_iter().map(|(v,)| v).collect(),
+                // No bookkeeping table yet: a database nothing was applied to.
+                Err(sqlx::Error::Database(_)) => Default::default(),
+                Err(e) => return Err(e.into()),
+            };
+            Ok($migrator
+                .iter()
+                .filter(|m| !m.migration_type.is_down_migration() && !applied.contains(&m.version))
+                .map(|m| MigrationInfo {
+                    version: m.version,
+                    description: m.description.to_string(),
+                })
+                .collect())
+        }
+
+        async fn migrate_to(&self, version: i64) -> StoreResult<()> {
+            $migrator
+                .run_to(version, &self.pool)
+                .await
+                .map_err(|e| StoreError::Other(format!("migration {version} failed: {e}")))
+        }
+
+        async fn ready(&self) -> StoreResult<bool> {
+            Ok(self.migrations_pending().await?.is_empty())
+        }
+
         async fn inbox_insert(&self, ev: &MessageEvent) -> StoreResult<InboxInsert> {
             let json = serde_json::to_string(ev)?;
             let inserted: Option<(i64,)> = sqlx::query_as(

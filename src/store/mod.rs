@@ -99,7 +99,13 @@ pub trait Store:
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
+    /// Applies every pending migration.
     async fn migrate(&self) -> StoreResult<()>;
+    /// Migrations shipped in this binary and not yet applied, oldest first (all of them on an
+    /// empty database).
+    async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>>;
+    /// Applies pending migrations up to and including `version`.
+    async fn migrate_to(&self, version: i64) -> StoreResult<()>;
     /// Reachable and fully migrated.
     async fn ready(&self) -> StoreResult<bool>;
     async fn close(&self);

@@ -64,28 +64,9 @@ store_tx_helpers!(Sqlite);
 super::handoff::handoff_store_impl!(SqliteStore);
 super::context::context_impl!(SqliteStore, Sqlite);
 
-store_impl!(SqliteStore, {
+store_impl!(SqliteStore, MIGRATOR, {
     fn backend(&self) -> &'static str {
         "sqlite"
-    }
-
-    async fn migrate(&self) -> StoreResult<()> {
-        MIGRATOR
-            .run(&self.pool)
-            .await
-            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
-    }
-
-    async fn ready(&self) -> StoreResult<bool> {
-        let applied: Result<(i64,), sqlx::Error> =
-            sqlx::query_as("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
-                .fetch_one(&self.pool)
-                .await;
-        match applied {
-            Ok((n,)) => Ok(n as usize >= MIGRATOR.iter().count()),
-            Err(sqlx::Error::Database(_)) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
     }
 
     async fn close(&self) {

@@ -23,6 +23,13 @@ pub struct LeaseInfo {
     pub acquired_at: i64,
 }
 
+/// A schema migration shipped in the binary (`herald migrate` reports them one by one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationInfo {
+    pub version: i64,
+    pub description: String,
+}
+
 /// Result of writing an event to the inbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InboxInsert {

@@ -6,19 +6,14 @@ use herald::app::App;
 use herald::config::{Secret, TelegramMode};
 use serde_json::json;
 
-use super::support::fake_llm::{FakeLlm, Step};
-use super::support::fake_telegram::FakeTelegram;
-use super::support::harness::init;
-use super::{model_inputs, start, tg_config, wait_until, TOKEN, USER, WAIT};
+use super::support::fake_llm::Step;
+use super::support::harness::wait_until;
+use super::support::telegram::{fakes, start, tg_config, USER};
+use super::{model_inputs, WAIT};
 
 #[tokio::test]
 async fn stopped_after_commit_before_reply_then_restarted_replies_exactly_once() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let mut config = tg_config(&tg, &llm, &data);
     config.server.shutdown_grace_secs = 1;
     // The model never answers: the update is in the inbox, the turn is running, no reply yet.
@@ -51,12 +46,7 @@ async fn stopped_after_commit_before_reply_then_restarted_replies_exactly_once()
 
 #[tokio::test]
 async fn offset_is_persisted_across_restart() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let app = start(&tg, &llm, &data).await;
     let one = tg.push_private_text(USER, USER, "one");
     tg.wait_for_sent(1, WAIT).await;
@@ -85,12 +75,7 @@ async fn offset_is_persisted_across_restart() {
 
 #[tokio::test]
 async fn a_polling_conflict_is_recovered_from() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let app = start(&tg, &llm, &data).await;
     wait_until("the daemon to poll", WAIT, || async {
         !tg.calls("getUpdates").is_empty()
@@ -117,12 +102,7 @@ async fn a_polling_conflict_is_recovered_from() {
 
 #[tokio::test]
 async fn the_poller_role_moves_to_the_standby_replica() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let mut a = tg_config(&tg, &llm, &data);
     a.server.replica_id = Some("replica-a".into());
     let mut b = a.clone();
@@ -167,12 +147,7 @@ async fn the_poller_role_moves_to_the_standby_replica() {
 
 #[tokio::test]
 async fn webhook_mode_checks_the_secret_and_answers_after_the_inbox() {
-    init();
-    let (tg, llm, data) = (
-        FakeTelegram::start(TOKEN).await,
-        FakeLlm::start().await,
-        tempfile::tempdir().unwrap(),
-    );
+    let (tg, llm, data) = fakes().await;
     let mut c = tg_config(&tg, &llm, &data);
     c.telegram.mode = TelegramMode::Webhook;
     c.telegram.webhook_url = Some("https://herald.example.org/telegram/webhook".into());

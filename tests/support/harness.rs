@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use herald::app::App;
 use herald::config::{Config, ProviderKind};
+use herald::store::{InboxRow, InboxStatus, Store};
 use serde_json::{json, Value};
 
 use super::fake_llm::FakeLlm;
@@ -36,6 +37,38 @@ pub fn test_config(llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
     c.lanes.rescan_secs = 1;
     c.outbox.poll_ms = 100;
     c
+}
+
+/// Polls `cond` every 20 ms; panics with `what` after `timeout`.
+pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !cond().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits (up to 10 s) until inbox event `id` leaves `pending`, and returns its row.
+pub async fn settled(store: &dyn Store, id: i64) -> InboxRow {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let row = store.inbox_get(id).await.unwrap().expect("inbox row");
+        if row.status != InboxStatus::Pending {
+            return row;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "inbox event {id} never settled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 pub struct Client {

@@ -6,3 +6,4 @@ pub mod fake_discord;
 pub mod fake_llm;
 pub mod fake_telegram;
 pub mod harness;
+pub mod telegram;

@@ -94,7 +94,9 @@ async fn export_then_import_keeps_every_message_and_flag() {
     let exported = export_jsonl(store.as_ref(), "orig").await.unwrap();
     let file = dir.path().join("chat.jsonl");
     std::fs::write(&file, &exported).unwrap();
-    let (new_id, n) = import_file(store.as_ref(), &file, None).await.unwrap();
+    let (new_id, n) = import_file(store.as_ref(), &file, None, &ProgressBar::hidden())
+        .await
+        .unwrap();
     assert_eq!(n, 5);
     let imported = store.session_get(&new_id).await.unwrap().unwrap();
     assert_eq!(imported.lane, "import:chat");
@@ -125,9 +127,14 @@ async fn an_openai_message_list_with_tool_calls_imports() {
         ]}"#,
     )
     .unwrap();
-    let (id, n) = import_file(store.as_ref(), &file, Some("import:weather"))
-        .await
-        .unwrap();
+    let (id, n) = import_file(
+        store.as_ref(),
+        &file,
+        Some("import:weather"),
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap();
     assert_eq!(n, 4);
     let s = store.session_get(&id).await.unwrap().unwrap();
     assert_eq!(
