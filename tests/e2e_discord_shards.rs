@@ -123,7 +123,11 @@ async fn two_replicas_split_the_shards_answer_once_and_the_survivor_takes_over()
         // A second replica gets half: the first gives shard 1 back before it is taken.
         let b = App::start(config(&fake, &llm, &data, "b")).await.unwrap();
         wait_for_shards(&fake, store.as_ref(), held(&[("0", "a"), ("1", "b")])).await;
-        assert_eq!(fake.identify_count_for(1), 2, "shard 1 identified by a, then by b");
+        assert_eq!(
+            fake.identify_count_for(1),
+            2,
+            "shard 1 identified by a, then by b"
+        );
         fake.guild_create(GUILD_0, &[(CHANNEL_0, "zero")], &[]);
         fake.guild_create(GUILD_1, &[(CHANNEL_1, "one")], &[]);
 
@@ -144,11 +148,18 @@ async fn two_replicas_split_the_shards_answer_once_and_the_survivor_takes_over()
         a.shutdown().await;
         let store = b.store.clone();
         wait_for_shards(&fake, store.as_ref(), held(&[("0", "b"), ("1", "b")])).await;
-        assert_eq!(fake.identify_count_for(0), 2, "shard 0 identified by a, then by b");
+        assert_eq!(
+            fake.identify_count_for(0),
+            2,
+            "shard 0 identified by a, then by b"
+        );
         fake.dispatch_message_create(CHANNEL_0, Some(GUILD_0), USER, "after", false, None);
         let posts = sent_settled(&fake, 4).await;
         assert_eq!(
-            posts.iter().filter(|p| **p == post(CHANNEL_0, "after")).count(),
+            posts
+                .iter()
+                .filter(|p| **p == post(CHANNEL_0, "after"))
+                .count(),
             1,
             "{posts:?}"
         );

@@ -81,14 +81,13 @@ impl Owner {
             self.renew(&mut owned).await;
             match self.store().leases_live(REPLICA_LEASE_PREFIX).await {
                 Ok(replicas) => {
-                    let share = fair_share(
-                        total,
-                        replicas.len(),
-                        self.config.max_shards_per_replica,
-                    );
+                    let share =
+                        fair_share(total, replicas.len(), self.config.max_shards_per_replica);
                     self.rebalance(&mut owned, total, share).await;
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot count live replicas; shards unchanged"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot count live replicas; shards unchanged")
+                }
             }
             metrics::gauge!("herald_discord_shards_owned").set(owned.len() as f64);
             tokio::select! {
@@ -137,14 +136,19 @@ impl Owner {
             match self.store().lease_renew(&o.lease, LEASE_TTL).await {
                 Ok(()) => o.renewed = Instant::now(),
                 Err(StoreError::LeaseLost { .. }) => {
-                    tracing::warn!(shard, "lost the discord shard lease; disconnecting the shard here");
+                    tracing::warn!(
+                        shard,
+                        "lost the discord shard lease; disconnecting the shard here"
+                    );
                     drop.push(*shard);
                 }
                 Err(e) if o.renewed.elapsed() >= FENCE_AFTER => {
                     tracing::warn!(shard, error = %e, "cannot renew the discord shard lease before it may expire; disconnecting the shard here");
                     drop.push(*shard);
                 }
-                Err(e) => tracing::warn!(shard, error = %e, "discord shard lease renewal failed; retrying"),
+                Err(e) => {
+                    tracing::warn!(shard, error = %e, "discord shard lease renewal failed; retrying")
+                }
             }
         }
         for shard in drop {
@@ -161,7 +165,11 @@ impl Owner {
         let count = u32::try_from(owned.len()).unwrap_or(u32::MAX);
         if count > share {
             if let Some((shard, o)) = owned.pop_last() {
-                tracing::info!(shard, share, "discord shards: giving a shard back to another replica");
+                tracing::info!(
+                    shard,
+                    share,
+                    "discord shards: giving a shard back to another replica"
+                );
                 self.give_back(shard, o).await;
             }
             return;
@@ -209,7 +217,10 @@ impl Owner {
     async fn give_back(&self, shard: u32, o: Owned) {
         o.stop.cancel();
         if tokio::time::timeout(STOP_WAIT, o.task).await.is_err() {
-            tracing::warn!(shard, "discord shard did not stop in time; its lease is kept to expire");
+            tracing::warn!(
+                shard,
+                "discord shard did not stop in time; its lease is kept to expire"
+            );
             return;
         }
         if let Err(e) = self.store().lease_release(&o.lease).await {

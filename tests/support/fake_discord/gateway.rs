@@ -140,15 +140,19 @@ fn handle_frame(
             inner.resume_count += 1;
             let wanted = d["session_id"].as_str().unwrap_or_default();
             let from = d["seq"].as_u64().unwrap_or(0);
-            let found = inner.sessions.iter().find(|(_, s)| s.id == wanted).map(|(shard, s)| {
-                let frames = s
-                    .log
-                    .iter()
-                    .filter(|(seq, _)| *seq > from)
-                    .map(|(_, f)| f.clone())
-                    .collect::<Vec<_>>();
-                (*shard, frames)
-            });
+            let found = inner
+                .sessions
+                .iter()
+                .find(|(_, s)| s.id == wanted)
+                .map(|(shard, s)| {
+                    let frames = s
+                        .log
+                        .iter()
+                        .filter(|(seq, _)| *seq > from)
+                        .map(|(_, f)| f.clone())
+                        .collect::<Vec<_>>();
+                    (*shard, frames)
+                });
             // Unknown or forgotten session: Discord answers op 9, not resumable.
             let Some((shard, frames)) = found else {
                 return Reply::Send(json!({"op": 9, "d": false}));
@@ -191,7 +195,11 @@ fn take_over(
 /// Discord's routing rule: a guild's events go to shard `(guild_id >> 22) % total`, everything
 /// without a guild (DMs) to shard 0.
 pub fn shard_of(event: &str, d: &Value, total: u64) -> u64 {
-    let key = if event == "GUILD_CREATE" { "id" } else { "guild_id" };
+    let key = if event == "GUILD_CREATE" {
+        "id"
+    } else {
+        "guild_id"
+    };
     let guild = d[key].as_str().and_then(|s| s.parse::<u64>().ok());
     guild.map_or(0, |g| (g >> 22) % total.max(1))
 }
