@@ -154,6 +154,11 @@ contract!(
     inbox_leases::lease_fencing
 );
 contract!(
+    sqlite_leases_live_by_prefix,
+    postgres_leases_live_by_prefix,
+    inbox_leases::leases_live_by_prefix
+);
+contract!(
     sqlite_lease_acquire_race,
     postgres_lease_acquire_race,
     inbox_leases::lease_acquire_race

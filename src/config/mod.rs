@@ -7,6 +7,7 @@
 mod handoff;
 mod load;
 mod secret;
+mod shards;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, validate, ConfigError, LoadOptions};
 pub use secret::Secret;
+pub use shards::ShardCount;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -352,6 +354,11 @@ pub struct DiscordConfig {
     /// A shard that shows no sign of life (no heartbeat ack, no event) for this long is
     /// restarted; about three and a half of Discord's 41.25 s heartbeat intervals.
     pub gateway_watchdog_secs: u64,
+    /// Gateway shards in total (`auto` or 0: Discord's recommendation). Each shard is run by
+    /// one replica at a time, held by the `role:discord-shard-<n>` lease.
+    pub shards: ShardCount,
+    /// At most this many shards per replica (0: no cap beyond the fair share).
+    pub max_shards_per_replica: u32,
 }
 
 impl Default for DiscordConfig {
@@ -368,6 +375,8 @@ impl Default for DiscordConfig {
             rate_limit_wait_ms: 2_000,
             register_commands: true,
             gateway_watchdog_secs: 150,
+            shards: ShardCount::Fixed(1),
+            max_shards_per_replica: 0,
         }
     }
 }

@@ -308,6 +308,18 @@ macro_rules! store_impl {
             .await?)
         }
 
+        async fn leases_live(&self, prefix: &str) -> StoreResult<Vec<LeaseInfo>> {
+            // substr rather than LIKE: names may hold `%` or `_`.
+            Ok(sqlx::query_as(
+                "SELECT name, holder, token, expires_at, acquired_at FROM leases \
+                 WHERE substr(name, 1, length($1)) = $1 AND expires_at > $2 ORDER BY name",
+            )
+            .bind(prefix)
+            .bind(now_ms())
+            .fetch_all(&self.pool)
+            .await?)
+        }
+
         async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>> {
             let sql = format!(
                 "SELECT {} FROM sessions WHERE lane = $1 AND ended_at IS NULL",

@@ -134,6 +134,8 @@ pub trait Store:
     async fn lease_renew(&self, lease: &Lease, ttl: Duration) -> StoreResult<()>;
     async fn lease_release(&self, lease: &Lease) -> StoreResult<()>;
     async fn lease_get(&self, name: &str) -> StoreResult<Option<LeaseInfo>>;
+    /// Unexpired leases whose name starts with `prefix`, by name (live replicas, owned roles).
+    async fn leases_live(&self, prefix: &str) -> StoreResult<Vec<LeaseInfo>>;
 
     // --- sessions and transcripts --------------------------------------------------------
     async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;

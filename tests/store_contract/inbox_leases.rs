@@ -161,6 +161,35 @@ pub async fn lease_lifecycle(store: Arc<dyn Store>) {
     assert!(store.lease_get("web:none").await.unwrap().is_none());
 }
 
+/// Live leases by name prefix: expired and released ones are left out, and the prefix is matched
+/// literally (`_` and `%` are not wildcards).
+pub async fn leases_live_by_prefix(store: Arc<dyn Store>) {
+    let long = Duration::from_secs(60);
+    lease(&store, "replica:a", "a", long).await;
+    let b = lease(&store, "replica:b", "b", long).await;
+    lease(&store, "replica:c", "c", Duration::from_millis(100)).await;
+    lease(&store, "replicaXd", "d", long).await;
+    lease(&store, "role:discord-shard-0", "a/discord", long).await;
+    lease(&store, "role:discord_shard-1", "x", long).await;
+    store.lease_release(&b).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+
+    let names = |v: Vec<herald::store::LeaseInfo>| {
+        v.into_iter()
+            .map(|l| (l.name, l.holder))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(store.leases_live("replica:").await.unwrap()),
+        vec![("replica:a".to_string(), "a".to_string())]
+    );
+    assert_eq!(
+        names(store.leases_live("role:discord-shard-").await.unwrap()),
+        vec![("role:discord-shard-0".to_string(), "a/discord".to_string())]
+    );
+    assert!(store.leases_live("nothing:").await.unwrap().is_empty());
+}
+
 /// After a takeover every transcript write by the old holder is refused and lands nothing.
 pub async fn lease_fencing(store: Arc<dyn Store>) {
     let lane = "web:f";

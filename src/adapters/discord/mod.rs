@@ -6,13 +6,17 @@
 //! client, handler, watchdog and shutdown; it must not decide what the agent answers, nor log
 //! the token.
 //!
-//! One process runs all shards (serenity's single-shard `start`); spreading shards across
-//! replicas with store leases is not built yet.
+//! Gateway shards are spread across replicas by store leases (`shards.rs`): this process runs
+//! one serenity client per shard it holds (`start_shard(n, total)`), and stops a client before
+//! letting its lease go. Sending is REST and needs no shard: every replica sends.
 
 mod inbound;
 mod interactions;
 mod outbound;
+mod shards;
 mod watchdog;
+
+pub use shards::SHARD_LEASE_PREFIX;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,31 +95,38 @@ impl DiscordAdapter {
         None
     }
 
-    /// Starts receiving (gateway shards) as tracked, cancellable tasks.
+    /// Starts receiving: this replica's share of the gateway shards, as tracked, cancellable
+    /// tasks.
     pub fn spawn(self, router: Arc<LaneRouter>, tracker: &TaskTracker, cancel: CancellationToken) {
-        let t = tracker.clone();
-        tracker.spawn(run(self.config, router, t, cancel));
+        let owner = shards::Owner {
+            holder: format!("{}/discord", router.deps().replica_id),
+            config: self.config,
+            router,
+            tracker: tracker.clone(),
+        };
+        tracker.spawn(owner.run(cancel));
     }
 }
 
-/// Builds the client and keeps it running until cancelled. A client that stops for a reason
-/// other than a bad token is built again after a pause.
+/// Builds the client for shard `(id, total)` and keeps it running until cancelled. A client
+/// that stops for a reason other than a bad token is built again after a pause.
 async fn run(
     config: DiscordConfig,
     router: Arc<LaneRouter>,
     tracker: TaskTracker,
     cancel: CancellationToken,
+    shard: (u32, u32),
 ) {
     let mut pause = Duration::from_secs(1);
     while !cancel.is_cancelled() {
-        match run_once(&config, &router, &tracker, &cancel).await {
+        match run_once(&config, &router, &tracker, &cancel, shard).await {
             Ok(()) => return,
             Err(Fatal(e)) => {
-                tracing::error!(error = %e, "discord adapter stopped; Discord messages will not be received");
+                tracing::error!(error = %e, shard = shard.0, "discord shard stopped; its messages will not be received");
                 return;
             }
             Err(Retry(e)) => {
-                tracing::warn!(error = %e, pause_secs = pause.as_secs(), "discord client stopped; starting it again");
+                tracing::warn!(error = %e, shard = shard.0, pause_secs = pause.as_secs(), "discord client stopped; starting it again");
             }
         }
         tokio::select! {
@@ -137,6 +148,7 @@ async fn run_once(
     router: &Arc<LaneRouter>,
     tracker: &TaskTracker,
     cancel: &CancellationToken,
+    (shard, total): (u32, u32),
 ) -> Result<(), Stop> {
     let http = build_http(config).map_err(|e| Fatal(e.to_string()))?;
     let signs = Arc::new(watchdog::LifeSigns::default());
@@ -144,7 +156,8 @@ async fn run_once(
         router: router.clone(),
         gate: Gate::from_config(config),
         auth: Authorizer::from_config(&router.deps().config),
-        register_commands: config.register_commands,
+        // Commands are global: one shard (shard 0, on whichever replica) registers them.
+        register_commands: config.register_commands && shard == 0,
         registered: AtomicBool::new(false),
         places: Mutex::new(HashMap::new()),
     };
@@ -162,7 +175,7 @@ async fn run_once(
         watch_cancel.clone(),
     ));
     let result = tokio::select! {
-        r = client.start() => r,
+        r = client.start_shard(shard, total) => r,
         _ = cancel.cancelled() => {
             manager.shutdown_all().await;
             watch_cancel.cancel();

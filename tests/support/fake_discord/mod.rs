@@ -29,20 +29,26 @@
 //!   `drop_socket`) are replayed on RESUME, as Discord does, and lost on a fresh IDENTIFY.
 //! - Messages the bot sends over REST are echoed as MESSAGE_CREATE (as Discord does) unless
 //!   `set_echo_own_messages(false)`.
+//! - Sharding: each IDENTIFY's `shard: [id, total]` opens a session for that shard, and a
+//!   guild's events go only to shard `(guild_id >> 22) % total` (DMs to shard 0), as Discord
+//!   routes them. One session per shard: an IDENTIFY for a shard whose socket is live cuts the
+//!   old socket and is counted (`shard_takeovers`), where Discord would keep both sessions and
+//!   deliver every event twice. GUILD_CREATE is not re-sent after an IDENTIFY.
 
 mod gateway;
+pub use gateway::shard_of;
 pub mod payloads;
 mod records;
 mod rest;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -135,9 +141,15 @@ pub(crate) struct Inner {
     pub identify_count: usize,
     pub resume_count: usize,
     pub acks_stopped: bool,
-    pub session: Option<Session>,
-    /// The socket that identified or resumed the current session.
-    pub conn: Option<Conn>,
+    /// The shard count of the latest IDENTIFY (1 before any): what guild events route by.
+    pub shard_total: u64,
+    /// The current session of each shard.
+    pub sessions: BTreeMap<u64, Session>,
+    /// The socket that identified or resumed each shard's session.
+    pub conns: BTreeMap<u64, Conn>,
+    pub identifies_by_shard: BTreeMap<u64, usize>,
+    /// IDENTIFYs that cut a live socket of the same shard.
+    pub shard_takeovers: usize,
     pub pending: Vec<(String, Value)>,
     pub messages: HashMap<u64, Value>,
     pub channels: HashMap<u64, Value>,
@@ -149,6 +161,7 @@ pub(crate) struct Shared {
     pub gateway_url: String,
     pub heartbeat_interval_ms: AtomicU64,
     pub echo_own_messages: std::sync::atomic::AtomicBool,
+    pub recommended_shards: AtomicU64,
     next_id: AtomicU64,
     inner: Mutex<Inner>,
 }
@@ -167,18 +180,14 @@ impl Shared {
         presented.strip_prefix("Bot ").unwrap_or(presented) == self.token
     }
 
-    /// Appends a dispatch to the current session and sends it on the live socket, under one
-    /// lock so sequence numbers and wire order always agree.
+    /// Appends a dispatch to the session of the shard it belongs to and sends it on that
+    /// shard's live socket, under one lock so sequence numbers and wire order always agree.
     pub fn dispatch_locked(&self, inner: &mut Inner, event: &str, d: Value) {
-        let Some(session) = inner.session.as_mut() else {
+        let shard = shard_of(event, &d, inner.shard_total);
+        if inner.sessions.contains_key(&shard) {
+            inner.send_on_shard(shard, event, d);
+        } else {
             inner.pending.push((event.to_string(), d));
-            return;
-        };
-        session.seq += 1;
-        let frame = json!({"op": 0, "s": session.seq, "t": event, "d": d}).to_string();
-        session.log.push((session.seq, frame.clone()));
-        if let Some(conn) = &inner.conn {
-            let _ = conn.tx.send(ConnCmd::Frame(frame));
         }
     }
 }
@@ -212,8 +221,12 @@ impl FakeDiscord {
             gateway_url: format!("ws://{ws_addr}"),
             heartbeat_interval_ms: AtomicU64::new(45_000),
             echo_own_messages: std::sync::atomic::AtomicBool::new(true),
+            recommended_shards: AtomicU64::new(1),
             next_id: AtomicU64::new((now_ms - DISCORD_EPOCH_MS) << 22),
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                shard_total: 1,
+                ..Inner::default()
+            }),
         });
         let tasks = vec![
             tokio::spawn(rest::serve(rest, shared.clone())),
@@ -349,39 +362,6 @@ impl FakeDiscord {
         }
         let d = payloads::guild_create(guild_id, chans, thrs);
         self.shared.dispatch_locked(&mut inner, "GUILD_CREATE", d);
-    }
-
-    // ---- gateway faults ----------------------------------------------------------------------
-
-    /// Closes the current gateway TCP connection with no close frame; the session survives.
-    pub fn drop_socket(&self) {
-        if let Some(conn) = self.shared.lock().conn.take() {
-            let _ = conn.tx.send(ConnCmd::Drop);
-        }
-    }
-
-    /// While true, HEARTBEATs get no op 11 (serenity then re-identifies, see CRATES.md).
-    pub fn stop_heartbeat_acks(&self, stop: bool) {
-        self.shared.lock().acks_stopped = stop;
-    }
-
-    /// op 7: the client should reconnect and resume.
-    pub fn send_reconnect(&self) {
-        self.send_raw(json!({"op": 7, "d": null}));
-    }
-
-    /// op 9. When not resumable, the session is forgotten and the client must IDENTIFY again.
-    pub fn invalidate_session(&self, resumable: bool) {
-        self.send_raw(json!({"op": 9, "d": resumable}));
-        if !resumable {
-            self.shared.lock().session = None;
-        }
-    }
-
-    fn send_raw(&self, frame: Value) {
-        if let Some(conn) = &self.shared.lock().conn {
-            let _ = conn.tx.send(ConnCmd::Frame(frame.to_string()));
-        }
     }
 
     /// The next REST request whose path (after `/api/v10`) starts with `route_prefix`, e.g.

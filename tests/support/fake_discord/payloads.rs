@@ -86,14 +86,14 @@ pub fn message(p: MessageParts<'_>) -> Value {
     m
 }
 
-pub fn ready(session_id: &str, resume_url: &str) -> Value {
+pub fn ready(session_id: &str, resume_url: &str, shard: [u64; 2]) -> Value {
     json!({
         "v": 10,
         "user": user(BOT_USER_ID),
         "guilds": [],
         "session_id": session_id,
         "resume_gateway_url": resume_url,
-        "shard": [0, 1],
+        "shard": shard,
         "application": { "id": BOT_USER_ID.to_string(), "flags": 0 },
     })
 }

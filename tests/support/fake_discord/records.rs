@@ -51,10 +51,35 @@ impl FakeDiscord {
         self.shared.lock().unknown_routes.clone()
     }
 
-    /// True while a socket holds an identified or resumed session.
+    /// True while a socket holds an identified or resumed session (of any shard).
     pub fn connected(&self) -> bool {
+        !self.connected_shards().is_empty()
+    }
+
+    /// Shards whose session has a live socket, ascending.
+    pub fn connected_shards(&self) -> Vec<u64> {
         let inner = self.shared.lock();
-        inner.session.is_some() && inner.conn.is_some()
+        inner
+            .conns
+            .keys()
+            .filter(|s| inner.sessions.contains_key(s))
+            .copied()
+            .collect()
+    }
+
+    /// The shard count of the latest IDENTIFY.
+    pub fn shard_total(&self) -> u64 {
+        self.shared.lock().shard_total
+    }
+
+    pub fn identify_count_for(&self, shard: u64) -> usize {
+        let inner = self.shared.lock();
+        inner.identifies_by_shard.get(&shard).copied().unwrap_or(0)
+    }
+
+    /// IDENTIFYs for a shard whose socket was still live: two clients connected as one shard.
+    pub fn shard_takeovers(&self) -> usize {
+        self.shared.lock().shard_takeovers
     }
 
     /// Polls `probe` until it yields a value; panics with `what` after `timeout`, so a broken

@@ -87,7 +87,7 @@ async fn handle(
         ("GET", ["gateway"]) => Json(json!({"url": shared.gateway_url})).into_response(),
         ("GET", ["gateway", "bot"]) => Json(json!({
             "url": shared.gateway_url,
-            "shards": 1,
+            "shards": shared.recommended_shards.load(std::sync::atomic::Ordering::Relaxed),
             "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1},
         }))
         .into_response(),
