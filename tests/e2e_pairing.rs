@@ -49,13 +49,16 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     assert!(app.store.outbox_for_inbox(id3).await.unwrap().is_empty());
     assert_eq!(llm.request_count(), 0);
 
-    // The operator approves with the CLI (lower-case input is accepted).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+    // The operator approves with the CLI (lower-case input is accepted). The child is awaited,
+    // not waited for: a blocking wait would freeze this runtime, and with it an app task that
+    // may be inside a write transaction, until the CLI's busy timeout ran out.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_herald"))
         .arg("--data-dir")
         .arg(data.path())
         .args(["pairing", "approve", "telegram", &code.to_lowercase()])
         .env_clear()
         .output()
+        .await
         .unwrap();
     assert!(
         out.status.success(),
@@ -73,12 +76,13 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     );
 
     // The same code cannot be approved twice.
-    let again = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+    let again = tokio::process::Command::new(env!("CARGO_BIN_EXE_herald"))
         .arg("--data-dir")
         .arg(data.path())
         .args(["pairing", "approve", "telegram", &code])
         .env_clear()
         .output()
+        .await
         .unwrap();
     assert!(!again.status.success());
     let err = String::from_utf8_lossy(&again.stderr);
