@@ -305,6 +305,9 @@ pub struct TelegramConfig {
     pub webhook_url: Option<String>,
     /// Long-poll timeout in seconds.
     pub poll_timeout_secs: u32,
+    /// Pace sends within Telegram's published limits. Off only against a local fake or Bot API
+    /// server (benchmarks): the pacing queue adds up to 250 ms and caps at 30 messages/s.
+    pub pacing: bool,
 }
 
 impl Default for TelegramConfig {
@@ -319,6 +322,7 @@ impl Default for TelegramConfig {
             webhook_secret: None,
             webhook_url: None,
             poll_timeout_secs: 25,
+            pacing: true,
         }
     }
 }

@@ -96,8 +96,12 @@ impl TelegramAdapter {
             .set_api_url(api_url.clone());
         let poll_timeout = Duration::from_secs(u64::from(config.poll_timeout_secs) + 15);
         let poll_bot = Bot::with_client(token.clone(), client(poll_timeout)?).set_api_url(api_url);
-        let (outbound, throttle_worker) =
-            TelegramOutbound::new(bot.clone(), token.clone(), outbound::published_limits());
+        let (outbound, throttle_worker) = if config.pacing {
+            TelegramOutbound::new(bot.clone(), token.clone(), outbound::published_limits())
+        } else {
+            tracing::warn!("telegram.pacing is off: sends are not paced within Telegram's limits");
+            TelegramOutbound::unpaced(bot.clone(), token.clone())
+        };
         Ok(TelegramAdapter {
             config: config.clone(),
             token,

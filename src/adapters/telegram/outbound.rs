@@ -1,7 +1,9 @@
 //! Replies out: one outbox chunk → one `sendMessage`, paced within Telegram's limits.
 //!
 //! Pacing is teloxide's own `Throttle` adaptor (per chat ≈1 msg/s, 20/min in groups, 30 msg/s
-//! overall, as Telegram's FAQ publishes), so a burst queues instead of earning a flood ban. Its
+//! overall, as Telegram's FAQ publishes), so a burst queues instead of earning a flood ban.
+//! `telegram.pacing = false` sends through the bare `Bot` instead, for local fakes and
+//! benchmarks only (the throttle's queue wakes every 250 ms and caps at 30 msg/s). Its
 //! internal retry is off: a 429 comes back to the outbox sender as `RetryAfter`, which waits
 //! and re-sends the same row — and the throttle freezes every chat for that time meanwhile.
 //! Formatting is HTML from a safe Markdown subset; when Telegram still rejects the entities the
@@ -11,10 +13,11 @@
 
 use async_trait::async_trait;
 use teloxide::adaptors::throttle::{Limits, Settings, Throttle};
-use teloxide::payloads::{SendChatActionSetters, SendMessageSetters};
-use teloxide::requests::Requester;
+use teloxide::payloads::{SendChatAction, SendChatActionSetters, SendMessage, SendMessageSetters};
+use teloxide::requests::{Output, Request, Requester};
 use teloxide::types::{
-    ChatAction, ChatId, LinkPreviewOptions, MessageId, ParseMode, ReplyParameters, ThreadId,
+    ChatAction, ChatId, LinkPreviewOptions, Message, MessageId, ParseMode, ReplyParameters,
+    ThreadId,
 };
 use teloxide::{ApiError, Bot, RequestError};
 
@@ -38,14 +41,72 @@ pub fn published_limits() -> Limits {
 }
 
 pub struct TelegramOutbound {
-    bot: Throttle<Bot>,
+    bot: Client,
     token: String,
+}
+
+/// Who sends: the throttle (production) or the bare bot (`telegram.pacing = false`).
+enum Client {
+    Paced(Throttle<Bot>),
+    Direct(Bot),
+}
+
+impl Client {
+    async fn send_message(&self, payload: SendMessage) -> Result<Message, RequestError> {
+        match self {
+            Client::Paced(bot) => {
+                send_payload(bot.send_message(payload.chat_id.clone(), ""), payload).await
+            }
+            Client::Direct(bot) => {
+                send_payload(bot.send_message(payload.chat_id.clone(), ""), payload).await
+            }
+        }
+    }
+
+    async fn send_chat_action(&self, payload: SendChatAction) -> Result<(), RequestError> {
+        match self {
+            Client::Paced(bot) => {
+                send_payload(
+                    bot.send_chat_action(payload.chat_id.clone(), payload.action),
+                    payload,
+                )
+                .await?
+            }
+            Client::Direct(bot) => {
+                send_payload(
+                    bot.send_chat_action(payload.chat_id.clone(), payload.action),
+                    payload,
+                )
+                .await?
+            }
+        };
+        Ok(())
+    }
+}
+
+/// Sends `req` with its payload replaced by `payload`, so both clients build requests the same way.
+async fn send_payload<R>(mut req: R, payload: R::Payload) -> Result<Output<R>, R::Err>
+where
+    R: Request,
+{
+    *req.payload_mut() = payload;
+    req.send().await
 }
 
 /// The throttle's worker; it must be polled (spawned) for paced requests to leave.
 pub type ThrottleWorker = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 impl TelegramOutbound {
+    /// The bare bot, no pacing: for a local fake or Bot API server only. The worker it returns
+    /// ends at once.
+    pub fn unpaced(bot: Bot, token: String) -> (TelegramOutbound, ThrottleWorker) {
+        let outbound = TelegramOutbound {
+            bot: Client::Direct(bot),
+            token,
+        };
+        (outbound, Box::pin(async {}))
+    }
+
     pub fn new(bot: Bot, token: String, limits: Limits) -> (TelegramOutbound, ThrottleWorker) {
         // A full pacing queue is the throttle doing its job (callers wait), not a warning.
         let settings =
@@ -59,7 +120,11 @@ impl TelegramOutbound {
                     );
                 });
         let (bot, worker) = Throttle::with_settings(bot, settings);
-        (TelegramOutbound { bot, token }, Box::pin(worker))
+        let outbound = TelegramOutbound {
+            bot: Client::Paced(bot),
+            token,
+        };
+        (outbound, Box::pin(worker))
     }
 
     async fn send_chunk(&self, row: &OutboxRow, formatted: bool) -> Result<String, RequestError> {
@@ -69,16 +134,13 @@ impl TelegramOutbound {
         } else {
             row.text.clone()
         };
-        let mut req = self
-            .bot
-            .send_message(chat, text)
-            .link_preview_options(LinkPreviewOptions {
-                is_disabled: true,
-                url: None,
-                prefer_small_media: false,
-                prefer_large_media: false,
-                show_above_text: false,
-            });
+        let mut req = SendMessage::new(chat, text).link_preview_options(LinkPreviewOptions {
+            is_disabled: true,
+            url: None,
+            prefer_small_media: false,
+            prefer_large_media: false,
+            show_above_text: false,
+        });
         if formatted {
             req = req.parse_mode(ParseMode::Html);
         }
@@ -93,7 +155,7 @@ impl TelegramOutbound {
                 req = req.reply_parameters(reply);
             }
         }
-        let sent = req.await?;
+        let sent = self.bot.send_message(req).await?;
         Ok(sent.id.0.to_string())
     }
 }
@@ -127,11 +189,11 @@ impl Outbound for TelegramOutbound {
         let Some(chat) = parse_chat(chat_id) else {
             return;
         };
-        let mut req = self.bot.send_chat_action(chat, ChatAction::Typing);
+        let mut req = SendChatAction::new(chat, ChatAction::Typing);
         if let Some(thread) = thread_id.and_then(|t| t.parse::<i32>().ok()) {
             req = req.message_thread_id(ThreadId(MessageId(thread)));
         }
-        if let Err(e) = req.await {
+        if let Err(e) = self.bot.send_chat_action(req).await {
             tracing::debug!(error = %redact(&e, &self.token), "typing indicator not shown");
         }
     }

@@ -13,10 +13,10 @@ mod server;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -84,6 +84,8 @@ pub(crate) struct Inner {
     webhook_url: String,
     /// Bumped by every `getUpdates`, so an older waiting poll can tell it was superseded.
     poll_generation: u64,
+    /// Told of every `sendMessage` as it is recorded (see [`FakeTelegram::subscribe_sent`]).
+    sent_listeners: Vec<mpsc::UnboundedSender<(SentMessage, Instant)>>,
 }
 
 impl State {
@@ -224,6 +226,14 @@ impl FakeTelegram {
             .get(&method.to_ascii_lowercase())
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// Every `sendMessage` recorded from now on, with the instant the fake recorded it: a
+    /// driver timing replies gets them as they happen instead of polling `sent_messages`.
+    pub fn subscribe_sent(&self) -> mpsc::UnboundedReceiver<(SentMessage, Instant)> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.state.lock().sent_listeners.push(tx);
+        rx
     }
 
     /// Updates still queued, i.e. not yet confirmed by a `getUpdates` offset.

@@ -200,14 +200,19 @@ fn send_message(state: &State, params: &Value) -> Response {
         let known = inner.sent.iter().find(|m| m.message_id == id);
         known.map(|m| m.text.clone())
     });
-    inner.sent.push(SentMessage {
+    let sent = SentMessage {
         chat_id,
         thread_id,
         text: text.clone(),
         parse_mode: text_param(params, "parse_mode"),
         reply_to,
         message_id,
-    });
+    };
+    let at = std::time::Instant::now();
+    inner
+        .sent_listeners
+        .retain(|l| l.send((sent.clone(), at)).is_ok());
+    inner.sent.push(sent);
     drop(inner);
     let mut message = bot_message(state, message_id, chat_id, thread_id, &text);
     if let Some(reply_to) = reply_to {

@@ -1,0 +1,310 @@
+//! The load benchmark: the release `herald` binary as a child process, Telegram in polling mode
+//! (or `--webhook`), the fake Bot API server and an instant fake model in this process, and
+//! chats in a closed loop (`--chats N --messages M`) or an open loop (`--rate R --duration S`).
+//! `--seed-lanes N` first runs N more chats with one message each, so memory is measured with
+//! that many lanes seen. SQLite in a temp dir, or a fresh Postgres schema when `DATABASE_URL`
+//! is set.
+//!
+//! Run: `cargo build --release --bin herald && cargo bench --bench load -- --chats 100
+//! --messages 20`. Prints a summary and writes `bench-results/load-<store>-<mode>.json` with a
+//! latency histogram and a throughput plot (SVG) beside it. docs/BENCHMARKS.md has the method.
+
+#[path = "../tests/support/fake_llm.rs"]
+#[allow(dead_code)]
+mod fake_llm;
+#[path = "../tests/support/fake_telegram/mod.rs"]
+#[allow(dead_code)]
+mod fake_telegram;
+#[path = "load/plot.rs"]
+mod plot;
+#[path = "../tests/support/promise/mod.rs"]
+mod promise;
+#[path = "../tests/support/telegram_load/mod.rs"]
+mod telegram_load;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde_json::{json, Value};
+use telegram_load::proc::{loadavg, ProcStats};
+use telegram_load::{percentile, Outcome, Plan, Rig, Shape};
+
+#[derive(Parser, Debug)]
+#[command(about = "Telegram load benchmark against the real herald binary")]
+struct Args {
+    /// Concurrent chats (closed loop), or chats the open loop's messages rotate over.
+    #[arg(long, default_value_t = 100)]
+    chats: usize,
+    /// Messages per chat in the closed loop.
+    #[arg(long, default_value_t = 20)]
+    messages: usize,
+    /// Open loop: messages per second across all chats.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Open loop: seconds of sending.
+    #[arg(long, default_value_t = 20.0)]
+    duration: f64,
+    /// Open loop: equal gaps instead of Poisson arrivals.
+    #[arg(long)]
+    uniform: bool,
+    /// Telegram webhook mode: the driver POSTs updates to the daemon.
+    #[arg(long)]
+    webhook: bool,
+    /// Chats (lanes) to create with one message each before the measured run.
+    #[arg(long, default_value_t = 0)]
+    seed_lanes: usize,
+    /// Seconds after which a message without a reply counts as lost.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// The herald binary (default: target/release/herald beside this bench).
+    #[arg(long)]
+    bin: Option<PathBuf>,
+    /// Where the JSON and SVG files go.
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// Writes the daemon's pid here once it is ready (to attach `perf record -p`).
+    #[arg(long)]
+    pid_file: Option<PathBuf>,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args = Args::parse();
+    let load_start = loadavg();
+    let rig = Rig::start(args.webhook, args.bin.clone(), &[]).await;
+    let pid = rig.pid();
+    if let Some(path) = &args.pid_file {
+        std::fs::write(path, pid.to_string()).expect("write pid file");
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_before = ProcStats::read(pid);
+    eprintln!(
+        "herald pid {pid} ready in {:.1} ms, idle RSS {:.1} MiB",
+        rig.ready_ms, idle_before.rss_mib
+    );
+    let timeout = Duration::from_secs(args.timeout);
+    let grace = Duration::from_secs(1);
+
+    let seed = if args.seed_lanes > 0 {
+        let plan = Plan {
+            chats: args.seed_lanes,
+            first_chat: 1_000_000,
+            shape: Shape::Closed { messages: 1 },
+            reply_timeout: timeout,
+        };
+        let t = Instant::now();
+        let outcome = rig.run(&plan, grace).await;
+        let secs = t.elapsed().as_secs_f64() - grace.as_secs_f64();
+        let after = ProcStats::read(pid);
+        eprintln!(
+            "seeded {} lanes in {secs:.1} s ({} lost), RSS {:.1} MiB",
+            args.seed_lanes, outcome.tally.lost, after.rss_mib
+        );
+        Some(json!({
+            "lanes": args.seed_lanes,
+            "how": "real traffic: one message per new chat, all chats at once, through the same Telegram path",
+            "seconds": secs,
+            "replies": outcome.replies(),
+            "lost": outcome.tally.lost,
+            "duplicated": outcome.tally.duplicates,
+            "rss_mib_after": after.rss_mib,
+        }))
+    } else {
+        None
+    };
+
+    let shape = match args.rate {
+        Some(rate) => Shape::Open {
+            rate,
+            duration: Duration::from_secs_f64(args.duration),
+            poisson: !args.uniform,
+        },
+        None => Shape::Closed {
+            messages: args.messages,
+        },
+    };
+    let plan = Plan {
+        chats: args.chats,
+        first_chat: 10_000,
+        shape,
+        reply_timeout: timeout,
+    };
+    let before = ProcStats::read(pid);
+    let outcome = rig.run(&plan, grace).await;
+    let after = ProcStats::read(pid);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle_after = ProcStats::read(pid);
+    let load_end = loadavg();
+
+    let store = rig.backend.name();
+    let report = report(
+        &args,
+        &rig,
+        &outcome,
+        seed,
+        store,
+        [idle_before, before, after, idle_after],
+        [load_start, load_end],
+    );
+    let name = file_stem(&args, store);
+    let dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench-results"));
+    std::fs::create_dir_all(&dir).expect("results dir");
+    let pretty = serde_json::to_string_pretty(&report).expect("json");
+    println!("{pretty}");
+    std::fs::write(dir.join(format!("{name}.json")), pretty + "\n").expect("write json");
+    let title = format!(
+        "herald, {}",
+        name.trim_start_matches("load-").replace('-', " ")
+    );
+    let lat = outcome.latencies_ms();
+    if let Err(e) = plot::latency_histogram(&dir.join(format!("{name}-latency.svg")), &title, &lat)
+    {
+        eprintln!("latency plot not drawn: {e}");
+    }
+    if let Err(e) = plot::throughput(
+        &dir.join(format!("{name}-throughput.svg")),
+        &title,
+        &outcome.tally.samples,
+    ) {
+        eprintln!("throughput plot not drawn: {e}");
+    }
+    eprintln!("wrote {}", dir.join(format!("{name}.json")).display());
+    rig.finish().await;
+}
+
+/// `load-<store>-<loop and size>[-webhook][-seed<N>]`.
+fn file_stem(args: &Args, store: &str) -> String {
+    let mut name = match args.rate {
+        Some(rate) => format!(
+            "load-{store}-open-r{rate}-{}",
+            if args.uniform { "uniform" } else { "poisson" }
+        ),
+        None => format!("load-{store}-closed-c{}x{}", args.chats, args.messages),
+    };
+    if args.webhook {
+        name.push_str("-webhook");
+    }
+    if args.seed_lanes > 0 {
+        name.push_str(&format!("-seed{}", args.seed_lanes));
+    }
+    name
+}
+
+/// The JSON report; `stats` are the daemon's /proc figures idle before, right before the
+/// measured run, right after it, and idle 3 s after.
+fn report(
+    args: &Args,
+    rig: &Rig,
+    outcome: &Outcome,
+    seed: Option<Value>,
+    store: &str,
+    stats: [ProcStats; 4],
+    load: [[f64; 3]; 2],
+) -> Value {
+    let [idle_before, before, after, idle_after] = stats;
+    let lat = outcome.latencies_ms();
+    let replies = outcome.replies();
+    let turns_per_s = replies as f64 / outcome.span_s();
+    let cpu_s = after.cpu_s - before.cpu_s;
+    let p99 = percentile(&lat, 0.99);
+    let closed = args.rate.is_none();
+    let seeded = args.seed_lanes + args.chats;
+    let mut targets = vec![
+        target(
+            if store == "postgres" {
+                "turns/s ≥ 500 (Postgres)"
+            } else {
+                "turns/s ≥ 1000 (SQLite)"
+            },
+            turns_per_s,
+            if store == "postgres" { 500.0 } else { 1000.0 },
+            true,
+        ),
+        target(
+            "idle RSS < 30 MB (MiB, before traffic)",
+            idle_before.rss_mib,
+            30.0,
+            false,
+        ),
+        target("spawn to /readyz < 200 ms", rig.ready_ms, 200.0, false),
+    ];
+    if closed && args.chats == 100 {
+        targets.push(target(
+            "p99 < 25 ms at 100 concurrent chats",
+            p99,
+            25.0,
+            false,
+        ));
+    }
+    if args.seed_lanes >= 10_000 {
+        targets.push(target(
+            "peak RSS < 200 MB with 10,000 lanes seen (MiB)",
+            after.peak_rss_mib,
+            200.0,
+            false,
+        ));
+    }
+    json!({
+        "benchmark": "telegram load",
+        "store": store,
+        "transport": rig.transport.name(),
+        "loop": if closed { "closed" } else { "open" },
+        "chats": args.chats,
+        "messages_per_chat": if closed { json!(args.messages) } else { Value::Null },
+        "rate_per_s": args.rate,
+        "duration_s": if closed { Value::Null } else { json!(args.duration) },
+        "arrivals": if closed { Value::Null } else { json!(if args.uniform { "uniform" } else { "poisson" }) },
+        "telegram_pacing": "off (telegram.pacing = false): Telegram's published limits would cap any run at 30 msg/s",
+        "latency_from": if rig.transport.name() == "webhook" {
+            "driver starts the webhook POST (open loop: the instant the message was due) → fake records sendMessage"
+        } else {
+            "update queued in the fake's getUpdates (open loop: the instant the message was due) → fake records sendMessage"
+        },
+        "binary": rig.daemon.spec.bin.display().to_string(),
+        "machine": { "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+                     "loadavg_start": load[0], "loadavg_end": load[1] },
+        "ready_ms": rig.ready_ms,
+        "telegram_ready_ms": rig.telegram_ready_ms,
+        "seed": seed,
+        "lanes_seen": seeded,
+        "messages": replies + outcome.tally.lost,
+        "replies": replies,
+        "lost": outcome.tally.lost,
+        "duplicated": outcome.tally.duplicates,
+        "unexpected_replies": outcome.tally.unexpected,
+        "send_errors": outcome.send_errors,
+        "elapsed_s": outcome.span_s(),
+        "turns_per_s": turns_per_s,
+        "latency_ms": {
+            "p50": percentile(&lat, 0.50), "p90": percentile(&lat, 0.90), "p99": p99,
+            "max": lat.last().copied().unwrap_or(0.0),
+            "mean": if lat.is_empty() { 0.0 } else { lat.iter().sum::<f64>() / lat.len() as f64 },
+        },
+        "daemon": {
+            "cpu_s": cpu_s,
+            "cpu_ms_per_turn": if replies > 0 { cpu_s * 1000.0 / replies as f64 } else { 0.0 },
+            "rss_mib_idle_before": idle_before.rss_mib,
+            "rss_mib_before_run": before.rss_mib,
+            "rss_mib_after_run": after.rss_mib,
+            "rss_mib_idle_after": idle_after.rss_mib,
+            "peak_rss_mib": after.peak_rss_mib,
+        },
+        "targets": targets,
+    })
+}
+
+fn target(what: &str, measured: f64, limit: f64, at_least: bool) -> Value {
+    let met = if at_least {
+        measured >= limit
+    } else {
+        measured < limit
+    };
+    json!({ "target": what, "measured": (measured * 10.0).round() / 10.0, "met": met })
+}
