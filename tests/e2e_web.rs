@@ -395,3 +395,26 @@ async fn graceful_shutdown_finishes_the_running_turn_and_releases_the_lease() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].status, "sent");
 }
+
+#[tokio::test]
+async fn a_lane_beyond_max_workers_is_served_while_the_others_sit_idle() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut config = test_config(&llm, &data);
+    // Two slots, idle workers that would keep them for ten minutes, and a reply deadline far
+    // shorter than that: the third lane is answered only if an idle worker gives its slot up.
+    config.lanes.max_workers = 2;
+    config.lanes.idle_secs = 600;
+    config.web.reply_timeout_secs = 20;
+    let app = App::start(config).await.unwrap();
+    let client = Client::new(&app);
+
+    for lane in ["web:one", "web:two", "web:three", "web:one"] {
+        let (status, body) = client.chat(lane, &format!("hello from {lane}")).await;
+        assert_eq!(status, 200, "{lane}: {body}");
+        assert_eq!(body["reply"], format!("reply to: hello from {lane}"));
+    }
+    assert!(app.router.active_workers() <= 2);
+    app.shutdown().await;
+}

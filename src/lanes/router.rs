@@ -6,10 +6,11 @@
 //! same lock, that no wake is waiting.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -23,6 +24,11 @@ pub struct LaneRouter {
     pub(super) workers: Mutex<HashMap<LaneKey, mpsc::Sender<()>>>,
     pub(super) running_turns: Mutex<HashMap<LaneKey, CancellationToken>>,
     pub(super) slots: Arc<Semaphore>,
+    /// Lanes waiting for a slot, and the signal that asks one idle worker to give its slot up:
+    /// an idle worker would otherwise keep its slot for `lanes.idle_secs` while other lanes
+    /// have messages waiting.
+    pub(super) slot_waiters: AtomicUsize,
+    pub(super) slot_wanted: Notify,
     tracker: TaskTracker,
     /// Stop taking new events (graceful shutdown, phase one).
     pub(super) stop_taking: CancellationToken,
@@ -38,6 +44,8 @@ impl LaneRouter {
             workers: Mutex::new(HashMap::new()),
             running_turns: Mutex::new(HashMap::new()),
             slots,
+            slot_waiters: AtomicUsize::new(0),
+            slot_wanted: Notify::new(),
             tracker,
             stop_taking: CancellationToken::new(),
             abort: CancellationToken::new(),

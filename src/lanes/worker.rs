@@ -6,6 +6,7 @@
 //! never sends twice (the outbox remembers). A worker that loses its lease stops at once and
 //! writes nothing more.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,10 +58,7 @@ impl Worker {
     pub(super) async fn run(mut self) {
         let span = tracing::info_span!("lane", lane = %self.lane);
         async move {
-            let permit = tokio::select! {
-                p = self.router.slots.clone().acquire_owned() => p.ok(),
-                _ = self.router.abort.cancelled() => None,
-            };
+            let permit = self.slot().await;
             if permit.is_some() {
                 if let Some(lease) = self.acquire().await {
                     self.serve(&lease).await;
@@ -70,6 +68,22 @@ impl Worker {
         }
         .instrument(span)
         .await
+    }
+
+    /// A worker slot; when none is free, one idle worker is asked to give its slot up.
+    async fn slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let slots = self.router.slots.clone();
+        if let Ok(p) = slots.clone().try_acquire_owned() {
+            return Some(p);
+        }
+        self.router.slot_waiters.fetch_add(1, Ordering::SeqCst);
+        self.router.slot_wanted.notify_one();
+        let permit = tokio::select! {
+            p = slots.acquire_owned() => p.ok(),
+            _ = self.router.abort.cancelled() => None,
+        };
+        self.router.slot_waiters.fetch_sub(1, Ordering::SeqCst);
+        permit
     }
 
     /// A few tries: a lease held elsewhere means another worker (maybe another replica) is on
@@ -157,6 +171,17 @@ impl Worker {
                     _ = self.router.stop_taking.cancelled() => break,
                     _ = tokio::time::sleep(idle) => {
                         if self.may_leave() { break } else { continue }
+                    }
+                    _ = self.router.slot_wanted.notified() => {
+                        if self.router.slot_waiters.load(Ordering::SeqCst) == 0 {
+                            continue;
+                        }
+                        if self.may_leave() {
+                            break;
+                        }
+                        // A wake arrived meanwhile: this lane has work, pass the request on.
+                        self.router.slot_wanted.notify_one();
+                        continue;
                     }
                 }
             }
