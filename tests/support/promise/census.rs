@@ -14,7 +14,7 @@ use serde::Serialize;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 
-use super::load::Sent;
+use super::load::{Sent, UNRESOLVED};
 
 enum Db {
     Sqlite(sqlx::SqlitePool),
@@ -187,6 +187,7 @@ pub async fn take(store_url: &str, platform: &str, sent: &[Sent], kills: &[Kill]
         .await;
     db.close().await;
 
+    let sent = &resolve(sent, &inbox);
     let mut c = Census {
         client_messages: sent.len(),
         inbox_rows: inbox.len(),
@@ -197,6 +198,28 @@ pub async fn take(store_url: &str, platform: &str, sent: &[Sent], kills: &[Kill]
     check_turns(&mut c, &turns, kills);
     check_transcripts(&mut c, sent, &messages);
     c
+}
+
+/// Fills in the inbox id and status of answers whose channel could not see them, from the row
+/// with the same platform id; an answer with no such row stays unresolved (and is counted as
+/// missing from the inbox).
+fn resolve(sent: &[Sent], inbox: &[InboxRow]) -> Vec<Sent> {
+    let by_platform_id: HashMap<&str, &InboxRow> = inbox
+        .iter()
+        .map(|r| (r.platform_message_id.as_str(), r))
+        .collect();
+    sent.iter()
+        .map(|s| {
+            let mut s = s.clone();
+            if s.inbox_id == UNRESOLVED {
+                if let Some(row) = by_platform_id.get(s.client_id.as_str()) {
+                    s.inbox_id = row.id;
+                    s.status = row.status.clone();
+                }
+            }
+            s
+        })
+        .collect()
 }
 
 fn check_inbox_outbox(c: &mut Census, sent: &[Sent], inbox: &[InboxRow], outbox: &[OutboxRow]) {
