@@ -78,6 +78,8 @@ pub struct Census {
     pub committed_turns: usize,
     /// `running` rows left by killed processes (expected: one per kill that hit a turn).
     pub abandoned_turns: usize,
+    /// Turns whose commit the store refused, closed `abandoned` by their own worker's retry.
+    pub abandoned_after_store_error: usize,
     /// `running` rows of a process that was never killed (a turn that never finished).
     pub abandoned_by_survivor: usize,
     /// Inbound messages with more than one committed turn.
@@ -304,7 +306,9 @@ fn check_turns(c: &mut Census, turns: &[TurnRow], kills: &[Kill]) {
     let mut per_inbox: HashMap<i64, usize> = HashMap::new();
     for t in turns {
         by_lane.entry(t.lane.as_str()).or_default().push(t);
-        if t.ended_at.is_some() {
+        if t.status == "abandoned" {
+            c.abandoned_after_store_error += 1;
+        } else if t.ended_at.is_some() {
             c.committed_turns += 1;
             *c.turns_by_replica
                 .entry(replica_of(&t.holder).to_string())
@@ -325,7 +329,10 @@ fn check_turns(c: &mut Census, turns: &[TurnRow], kills: &[Kill]) {
     c.messages_with_two_turns = per_inbox.values().filter(|&&n| n > 1).count();
     c.lanes = by_lane.len();
     for (lane, ts) in by_lane {
-        let mut committed: Vec<&&TurnRow> = ts.iter().filter(|t| t.ended_at.is_some()).collect();
+        let mut committed: Vec<&&TurnRow> = ts
+            .iter()
+            .filter(|t| t.ended_at.is_some() && t.status != "abandoned")
+            .collect();
         committed.sort_by_key(|t| t.started_at);
         let mut busy_until = i64::MIN;
         for t in &committed {
