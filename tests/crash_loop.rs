@@ -54,7 +54,10 @@ async fn five_sigkills_while_polling_telegram_answer_every_update_once() {
     .await;
     println!("{}", serde_json::to_string_pretty(&outcome.report).unwrap());
     outcome.census.assert_promise();
-    let r = outcome.receipts.as_ref().expect("a Telegram run counts receipts");
+    let r = outcome
+        .receipts
+        .as_ref()
+        .expect("a Telegram run counts receipts");
     assert!(
         r.promise_held(),
         "the users saw a broken promise: {}",

@@ -62,7 +62,11 @@ impl PrivatePg {
             as_postgres,
         };
         if as_postgres {
-            pg.run("chown", &["postgres", &pg.path().display().to_string()], false)?;
+            pg.run(
+                "chown",
+                &["postgres", &pg.path().display().to_string()],
+                false,
+            )?;
         }
         let data = pg.data();
         pg.run(
@@ -121,8 +125,12 @@ impl PrivatePg {
         );
         let log = self.path().join("log").display().to_string();
         let data = self.data();
-        self.run("pg_ctl", &["-D", &data, "-l", &log, "-w", "start", "-o", &opts], true)
-            .expect("start postgres");
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-l", &log, "-w", "start", "-o", &opts],
+            true,
+        )
+        .expect("start postgres");
     }
 
     fn stop(&self) {
@@ -135,7 +143,11 @@ impl PrivatePg {
 impl Drop for PrivatePg {
     fn drop(&mut self) {
         let data = self.data();
-        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"], true);
+        let _ = self.run(
+            "pg_ctl",
+            &["-D", &data, "-m", "immediate", "-w", "stop"],
+            true,
+        );
     }
 }
 
@@ -195,8 +207,8 @@ async fn postgres_stopped_and_restarted_mid_load_answers_every_message_once() {
     let llm = FakeLlm::start().await;
     llm.set_jitter(Duration::from_millis(100));
     let backend = Backend::postgres(&pg.url()).await;
-    let spec = Spec::new(&herald_bin(), "pgr", &backend, &llm.base_url())
-        .set("HERALD_LOG__LEVEL", "info");
+    let spec =
+        Spec::new(&herald_bin(), "pgr", &backend, &llm.base_url()).set("HERALD_LOG__LEVEL", "info");
     let daemon = Daemon::start(&spec, 0).await;
     let base = spec.base_url();
     let http = reqwest::Client::builder()

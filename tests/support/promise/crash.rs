@@ -67,7 +67,11 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     for (k, v) in telegram.iter().flat_map(TelegramChannel::daemon_env) {
         dspec = dspec.set(&k, &v);
     }
-    let platform = if telegram.is_some() { "telegram" } else { "web" };
+    let platform = if telegram.is_some() {
+        "telegram"
+    } else {
+        "web"
+    };
     let started = Instant::now();
     let mut generation = 0;
     let mut daemon = Daemon::start(&dspec, generation).await;

@@ -114,9 +114,17 @@ impl TelegramChannel {
     pub fn receipts(&self, kills: &[Kill]) -> Receipts {
         self.stop.cancel();
         let sent = self.fake.sent_messages();
-        let stamps = self.stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let stamps = self
+            .stamps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let stamp = |i: usize| stamps.get(i).copied().unwrap_or(i64::MAX);
-        let pushed = self.pushed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let pushed = self
+            .pushed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut r = Receipts {
             updates: pushed.len(),
             sends: sent.len(),
