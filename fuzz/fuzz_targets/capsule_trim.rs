@@ -14,6 +14,13 @@ fuzz_target!(|input: (u16, &str)| {
         assert_eq!(out, text);
         return;
     }
-    assert!(out.chars().count() <= cap, "{} > {cap}", out.chars().count());
-    assert!(middle_cut_of(text, &out), "not a head + marker + tail of the input");
+    assert!(
+        out.chars().count() <= cap,
+        "{} > {cap}",
+        out.chars().count()
+    );
+    assert!(
+        middle_cut_of(text, &out),
+        "not a head + marker + tail of the input"
+    );
 });

@@ -21,5 +21,9 @@ fuzz_target!(|data: &[u8]| {
     let a = project(&msgs, previous.as_deref(), budget);
     let b = project(&msgs, previous.as_deref(), budget);
     assert_eq!(a, b, "the projection is not deterministic");
-    assert!(a.chars().count() <= budget, "{} > {budget}", a.chars().count());
+    assert!(
+        a.chars().count() <= budget,
+        "{} > {budget}",
+        a.chars().count()
+    );
 });

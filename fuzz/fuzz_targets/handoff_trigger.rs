@@ -18,9 +18,13 @@ fuzz_target!(|input: (String, Option<String>)| {
     if is_wrapup_command(&text, bot.as_deref()) {
         let t = text.trim();
         assert!(
-            t.get(..7).is_some_and(|p| p.eq_ignore_ascii_case("/wrapup")),
+            t.get(..7)
+                .is_some_and(|p| p.eq_ignore_ascii_case("/wrapup")),
             "{text:?}"
         );
-        assert!(!t.contains(char::is_whitespace), "arguments accepted: {text:?}");
+        assert!(
+            !t.contains(char::is_whitespace),
+            "arguments accepted: {text:?}"
+        );
     }
 });

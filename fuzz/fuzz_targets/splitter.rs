@@ -8,10 +8,18 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|input: (u16, bool, &str)| {
     let (limit, utf16, text) = input;
     let limit = 16 + usize::from(limit % 600);
-    let measure = if utf16 { Measure::Utf16 } else { Measure::Chars };
+    let measure = if utf16 {
+        Measure::Utf16
+    } else {
+        Measure::Chars
+    };
     let chunks = split_message(text, limit, measure);
     for c in &chunks {
-        assert!(measure.len(c) <= limit, "chunk of {} > {limit}", measure.len(c));
+        assert!(
+            measure.len(c) <= limit,
+            "chunk of {} > {limit}",
+            measure.len(c)
+        );
         assert!(!c.trim().is_empty(), "whitespace-only chunk");
     }
     if text.contains('`') {
@@ -22,7 +30,10 @@ fuzz_target!(|input: (u16, bool, &str)| {
         let at = text[pos..]
             .find(c.as_str())
             .unwrap_or_else(|| panic!("chunk {c:?} not found in order"));
-        assert!(text[pos..pos + at].trim().is_empty(), "content dropped before {c:?}");
+        assert!(
+            text[pos..pos + at].trim().is_empty(),
+            "content dropped before {c:?}"
+        );
         pos += at + c.len();
     }
     assert!(text[pos..].trim().is_empty(), "content dropped at the end");

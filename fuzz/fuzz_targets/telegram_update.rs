@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(ev.platform, Platform::Telegram);
         let lane = ev.lane();
         assert!(lane.as_str().chars().count() <= MAX_LANE_KEY_LEN);
-        assert!(lane.as_str().chars().all(is_lane_char), "{:?}", lane.as_str());
+        assert!(
+            lane.as_str().chars().all(is_lane_char),
+            "{:?}",
+            lane.as_str()
+        );
         let stored = serde_json::to_vec(&ev).expect("an event serializes");
         let back: MessageEvent = serde_json::from_slice(&stored).expect("and reads back");
         assert_eq!(*ev, back, "the inbox round trip changed the event");
