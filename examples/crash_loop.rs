@@ -4,18 +4,22 @@
 //!
 //! Run: `cargo build --bin herald && cargo run --example crash_loop` (Postgres: set
 //! `DATABASE_URL`; each run uses a fresh schema). Knobs: `CRASH_KILLS`, `CRASH_LANES`,
-//! `CRASH_MESSAGES` (minimum per lane). Prints a summary and writes
-//! `bench-results/crash_loop.json` (`crash_loop_postgres.json` on Postgres).
+//! `CRASH_MESSAGES` (minimum per lane), `CRASH_VIA` (`web`, the default, or `telegram`: the
+//! load comes through the fake Bot API server and its recorded replies are counted too).
+//! Prints a summary and writes `bench-results/crash_loop[_telegram][_postgres].json`.
 
 #[path = "../tests/support/fake_llm.rs"]
 #[allow(dead_code)]
 mod fake_llm;
+#[path = "../tests/support/fake_telegram/mod.rs"]
+#[allow(dead_code)]
+mod fake_telegram;
 #[path = "../tests/support/promise/mod.rs"]
 mod promise;
 
 use std::time::Duration;
 
-use promise::crash::{run, CrashSpec};
+use promise::crash::{run, CrashSpec, Via};
 
 fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -32,6 +36,10 @@ async fn main() {
         kills: knob("CRASH_KILLS", 25),
         life_ms: (300, 3000),
         model_jitter: Duration::from_millis(200),
+        via: match std::env::var("CRASH_VIA").as_deref() {
+            Ok("telegram") => Via::Telegram,
+            _ => Via::Web,
+        },
     };
     let outcome = run(&spec).await;
     let c = &outcome.census;
@@ -56,17 +64,31 @@ async fn main() {
         "  transcript violations {}  max attempts on one message {}",
         c.transcript_violations, c.max_inbox_attempts
     );
-    println!("  promise held: {}", c.promise_held());
-    let name = if r["store"] == "postgres" {
-        "crash_loop_postgres.json"
-    } else {
-        "crash_loop.json"
-    };
+    if let Some(t) = &outcome.receipts {
+        println!(
+            "  telegram: updates {}  sends {}  answered once {}  unanswered {}  resends across a kill {}  resends without one {}",
+            t.updates,
+            t.sends,
+            t.answered_exactly_once,
+            t.unanswered,
+            t.resends_across_a_kill,
+            t.resends_without_a_kill
+        );
+    }
+    println!("  promise held: {}", outcome.promise_held());
+    let mut name = "crash_loop".to_string();
+    if outcome.receipts.is_some() {
+        name.push_str("_telegram");
+    }
+    if r["store"] == "postgres" {
+        name.push_str("_postgres");
+    }
+    let name = format!("{name}.json");
     std::fs::create_dir_all("bench-results").expect("bench-results");
     let path = format!("bench-results/{name}");
     std::fs::write(&path, serde_json::to_string_pretty(r).expect("json")).expect("write report");
     println!("  wrote {path}");
-    if !c.promise_held() {
+    if !outcome.promise_held() {
         std::process::exit(1);
     }
 }

@@ -7,6 +7,9 @@
 #[path = "support/fake_llm.rs"]
 #[allow(dead_code)]
 mod fake_llm;
+#[path = "support/fake_telegram/mod.rs"]
+#[allow(dead_code)]
+mod fake_telegram;
 #[path = "support/promise/mod.rs"]
 mod promise;
 

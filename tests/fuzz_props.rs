@@ -2,9 +2,9 @@
 //! the lane key, the capsule trim, the message splitter, the compaction projection and the
 //! decoding of a `MessageEvent`. No input may panic them, and each keeps its invariant.
 //!
-//! Property tests on stable Rust stand in for cargo-fuzz, which needs a nightly toolchain this
-//! project's machines do not have. The default case count keeps CI fast; `HERALD_FUZZ_CASES`
-//! raises it (`scripts/fuzz` runs every property with a large count for a bounded time).
+//! They run on stable in every `cargo test`; the same invariants drive the cargo-fuzz targets
+//! in `fuzz/` (`scripts/fuzz`). The default case count keeps CI fast; `HERALD_FUZZ_CASES`
+//! raises it (`scripts/fuzz --props` runs every property with a large count for a bounded time).
 
 use herald::adapters::split::{split_message, Measure};
 use herald::agent::compaction::{project, ProjMessage};

@@ -1,4 +1,10 @@
 //! Liveness, readiness and the Prometheus scrape endpoint.
+//!
+//! Readiness and the scrape ask the store with a short deadline: with the database away, the
+//! pool would otherwise keep a probe waiting for its whole acquire timeout (15 s), and the
+//! probe's own timeout would hide the reason.
+
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -10,9 +16,23 @@ pub(super) async fn healthz() -> &'static str {
     "ok"
 }
 
+const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Asks the store whether it answers and every migration is applied, and records the answer
+/// in `herald_store_up`.
+async fn store_check(state: &HttpState) -> Result<bool, String> {
+    let answer = tokio::time::timeout(STORE_CHECK_TIMEOUT, state.router.deps().store.ready())
+        .await
+        .map_err(|_| format!("no answer within {STORE_CHECK_TIMEOUT:?}"))
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    let up = matches!(answer, Ok(true));
+    metrics::gauge!("herald_store_up").set(if up { 1.0 } else { 0.0 });
+    answer
+}
+
 /// Ready when the store answers and every migration is applied.
 pub(super) async fn readyz(State(state): State<HttpState>) -> impl IntoResponse {
-    match state.router.deps().store.ready().await {
+    match store_check(&state).await {
         Ok(true) => (StatusCode::OK, "ready".to_string()),
         Ok(false) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -26,6 +46,23 @@ pub(super) async fn readyz(State(state): State<HttpState>) -> impl IntoResponse 
 }
 
 pub(super) async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
+    // With the store away, the store-backed gauges keep their last values rather than make
+    // the scrape wait; `herald_store_up` says they are stale.
+    if matches!(store_check(&state).await, Ok(true)) {
+        store_gauges(&state).await;
+    }
+    metrics::gauge!("herald_lanes_busy").set(state.router.busy_lanes().len() as f64);
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        state.metrics.render(),
+    )
+}
+
+/// Gauges read from the store at scrape time (all replicas' rows).
+async fn store_gauges(state: &HttpState) {
     let deps = state.router.deps();
     if let Ok(c) = deps.store.outbox_counts().await {
         for (status, n) in [
@@ -51,12 +88,4 @@ pub(super) async fn metrics(State(state): State<HttpState>) -> impl IntoResponse
             metrics::gauge!("herald_lane_queue_depth", "state" => state).set(pending as f64);
         }
     }
-    metrics::gauge!("herald_lanes_busy").set(state.router.busy_lanes().len() as f64);
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4",
-        )],
-        state.metrics.render(),
-    )
 }

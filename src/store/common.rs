@@ -490,6 +490,19 @@ macro_rules! store_impl {
         ) -> StoreResult<i64> {
             let mut tx = self.begin().await?;
             check_session_write(&mut tx, lease, session_id).await?;
+            // An earlier turn under this very lease that is still `running` can only be an
+            // attempt whose commit the store refused (the worker retries after a store error):
+            // it is over, and left open it would read as a turn that never finished.
+            sqlx::query(
+                "UPDATE turns SET status = 'abandoned', ended_at = $1 \
+                 WHERE lane = $2 AND holder = $3 AND token = $4 AND ended_at IS NULL",
+            )
+            .bind(now_ms())
+            .bind(&lease.name)
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .execute(&mut *tx)
+            .await?;
             let (id,): (i64,) = sqlx::query_as(
                 "INSERT INTO turns (lane, session_id, inbox_id, holder, token, started_at) \
                  VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",

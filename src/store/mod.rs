@@ -183,7 +183,9 @@ pub trait Store:
     async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>>;
 
     // --- turns ---------------------------------------------------------------------------
-    /// Records the start of a turn (lease-checked) and returns its id.
+    /// Records the start of a turn (lease-checked) and returns its id. A turn of the same
+    /// lease still `running` (a retry after the store refused its commit) is closed as
+    /// `abandoned` in the same transaction; a dead holder's rows are left as they are.
     async fn turn_begin(
         &self,
         lease: &Lease,

@@ -192,6 +192,8 @@ impl Start {
                         uuid::Uuid::new_v4().simple()
                     ),
                     timeout_secs: self.config.poll_timeout_secs,
+                    lease_ttl: Duration::from_secs(deps.config.lanes.lease_ttl_secs),
+                    renew_every: Duration::from_secs(deps.config.lanes.heartbeat_secs),
                 };
                 poller.run(cancel).await;
             }

@@ -3,7 +3,9 @@
 //! Only the replica holding the `role:telegram-poller` lease polls; the others wait and take
 //! over when its lease expires. The offset (next update id) is stored under `telegram:offset`
 //! and advances only after every update before it is in the inbox (or deliberately skipped),
-//! so a crash re-reads at most a batch, which the inbox dedup absorbs. A 409 conflict (another
+//! so a crash re-reads at most a batch, which the inbox dedup absorbs. The role lease uses the
+//! lanes' TTL and heartbeat (`lanes.lease_ttl_secs`): a crashed poller's successor — usually
+//! the same daemon restarted under a new holder id — takes over as quickly as a crashed turn's. A 409 conflict (another
 //! poller on this token, or a webhook still set) is logged at warn every time and retried with
 //! backoff: never a silent stall.
 //!
@@ -24,8 +26,6 @@ use crate::store::{Lease, Store, StoreError};
 
 pub const POLLER_LEASE: &str = "role:telegram-poller";
 pub const OFFSET_KEY: &str = "telegram:offset";
-const LEASE_TTL: Duration = Duration::from_secs(30);
-const RENEW_EVERY: Duration = Duration::from_secs(10);
 const STANDBY_RETRY: Duration = Duration::from_secs(5);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -56,6 +56,10 @@ pub struct Poller {
     pub store: Arc<dyn Store>,
     pub holder: String,
     pub timeout_secs: u32,
+    /// Role lease time to live; a dead poller's successor waits at most this long.
+    pub lease_ttl: Duration,
+    /// Renewal interval, at most half of `lease_ttl`.
+    pub renew_every: Duration,
 }
 
 impl Poller {
@@ -64,7 +68,7 @@ impl Poller {
         loop {
             match self
                 .store
-                .lease_acquire(POLLER_LEASE, &self.holder, LEASE_TTL)
+                .lease_acquire(POLLER_LEASE, &self.holder, self.lease_ttl)
                 .await
             {
                 Ok(Some(lease)) => {
@@ -81,7 +85,7 @@ impl Poller {
                     tracing::warn!(error = %e, "cannot take the Telegram poller lease; retrying")
                 }
             }
-            if sleep_or_cancel(STANDBY_RETRY, &cancel).await {
+            if sleep_or_cancel(STANDBY_RETRY.min(self.renew_every), &cancel).await {
                 return;
             }
         }
@@ -92,10 +96,10 @@ impl Poller {
         let stop = cancel.child_token();
         let renew = async {
             loop {
-                if sleep_or_cancel(RENEW_EVERY, &stop).await {
+                if sleep_or_cancel(self.renew_every, &stop).await {
                     return false;
                 }
-                match self.store.lease_renew(&lease, LEASE_TTL).await {
+                match self.store.lease_renew(&lease, self.lease_ttl).await {
                     Ok(()) => {}
                     Err(StoreError::LeaseLost { .. }) => {
                         tracing::warn!("lost the Telegram poller lease; stopping polling here");

@@ -14,7 +14,7 @@ use serde::Serialize;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 
-use super::load::Sent;
+use super::load::{Sent, UNRESOLVED};
 
 enum Db {
     Sqlite(sqlx::SqlitePool),
@@ -78,6 +78,8 @@ pub struct Census {
     pub committed_turns: usize,
     /// `running` rows left by killed processes (expected: one per kill that hit a turn).
     pub abandoned_turns: usize,
+    /// Turns whose commit the store refused, closed `abandoned` by their own worker's retry.
+    pub abandoned_after_store_error: usize,
     /// `running` rows of a process that was never killed (a turn that never finished).
     pub abandoned_by_survivor: usize,
     /// Inbound messages with more than one committed turn.
@@ -187,6 +189,7 @@ pub async fn take(store_url: &str, platform: &str, sent: &[Sent], kills: &[Kill]
         .await;
     db.close().await;
 
+    let sent = &resolve(sent, &inbox);
     let mut c = Census {
         client_messages: sent.len(),
         inbox_rows: inbox.len(),
@@ -197,6 +200,28 @@ pub async fn take(store_url: &str, platform: &str, sent: &[Sent], kills: &[Kill]
     check_turns(&mut c, &turns, kills);
     check_transcripts(&mut c, sent, &messages);
     c
+}
+
+/// Fills in the inbox id and status of answers whose channel could not see them, from the row
+/// with the same platform id; an answer with no such row stays unresolved (and is counted as
+/// missing from the inbox).
+fn resolve(sent: &[Sent], inbox: &[InboxRow]) -> Vec<Sent> {
+    let by_platform_id: HashMap<&str, &InboxRow> = inbox
+        .iter()
+        .map(|r| (r.platform_message_id.as_str(), r))
+        .collect();
+    sent.iter()
+        .map(|s| {
+            let mut s = s.clone();
+            if s.inbox_id == UNRESOLVED {
+                if let Some(row) = by_platform_id.get(s.client_id.as_str()) {
+                    s.inbox_id = row.id;
+                    s.status = row.status.clone();
+                }
+            }
+            s
+        })
+        .collect()
 }
 
 fn check_inbox_outbox(c: &mut Census, sent: &[Sent], inbox: &[InboxRow], outbox: &[OutboxRow]) {
@@ -281,7 +306,9 @@ fn check_turns(c: &mut Census, turns: &[TurnRow], kills: &[Kill]) {
     let mut per_inbox: HashMap<i64, usize> = HashMap::new();
     for t in turns {
         by_lane.entry(t.lane.as_str()).or_default().push(t);
-        if t.ended_at.is_some() {
+        if t.status == "abandoned" {
+            c.abandoned_after_store_error += 1;
+        } else if t.ended_at.is_some() {
             c.committed_turns += 1;
             *c.turns_by_replica
                 .entry(replica_of(&t.holder).to_string())
@@ -302,7 +329,10 @@ fn check_turns(c: &mut Census, turns: &[TurnRow], kills: &[Kill]) {
     c.messages_with_two_turns = per_inbox.values().filter(|&&n| n > 1).count();
     c.lanes = by_lane.len();
     for (lane, ts) in by_lane {
-        let mut committed: Vec<&&TurnRow> = ts.iter().filter(|t| t.ended_at.is_some()).collect();
+        let mut committed: Vec<&&TurnRow> = ts
+            .iter()
+            .filter(|t| t.ended_at.is_some() && t.status != "abandoned")
+            .collect();
         committed.sort_by_key(|t| t.started_at);
         let mut busy_until = i64::MIN;
         for t in &committed {

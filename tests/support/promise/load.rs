@@ -11,10 +11,16 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+/// The inbox id of an answer whose channel cannot see it (Telegram: the user only sees the
+/// reply); the census reads the id and the status from the store by the platform id instead.
+pub const UNRESOLVED: i64 = 0;
+
 /// What the daemon said when it finally accepted and answered a message.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    /// The inbox row's id, or [`UNRESOLVED`].
     pub inbox_id: i64,
+    /// `done` or `failed`; empty when unresolved.
     pub status: String,
     pub reply: String,
 }
@@ -22,12 +28,20 @@ pub struct Answer {
 /// A way in for chat messages. `deliver` makes one attempt; `Err` means "try again" (the
 /// connection died, the daemon is restarting, the answer is not ready yet).
 ///
-/// Web: `POST /api/v1/chat` with a `client_id`. A Telegram implementation would push an update
-/// with a fixed `update_id`/`message_id` into the fake Bot API server (redelivering the same
-/// update on retry, as Telegram does) and return once the fake has recorded a `sendMessage`
-/// answering it; the inbox id then comes from the census by (platform, message id).
+/// Web: `POST /api/v1/chat` with a `client_id`. Telegram ([`super::telegram`]): the update is
+/// pushed once into the fake Bot API server (it stays queued there until the daemon confirms
+/// it, so a crash redelivers it, as on Telegram) and an attempt waits for the fake to record a
+/// `sendMessage` answering it; the inbox id then comes from the census by platform id.
 pub trait Channel: Clone + Send + Sync + 'static {
     fn platform(&self) -> &'static str;
+    /// The lane key the daemon files lane number `index` under.
+    fn lane(&self, prefix: &str, index: usize) -> String {
+        format!("{}:{prefix}{index}", self.platform())
+    }
+    /// The id the store dedupes this message on (`inbox.platform_message_id`).
+    fn platform_id(&self, client_id: &str) -> String {
+        client_id.to_string()
+    }
     fn deliver(
         &self,
         lane: &str,
@@ -99,6 +113,7 @@ impl Channel for WebChannel {
 #[derive(Debug, Clone, Serialize)]
 pub struct Sent {
     pub lane: String,
+    /// The id the store dedupes on: the client id on the web, `<chat>:<message>` on Telegram.
     pub client_id: String,
     pub text: String,
     pub inbox_id: i64,
@@ -130,7 +145,7 @@ pub async fn run<C: Channel>(channel: C, spec: LoadSpec) -> Vec<Sent> {
         let channel = channel.clone();
         let spec = spec.clone();
         tasks.push(tokio::spawn(async move {
-            let lane = format!("{}:{}{l}", channel.platform(), spec.lane_prefix);
+            let lane = channel.lane(&spec.lane_prefix, l);
             let mut sent = Vec::new();
             let mut i = 0;
             while i < spec.min_per_lane || spec.keep_going.load(Ordering::Relaxed) {
@@ -163,7 +178,7 @@ async fn one<C: Channel>(
         let outcome = channel.deliver(lane, client_id, text).await;
         let done = |inbox_id: i64, status: String, reply: String| Sent {
             lane: lane.to_string(),
-            client_id: client_id.to_string(),
+            client_id: channel.platform_id(client_id),
             text: text.to_string(),
             inbox_id,
             status,

@@ -3,18 +3,20 @@
 //! message answered exactly once, no reply row twice, no two turns of one lane at once.
 //!
 //! Shared by `examples/crash_loop.rs` and the crash, replica and fault tests, which include it
-//! with `#[path]` next to `fake_llm.rs` (its sibling `super::fake_llm` must exist). It must not
-//! reach into the daemon's memory: it only sees what a client and the store see.
+//! with `#[path]` next to `fake_llm.rs` and `fake_telegram/` (its siblings `super::fake_llm` and
+//! `super::fake_telegram` must exist). It must not reach into the daemon's memory: it only sees
+//! what a client, a platform and the store see.
 //!
-//! Platforms plug in through [`load::Channel`]: today the web chat API; a Telegram channel
-//! (updates pushed into the fake Bot API server, receipts read from its sent messages) is a
-//! second implementation of that trait, and the census already groups by platform.
+//! Platforms plug in through [`load::Channel`]: the web chat API ([`load::WebChannel`]) and
+//! Telegram ([`telegram::TelegramChannel`]: updates pushed into the fake Bot API server,
+//! answers read from its recorded `sendMessage` calls); the census groups by platform.
 #![allow(dead_code)]
 
 pub mod census;
 pub mod crash;
 pub mod daemon;
 pub mod load;
+pub mod telegram;
 
 /// Installs the TLS provider reqwest needs (tests and the example start no other way).
 pub fn init() {

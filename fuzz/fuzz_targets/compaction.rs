@@ -1,0 +1,29 @@
+//! The compaction projection on any transcript: the same input gives the same bytes, and the
+//! result fits the budget.
+#![no_main]
+
+use herald::agent::compaction::project;
+use herald_fuzz::proj_messages;
+use libfuzzer_sys::arbitrary::Unstructured;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut u = Unstructured::new(data);
+    let Ok(budget) = u.int_in_range(1500usize..=20_000) else {
+        return;
+    };
+    let Ok(previous) = u.arbitrary::<Option<String>>() else {
+        return;
+    };
+    let Ok(msgs) = proj_messages(&mut u) else {
+        return;
+    };
+    let a = project(&msgs, previous.as_deref(), budget);
+    let b = project(&msgs, previous.as_deref(), budget);
+    assert_eq!(a, b, "the projection is not deterministic");
+    assert!(
+        a.chars().count() <= budget,
+        "{} > {budget}",
+        a.chars().count()
+    );
+});
