@@ -4,6 +4,9 @@
 //! Every rule here is a heuristic over recorded text; it must stay deterministic and must never
 //! guess a fact that is not written in the message (no exit code → "ran", not "ok").
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 use serde_json::Value;
 
 use super::sanitize::one_line;
@@ -244,28 +247,37 @@ pub fn result_outcome(content: &str, is_command: bool) -> Outcome {
     }
 }
 
+/// Keywords an exit code follows, matched ASCII-case-insensitively.
+static EXIT_KEYWORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(["exit", "returncode", "return code", "return_code"])
+        .expect("fixed patterns build")
+});
+
 /// The last exit code written in `content`: `exit code: 1`, `"exit_code": 2`, `exit status 101`,
 /// `exited with code 3`, `-> exit 1` (a pruned-result stub), `returncode=1`, …
 pub fn exit_code(content: &str) -> Option<i32> {
-    let lower = content.to_ascii_lowercase();
-    let bytes = lower.as_bytes();
+    let bytes = content.as_bytes();
     let mut found = None;
-    for keyword in ["exit", "returncode", "return code", "return_code"] {
-        let mut from = 0;
-        while let Some(pos) = lower[from..].find(keyword) {
-            let start = from + pos;
-            from = start + keyword.len();
-            if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
-                continue;
-            }
-            if let Some(code) = code_after(&lower[from..]) {
-                if found.is_none_or(|(at, _)| at < start) {
-                    found = Some((start, code));
-                }
+    // Overlapping search reports every occurrence of every keyword (none overlaps itself).
+    for m in EXIT_KEYWORDS.find_overlapping_iter(content) {
+        let start = m.start();
+        if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        if let Some(code) = code_after(&content[m.end()..]) {
+            if found.is_none_or(|(at, _)| at < start) {
+                found = Some((start, code));
             }
         }
     }
     found.map(|(_, code)| code)
+}
+
+fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.len() >= prefix.len()
+        && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
 
 fn code_after(mut rest: &str) -> Option<i32> {
@@ -281,7 +293,7 @@ fn code_after(mut rest: &str) -> Option<i32> {
             "_code", "code", "_status", "status", "ed with", "ed", "with",
         ]
         .iter()
-        .find(|w| rest.starts_with(**w));
+        .find(|w| starts_with_ignore_case(rest, w));
         match word {
             Some(w) => {
                 separated = true;
@@ -304,16 +316,24 @@ fn code_after(mut rest: &str) -> Option<i32> {
     digits[..len].parse::<i32>().ok().map(|n| sign * n)
 }
 
+/// Error markers anywhere in a result, matched ASCII-case-insensitively.
+static ERROR_MARKERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build([
+            "traceback (most recent call last)",
+            "\"error\": \"",
+            "\"error\":\"",
+            "\"success\": false",
+            "\"ok\": false",
+        ])
+        .expect("fixed patterns build")
+});
+
 fn looks_like_error(content: &str) -> bool {
-    let head: String = content.trim_start().chars().take(200).collect();
-    let head = head.to_ascii_lowercase();
-    let lower = content.to_ascii_lowercase();
-    head.starts_with("error")
-        || head.starts_with("failed")
-        || head.starts_with("fatal")
-        || lower.contains("traceback (most recent call last)")
-        || lower.contains("\"error\": \"")
-        || lower.contains("\"error\":\"")
-        || lower.contains("\"success\": false")
-        || lower.contains("\"ok\": false")
+    let head = content.trim_start();
+    ["error", "failed", "fatal"]
+        .iter()
+        .any(|w| starts_with_ignore_case(head, w))
+        || ERROR_MARKERS.is_match(content)
 }

@@ -221,6 +221,7 @@ fn rendered_entries_parse_back_unchanged() {
             key: "`make dev`".into(),
             outcome: Outcome::Failed(Some(2)),
             detail: Some("ModuleNotFoundError: No module named 'x' (see: docs)".into()),
+            detail_from: None,
             fixed_at: Some(9),
         },
         ErrorEntry {
@@ -228,6 +229,7 @@ fn rendered_entries_parse_back_unchanged() {
             key: "read_file `a: b.rs`".into(),
             outcome: Outcome::Failed(None),
             detail: None,
+            detail_from: None,
             fixed_at: None,
         },
     ];

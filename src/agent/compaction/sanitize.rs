@@ -46,6 +46,32 @@ pub fn one_line(text: &str) -> String {
     out
 }
 
+/// `shorten(&one_line(text), max)`, without cleaning all of a long text to keep its start.
+///
+/// Cleaning a prefix of the input yields a prefix of the full cleaning, except in its last few
+/// characters: a marker or escape cut in half, a space not yet followed by a word. So once a
+/// prefix cleans to more than `max` + [`EXCERPT_SLACK`] characters, its excerpt is the excerpt
+/// of the whole text, byte for byte. A 100 KB tool result then costs a few hundred bytes.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let mut take = max.saturating_mul(2).saturating_add(4 * EXCERPT_SLACK);
+    while take < text.len() {
+        let mut cut = take;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let line = one_line(&text[..cut]);
+        if line.chars().count() > max.saturating_add(EXCERPT_SLACK) {
+            return shorten(&line, max);
+        }
+        take = take.saturating_mul(4);
+    }
+    shorten(&one_line(text), max)
+}
+
+/// More than the characters a cut can change at the end of a cleaned prefix: the longest
+/// marker (8) with its inserted spaces, and one joining space.
+const EXCERPT_SLACK: usize = 32;
+
 /// Cuts `text` to at most `max` characters at a word boundary when it can, marking the cut
 /// with ` …`. Only removes words, so the result stays a faithful excerpt.
 pub fn shorten(text: &str, max: usize) -> String {
