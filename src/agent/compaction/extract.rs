@@ -7,6 +7,7 @@
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
+use memchr::memchr2_iter;
 use serde_json::Value;
 
 use super::sanitize::one_line;
@@ -247,32 +248,38 @@ pub fn result_outcome(content: &str, is_command: bool) -> Outcome {
     }
 }
 
-/// Keywords an exit code follows, matched ASCII-case-insensitively.
-static EXIT_KEYWORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build(["exit", "returncode", "return code", "return_code"])
-        .expect("fixed patterns build")
-});
-
 /// The last exit code written in `content`: `exit code: 1`, `"exit_code": 2`, `exit status 101`,
 /// `exited with code 3`, `-> exit 1` (a pruned-result stub), `returncode=1`, …
+///
+/// Keywords (`exit`, `returncode`, `return code`, `return_code`, any ASCII case) are found from
+/// their rare letter (`x`, `u`) backwards from the end, so the usual result costs one pass of
+/// `memchr` and stops at the last keyword that is followed by a code.
 pub fn exit_code(content: &str) -> Option<i32> {
-    let bytes = content.as_bytes();
-    let mut found = None;
-    // Overlapping search reports every occurrence of every keyword (none overlaps itself).
-    for m in EXIT_KEYWORDS.find_overlapping_iter(content) {
-        let start = m.start();
-        if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
-            continue;
+    let b = content.as_bytes();
+    let free_start = |start: usize| start == 0 || !b[start - 1].is_ascii_alphanumeric();
+    let at = |pos: usize, word: &str| {
+        b.len() >= pos + word.len()
+            && b[pos..pos + word.len()].eq_ignore_ascii_case(word.as_bytes())
+    };
+    let exit = memchr2_iter(b'x', b'X', b).rev().find_map(|x| {
+        let start = x.checked_sub(1)?;
+        let found = at(start, "exit") && free_start(start);
+        found.then(|| code_after(&content[start + 4..]).map(|c| (start, c)))?
+    });
+    let ret = memchr2_iter(b'u', b'U', b).rev().find_map(|u| {
+        let start = u.checked_sub(3)?;
+        if !(at(start, "return") && free_start(start)) {
+            return None;
         }
-        if let Some(code) = code_after(&content[m.end()..]) {
-            if found.is_none_or(|(at, _)| at < start) {
-                found = Some((start, code));
-            }
-        }
+        let tail = ["code", " code", "_code"]
+            .iter()
+            .find(|w| at(start + 6, w))?;
+        code_after(&content[start + 6 + tail.len()..]).map(|c| (start, c))
+    });
+    match (exit, ret) {
+        (Some(e), Some(r)) => Some(if e.0 > r.0 { e.1 } else { r.1 }),
+        (e, r) => e.or(r).map(|(_, code)| code),
     }
-    found.map(|(_, code)| code)
 }
 
 fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {

@@ -31,6 +31,9 @@ pub fn clean_text(text: &str) -> String {
 /// A one-line excerpt can only start where the projector puts it, after its own `[#N]` prefix,
 /// so it needs no `#` escape; it still gets one at its start for callers that print it bare.
 pub fn one_line(text: &str) -> String {
+    if is_clean_line(text) {
+        return text.to_string();
+    }
     let stripped = strip_invisible(text);
     let defused = neutralize_markers(&stripped);
     let mut out = String::with_capacity(defused.len());
@@ -46,6 +49,17 @@ pub fn one_line(text: &str) -> String {
     out
 }
 
+/// Text that [`one_line`] would return unchanged: printable ASCII without marker openers, single
+/// spaces between words, not starting with `#`. Most commands, paths and log lines are.
+fn is_clean_line(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.first().is_none_or(|&c| c != b' ' && c != b'#')
+        && b.last().is_none_or(|&c| c != b' ')
+        && b.iter()
+            .all(|&c| (b' '..=b'~').contains(&c) && c != b'<' && c != b'[')
+        && memchr::memmem::find(b, b"  ").is_none()
+}
+
 /// `shorten(&one_line(text), max)`, without cleaning all of a long text to keep its start.
 ///
 /// Cleaning a prefix of the input yields a prefix of the full cleaning, except in its last few
@@ -53,7 +67,8 @@ pub fn one_line(text: &str) -> String {
 /// prefix cleans to more than `max` + [`EXCERPT_SLACK`] characters, its excerpt is the excerpt
 /// of the whole text, byte for byte. A 100 KB tool result then costs a few hundred bytes.
 pub fn excerpt(text: &str, max: usize) -> String {
-    let mut take = max.saturating_mul(2).saturating_add(4 * EXCERPT_SLACK);
+    // Plain text cleans to about its own length, so the first try usually suffices.
+    let mut take = max.saturating_add(3 * EXCERPT_SLACK);
     while take < text.len() {
         let mut cut = take;
         while !text.is_char_boundary(cut) {

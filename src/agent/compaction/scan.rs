@@ -217,7 +217,8 @@ pub fn mentioned_paths(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut token_end = 0;
     for dot in memchr_iter(b'.', b) {
-        if dot < token_end {
+        // Every extension starts with a letter, so only such a dot can start one.
+        if dot < token_end || !b.get(dot + 1).is_some_and(u8::is_ascii_alphabetic) {
             continue;
         }
         let mut start = dot;

@@ -34,6 +34,9 @@ pub const DETAIL_CHARS: usize = 160;
 /// span, em dashes and arrows are the separators the merge parser splits on. Only punctuation
 /// changes, so the words stay those of the source.
 pub fn quote_part(text: &str) -> String {
+    if !text.contains(['`', '—', '→']) {
+        return text.to_string();
+    }
     text.replace('`', "'").replace('—', "-").replace('→', "->")
 }
 
