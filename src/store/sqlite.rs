@@ -43,9 +43,6 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true)
-            // Reads through a memory map instead of a pread per page: the turn path reads a
-            // handful of hot pages many times a second. Pages map in only as they are touched.
-            .pragma("mmap_size", "268435456")
             .pragma("temp_store", "memory");
         let pool = SqlitePoolOptions::new()
             .max_connections(max_connections.max(1))

@@ -4,6 +4,10 @@
 //! Every rule here is a heuristic over recorded text; it must stay deterministic and must never
 //! guess a fact that is not written in the message (no exit code → "ran", not "ok").
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+use memchr::memchr2_iter;
 use serde_json::Value;
 
 use super::sanitize::one_line;
@@ -246,26 +250,41 @@ pub fn result_outcome(content: &str, is_command: bool) -> Outcome {
 
 /// The last exit code written in `content`: `exit code: 1`, `"exit_code": 2`, `exit status 101`,
 /// `exited with code 3`, `-> exit 1` (a pruned-result stub), `returncode=1`, …
+///
+/// Keywords (`exit`, `returncode`, `return code`, `return_code`, any ASCII case) are found from
+/// their rare letter (`x`, `u`) backwards from the end, so the usual result costs one pass of
+/// `memchr` and stops at the last keyword that is followed by a code.
 pub fn exit_code(content: &str) -> Option<i32> {
-    let lower = content.to_ascii_lowercase();
-    let bytes = lower.as_bytes();
-    let mut found = None;
-    for keyword in ["exit", "returncode", "return code", "return_code"] {
-        let mut from = 0;
-        while let Some(pos) = lower[from..].find(keyword) {
-            let start = from + pos;
-            from = start + keyword.len();
-            if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
-                continue;
-            }
-            if let Some(code) = code_after(&lower[from..]) {
-                if found.is_none_or(|(at, _)| at < start) {
-                    found = Some((start, code));
-                }
-            }
+    let b = content.as_bytes();
+    let free_start = |start: usize| start == 0 || !b[start - 1].is_ascii_alphanumeric();
+    let at = |pos: usize, word: &str| {
+        b.len() >= pos + word.len()
+            && b[pos..pos + word.len()].eq_ignore_ascii_case(word.as_bytes())
+    };
+    let exit = memchr2_iter(b'x', b'X', b).rev().find_map(|x| {
+        let start = x.checked_sub(1)?;
+        let found = at(start, "exit") && free_start(start);
+        found.then(|| code_after(&content[start + 4..]).map(|c| (start, c)))?
+    });
+    let ret = memchr2_iter(b'u', b'U', b).rev().find_map(|u| {
+        let start = u.checked_sub(3)?;
+        if !(at(start, "return") && free_start(start)) {
+            return None;
         }
+        let tail = ["code", " code", "_code"]
+            .iter()
+            .find(|w| at(start + 6, w))?;
+        code_after(&content[start + 6 + tail.len()..]).map(|c| (start, c))
+    });
+    match (exit, ret) {
+        (Some(e), Some(r)) => Some(if e.0 > r.0 { e.1 } else { r.1 }),
+        (e, r) => e.or(r).map(|(_, code)| code),
     }
-    found.map(|(_, code)| code)
+}
+
+fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.len() >= prefix.len()
+        && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
 
 fn code_after(mut rest: &str) -> Option<i32> {
@@ -281,7 +300,7 @@ fn code_after(mut rest: &str) -> Option<i32> {
             "_code", "code", "_status", "status", "ed with", "ed", "with",
         ]
         .iter()
-        .find(|w| rest.starts_with(**w));
+        .find(|w| starts_with_ignore_case(rest, w));
         match word {
             Some(w) => {
                 separated = true;
@@ -304,16 +323,24 @@ fn code_after(mut rest: &str) -> Option<i32> {
     digits[..len].parse::<i32>().ok().map(|n| sign * n)
 }
 
+/// Error markers anywhere in a result, matched ASCII-case-insensitively.
+static ERROR_MARKERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build([
+            "traceback (most recent call last)",
+            "\"error\": \"",
+            "\"error\":\"",
+            "\"success\": false",
+            "\"ok\": false",
+        ])
+        .expect("fixed patterns build")
+});
+
 fn looks_like_error(content: &str) -> bool {
-    let head: String = content.trim_start().chars().take(200).collect();
-    let head = head.to_ascii_lowercase();
-    let lower = content.to_ascii_lowercase();
-    head.starts_with("error")
-        || head.starts_with("failed")
-        || head.starts_with("fatal")
-        || lower.contains("traceback (most recent call last)")
-        || lower.contains("\"error\": \"")
-        || lower.contains("\"error\":\"")
-        || lower.contains("\"success\": false")
-        || lower.contains("\"ok\": false")
+    let head = content.trim_start();
+    ["error", "failed", "fatal"]
+        .iter()
+        .any(|w| starts_with_ignore_case(head, w))
+        || ERROR_MARKERS.is_match(content)
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::domain::Role;
 
 use super::extract::{call_facts, result_outcome, CallFacts, Outcome};
-use super::sanitize::{one_line, shorten};
+use super::sanitize::{excerpt, one_line, shorten};
 use super::scan::error_line;
 use super::ProjMessage;
 
@@ -67,18 +67,34 @@ pub fn tool_label(name: &str) -> String {
     }
 }
 
+/// Tool calls paired with their results, and where each message sits in that pairing.
+#[derive(Debug, Default)]
+pub struct Pairing {
+    pub calls: Vec<Call>,
+    /// For each message: the call its result answers (tool messages only).
+    pub result_of_msg: Vec<Option<usize>>,
+    /// For each message: the index of its first call (an assistant's calls are consecutive).
+    pub first_call_of_msg: Vec<usize>,
+}
+
 /// Matches results to calls by `tool_call_id`, falling back to the oldest call still waiting
 /// when a result carries no id (older stores did not record it).
-pub fn pair_calls(messages: &[ProjMessage]) -> (Vec<Call>, HashMap<usize, usize>) {
-    let mut calls: Vec<Call> = Vec::new();
+pub fn pair_calls(messages: &[ProjMessage]) -> Pairing {
+    let mut p = Pairing {
+        calls: Vec::new(),
+        result_of_msg: vec![None; messages.len()],
+        first_call_of_msg: Vec::with_capacity(messages.len()),
+    };
     let mut by_id: HashMap<&str, usize> = HashMap::new();
-    let mut result_of_msg: HashMap<usize, usize> = HashMap::new();
+    // Calls are only ever answered, never un-answered, so the oldest waiting call only moves on.
+    let mut oldest_waiting = 0;
     for (index, m) in messages.iter().enumerate() {
+        p.first_call_of_msg.push(p.calls.len());
         match m.role {
             Role::Assistant => {
                 for tc in &m.tool_calls {
-                    by_id.insert(tc.id.as_str(), calls.len());
-                    calls.push(Call {
+                    by_id.insert(tc.id.as_str(), p.calls.len());
+                    p.calls.push(Call {
                         call_msg_id: m.id,
                         tool: tc.name.clone(),
                         facts: call_facts(&tc.name, &tc.arguments),
@@ -87,37 +103,46 @@ pub fn pair_calls(messages: &[ProjMessage]) -> (Vec<Call>, HashMap<usize, usize>
                 }
             }
             Role::Tool => {
+                while oldest_waiting < p.calls.len() && p.calls[oldest_waiting].result.is_some() {
+                    oldest_waiting += 1;
+                }
                 let slot = m
                     .tool_call_id
                     .as_deref()
                     .and_then(|id| by_id.get(id).copied())
-                    .filter(|&c| calls[c].result.is_none())
-                    .or_else(|| calls.iter().position(|c| c.result.is_none()));
+                    .filter(|&c| p.calls[c].result.is_none())
+                    .or((oldest_waiting < p.calls.len()).then_some(oldest_waiting));
                 if let Some(c) = slot {
-                    let call = &mut calls[c];
+                    let call = &mut p.calls[c];
                     call.result = Some(CallResult {
                         msg_index: index,
                         msg_id: m.id,
                         outcome: result_outcome(&m.content, call.facts.command.is_some()),
                     });
-                    result_of_msg.insert(index, c);
+                    p.result_of_msg[index] = Some(c);
                 }
             }
             _ => {}
         }
     }
-    (calls, result_of_msg)
+    p
+}
+
+/// How many session-log lines message `index` gets, without building them.
+pub fn log_line_count(messages: &[ProjMessage], index: usize) -> usize {
+    let m = &messages[index];
+    match m.role {
+        Role::Assistant => {
+            let text = !m.tool_calls.is_empty() && !excerpt(&m.content, 1).is_empty();
+            usize::from(text || m.tool_calls.is_empty()) + m.tool_calls.len()
+        }
+        _ => 1,
+    }
 }
 
 /// Session-log lines for message `index`.
-pub fn log_lines(
-    messages: &[ProjMessage],
-    index: usize,
-    calls: &[Call],
-    result_of_msg: &HashMap<usize, usize>,
-) -> Vec<String> {
+pub fn log_lines(messages: &[ProjMessage], index: usize, pairing: &Pairing) -> Vec<String> {
     let m = &messages[index];
-    let quote = |text: &str, max: usize| shorten(&one_line(text), max);
     let with_quote = |label: String, text: String| {
         if text.is_empty() {
             format!("[#{}] {label}", m.id)
@@ -130,25 +155,25 @@ pub fn log_lines(
         Role::User | Role::System => {
             out.push(with_quote(
                 m.role.as_str().to_string(),
-                quote(&m.content, LOG_QUOTE_CHARS),
+                excerpt(&m.content, LOG_QUOTE_CHARS),
             ));
         }
         Role::Assistant => {
-            let text = quote(&m.content, LOG_QUOTE_CHARS);
+            let text = excerpt(&m.content, LOG_QUOTE_CHARS);
             if !text.is_empty() || m.tool_calls.is_empty() {
                 out.push(with_quote("assistant".to_string(), text));
             }
-            for tc in &m.tool_calls {
-                let facts = call_facts(&tc.name, &tc.arguments);
-                let arg = match &facts.main_arg {
+            let first = pairing.first_call_of_msg[index];
+            for (tc, call) in m.tool_calls.iter().zip(&pairing.calls[first..]) {
+                let arg = match &call.facts.main_arg {
                     Some(a) => format!("`{}`", shorten(a, LOG_ARG_CHARS).replace('`', "'")),
-                    None => quote(&tc.arguments, LOG_ARG_CHARS),
+                    None => excerpt(&tc.arguments, LOG_ARG_CHARS),
                 };
                 out.push(with_quote(format!("→ {}", tool_label(&tc.name)), arg));
             }
         }
         Role::Tool => {
-            let call = result_of_msg.get(&index).map(|&c| &calls[c]);
+            let call = pairing.result_of_msg[index].map(|c| &pairing.calls[c]);
             let name = m
                 .tool_name
                 .clone()
@@ -159,9 +184,9 @@ pub fn log_lines(
                 .map_or_else(|| result_outcome(&m.content, false), |r| r.outcome);
             let text = if outcome.is_failed() {
                 error_line(&m.content, LOG_QUOTE_CHARS)
-                    .unwrap_or_else(|| quote(&m.content, LOG_QUOTE_CHARS))
+                    .unwrap_or_else(|| excerpt(&m.content, LOG_QUOTE_CHARS))
             } else {
-                quote(&m.content, LOG_QUOTE_CHARS)
+                excerpt(&m.content, LOG_QUOTE_CHARS)
             };
             out.push(with_quote(
                 format!("← {} {}", tool_label(&name), outcome.label()),

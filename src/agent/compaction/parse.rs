@@ -111,6 +111,7 @@ fn parse_error(id: i64, body: &str) -> Option<ErrorEntry> {
         key: key.to_string(),
         outcome: Outcome::parse(&outcome)?,
         detail,
+        detail_from: None,
         fixed_at,
     })
 }

@@ -4,14 +4,14 @@
 //! Deterministic by construction: no clock, no randomness, no hash-map iteration order in the
 //! output. It must not call a model or read the store; it only quotes what it is given.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::domain::Role;
 
 use super::extract::FileAction;
-use super::log::{log_lines, pair_calls};
+use super::log::{log_line_count, log_lines, pair_calls, Pairing};
 use super::parse::parse_previous;
-use super::sanitize::{one_line, shorten};
+use super::sanitize::{excerpt, shorten};
 use super::scan::{error_line, error_names, mentioned_paths};
 use super::sections::{
     self, join, quote_part, render_command, render_error, render_file, render_goal, render_name,
@@ -50,34 +50,39 @@ pub fn project(messages: &[ProjMessage], previous: Option<&str>, budget_chars: u
         .find(|m| is_carrier(m))
         .map(|m| m.content.as_str());
     let mut facts = previous.or(carried).map(parse_previous).unwrap_or_default();
-    fold(&mut facts, messages);
-    fit(render(facts), budget_chars)
+    let pairing = pair_calls(messages);
+    fold(&mut facts, messages, &pairing);
+    let sections = render(&mut facts, messages);
+    let log = Log {
+        previous: std::mem::take(&mut facts.log),
+        messages,
+        pairing: &pairing,
+    };
+    fit(sections, &log, budget_chars)
 }
 
 fn is_carrier(m: &ProjMessage) -> bool {
     m.role != Role::Tool && m.content.starts_with(CARRIER_HEADER)
 }
 
-fn fold(facts: &mut Facts, messages: &[ProjMessage]) {
-    let (calls, result_of_msg) = pair_calls(messages);
-    for (index, m) in messages.iter().enumerate() {
+fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing) {
+    // Requests are quoted once, at the end: only the first and the latest are shown.
+    let (mut first, mut latest) = (None, None);
+    let mut seen_names: HashSet<String> = facts.names.iter().map(|n| n.name.clone()).collect();
+    for m in messages {
         if is_carrier(m) {
             continue;
         }
         if m.role == Role::User && !m.content.trim().is_empty() {
-            let line = GoalLine {
-                id: m.id,
-                text: shorten(&one_line(&m.content), GOAL_QUOTE_CHARS),
-            };
-            if facts.first_request.is_none() {
-                facts.first_request = Some(line);
+            if facts.first_request.is_none() && first.is_none() {
+                first = Some(m);
             } else {
-                facts.latest_request = Some(line);
+                latest = Some(m);
             }
         }
         if matches!(m.role, Role::Tool | Role::User) {
             for name in error_names(&m.content) {
-                if !facts.names.iter().any(|n| n.name == name) {
+                if seen_names.insert(name.clone()) {
                     facts.names.push(NameEntry {
                         first_id: m.id,
                         name,
@@ -85,9 +90,16 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage]) {
                 }
             }
         }
-        facts
-            .log
-            .extend(log_lines(messages, index, &calls, &result_of_msg));
+    }
+    let goal = |m: &ProjMessage| GoalLine {
+        id: m.id,
+        text: excerpt(&m.content, GOAL_QUOTE_CHARS),
+    };
+    if let Some(m) = first {
+        facts.first_request = Some(goal(m));
+    }
+    if let Some(m) = latest {
+        facts.latest_request = Some(goal(m));
     }
 
     // Open failures from the previous projection can be fixed by a success in this span.
@@ -97,16 +109,24 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage]) {
             open.insert(e.key.clone(), i);
         }
     }
-    for call in &calls {
+    let mut files = Index::of(facts.files.iter().map(|f| f.path.as_str()));
+    let mut commands = Index::of(facts.commands.iter().map(|c| c.command.as_str()));
+    for call in &pairing.calls {
         let Some(result) = &call.result else { continue };
         let key = call.key();
         let content = &messages[result.msg_index].content;
         for (path, action) in &call.facts.files {
-            touch_file(facts, path, *action, call.call_msg_id);
+            touch_file(facts, &mut files, path, *action, call.call_msg_id);
         }
         if result.outcome.is_failed() {
             for path in mentioned_paths(content) {
-                touch_file(facts, &path, FileAction::Mentioned, result.msg_id);
+                touch_file(
+                    facts,
+                    &mut files,
+                    &path,
+                    FileAction::Mentioned,
+                    result.msg_id,
+                );
             }
             if !open.contains_key(&key) {
                 open.insert(key.clone(), facts.errors.len());
@@ -114,7 +134,8 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage]) {
                     id: result.msg_id,
                     key: key.clone(),
                     outcome: result.outcome,
-                    detail: error_line(content, DETAIL_CHARS).map(|d| quote_part(&d)),
+                    detail: None,
+                    detail_from: Some(result.msg_index),
                     fixed_at: None,
                 });
             }
@@ -125,7 +146,13 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage]) {
         }
         if let Some(command) = &call.facts.command {
             let command = quote_part(&shorten(command, KEY_CHARS));
-            record_run(&mut facts.commands, command, result.msg_id, result.outcome);
+            record_run(
+                &mut facts.commands,
+                &mut commands,
+                command,
+                result.msg_id,
+                result.outcome,
+            );
         }
     }
     // Recency order: the entry touched longest ago is the first one dropped.
@@ -133,9 +160,22 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage]) {
     facts.commands.sort_by_key(|c| c.last_id);
 }
 
-fn touch_file(facts: &mut Facts, path: &str, action: FileAction, id: i64) {
+/// Position of each entry by its key, first occurrence wins (as a front-to-back search would).
+struct Index(HashMap<String, usize>);
+
+impl Index {
+    fn of<'a>(keys: impl Iterator<Item = &'a str>) -> Index {
+        let mut map = HashMap::new();
+        for (i, key) in keys.enumerate() {
+            map.entry(key.to_string()).or_insert(i);
+        }
+        Index(map)
+    }
+}
+
+fn touch_file(facts: &mut Facts, index: &mut Index, path: &str, action: FileAction, id: i64) {
     let path = quote_part(&shorten(path, KEY_CHARS));
-    match facts.files.iter_mut().find(|f| f.path == path) {
+    match index.0.get(&path).map(|&i| &mut facts.files[i]) {
         Some(f) => {
             if !f.actions.contains(&action) {
                 f.actions.push(action);
@@ -143,21 +183,25 @@ fn touch_file(facts: &mut Facts, path: &str, action: FileAction, id: i64) {
             }
             f.last_id = f.last_id.max(id);
         }
-        None => facts.files.push(FileEntry {
-            last_id: id,
-            path,
-            actions: vec![action],
-        }),
+        None => {
+            index.0.insert(path.clone(), facts.files.len());
+            facts.files.push(FileEntry {
+                last_id: id,
+                path,
+                actions: vec![action],
+            });
+        }
     }
 }
 
 fn record_run(
     commands: &mut Vec<CommandEntry>,
+    index: &mut Index,
     command: String,
     id: i64,
     outcome: super::extract::Outcome,
 ) {
-    match commands.iter_mut().find(|c| c.command == command) {
+    match index.0.get(&command).map(|&i| &mut commands[i]) {
         Some(c) => {
             if c.last.is_failed() && c.earlier_failure.is_none() {
                 c.earlier_failure = Some((c.last_id, c.last));
@@ -166,17 +210,22 @@ fn record_run(
             c.last_id = id;
             c.runs += 1;
         }
-        None => commands.push(CommandEntry {
-            last_id: id,
-            command,
-            last: outcome,
-            earlier_failure: None,
-            runs: 1,
-        }),
+        None => {
+            index.0.insert(command.clone(), commands.len());
+            commands.push(CommandEntry {
+                last_id: id,
+                command,
+                last: outcome,
+                earlier_failure: None,
+                runs: 1,
+            });
+        }
     }
 }
 
-fn render(facts: Facts) -> Vec<Rendered> {
+/// Renders the structured sections, capped, and an empty session log (filled by [`fit`]).
+/// Only the newest entries a cap keeps are rendered; the rest only count as omitted.
+fn render(facts: &mut Facts, messages: &[ProjMessage]) -> Vec<Rendered> {
     let section = |heading, omitted, lines: Vec<String>| Rendered {
         heading,
         omitted,
@@ -196,45 +245,93 @@ fn render(facts: Facts) -> Vec<Rendered> {
             goal.push(render_goal("latest request", latest));
         }
     }
+    let errors = newest(&mut facts.errors, sections::MAX_ERRORS);
+    for e in errors.iter_mut() {
+        if let Some(index) = e.detail_from.take() {
+            e.detail = error_line(&messages[index].content, DETAIL_CHARS).map(|d| quote_part(&d));
+        }
+    }
+    let errors: Vec<String> = errors.iter().map(render_error).collect();
+    let files: Vec<String> = newest(&mut facts.files, sections::MAX_FILES)
+        .iter()
+        .map(render_file)
+        .collect();
+    let commands: Vec<String> = newest(&mut facts.commands, sections::MAX_COMMANDS)
+        .iter()
+        .map(render_command)
+        .collect();
+    let names: Vec<String> = newest(&mut facts.names, sections::MAX_ERROR_NAMES)
+        .iter()
+        .map(render_name)
+        .collect();
     let o = &facts.omitted;
-    let mut out = vec![
+    let capped = |total: usize, cap: usize| total.saturating_sub(cap);
+    vec![
         section(sections::GOAL, o.goal, goal),
         section(
             sections::ERRORS,
-            o.errors,
-            facts.errors.iter().map(render_error).collect(),
+            o.errors + capped(facts.errors.len(), sections::MAX_ERRORS),
+            errors,
         ),
         section(
             sections::FILES,
-            o.files,
-            facts.files.iter().map(render_file).collect(),
+            o.files + capped(facts.files.len(), sections::MAX_FILES),
+            files,
         ),
         section(
             sections::COMMANDS,
-            o.commands,
-            facts.commands.iter().map(render_command).collect(),
+            o.commands + capped(facts.commands.len(), sections::MAX_COMMANDS),
+            commands,
         ),
         section(
             sections::ERROR_NAMES,
-            o.names,
-            facts.names.iter().map(render_name).collect(),
+            o.names + capped(facts.names.len(), sections::MAX_ERROR_NAMES),
+            names,
         ),
-        section(sections::SESSION_LOG, o.log, facts.log),
-    ];
-    out[1].cap(sections::MAX_ERRORS);
-    out[2].cap(sections::MAX_FILES);
-    out[3].cap(sections::MAX_COMMANDS);
-    out[4].cap(sections::MAX_ERROR_NAMES);
-    out
+        section(sections::SESSION_LOG, o.log, Vec::new()),
+    ]
+}
+
+/// The newest `cap` entries (entries are oldest first).
+fn newest<T>(entries: &mut [T], cap: usize) -> &mut [T] {
+    let from = entries.len().saturating_sub(cap);
+    &mut entries[from..]
+}
+
+/// The session log before fitting: the previous projection's lines, then the lines of every
+/// message, oldest first. Lines are built only for the newest ones that fit.
+struct Log<'a> {
+    previous: Vec<String>,
+    messages: &'a [ProjMessage],
+    pairing: &'a Pairing,
+}
+
+impl Log<'_> {
+    fn len(&self) -> usize {
+        let own: usize = (0..self.messages.len())
+            .filter(|&i| !is_carrier(&self.messages[i]))
+            .map(|i| log_line_count(self.messages, i))
+            .sum();
+        self.previous.len() + own
+    }
+
+    /// Lines newest first.
+    fn newest_first(&self) -> impl Iterator<Item = String> + '_ {
+        let own = (0..self.messages.len())
+            .rev()
+            .filter(|&i| !is_carrier(&self.messages[i]))
+            .flat_map(|i| log_lines(self.messages, i, self.pairing).into_iter().rev());
+        own.chain(self.previous.iter().rev().cloned())
+    }
 }
 
 /// Order in which sections give up entries when even the capped sections exceed the budget:
 /// the session log first (it is the most redundant with the sections above), the goal last.
 const SHRINK_ORDER: [usize; 6] = [5, 4, 2, 3, 1, 0];
 
-fn fit(mut sections: Vec<Rendered>, budget: usize) -> String {
+fn fit(mut sections: Vec<Rendered>, log: &Log<'_>, budget: usize) -> String {
     let fixed: usize = sections[..5].iter().map(Rendered::chars).sum();
-    fit_log(&mut sections[5], budget.saturating_sub(fixed));
+    fit_log(&mut sections[5], log, budget.saturating_sub(fixed));
     let mut total: usize = sections.iter().map(Rendered::chars).sum();
     for &i in &SHRINK_ORDER {
         while total > budget && sections[i].drop_oldest() {
@@ -251,26 +348,42 @@ fn fit(mut sections: Vec<Rendered>, budget: usize) -> String {
     join(&sections)
 }
 
-/// Keeps the newest log lines that fit in `room` characters, with the omission note.
-fn fit_log(log: &mut Rendered, room: usize) {
-    if log.chars() <= room {
-        return;
-    }
-    let total = log.lines.len() + log.omitted;
-    // Reserve for the heading, the note with the largest count it can show, and the blank line.
-    let note = sections::log_note(total).chars().count() + 1;
-    let overhead = log.heading.chars().count() + 1 + note + 1;
-    let mut used = overhead;
-    let mut keep = 0;
-    for line in log.lines.iter().rev() {
-        let len = line.chars().count() + 1;
-        if used + len > room {
+/// Fills `section` (the session log, still empty) with the newest lines that fit in `room`
+/// characters, with the omission note when some do not. All lines are kept when they fit
+/// without a note for the lines dropped now.
+fn fit_log(section: &mut Rendered, log: &Log<'_>, room: usize) {
+    let total = log.len();
+    let heading = section.heading.chars().count() + 1;
+    // Size of the section holding every line: heading, the note it already has, blank line.
+    let whole_base = heading + section.note().map_or(0, |n| n.chars().count() + 1) + 1;
+    // Size once lines are dropped: the note with the largest count it can show.
+    let note = sections::log_note(total + section.omitted).chars().count() + 1;
+    let overhead = heading + note + 1;
+    let mut lines = Vec::new();
+    let mut sum = 0;
+    let mut keep = None;
+    let mut all_fit = true;
+    for line in log.newest_first() {
+        sum += line.chars().count() + 1;
+        if keep.is_none() && overhead + sum > room {
+            keep = Some(lines.len());
+        }
+        if whole_base + sum > room {
+            all_fit = false;
             break;
         }
-        used += len;
-        keep += 1;
+        lines.push(line);
     }
-    let drop = log.lines.len() - keep;
-    log.lines.drain(..drop);
-    log.omitted += drop;
+    if total == 0 && section.omitted == 0 {
+        return;
+    }
+    let keep = if all_fit {
+        lines.len()
+    } else {
+        keep.unwrap_or(lines.len())
+    };
+    lines.truncate(keep);
+    lines.reverse();
+    section.omitted += total - keep;
+    section.lines = lines;
 }

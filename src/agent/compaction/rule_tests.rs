@@ -32,6 +32,11 @@ fn exit_codes_are_read_from_the_forms_tools_write() {
         ("exit1", None),
         ("exit code 12345678", None),
         ("48 passed in 1.2s", None),
+        ("RETURN_CODE=6", Some(6)),
+        ("Return Code: 7 then EXIT 8", Some(8)),
+        // Keywords found from a rare letter must not slice inside a wider character.
+        ("ǅǅu exit 4", Some(4)),
+        ("İreturn code 5", Some(5)),
     ];
     for (text, want) in table {
         assert_eq!(exit_code(text), *want, "text {text:?}");
@@ -221,6 +226,7 @@ fn rendered_entries_parse_back_unchanged() {
             key: "`make dev`".into(),
             outcome: Outcome::Failed(Some(2)),
             detail: Some("ModuleNotFoundError: No module named 'x' (see: docs)".into()),
+            detail_from: None,
             fixed_at: Some(9),
         },
         ErrorEntry {
@@ -228,6 +234,7 @@ fn rendered_entries_parse_back_unchanged() {
             key: "read_file `a: b.rs`".into(),
             outcome: Outcome::Failed(None),
             detail: None,
+            detail_from: None,
             fixed_at: None,
         },
     ];

@@ -31,6 +31,9 @@ pub fn clean_text(text: &str) -> String {
 /// A one-line excerpt can only start where the projector puts it, after its own `[#N]` prefix,
 /// so it needs no `#` escape; it still gets one at its start for callers that print it bare.
 pub fn one_line(text: &str) -> String {
+    if is_clean_line(text) {
+        return text.to_string();
+    }
     let stripped = strip_invisible(text);
     let defused = neutralize_markers(&stripped);
     let mut out = String::with_capacity(defused.len());
@@ -45,6 +48,44 @@ pub fn one_line(text: &str) -> String {
     }
     out
 }
+
+/// Text that [`one_line`] would return unchanged: printable ASCII without marker openers, single
+/// spaces between words, not starting with `#`. Most commands, paths and log lines are.
+fn is_clean_line(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.first().is_none_or(|&c| c != b' ' && c != b'#')
+        && b.last().is_none_or(|&c| c != b' ')
+        && b.iter()
+            .all(|&c| (b' '..=b'~').contains(&c) && c != b'<' && c != b'[')
+        && memchr::memmem::find(b, b"  ").is_none()
+}
+
+/// `shorten(&one_line(text), max)`, without cleaning all of a long text to keep its start.
+///
+/// Cleaning a prefix of the input yields a prefix of the full cleaning, except in its last few
+/// characters: a marker or escape cut in half, a space not yet followed by a word. So once a
+/// prefix cleans to more than `max` + [`EXCERPT_SLACK`] characters, its excerpt is the excerpt
+/// of the whole text, byte for byte. A 100 KB tool result then costs a few hundred bytes.
+pub fn excerpt(text: &str, max: usize) -> String {
+    // Plain text cleans to about its own length, so the first try usually suffices.
+    let mut take = max.saturating_add(3 * EXCERPT_SLACK);
+    while take < text.len() {
+        let mut cut = take;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let line = one_line(&text[..cut]);
+        if line.chars().count() > max.saturating_add(EXCERPT_SLACK) {
+            return shorten(&line, max);
+        }
+        take = take.saturating_mul(4);
+    }
+    shorten(&one_line(text), max)
+}
+
+/// More than the characters a cut can change at the end of a cleaned prefix: the longest
+/// marker (8) with its inserted spaces, and one joining space.
+const EXCERPT_SLACK: usize = 32;
 
 /// Cuts `text` to at most `max` characters at a word boundary when it can, marking the cut
 /// with ` …`. Only removes words, so the result stays a faithful excerpt.

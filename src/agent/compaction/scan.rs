@@ -1,10 +1,16 @@
 //! Scanning free text (tool output, pasted errors) for what the projection lists by name:
 //! the line that says what went wrong, named errors, and source paths in error locations.
 //!
-//! Pure string rules, no regex engine: they must stay cheap on a 300 KB middle and must only
-//! ever return text that occurs in the input.
+//! Every tool result of the middle passes through here, so the scanners jump between rare
+//! bytes with `memchr` / `aho-corasick` instead of walking every word: a 300 KB middle must cost
+//! well under a millisecond. They must only ever return text that occurs in the input.
 
-use super::sanitize::{one_line, shorten};
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+use memchr::{memchr, memchr3_iter, memchr_iter, memmem};
+
+use super::sanitize::excerpt;
 
 const ERROR_WORDS: &[&str] = &[
     "error",
@@ -20,22 +26,54 @@ const ERROR_WORDS: &[&str] = &[
     "traceback",
 ];
 
+/// [`ERROR_WORDS`], matched ASCII-case-insensitively.
+static ERROR_WORD_FINDER: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(ERROR_WORDS)
+        .expect("fixed patterns build")
+});
+
+const TRACEBACK_HEADER: &str = "traceback (most recent call last)";
+
 /// The line of `content` that best says what went wrong, shortened: the first line naming an
 /// error (`ModuleNotFoundError: …`, `error[E0382]: …`), else the first line with an error word
 /// other than a bare traceback header.
 pub fn error_line(content: &str, max: usize) -> Option<String> {
-    let named = content.lines().find(|line| !error_names(line).is_empty());
-    named
-        .or_else(|| {
-            content.lines().find(|line| {
-                let lower = line.to_ascii_lowercase();
-                !lower.starts_with("traceback (most recent call last)")
-                    && ERROR_WORDS.iter().any(|w| lower.contains(w))
-            })
-        })
-        .map(one_line)
-        .filter(|l| !l.is_empty())
-        .map(|l| shorten(&l, max))
+    let line = match error_name_spans(content).next() {
+        Some((start, _)) => Some(line_at(content, start)),
+        None => first_error_word_line(content),
+    };
+    line.map(|l| excerpt(l, max)).filter(|l| !l.is_empty())
+}
+
+fn first_error_word_line(content: &str) -> Option<&str> {
+    let mut from = 0;
+    while let Some(m) = ERROR_WORD_FINDER.find(&content[from..]) {
+        let line = line_at(content, from + m.start());
+        let is_header = line.len() >= TRACEBACK_HEADER.len()
+            && line.as_bytes()[..TRACEBACK_HEADER.len()]
+                .eq_ignore_ascii_case(TRACEBACK_HEADER.as_bytes());
+        if !is_header {
+            return Some(line);
+        }
+        // The rest of a header line cannot qualify: go on after it.
+        let line_end = line.as_ptr() as usize - content.as_ptr() as usize + line.len();
+        match memchr(b'\n', &content.as_bytes()[line_end..]) {
+            Some(nl) => from = line_end + nl + 1,
+            None => return None,
+        }
+    }
+    None
+}
+
+/// The line (as `str::lines` yields it) that contains byte `pos`.
+fn line_at(content: &str, pos: usize) -> &str {
+    let bytes = content.as_bytes();
+    let start = memchr::memrchr(b'\n', &bytes[..pos]).map_or(0, |p| p + 1);
+    let end = memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |p| pos + p);
+    let line = &content[start..end];
+    line.strip_suffix('\r').unwrap_or(line)
 }
 
 const ERRNO_NAMES: &[&str] = &[
@@ -76,17 +114,63 @@ const ERRNO_NAMES: &[&str] = &[
     "SIGTERM",
 ];
 
+/// Words are runs of ASCII letters, digits and `_`; every other byte (UTF-8 included) ends one.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+static ERROR_SUFFIX: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new("Error"));
+static EXCEPTION_SUFFIX: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new("Exception"));
+
 /// Named errors in `text`, in order of first appearance: `ModuleNotFoundError`,
 /// `NullPointerException`, Rust `E0382`, TypeScript `TS2304`, errno names like `ECONNREFUSED`.
 pub fn error_names(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
-        if is_error_name(word) && !out.iter().any(|w| w == word) {
+    for (start, end) in error_name_spans(text) {
+        let word = &text[start..end];
+        if !out.iter().any(|w| w == word) {
             out.push(word.to_string());
         }
     }
     out
 }
+
+/// Byte spans of the words of `text` that are error names, in text order.
+///
+/// Every error name starts with `E`, `S` or `T` (codes, errno and signal names) or ends with
+/// `Error` / `Exception`, so only words found from those bytes are looked at.
+fn error_name_spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let b = text.as_bytes();
+    let word_start = |p: usize| p == 0 || !is_word_byte(b[p - 1]);
+    let mut starts: Vec<usize> = memchr3_iter(b'E', b'S', b'T', b)
+        .filter(|&p| word_start(p))
+        .collect();
+    for (finder, len) in [(&*ERROR_SUFFIX, 5), (&*EXCEPTION_SUFFIX, 9)] {
+        for p in finder.find_iter(b) {
+            let end = p + len;
+            if end < b.len() && is_word_byte(b[end]) {
+                continue;
+            }
+            let mut s = p;
+            while s > 0 && is_word_byte(b[s - 1]) && end - s <= MAX_NAME_LEN {
+                s -= 1;
+            }
+            if word_start(s) {
+                starts.push(s);
+            }
+        }
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    starts.into_iter().filter_map(move |s| {
+        let len = b[s..].iter().take_while(|&&c| is_word_byte(c)).count();
+        is_error_name(&text[s..s + len]).then_some((s, s + len))
+    })
+}
+
+const MAX_NAME_LEN: usize = 60;
 
 fn is_error_name(word: &str) -> bool {
     let b = word.as_bytes();
@@ -94,7 +178,7 @@ fn is_error_name(word: &str) -> bool {
         let n = b.len() - prefix;
         n >= min && n <= max && b[prefix..].iter().all(u8::is_ascii_digit)
     };
-    if b.len() < 5 || b.len() > 60 {
+    if b.len() < 5 || b.len() > MAX_NAME_LEN {
         return false;
     }
     if b[0] == b'E' && digits_after(1, 4, 4) {
@@ -119,28 +203,46 @@ const SOURCE_EXTENSIONS: &[&str] = &[
     "html", "css", "vue", "lock", "cfg", "ini", "xml", "txt",
 ];
 
+/// Tokens are runs of path characters and `:` (so `src/lib.rs:12:5` is one token).
+fn is_token_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"_./-~:".contains(&c)
+}
+
 /// File paths named in error output (`src/lib.rs:12:5`, `tests/test_core.py`), without line
 /// numbers, in order of first appearance.
+///
+/// A path has a `.` before its extension, so only tokens around a `.` are looked at.
 pub fn mentioned_paths(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
     let mut out: Vec<String> = Vec::new();
-    let is_path_char = |c: char| c.is_ascii_alphanumeric() || "_./-~".contains(c);
-    for token in text.split(|c: char| !(is_path_char(c) || c == ':')) {
-        let path = token.split(':').next().unwrap_or("");
-        let path = path.trim_end_matches('.');
-        let Some((stem, ext)) = path.rsplit_once('.') else {
-            continue;
-        };
-        let stem_name = stem.rsplit('/').next().unwrap_or("");
-        if stem_name.is_empty()
-            || !stem_name.chars().any(|c| c.is_ascii_alphabetic())
-            || !SOURCE_EXTENSIONS.contains(&ext)
-            || path.len() > 200
-        {
+    let mut token_end = 0;
+    for dot in memchr_iter(b'.', b) {
+        // Every extension starts with a letter, so only such a dot can start one.
+        if dot < token_end || !b.get(dot + 1).is_some_and(u8::is_ascii_alphabetic) {
             continue;
         }
-        if !out.iter().any(|p| p == path) {
-            out.push(path.to_string());
+        let mut start = dot;
+        while start > 0 && is_token_byte(b[start - 1]) {
+            start -= 1;
+        }
+        token_end = dot + b[dot..].iter().take_while(|&&c| is_token_byte(c)).count();
+        if let Some(path) = token_path(&text[start..token_end]) {
+            if !out.iter().any(|p| p == path) {
+                out.push(path.to_string());
+            }
         }
     }
     out
+}
+
+fn token_path(token: &str) -> Option<&str> {
+    let path = token.split(':').next().unwrap_or("");
+    let path = path.trim_end_matches('.');
+    let (stem, ext) = path.rsplit_once('.')?;
+    let stem_name = stem.rsplit('/').next().unwrap_or("");
+    let keep = !stem_name.is_empty()
+        && stem_name.chars().any(|c| c.is_ascii_alphabetic())
+        && SOURCE_EXTENSIONS.contains(&ext)
+        && path.len() <= 200;
+    keep.then_some(path)
 }

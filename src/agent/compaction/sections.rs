@@ -34,6 +34,9 @@ pub const DETAIL_CHARS: usize = 160;
 /// span, em dashes and arrows are the separators the merge parser splits on. Only punctuation
 /// changes, so the words stay those of the source.
 pub fn quote_part(text: &str) -> String {
+    if !text.contains(['`', '—', '→']) {
+        return text.to_string();
+    }
     text.replace('`', "'").replace('—', "-").replace('→', "->")
 }
 
@@ -51,6 +54,9 @@ pub struct ErrorEntry {
     pub key: String,
     pub outcome: Outcome,
     pub detail: Option<String>,
+    /// Index (in the projected messages) of the result to quote `detail` from, while not yet
+    /// quoted: only entries that survive the section cap are worth the scan.
+    pub detail_from: Option<usize>,
     /// The message id of the first later success of the same call.
     pub fixed_at: Option<i64>,
 }
@@ -187,15 +193,6 @@ impl Rendered {
         self.lines.remove(0);
         self.omitted += 1;
         true
-    }
-
-    /// Keeps at most `max` entries, the newest.
-    pub fn cap(&mut self, max: usize) {
-        if self.lines.len() > max {
-            let drop = self.lines.len() - max;
-            self.lines.drain(..drop);
-            self.omitted += drop;
-        }
     }
 }
 
