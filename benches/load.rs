@@ -66,7 +66,8 @@ struct Args {
     /// Writes the daemon's pid here once it is ready (to attach `perf record -p`).
     #[arg(long)]
     pid_file: Option<PathBuf>,
-    /// Passed by `cargo bench`; ignored.
+    /// Passed by `cargo bench`. Without it (`cargo test --all-targets` runs bench targets
+    /// too) the benchmark does nothing: a load run is not a test.
     #[arg(long, hide = true)]
     bench: bool,
 }
@@ -74,6 +75,10 @@ struct Args {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args = Args::parse();
+    if !args.bench {
+        println!("the load benchmark runs under `cargo bench --bench load`; nothing to do");
+        return;
+    }
     let load_start = loadavg();
     let rig = Rig::start(args.webhook, args.bin.clone(), &[]).await;
     let pid = rig.pid();
