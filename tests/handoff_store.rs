@@ -144,6 +144,13 @@ async fn marker_rules(store: Arc<dyn Store>) {
         (c.id, c.text.as_str(), c.session_id.as_str()),
         (id, "## Working on\nmirror fix", "s1")
     );
+    // Its first turn was abandoned before committing (killed, lease lost): the retried first
+    // turn of the same session receives the same capsule, not nothing.
+    let again = store
+        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(again.capsule.map(|c| c.id), Some(id));
     assert_eq!(
         store
             .pending_consume(&lane, "s3", MAX_AGE, now_ms())

@@ -1,7 +1,7 @@
 //! Delivery: the first turn of a new session in a lane receives the lane's pending capsule,
 //! once, appended to its user message behind the label.
 //!
-//! The marker is consumed atomically in the store, so two replicas (or a retried turn) cannot
+//! The marker is consumed atomically in the store, so two replicas (or two sessions) cannot
 //! both receive it, and the session the capsule summarizes never receives its own capsule. The
 //! capsule goes into the user message, never the system prompt: the prompt bytes stay the same
 //! and the provider's prompt cache keeps hitting.

@@ -67,7 +67,9 @@ pub trait HandoffStore: Send + Sync {
     async fn capsule_put(&self, capsule: &NewCapsule, mark_pending: bool) -> StoreResult<i64>;
     /// Takes the lane's pending capsule for session `session_id`, at time `now` (epoch ms):
     /// a marker older than `max_age` is deleted unread, a marker written from `session_id`
-    /// itself stays, any other is deleted and its capsule returned — to one caller only.
+    /// itself stays, any other is deleted and its capsule returned — to one session only. The
+    /// session that took it gets it again if it asks again (its first turn was abandoned
+    /// before committing); the note is a `kv` row `handoff-delivered:<lane>:<session>`.
     async fn pending_consume(
         &self,
         lane: &LaneKey,
@@ -205,15 +207,41 @@ macro_rules! handoff_store_impl {
                         .execute(&mut *tx)
                         .await?
                         .rows_affected();
-                let taken: Option<(i64,)> = sqlx::query_as(
-                    "DELETE FROM handoff_pending WHERE lane = $1 AND source_session_id <> $2 \
-                     AND created_at >= $3 RETURNING capsule_id",
-                )
-                .bind(lane.as_str())
-                .bind(session_id)
-                .bind(oldest)
-                .fetch_optional(&mut *tx)
-                .await?;
+                // A session that was handed a capsule gets the same one again: only a first
+                // turn asks, and a first turn asks twice only when the first attempt never
+                // committed (killed, lease lost), so the capsule is not lost with it.
+                let key = format!("handoff-delivered:{}:{session_id}", lane.as_str());
+                let given: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
+                    .bind(&key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let taken: Option<(i64,)> = match given.and_then(|(v,)| v.parse().ok()) {
+                    Some(id) => Some((id,)),
+                    None => {
+                        let taken: Option<(i64,)> = sqlx::query_as(
+                            "DELETE FROM handoff_pending WHERE lane = $1 AND source_session_id <> $2 \
+                             AND created_at >= $3 RETURNING capsule_id",
+                        )
+                        .bind(lane.as_str())
+                        .bind(session_id)
+                        .bind(oldest)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                        if let Some((id,)) = taken {
+                            sqlx::query(
+                                "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
+                                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, \
+                                 updated_at = excluded.updated_at",
+                            )
+                            .bind(&key)
+                            .bind(id.to_string())
+                            .bind(now)
+                            .execute(&mut *tx)
+                            .await?;
+                        }
+                        taken
+                    }
+                };
                 let capsule = match taken {
                     Some((id,)) => {
                         let sql = format!("{} WHERE c.id = $1", super::handoff::CAPSULE_SELECT);
