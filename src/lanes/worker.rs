@@ -165,6 +165,12 @@ impl Worker {
                 }
             };
             if rows.is_empty() {
+                // Drained while other lanes wait for a slot: give this one up now. (Their
+                // requests for a slot collapse into one stored notification, so waiting for
+                // it alone would leave most of them waiting out `idle_secs`.)
+                if self.router.slot_waiters.load(Ordering::SeqCst) > 0 && self.may_leave() {
+                    break;
+                }
                 tokio::select! {
                     _ = self.rx.recv() => continue,
                     _ = lost.cancelled() => break,
