@@ -150,15 +150,19 @@ impl FakeTelegram {
     }
 
     /// Queues a message update built from `message` with the next update id, and returns that id.
+    /// The id is taken and the update queued under one lock, as Telegram numbers updates in
+    /// queue order: two pushers racing between the two steps could queue id N after N + 1, and
+    /// the daemon's offset confirmation for N + 1 would then drop N unseen.
     pub fn push_message(&self, build: impl FnOnce(i64) -> Value) -> i64 {
-        let (update_id, message_id) = {
-            let mut inner = self.state.lock();
-            let ids = (inner.next_update_id, inner.next_message_id);
-            inner.next_update_id += 1;
-            inner.next_message_id += 1;
-            ids
-        };
-        self.push_update_raw(message_update_json(update_id, build(message_id)));
+        let mut inner = self.state.lock();
+        let (update_id, message_id) = (inner.next_update_id, inner.next_message_id);
+        inner.next_update_id += 1;
+        inner.next_message_id += 1;
+        inner
+            .updates
+            .push_back(message_update_json(update_id, build(message_id)));
+        drop(inner);
+        self.state.changed.notify_waiters();
         update_id
     }
 
