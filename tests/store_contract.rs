@@ -179,6 +179,11 @@ contract!(
     postgres_turn_commit,
     transcript::turn_commit
 );
+contract!(
+    sqlite_turn_begin_counts_attempts,
+    postgres_turn_begin_counts_attempts,
+    transcript::turn_begin_counts_attempts
+);
 contract!(sqlite_search, postgres_search, transcript::search);
 contract!(
     sqlite_search_odd_queries,

@@ -5,7 +5,7 @@
 use super::commands::{Command, HELP_TEXT};
 use super::worker::{Failure, Worker};
 use crate::domain::{Control, MessageEvent, Role};
-use crate::store::{InboxRow, InboxStatus, Lease, NewMessage, TurnCommit};
+use crate::store::{InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, TurnCommit};
 
 impl Worker {
     /// Closes an event without a turn, queueing `reply` to the chat when given.
@@ -106,7 +106,11 @@ impl Worker {
                     Role::Assistant,
                     format!("[Delivered scheduled brief \"{label}\"]\n{text}"),
                 ));
-                let turn_id = store.turn_begin(lease, &session.id, Some(row.id)).await?;
+                let attempt = InboxAttempt {
+                    id: row.id,
+                    attempt: row.attempts + 1,
+                };
+                let turn_id = store.turn_begin(lease, &session.id, Some(attempt)).await?;
                 let mut commit =
                     TurnCommit::new(turn_id, &session.id, Some(row.id), InboxStatus::Done);
                 commit.messages = messages;

@@ -10,13 +10,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::worker::{Failure, Stop, Worker};
-use crate::agent::context::ContextEngine;
+use crate::agent::context::{ContextEngine, Known, Prepared};
 use crate::agent::prompt::{build_system_prompt, PromptParts};
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
 use crate::cron::{is_silent, parse_target, Target};
 use crate::domain::{Control, MessageEvent, Platform, Role};
 use crate::hooks::PreLlmContext;
-use crate::store::{InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, Session, TurnCommit};
+use crate::store::{
+    InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, Session, StoredMessage,
+    TurnCommit,
+};
 
 enum Outcome {
     Done(Result<TurnOutput, TurnError>),
@@ -94,23 +97,39 @@ impl Worker {
             session = tracing::field::Empty,
             turn = tracing::field::Empty,
         );
-        let session = self
-            .session(lease, ev)
-            .instrument(tracing::info_span!(parent: &span, "store.session"))
-            .await?;
+        // Taken, not borrowed: a turn that fails anywhere leaves the worker knowing nothing.
+        let cached = self.known.lock().expect("known lock").take();
+        let (session, known) = match cached {
+            Some((s, k)) => (s, Some(k)),
+            None => {
+                let s = self
+                    .session(lease, ev)
+                    .instrument(tracing::info_span!(parent: &span, "store.session"))
+                    .await?;
+                (s, None)
+            }
+        };
         span.record("session", session.id.as_str());
-        let context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
-        let history = context
-            .prepare(lease, &session, &ev.text, &deps.tools)
-            .instrument(tracing::info_span!(parent: &span, "context.prepare"))
-            .await?;
-        // The turn row is the lease's in-transaction check: a takeover shows here first.
+        // The turn row is the lease's in-transaction check: a takeover shows here first. It
+        // also stores this start's attempt count, before anything of the turn can crash.
+        let attempt = InboxAttempt {
+            id: row.id,
+            attempt: row.attempts + 1,
+        };
         let turn_id = deps
             .store
-            .turn_begin(lease, &session.id, Some(row.id))
+            .turn_begin(lease, &session.id, Some(attempt))
             .instrument(tracing::info_span!(parent: &span, "lease.turn_begin", lease.holder = %lease.holder, lease.token = lease.token))
             .await?;
         span.record("turn", turn_id);
+        let context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        let Prepared {
+            view: history,
+            known: before,
+        } = context
+            .prepare_with(lease, &session, &ev.text, &deps.tools, known)
+            .instrument(tracing::info_span!(parent: &span, "context.prepare"))
+            .await?;
         let first_turn = !history.iter().any(|m| m.role == Role::User);
         let api_content = deps
             .pre_llm
@@ -202,21 +221,39 @@ impl Worker {
             // Each scheduled fire is its own session.
             commit.close_session = Some("cron_fire".into());
         }
-        let committed = deps
-            .store
-            .turn_commit(lease, &commit)
-            .instrument(tracing::info_span!(parent: &span, "store.turn_commit", outbox_rows = commit.outbox.len()))
-            .await?;
-        context
-            .after_turn(
-                lease,
+        // The usage anchor names a committed row, so it is computed inside the commit, from
+        // the ids the commit assigns, and lands in the same transaction.
+        let anchored = std::sync::Mutex::new(None);
+        let anchor = |ids: &[i64]| {
+            let next = context.anchor_after(
+                before.row.clone(),
                 &session.id,
                 &commit.messages,
-                &committed.message_ids,
+                ids,
                 &readings,
-            )
-            .await;
+            );
+            *anchored.lock().expect("anchor lock") = next.clone();
+            next
+        };
+        let committed = deps
+            .store
+            .turn_commit_with(lease, &commit, &anchor)
+            .instrument(tracing::info_span!(parent: &span, "store.turn_commit", outbox_rows = commit.outbox.len()))
+            .await?;
         deps.outbox_wake.notify_one();
+        if commit.close_session.is_none() {
+            let Known { mut live, row } = before;
+            let now = crate::store::now_ms();
+            live.extend(
+                commit
+                    .messages
+                    .iter()
+                    .zip(&committed.message_ids)
+                    .map(|(m, id)| StoredMessage::committed(*id, &session.id, m, now)),
+            );
+            let row = anchored.into_inner().expect("anchor lock").unwrap_or(row);
+            *self.known.lock().expect("known lock") = Some((session, Known { live, row }));
+        }
         let secs = started.elapsed().as_secs_f64();
         metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);
         metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.as_str())

@@ -16,9 +16,10 @@ use tracing::Instrument;
 
 use super::commands::parse_command;
 use super::router::LaneRouter;
+use crate::agent::context::Known;
 use crate::domain::LaneKey;
 use crate::hooks::Dispatch;
-use crate::store::{InboxRow, Lease, StoreError};
+use crate::store::{InboxRow, Lease, Session, StoreError};
 
 pub(super) struct Worker {
     pub(super) router: Arc<LaneRouter>,
@@ -26,6 +27,10 @@ pub(super) struct Worker {
     tx: mpsc::Sender<()>,
     rx: mpsc::Receiver<()>,
     holder: String,
+    /// The lane's open session and its live rows as the last turn committed them. Valid only
+    /// while this worker holds the lease (a worker takes the lease once), because every write
+    /// to a lane's transcript is lease-checked; anything but a committed turn forgets it.
+    pub(super) known: std::sync::Mutex<Option<(Session, Known)>>,
 }
 
 /// Why a worker stops before its lane is drained.
@@ -52,6 +57,7 @@ impl Worker {
             tx,
             rx,
             holder,
+            known: std::sync::Mutex::new(None),
         }
     }
 
@@ -249,28 +255,10 @@ impl Worker {
     ) -> Result<(), Stop> {
         let deps = &self.router.deps;
         let mut backoff = Duration::from_millis(200);
-        let mut attempts: Option<i64> = None;
+        // Attempts count starts of processing (crash loops), not store hiccups within one:
+        // every retry below is the same start. The count is stored by the turn's start.
+        let attempts = row.attempts + 1;
         loop {
-            // Attempts count starts of processing (crash loops), not store hiccups within one.
-            let attempts = match attempts {
-                Some(n) => n,
-                None => match deps.store.inbox_bump_attempts(row.id).await {
-                    Ok(n) => {
-                        attempts = Some(n);
-                        n
-                    }
-                    Err(StoreError::LeaseLost { .. }) => return Err(Stop::LeaseLost),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "store unavailable; retrying");
-                        tokio::select! {
-                            _ = self.router.abort.cancelled() => return Err(Stop::Shutdown),
-                            _ = tokio::time::sleep(backoff) => {}
-                        }
-                        backoff = (backoff * 2).min(Duration::from_secs(10));
-                        continue;
-                    }
-                },
-            };
             match self.process_once(lease, &row, attempts, lost).await {
                 Ok(()) => {
                     let _ = deps.finished.send(row.id);
@@ -326,6 +314,7 @@ impl Worker {
             Dispatch::Turn(ev) => *ev,
         };
         if let (true, Some(control)) = (ev.internal, &ev.control) {
+            self.forget();
             return self.control(lease, row, &ev, control).await;
         }
         if !ev.can_start_turn() {
@@ -335,10 +324,18 @@ impl Worker {
         }
         if !ev.internal {
             if let Some(cmd) = parse_command(&ev.text, None) {
+                self.forget();
                 return self.command(lease, row, cmd).await;
             }
         }
         self.turn(lease, row, &ev, lost).await
+    }
+}
+
+impl Worker {
+    /// Drops what the worker knows of its session: the next turn reads it from the store.
+    pub(super) fn forget(&self) {
+        self.known.lock().expect("known lock").take();
     }
 }
 

@@ -135,7 +135,7 @@ macro_rules! store_impl {
         async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>> {
             let applied: Result<Vec<(i64,)>, sqlx::Error> =
                 sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success")
-                    .fetch_all(&self.pool)
+                    .fetch_all(&self.reader)
                     .await;
             let applied: std::collections::HashSet<i64> = match applied {
                 Ok(rows) => rows.into_iter().map(|(v,)| v).collect(),
@@ -195,7 +195,7 @@ macro_rules! store_impl {
             let sql = format!("SELECT {} FROM inbox WHERE id = $1", common::INBOX_COLS);
             let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.reader)
                 .await?;
             row.as_ref().map(common::inbox_from_row).transpose()
         }
@@ -208,7 +208,7 @@ macro_rules! store_impl {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(lane.as_str())
                 .bind(limit)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.reader)
                 .await?;
             rows.iter().map(common::inbox_from_row).collect()
         }
@@ -218,7 +218,7 @@ macro_rules! store_impl {
                 "SELECT lane FROM inbox WHERE status = 'pending' GROUP BY lane ORDER BY MIN(id) LIMIT $1",
             )
             .bind(limit)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await?;
             Ok(rows.into_iter().map(|(l,)| LaneKey::parse(&l)).collect())
         }
@@ -304,7 +304,7 @@ macro_rules! store_impl {
                 "SELECT name, holder, token, expires_at, acquired_at FROM leases WHERE name = $1",
             )
             .bind(name)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reader)
             .await?)
         }
 
@@ -316,7 +316,7 @@ macro_rules! store_impl {
             )
             .bind(prefix)
             .bind(now_ms())
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await?)
         }
 
@@ -327,7 +327,7 @@ macro_rules! store_impl {
             );
             Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(lane.as_str())
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.reader)
                 .await?)
         }
 
@@ -335,7 +335,7 @@ macro_rules! store_impl {
             let sql = format!("SELECT {} FROM sessions WHERE id = $1", common::SESSION_COLS);
             Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.reader)
                 .await?)
         }
 
@@ -351,7 +351,7 @@ macro_rules! store_impl {
             Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(lane.map(|l| l.as_str()).unwrap_or(""))
                 .bind(limit)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.reader)
                 .await?)
         }
 
@@ -405,7 +405,7 @@ macro_rules! store_impl {
             let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(session_id)
                 .bind(live_only as i64)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.reader)
                 .await?;
             rows.iter().map(common::message_from_row).collect()
         }
@@ -477,7 +477,7 @@ macro_rules! store_impl {
                 .bind(around_id)
                 .bind(radius + 1)
                 .bind(radius)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.reader)
                 .await?;
             rows.iter().map(common::message_from_row).collect()
         }
@@ -486,10 +486,19 @@ macro_rules! store_impl {
             &self,
             lease: &Lease,
             session_id: &str,
-            inbox_id: Option<i64>,
+            inbox: Option<InboxAttempt>,
         ) -> StoreResult<i64> {
             let mut tx = self.begin().await?;
             check_session_write(&mut tx, lease, session_id).await?;
+            if let Some(a) = inbox {
+                sqlx::query(
+                    "UPDATE inbox SET attempts = $1 WHERE id = $2 AND attempts < $1",
+                )
+                .bind(a.attempt)
+                .bind(a.id)
+                .execute(&mut *tx)
+                .await?;
+            }
             // An earlier turn under this very lease that is still `running` can only be an
             // attempt whose commit the store refused (the worker retries after a store error):
             // it is over, and left open it would read as a turn that never finished.
@@ -509,7 +518,7 @@ macro_rules! store_impl {
             )
             .bind(&lease.name)
             .bind(session_id)
-            .bind(inbox_id)
+            .bind(inbox.map(|a| a.id))
             .bind(&lease.holder)
             .bind(lease.token)
             .bind(now_ms())
@@ -519,12 +528,20 @@ macro_rules! store_impl {
             Ok(id)
         }
 
-        async fn turn_commit(&self, lease: &Lease, c: &TurnCommit) -> StoreResult<TurnCommitted> {
+        async fn turn_commit_with(
+            &self,
+            lease: &Lease,
+            c: &TurnCommit,
+            context: &ContextAfterCommit<'_>,
+        ) -> StoreResult<TurnCommitted> {
             let mut tx = self.begin().await?;
             check_session_write(&mut tx, lease, &c.session_id).await?;
             let mut ids = Vec::with_capacity(c.messages.len());
             for m in &c.messages {
                 ids.push(insert_message(&mut tx, &lease.name, &c.session_id, Some(c.turn_id), m).await?);
+            }
+            if let Some(row) = context(&ids) {
+                context_write(&mut tx, &c.session_id, &row).await?;
             }
             for o in &c.outbox {
                 insert_outbox(&mut tx, o).await?;
@@ -581,7 +598,7 @@ macro_rules! store_impl {
             )
             .bind(lane.as_str())
             .bind(limit)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await?)
         }
 
@@ -637,7 +654,7 @@ macro_rules! store_impl {
             );
             Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(inbox_id)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.reader)
                 .await?)
         }
 
@@ -648,14 +665,14 @@ macro_rules! store_impl {
             );
             Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(limit)
-                .fetch_all(&self.pool)
+                .fetch_all(&self.reader)
                 .await?)
         }
 
         async fn outbox_counts(&self) -> StoreResult<OutboxCounts> {
             let rows: Vec<(String, i64)> =
                 sqlx::query_as("SELECT status, COUNT(*) FROM outbox GROUP BY status")
-                    .fetch_all(&self.pool)
+                    .fetch_all(&self.reader)
                     .await?;
             let mut c = OutboxCounts::default();
             for (status, n) in rows {
@@ -682,7 +699,7 @@ macro_rules! store_impl {
         async fn kv_get(&self, key: &str) -> StoreResult<Option<String>> {
             let row: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
                 .bind(key)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.reader)
                 .await?;
             Ok(row.map(|(v,)| v))
         }
@@ -712,7 +729,7 @@ macro_rules! store_impl {
             )
             .bind(now_ms())
             .bind(limit)
-            .fetch_all(&self.pool)
+            .fetch_all(&self.reader)
             .await?)
         }
         }

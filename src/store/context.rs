@@ -98,7 +98,7 @@ macro_rules! context_impl {
                      FROM sessions WHERE id = $1",
                 )
                 .bind(session_id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.reader)
                 .await?;
                 Ok(row.map(|(s, f, b, c, a, fp)| super::context::ContextRow {
                     compaction_strikes: s,
@@ -150,7 +150,7 @@ macro_rules! context_impl {
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(id)
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&self.reader)
                     .await?;
                 row.as_ref().map(common::message_from_row).transpose()
             }

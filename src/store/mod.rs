@@ -183,17 +183,29 @@ pub trait Store:
     async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>>;
 
     // --- turns ---------------------------------------------------------------------------
-    /// Records the start of a turn (lease-checked) and returns its id. A turn of the same
-    /// lease still `running` (a retry after the store refused its commit) is closed as
-    /// `abandoned` in the same transaction; a dead holder's rows are left as they are.
+    /// Records the start of a turn (lease-checked) and returns its id. The inbox row's attempt
+    /// count becomes at least `inbox.attempt` (a retry of the same start stores the same
+    /// number). A turn of the same lease still `running` (a retry after the store refused its
+    /// commit) is closed as `abandoned` in the same transaction; a dead holder's rows are left
+    /// as they are.
     async fn turn_begin(
         &self,
         lease: &Lease,
         session_id: &str,
-        inbox_id: Option<i64>,
+        inbox: Option<InboxAttempt>,
     ) -> StoreResult<i64>;
     /// Lands the turn's messages, its reply chunks and the inbox mark in one transaction.
-    async fn turn_commit(&self, lease: &Lease, commit: &TurnCommit) -> StoreResult<TurnCommitted>;
+    async fn turn_commit(&self, lease: &Lease, commit: &TurnCommit) -> StoreResult<TurnCommitted> {
+        self.turn_commit_with(lease, commit, &|_| None).await
+    }
+    /// [`turn_commit`](Store::turn_commit), plus the session's context state, computed from
+    /// the committed message ids (`None`: unchanged) and written in the same transaction.
+    async fn turn_commit_with(
+        &self,
+        lease: &Lease,
+        commit: &TurnCommit,
+        context: &ContextAfterCommit<'_>,
+    ) -> StoreResult<TurnCommitted>;
     async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>>;
 
     // --- outbox --------------------------------------------------------------------------

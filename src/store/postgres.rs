@@ -19,6 +19,9 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres
 
 pub struct PgStore {
     pub(super) pool: PgPool,
+    /// The same pool: Postgres runs writers side by side, so reads need no pool of their own
+    /// (the shared store code names `reader` for SQLite's sake).
+    pub(super) reader: PgPool,
 }
 
 impl PgStore {
@@ -28,7 +31,10 @@ impl PgStore {
             .acquire_timeout(Duration::from_secs(15))
             .connect(url)
             .await?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            reader: pool.clone(),
+            pool,
+        })
     }
 
     pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {

@@ -1,6 +1,11 @@
-//! SQLite backend: the embedded default. WAL mode, FTS5 search, and `BEGIN IMMEDIATE` write
-//! transactions so that two writers queue on the busy timeout instead of failing on a lock
-//! upgrade.
+//! SQLite backend: the embedded default. WAL mode, FTS5 search, and one writer connection.
+//!
+//! SQLite admits one writer at a time. With several writing connections the losers wait in
+//! SQLite's busy handler, which sleeps (1 ms, 2 ms, 5 ms, … up to 100 ms) and polls, so under
+//! many lanes most of a turn was spent asleep waiting for a lock that had long been free.
+//! Every statement therefore goes to `pool`, a single connection whose callers queue in
+//! order inside the process; reads that matter for latency use `reader`, a separate pool of
+//! query-only connections that WAL lets run beside the writer.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -16,7 +21,11 @@ use crate::domain::{LaneKey, MessageEvent, Role};
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 pub struct SqliteStore {
+    /// The one writer (and the default for anything not marked as a read).
     pub(super) pool: SqlitePool,
+    /// Query-only connections for reads; the same pool as `pool` for an in-memory database,
+    /// where every connection would otherwise open a database of its own.
+    pub(super) reader: SqlitePool,
 }
 
 impl SqliteStore {
@@ -44,12 +53,24 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true)
             .pragma("temp_store", "memory");
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(15))
+            .connect_with(opts.clone())
+            .await?;
+        if in_memory {
+            return Ok(SqliteStore {
+                reader: pool.clone(),
+                pool,
+            });
+        }
+        let reader = SqlitePoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(15))
-            .connect_with(opts)
+            .connect_with(opts.pragma("query_only", "ON"))
             .await?;
-        Ok(SqliteStore { pool })
+        Ok(SqliteStore { pool, reader })
     }
 
     pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
@@ -67,6 +88,7 @@ store_impl!(SqliteStore, MIGRATOR, {
     }
 
     async fn close(&self) {
+        self.reader.close().await;
         self.pool.close().await;
     }
 

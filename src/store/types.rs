@@ -147,6 +147,24 @@ pub struct StoredMessage {
 }
 
 impl StoredMessage {
+    /// The live row a commit made of `m` under `id` (what a read would return, but for
+    /// `created_at`, which is the caller's clock).
+    pub fn committed(id: i64, session_id: &str, m: &NewMessage, created_at: i64) -> StoredMessage {
+        StoredMessage {
+            id,
+            session_id: session_id.to_string(),
+            role: m.role,
+            content: m.content.clone(),
+            api_content: m.api_content.clone(),
+            tool_calls: m.tool_calls.clone(),
+            tool_call_id: m.tool_call_id.clone(),
+            tool_name: m.tool_name.clone(),
+            active: true,
+            compacted: false,
+            created_at,
+        }
+    }
+
     /// What replay sends to the provider: `api_content` verbatim when present.
     pub fn wire_content(&self) -> &str {
         self.api_content.as_deref().unwrap_or(&self.content)
@@ -185,6 +203,25 @@ pub struct OutboxRow {
     pub last_error: Option<String>,
     pub created_at: i64,
     pub sent_at: Option<i64>,
+}
+
+/// The context state a turn's commit writes, computed from the ids of the rows it inserted.
+pub type ContextAfterCommit<'a> =
+    dyn Fn(&[i64]) -> Option<super::context::ContextRow> + Send + Sync + 'a;
+
+/// The inbox event a turn answers, and which start of it this is (1 for the first). The
+/// count is stored with the turn's start, so a turn that crashes the process counts against
+/// the poison-message guard without a write of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboxAttempt {
+    pub id: i64,
+    pub attempt: i64,
+}
+
+impl InboxAttempt {
+    pub fn first(id: i64) -> InboxAttempt {
+        InboxAttempt { id, attempt: 1 }
+    }
 }
 
 /// Everything a finished turn writes, landed in one transaction under the lease check.

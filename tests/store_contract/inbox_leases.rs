@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::{LaneKey, Role};
-use herald::store::{InboxInsert, InboxStatus, NewMessage, Store, StoreError, TurnCommit};
+use herald::store::{
+    InboxAttempt, InboxInsert, InboxStatus, NewMessage, Store, StoreError, TurnCommit,
+};
 
 use super::{assert_lease_lost, event, insert, lease, reply, session};
 
@@ -200,7 +202,10 @@ pub async fn lease_fencing(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let inbox_id = insert(&store, &event("f", "question")).await;
-    let turn = store.turn_begin(&old, "s-f", Some(inbox_id)).await.unwrap();
+    let turn = store
+        .turn_begin(&old, "s-f", Some(InboxAttempt::first(inbox_id)))
+        .await
+        .unwrap();
     store
         .append_messages(&old, "s-f", &[NewMessage::new(Role::User, "question")])
         .await

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use herald::domain::{LaneKey, Role, ToolCall};
-use herald::store::{InboxStatus, NewMessage, Store, StoreError, TurnCommit};
+use herald::store::{InboxAttempt, InboxStatus, NewMessage, Store, StoreError, TurnCommit};
 
 use super::{event, insert, open_lane, reply, session};
 
@@ -191,7 +191,10 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     let lane = "web:tc";
     let l = open_lane(&store, lane, "s-tc").await;
     let inbox_id = insert(&store, &event("tc", "hi there")).await;
-    let turn_id = store.turn_begin(&l, "s-tc", Some(inbox_id)).await.unwrap();
+    let turn_id = store
+        .turn_begin(&l, "s-tc", Some(InboxAttempt::first(inbox_id)))
+        .await
+        .unwrap();
     let commit = TurnCommit {
         turn_id,
         session_id: "s-tc".to_string(),
@@ -414,4 +417,42 @@ pub async fn messages_around(store: Arc<dyn Store>) {
     store.messages_retract(&l, "s-ar", &[ids[5]]).await.unwrap();
     let around = store.messages_around("s-ar", ids[4], 2).await.unwrap();
     assert_eq!(ids_of(around), [ids[2], ids[3], ids[4], ids[6], ids[7]]);
+}
+
+/// A turn's start stores the inbox row's attempt count (the poison-message guard) in its own
+/// transaction: retries of one start never count twice, and the count never goes down.
+pub async fn turn_begin_counts_attempts(store: Arc<dyn Store>) {
+    let l = open_lane(&store, "web:ta", "s-ta").await;
+    let inbox_id = insert(&store, &event("ta", "count me")).await;
+    let first = store
+        .turn_begin(&l, "s-ta", Some(InboxAttempt::first(inbox_id)))
+        .await
+        .unwrap();
+    let attempts = |store: Arc<dyn Store>| async move {
+        store.inbox_get(inbox_id).await.unwrap().unwrap().attempts
+    };
+    assert_eq!(
+        attempts(store.clone()).await,
+        1,
+        "a turn's start counts its attempt"
+    );
+    // A retry of the same start (after a refused commit) stores the same count; a later start
+    // raises it, and a stale lower number never lowers it.
+    let second = store
+        .turn_begin(&l, "s-ta", Some(InboxAttempt::first(inbox_id)))
+        .await
+        .unwrap();
+    assert_ne!(first, second);
+    assert_eq!(attempts(store.clone()).await, 1);
+    let raised = InboxAttempt {
+        id: inbox_id,
+        attempt: 3,
+    };
+    store.turn_begin(&l, "s-ta", Some(raised)).await.unwrap();
+    assert_eq!(attempts(store.clone()).await, 3);
+    store
+        .turn_begin(&l, "s-ta", Some(InboxAttempt::first(inbox_id)))
+        .await
+        .unwrap();
+    assert_eq!(attempts(store.clone()).await, 3);
 }

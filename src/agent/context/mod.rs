@@ -26,6 +26,22 @@ use crate::store::{
 
 use breaker::Gate;
 
+/// What a turn knows of its session before it starts: the live rows as stored and the context
+/// state on the session row.
+#[derive(Debug, Clone)]
+pub struct Known {
+    pub live: Vec<StoredMessage>,
+    pub row: ContextRow,
+}
+
+/// The outcome of [`ContextEngine::prepare_with`]: the history as the model sees it, and the
+/// session as stored once the preparation (and any compaction) is done.
+#[derive(Debug)]
+pub struct Prepared {
+    pub view: Vec<StoredMessage>,
+    pub known: Known,
+}
+
 /// Fingerprint value meaning "a compaction ran; the next billed reading judges it".
 pub const PENDING: &str = "pending";
 /// Framing tokens charged per message (role markers).
@@ -92,13 +108,35 @@ impl<'a> ContextEngine<'a> {
         user_text: &str,
         tools: &Tools,
     ) -> StoreResult<Vec<StoredMessage>> {
-        let raw = self.store.messages(&session.id, true).await?;
-        let view = self.view(raw.clone());
-        let row = self
-            .store
-            .context_get(&session.id)
+        Ok(self
+            .prepare_with(lease, session, user_text, tools, None)
             .await?
-            .unwrap_or_default();
+            .view)
+    }
+
+    /// [`prepare`](Self::prepare) for a caller that may already know the session's live rows
+    /// and context state (a lane worker that has held the lease since it last read them), and
+    /// that keeps what this returns for the next turn.
+    pub async fn prepare_with(
+        &self,
+        lease: &Lease,
+        session: &Session,
+        user_text: &str,
+        tools: &Tools,
+        known: Option<Known>,
+    ) -> StoreResult<Prepared> {
+        let Known { live: raw, row } = match known {
+            Some(k) => k,
+            None => Known {
+                live: self.store.messages(&session.id, true).await?,
+                row: self
+                    .store
+                    .context_get(&session.id)
+                    .await?
+                    .unwrap_or_default(),
+            },
+        };
+        let view = self.view(raw.clone());
         let projected = self.projected(session, tools, &view, user_text, &row);
         let wants = projected >= self.threshold_tokens();
         let (gate, mut next) = breaker::gate(&row, wants, self.clock.now_ms());
@@ -112,22 +150,30 @@ impl<'a> ContextEngine<'a> {
             tracing::info!(session = %session.id, projected, threshold = self.threshold_tokens(),
                 strikes = row.compaction_strikes, gate = o, "context over the threshold");
         }
+        let unchanged = |raw, row| Prepared {
+            view,
+            known: Known { live: raw, row },
+        };
         if !matches!(gate, Gate::Allow | Gate::Probation) {
-            if next != row {
-                self.write_state(lease, &session.id, &next).await?;
-            }
+            let row = if next != row && self.write_state(lease, &session.id, &next).await? {
+                next
+            } else {
+                row
+            };
             if gate == Gate::Blocked {
                 metrics::counter!("herald_compactions_total", "result" => "blocked").increment(1);
             }
-            return Ok(view);
+            return Ok(unchanged(raw, row));
         }
         let Some(p) = plan::plan(&raw, self.window, self.tail_tokens) else {
             tracing::info!(session = %session.id, "nothing between head and tail to compact");
             metrics::counter!("herald_compactions_total", "result" => "empty").increment(1);
-            if next != row {
-                self.write_state(lease, &session.id, &next).await?;
-            }
-            return Ok(view);
+            let row = if next != row && self.write_state(lease, &session.id, &next).await? {
+                next
+            } else {
+                row
+            };
+            return Ok(unchanged(raw, row));
         };
         next.prompt_tokens_anchor = None;
         next.anchor_fingerprint = Some(PENDING.into());
@@ -144,12 +190,18 @@ impl<'a> ContextEngine<'a> {
                     tail = p.tail_len, projection_chars = p.projection.chars().count(),
                     took_us = started.elapsed().as_micros() as u64, "compacted");
                 let raw = self.store.messages(&session.id, true).await?;
-                Ok(self.view(raw))
+                Ok(Prepared {
+                    view: self.view(raw.clone()),
+                    known: Known {
+                        live: raw,
+                        row: next,
+                    },
+                })
             }
             Err(e @ StoreError::LeaseLost { .. }) => Err(e),
             Err(e) => {
                 tracing::warn!(session = %session.id, error = %e, "compaction not written; continuing uncompacted");
-                Ok(view)
+                Ok(unchanged(raw, row))
             }
         }
     }
@@ -166,37 +218,39 @@ impl<'a> ContextEngine<'a> {
         ids: &[i64],
         readings: &[u64],
     ) {
-        if let Err(e) = self
-            .record(lease, session_id, messages, ids, readings)
-            .await
-        {
+        let stored = async {
+            let row = self
+                .store
+                .context_get(session_id)
+                .await?
+                .unwrap_or_default();
+            match self.anchor_after(row, session_id, messages, ids, readings) {
+                Some(next) => self.store.context_set(lease, session_id, &next).await,
+                None => Ok(()),
+            }
+        };
+        if let Err(e) = stored.await {
             tracing::warn!(session = %session_id, error = %e, "usage anchor not stored");
         }
     }
 
-    async fn record(
+    /// The state [`after_turn`](Self::after_turn) stores, computed from the state before the
+    /// commit (`row`); `None` when nothing changes. Pure, so a lane worker runs it inside its
+    /// turn's commit, where the committed message ids become known.
+    pub fn anchor_after(
         &self,
-        lease: &Lease,
+        mut row: ContextRow,
         session_id: &str,
         messages: &[NewMessage],
         ids: &[i64],
         readings: &[u64],
-    ) -> StoreResult<()> {
-        let (Some(&first), Some(&last)) = (readings.first(), readings.last()) else {
-            return Ok(());
-        };
+    ) -> Option<ContextRow> {
+        let (&first, &last) = (readings.first()?, readings.last()?);
         // The boundary is the last message of the last request: the one before the answer.
-        let Some(b) = messages.len().checked_sub(2).filter(|b| *b < ids.len()) else {
-            return Ok(());
-        };
+        let b = messages.len().checked_sub(2).filter(|b| *b < ids.len())?;
         if first == 0 || last == 0 {
-            return Ok(());
+            return None;
         }
-        let mut row = self
-            .store
-            .context_get(session_id)
-            .await?
-            .unwrap_or_default();
         if row.anchor_fingerprint.as_deref() == Some(PENDING) {
             let threshold = self.threshold_tokens();
             let effective = breaker::judge(&mut row, first, threshold);
@@ -229,7 +283,7 @@ impl<'a> ContextEngine<'a> {
             m.tool_call_id.as_deref(),
             &m.tool_calls,
         ));
-        self.store.context_set(lease, session_id, &row).await
+        Some(row)
     }
 
     /// The live history as the model sees it (large tool results as previews).
@@ -265,14 +319,14 @@ impl<'a> ContextEngine<'a> {
         lease: &Lease,
         session_id: &str,
         row: &ContextRow,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         match self.store.context_set(lease, session_id, row).await {
             Err(e @ StoreError::LeaseLost { .. }) => Err(e),
             Err(e) => {
                 tracing::warn!(session = %session_id, error = %e, "breaker state not stored");
-                Ok(())
+                Ok(false)
             }
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(true),
         }
     }
 }
