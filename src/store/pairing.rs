@@ -69,7 +69,7 @@ macro_rules! pairing_impl {
                 )
                 .bind(platform)
                 .bind(sender_id)
-                .fetch_optional(&self.pool)
+                .fetch_optional(&self.reader)
                 .await?;
                 Ok(row.is_some())
             }
