@@ -181,7 +181,8 @@ pub trait Store:
         radius: i64,
     ) -> StoreResult<Vec<StoredMessage>>;
     /// Discovery: the newest matching message of each session (live or compacted, never
-    /// retracted; only `roles` when not empty), at most `limit` sessions, newest first.
+    /// retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most), newest
+    /// first.
     async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>>;
 
     // --- turns ---------------------------------------------------------------------------

@@ -22,6 +22,8 @@ const MIN_BATCH: i64 = 64;
 /// Batches grow fourfold up to this, so a query whose hits all sit in one chatty session
 /// costs a few round trips, not thousands.
 const MAX_BATCH: i64 = 16_384;
+/// Sessions one search returns at most (SQLite binds one snippet id per hit).
+pub(super) const MAX_HITS: i64 = 1_000;
 
 /// One full-text match as a backend's batch query returns it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -55,6 +57,7 @@ where
     Fut: Future<Output = StoreResult<Vec<Candidate>>>,
 {
     let mut out: Vec<Candidate> = Vec::new();
+    let limit = limit.min(MAX_HITS);
     if limit <= 0 {
         return Ok(out);
     }
