@@ -57,7 +57,9 @@ async fn contract(store: Arc<dyn Store>) {
         .unwrap();
     let row = ContextRow {
         compaction_strikes: 2,
-        breaker_blocked_since: Some(77),
+        breaker_blocked_ms: Some(77),
+        breaker_clock: Some("proc-1".into()),
+        breaker_clock_ms: Some(123_456),
         prompt_tokens_anchor: Some(1234),
         anchor_fingerprint: Some("pending".into()),
         ..ContextRow::default()

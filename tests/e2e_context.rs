@@ -7,12 +7,15 @@ mod support;
 use std::collections::BTreeSet;
 
 use herald::agent::compaction::{check_faithful, CARRIER_FOOTER, CARRIER_HEADER};
+use herald::agent::context::breaker::PROBATION_AFTER_MS;
 use herald::agent::context::plan::to_proj;
+use herald::agent::context::spill::PAGE_CHARS;
 use herald::agent::tools::{SessionSearch, Tool};
 use herald::app::App;
 use herald::config::Config;
-use herald::domain::LaneKey;
-use support::fake_llm::{Billing, FakeLlm};
+use herald::domain::{LaneKey, Role};
+use serde_json::{json, Value};
+use support::fake_llm::{Billing, FakeLlm, Recorded, Step};
 use support::harness::{init, test_config, Client};
 
 fn small_window(llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
@@ -138,7 +141,7 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     );
 
     // A flipped row is found by store.search and by the session_search tool.
-    let hits = app.store.search("quokka1", 5).await.unwrap();
+    let hits = app.store.search("quokka1", &[], 5).await.unwrap();
     let hit = hits
         .iter()
         .find(|h| h.session_id == sid)
@@ -202,10 +205,9 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
     let sid = session_of(&app, lane).await;
     let state = app.store.context_get(&sid).await.unwrap().unwrap();
     assert_eq!(state.compaction_strikes, 2, "two ineffective passes");
-    assert!(
-        state.breaker_blocked_since.is_some(),
-        "the sixth turn was blocked"
-    );
+    let blocked = state
+        .breaker_blocked_ms
+        .expect("the sixth turn was blocked");
     let all = app.store.messages(&sid, false).await.unwrap();
     assert_eq!(carriers(&all), 2);
     app.shutdown().await;
@@ -219,14 +221,84 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
     }
     let after = app.store.context_get(&sid).await.unwrap().unwrap();
     assert_eq!(after.compaction_strikes, 2);
-    assert_eq!(
-        after.breaker_blocked_since, state.breaker_blocked_since,
-        "the block timer kept running"
+    let blocked_after = after.breaker_blocked_ms.expect("still blocking");
+    assert!(
+        (blocked..PROBATION_AFTER_MS).contains(&blocked_after),
+        "the block kept what it had accumulated ({blocked} ms), now {blocked_after} ms"
     );
     assert_eq!(
         carriers(&app.store.messages(&sid, false).await.unwrap()),
         2,
         "no compaction while blocked"
     );
+    app.shutdown().await;
+}
+
+/// A large tool result reaches the very next request of its own turn as a preview (not whole);
+/// the model can page it in within that turn, and the stored row keeps it whole for later
+/// turns, whose preview names the stored message.
+#[tokio::test]
+async fn a_large_tool_result_is_a_preview_from_the_next_request_of_its_turn() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = App::start(test_config(&llm, &data)).await.unwrap();
+    let client = Client::new(&app);
+    let lane = "web:spill";
+    for i in 0..3 {
+        let note = format!("note {i}: {}", "walrus tusk ".repeat(350));
+        assert_eq!(client.chat(lane, &note).await.0, 200);
+    }
+    let sid = session_of(&app, lane).await;
+    let first = app.store.messages(&sid, true).await.unwrap()[0].id;
+    // The model reads the notes around the first one (a result of some 25,000 characters),
+    // then pages that result in.
+    let scroll = json!({"session_id": sid, "around_message_id": first});
+    let page = json!({"session_id": sid, "around_message_id": -1, "offset": 0});
+    llm.push(Step::ToolCall("session_search".into(), scroll.to_string()));
+    llm.push(Step::ToolCall("session_search".into(), page.to_string()));
+    llm.push(Step::Reply("three notes about walruses".into()));
+    let before = llm.request_count();
+    assert_eq!(client.chat(lane, "what did I note?").await.0, 200);
+    let turn = llm.requests()[before..].to_vec();
+    assert_eq!(turn.len(), 3, "scroll, page, answer");
+    let last_content = |r: &Recorded| {
+        let m = r.messages().last().expect("a message");
+        assert_eq!(m["role"], "tool");
+        m["content"].as_str().unwrap_or_default().to_string()
+    };
+
+    let preview = last_content(&turn[1]);
+    assert!(
+        preview.starts_with("[Large tool result: ")
+            && preview.contains("around_message_id=-1, offset=0"),
+        "the second request carries a preview: {}",
+        &preview[..200.min(preview.len())]
+    );
+    assert!(preview.chars().count() < 5_000, "{}", preview.len());
+
+    let paged: Value = serde_json::from_str(&last_content(&turn[2])).unwrap();
+    let total = paged["total_chars"].as_u64().unwrap() as usize;
+    assert!(total > 20_000, "{total}");
+    assert_eq!(paged["next_offset"], PAGE_CHARS);
+
+    // The row keeps the whole result; the page was its first PAGE_CHARS characters.
+    let rows = app.store.messages(&sid, true).await.unwrap();
+    let stored = rows
+        .iter()
+        .find(|m| m.role == Role::Tool && m.content.chars().count() == total)
+        .expect("the whole scroll result is stored");
+    let head: String = stored.content.chars().take(PAGE_CHARS).collect();
+    assert_eq!(paged["content"].as_str(), Some(head.as_str()));
+
+    // The next turn's request shows the stored row's preview, pageable by its id.
+    let before = llm.request_count();
+    assert_eq!(client.chat(lane, "thanks").await.0, 200);
+    let next = &llm.requests()[before];
+    let named = format!("kept whole as message #{}", stored.id);
+    assert!(next
+        .messages()
+        .iter()
+        .any(|m| m["content"].as_str().is_some_and(|c| c.contains(&named))));
     app.shutdown().await;
 }

@@ -186,6 +186,11 @@ contract!(
 );
 contract!(sqlite_search, postgres_search, transcript::search);
 contract!(
+    sqlite_search_roles,
+    postgres_search_roles,
+    transcript::search_roles
+);
+contract!(
     sqlite_search_odd_queries,
     postgres_search_odd_queries,
     transcript::search_odd_queries

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::agent::context::spill::PAGE_CHARS;
+use crate::domain::Role;
 use crate::llm::ToolSpec;
 use crate::store::Store;
 
@@ -90,20 +91,23 @@ impl Tool for SessionSearch {
                 return format!("error: arguments are not valid JSON for session_search: {e}")
             }
         };
-        let roles: Option<Vec<String>> = args
+        let roles: Option<Vec<Role>> = args
             .role_filter
             .as_deref()
-            .map(|r| r.split(',').map(|s| s.trim().to_string()).collect());
-        let role_ok = |role: &str| roles.as_ref().is_none_or(|rs| rs.iter().any(|r| r == role));
+            .map(|r| r.split(',').filter_map(|s| Role::parse(s.trim())).collect());
+        if roles.as_ref().is_some_and(|r| r.is_empty()) {
+            return "error: role_filter names no known role; use user, assistant, tool or system"
+                .into();
+        }
+        let role_ok = |role: Role| roles.as_ref().is_none_or(|rs| rs.contains(&role));
         match (args.query, args.session_id, args.around_message_id) {
             (Some(q), None, None) => {
                 let limit = args.limit.unwrap_or(5).clamp(1, 20);
-                match self.store.search(&q, limit * 4).await {
+                let roles = roles.as_deref().unwrap_or_default();
+                match self.store.search(&q, roles, limit).await {
                     Ok(hits) => {
                         let hits: Vec<_> = hits
                             .into_iter()
-                            .filter(|h| role_ok(h.role.as_str()))
-                            .take(limit as usize)
                             .map(|h| json!({"session_id": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}))
                             .collect();
                         json!({"results": hits}).to_string()
@@ -126,7 +130,7 @@ impl Tool for SessionSearch {
                     Ok(msgs) => {
                         let msgs: Vec<_> = msgs
                             .into_iter()
-                            .filter(|m| role_ok(m.role.as_str()))
+                            .filter(|m| role_ok(m.role))
                             .map(|m| json!({"message_id": m.id, "role": m.role, "content": capped(&m.content)}))
                             .collect();
                         json!({"session_id": sid, "messages": msgs}).to_string()
@@ -142,7 +146,7 @@ impl Tool for SessionSearch {
 }
 
 /// One page of a long message: `PAGE_CHARS` characters from `offset`, with the next offset.
-fn page(session_id: &str, content: &str, id: i64, offset: usize) -> String {
+pub(crate) fn page(session_id: &str, content: &str, id: i64, offset: usize) -> String {
     let total = content.chars().count();
     let text: String = content.chars().skip(offset).take(PAGE_CHARS).collect();
     let end = offset.saturating_add(text.chars().count());

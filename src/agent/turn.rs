@@ -11,6 +11,7 @@ use crate::domain::Role;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, ProviderChain, Usage};
 use crate::store::{NewMessage, StoredMessage};
 
+use super::context::spill::TurnSpill;
 use super::tools::Tools;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +28,10 @@ pub struct TurnInput<'a> {
     /// The user message as sent (with pre-LLM context), when it differs.
     pub user_api_content: Option<&'a str>,
     pub max_iterations: u32,
+    /// The session the turn belongs to (named in previews of its large tool results).
+    pub session_id: &'a str,
+    /// Tool results longer than this reach the next request as a preview.
+    pub spill_chars: usize,
 }
 
 #[derive(Debug)]
@@ -68,6 +73,7 @@ pub async fn run_turn(
         input.user_api_content.unwrap_or(input.user_content),
     ));
     let specs = tools.specs();
+    let mut spill = TurnSpill::new(input.session_id, input.spill_chars);
     let mut out = TurnOutput {
         messages: Vec::new(),
         reply: String::new(),
@@ -98,17 +104,24 @@ pub async fn run_turn(
             tool_call_id: None,
         });
         for call in &resp.tool_calls {
-            let result = tools
-                .call(&call.name, &call.arguments)
-                .instrument(tracing::info_span!("tool", name = %call.name))
-                .await;
-            let mut msg = NewMessage::new(Role::Tool, result.clone());
+            let result = match spill.page(&call.name, &call.arguments) {
+                Some(page) => page,
+                None => {
+                    tools
+                        .call(&call.name, &call.arguments)
+                        .instrument(tracing::info_span!("tool", name = %call.name))
+                        .await
+                }
+            };
+            // The row keeps the whole result; the model sees what later turns will see.
+            let sent = spill.wire(Some(&call.name), &result);
+            let mut msg = NewMessage::new(Role::Tool, result);
             msg.tool_call_id = Some(call.id.clone());
             msg.tool_name = Some(call.name.clone());
             out.messages.push(msg);
             wire.push(ChatMessage {
                 role: Role::Tool,
-                content: Some(result),
+                content: Some(sent),
                 tool_calls: Vec::new(),
                 tool_call_id: Some(call.id.clone()),
             });

@@ -14,7 +14,7 @@ use clap::Subcommand;
 pub use pairing::{pairing, PairingCmd};
 
 use crate::config::Config;
-use crate::domain::LaneKey;
+use crate::domain::{LaneKey, Role};
 use crate::store;
 
 pub use handoff::{handoff, HandoffCmd};
@@ -44,6 +44,9 @@ pub enum SessionsCmd {
         query: String,
         #[arg(long, default_value_t = 10)]
         limit: i64,
+        /// Only messages of these roles (comma-separated: user,assistant,tool,system).
+        #[arg(long, value_delimiter = ',')]
+        role: Vec<String>,
     },
     /// Write a session as JSON lines: the system prompt, then every message with its flags.
     Export {
@@ -158,8 +161,12 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
             }
             print!("{}", compact_dry_run(store.as_ref(), config, &id).await?);
         }
-        SessionsCmd::Search { query, limit } => {
-            for h in store.search(&query, limit).await? {
+        SessionsCmd::Search { query, limit, role } => {
+            let roles = role
+                .iter()
+                .map(|r| Role::parse(r.trim()).ok_or_else(|| anyhow::anyhow!("unknown role {r:?}")))
+                .collect::<anyhow::Result<Vec<Role>>>()?;
+            for h in store.search(&query, &roles, limit).await? {
                 println!(
                     "{}  #{}  {}  {}",
                     h.session_id,

@@ -161,6 +161,8 @@ impl Worker {
                 user_content: &ev.text,
                 user_api_content: api_content.as_deref(),
                 max_iterations: deps.config.agent.max_iterations,
+                session_id: &session.id,
+                spill_chars: deps.config.context.spill_chars,
             },
         );
         let outcome = tokio::select! {

@@ -22,8 +22,13 @@ pub struct ContextRow {
     pub compaction_strikes: i64,
     /// Left for provider-fallback accounting; the context engine reads it but never writes it.
     pub fallback_streak: i64,
-    /// When the breaker first blocked a wanted compaction (epoch ms), `None` when not blocking.
-    pub breaker_blocked_since: Option<i64>,
+    /// Milliseconds the breaker has blocked a wanted compaction, measured on monotonic clocks
+    /// (see `agent::context::breaker`); `None` when not blocking.
+    pub breaker_blocked_ms: Option<i64>,
+    /// The process that took the last reading of a blocked check, and that reading (ms of
+    /// its monotonic clock).
+    pub breaker_clock: Option<String>,
+    pub breaker_clock_ms: Option<i64>,
     pub cooldown_until: Option<i64>,
     /// Billed prompt tokens of the last request whose prompt fit.
     pub prompt_tokens_anchor: Option<i64>,
@@ -43,8 +48,8 @@ pub struct ImportedMessage {
 pub trait ContextStore: Send + Sync {
     /// The session's context state; `None` when there is no such session.
     async fn context_get(&self, session_id: &str) -> StoreResult<Option<ContextRow>>;
-    /// Writes the state columns the engine owns (strikes, blocked-since, anchor, fingerprint),
-    /// lease-checked.
+    /// Writes the state columns the engine owns (strikes, the block and its clock, anchor,
+    /// fingerprint), lease-checked.
     async fn context_set(
         &self,
         lease: &Lease,
@@ -88,26 +93,32 @@ macro_rules! context_impl {
                     i64,
                     i64,
                     Option<i64>,
+                    Option<String>,
+                    Option<i64>,
                     Option<i64>,
                     Option<i64>,
                     Option<String>,
                 );
                 let row: Option<Cols> = sqlx::query_as(
-                    "SELECT compaction_strikes, fallback_streak, breaker_blocked_since, \
-                     cooldown_until, prompt_tokens_anchor, anchor_fingerprint \
-                     FROM sessions WHERE id = $1",
+                    "SELECT compaction_strikes, fallback_streak, breaker_blocked_ms, \
+                     breaker_clock, breaker_clock_ms, cooldown_until, prompt_tokens_anchor, \
+                     anchor_fingerprint FROM sessions WHERE id = $1",
                 )
                 .bind(session_id)
                 .fetch_optional(&self.reader)
                 .await?;
-                Ok(row.map(|(s, f, b, c, a, fp)| super::context::ContextRow {
-                    compaction_strikes: s,
-                    fallback_streak: f,
-                    breaker_blocked_since: b,
-                    cooldown_until: c,
-                    prompt_tokens_anchor: a,
-                    anchor_fingerprint: fp,
-                }))
+                Ok(
+                    row.map(|(s, f, b, bc, bcm, c, a, fp)| super::context::ContextRow {
+                        compaction_strikes: s,
+                        fallback_streak: f,
+                        breaker_blocked_ms: b,
+                        breaker_clock: bc,
+                        breaker_clock_ms: bcm,
+                        cooldown_until: c,
+                        prompt_tokens_anchor: a,
+                        anchor_fingerprint: fp,
+                    }),
+                )
             }
 
             async fn context_set(
@@ -205,14 +216,17 @@ macro_rules! context_impl {
             row: &super::context::ContextRow,
         ) -> StoreResult<()> {
             sqlx::query(
-                "UPDATE sessions SET compaction_strikes = $1, breaker_blocked_since = $2, \
-                 prompt_tokens_anchor = $3, anchor_fingerprint = $4 WHERE id = $5",
+                "UPDATE sessions SET compaction_strikes = $1, breaker_blocked_ms = $2, \
+                 prompt_tokens_anchor = $3, anchor_fingerprint = $4, breaker_clock = $6, \
+                 breaker_clock_ms = $7 WHERE id = $5",
             )
             .bind(row.compaction_strikes)
-            .bind(row.breaker_blocked_since)
+            .bind(row.breaker_blocked_ms)
             .bind(row.prompt_tokens_anchor)
             .bind(&row.anchor_fingerprint)
             .bind(session_id)
+            .bind(&row.breaker_clock)
+            .bind(row.breaker_clock_ms)
             .execute(&mut **tx)
             .await?;
             Ok(())

@@ -14,6 +14,7 @@ mod handoff;
 mod nightly;
 mod pairing;
 mod postgres;
+mod search;
 mod sqlite;
 mod types;
 
@@ -22,7 +23,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{LaneKey, MessageEvent};
+use crate::domain::{LaneKey, MessageEvent, Role};
 
 pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
@@ -179,8 +180,10 @@ pub trait Store:
         around_id: i64,
         radius: i64,
     ) -> StoreResult<Vec<StoredMessage>>;
-    /// Full-text search over live and compacted rows (never retracted ones), newest first.
-    async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>>;
+    /// Discovery: the newest matching message of each session (live or compacted, never
+    /// retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most), newest
+    /// first.
+    async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>>;
 
     // --- turns ---------------------------------------------------------------------------
     /// Records the start of a turn (lease-checked) and returns its id. The inbox row's attempt

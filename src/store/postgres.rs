@@ -2,12 +2,14 @@
 //! row locks (the lease check), unique constraints (inbox, outbox keys) and
 //! `FOR UPDATE SKIP LOCKED` (outbox claims). No home-made consensus.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Postgres;
 
 use super::common::{self, store_impl, store_tx_helpers};
+use super::search;
 use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
@@ -55,27 +57,52 @@ store_impl!(PgStore, MIGRATOR, {
         self.pool.close().await;
     }
 
-    async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>> {
+    async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>> {
         if query.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let rows: Vec<(String, i64, String, String, i64)> = sqlx::query_as(
-            "SELECT m.session_id, m.id, m.role, \
-               ts_headline('simple', m.content, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=4'), \
-               m.created_at \
-             FROM messages m, plainto_tsquery('simple', $1) q \
-             WHERE m.id IN ( \
-               SELECT MAX(h.id) FROM messages h \
-               WHERE h.tsv @@ plainto_tsquery('simple', $1) \
-                 AND NOT (h.active = 0 AND h.compacted = 0) \
-               GROUP BY h.session_id ORDER BY MAX(h.id) DESC LIMIT $2) \
-             ORDER BY m.id DESC",
+        // Unnamed statements (`persistent(false)`) are planned with the actual words: the
+        // planner then walks the primary key backwards for a common word and takes the GIN
+        // index (then sorts the few hits) for a rare one. A cached generic plan would pick one
+        // of the two for every word.
+        let (pool, names) = (&self.pool, search::role_names(roles));
+        let names = names.as_slice();
+        let found = search::newest_per_session(roles, limit, |cursor, n| async move {
+            let rows: Vec<search::Candidate> = sqlx::query_as(
+                "SELECT id, session_id, role, active, compacted, created_at FROM messages \
+                 WHERE tsv @@ plainto_tsquery('simple', $1) AND id < $2 \
+                   AND NOT (active = 0 AND compacted = 0) \
+                   AND (cardinality($4::text[]) = 0 OR role = ANY($4)) \
+                 ORDER BY id DESC LIMIT $3",
+            )
+            .persistent(false)
+            .bind(query)
+            .bind(cursor)
+            .bind(n)
+            .bind(names)
+            .fetch_all(pool)
+            .await?;
+            Ok(rows)
+        })
+        .await?;
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = found.iter().map(|c| c.id).collect();
+        let snippets: HashMap<i64, String> = sqlx::query_as::<_, (i64, String)>(
+            "SELECT id, ts_headline('simple', content, plainto_tsquery('simple', $1), \
+               'StartSel=[, StopSel=], MaxWords=16, MinWords=4') \
+             FROM messages WHERE id = ANY($2)",
         )
         .bind(query)
-        .bind(limit)
+        .bind(&ids)
         .fetch_all(&self.pool)
-        .await?;
-        Ok(super::sqlite::hits_from(rows))
+        .await?
+        .into_iter()
+        .collect();
+        Ok(search::hits(found, |id| {
+            snippets.get(&id).cloned().unwrap_or_default()
+        }))
     }
 
     async fn outbox_claim(

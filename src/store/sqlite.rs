@@ -7,6 +7,7 @@
 //! order inside the process; reads that matter for latency use `reader`, a separate pool of
 //! query-only connections that WAL lets run beside the writer.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool};
 
 use super::common::{self, store_impl, store_tx_helpers};
+use super::search;
 use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
@@ -92,29 +94,48 @@ store_impl!(SqliteStore, MIGRATOR, {
         self.pool.close().await;
     }
 
-    async fn search(&self, query: &str, limit: i64) -> StoreResult<Vec<SearchHit>> {
+    async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>> {
         let q = common::fts5_query(query);
         if q.is_empty() {
             return Ok(Vec::new());
         }
-        // The inner query picks the newest hit of each session in SQL, so a chatty recent
-        // session cannot crowd older sessions out of the result.
-        let rows: Vec<(String, i64, String, String, i64)> = sqlx::query_as(
-            "SELECT m.session_id, m.id, m.role, \
-               snippet(messages_fts, 0, '[', ']', '…', 16), m.created_at \
-             FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid \
-             WHERE messages_fts MATCH $1 AND m.id IN ( \
-               SELECT MAX(h.id) FROM messages h \
-               WHERE h.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH $1) \
-                 AND NOT (h.active = 0 AND h.compacted = 0) \
-               GROUP BY h.session_id ORDER BY MAX(h.id) DESC LIMIT $2) \
-             ORDER BY m.id DESC",
-        )
-        .bind(&q)
-        .bind(limit)
-        .fetch_all(&self.pool)
+        // FTS5 serves `rowid < cursor ORDER BY rowid DESC` straight from its index; the flags
+        // and roles are checked on the batch (see `search.rs`).
+        let (pool, q_ref) = (&self.pool, q.as_str());
+        let found = search::newest_per_session(roles, limit, |cursor, n| async move {
+            let rows: Vec<search::Candidate> = sqlx::query_as(
+                "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at \
+                 FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH $1 \
+                   AND rowid < $2 ORDER BY rowid DESC LIMIT $3) f \
+                 JOIN messages m ON m.id = f.rowid",
+            )
+            .bind(q_ref)
+            .bind(cursor)
+            .bind(n)
+            .fetch_all(pool)
+            .await?;
+            Ok(rows)
+        })
         .await?;
-        Ok(hits_from(rows))
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Snippets only for the rows returned; the ids are bound, the SQL has placeholders only.
+        let marks: Vec<String> = (0..found.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT rowid, snippet(messages_fts, 0, '[', ']', '…', 16) FROM messages_fts \
+             WHERE messages_fts MATCH $1 AND rowid IN ({})",
+            marks.join(", ")
+        );
+        let mut snippets = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql)).bind(&q);
+        for c in &found {
+            snippets = snippets.bind(c.id);
+        }
+        let snippets: HashMap<i64, String> =
+            snippets.fetch_all(&self.pool).await?.into_iter().collect();
+        Ok(search::hits(found, |id| {
+            snippets.get(&id).cloned().unwrap_or_default()
+        }))
     }
 
     async fn outbox_claim(
@@ -147,17 +168,3 @@ store_impl!(SqliteStore, MIGRATOR, {
         Ok(out)
     }
 });
-
-pub(super) fn hits_from(rows: Vec<(String, i64, String, String, i64)>) -> Vec<SearchHit> {
-    rows.into_iter()
-        .map(
-            |(session_id, message_id, role, snippet, created_at)| SearchHit {
-                session_id,
-                message_id,
-                role: Role::parse(&role).unwrap_or(Role::User),
-                snippet,
-                created_at,
-            },
-        )
-        .collect()
-}

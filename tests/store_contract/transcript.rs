@@ -309,7 +309,7 @@ pub async fn search(store: Arc<dyn Store>) {
 
     // One hit per session, the newest one, newest session first; the retracted row (a_ids[3])
     // is newer than the hit in s-a but must never be returned.
-    let hits = store.search("zebra", 10).await.unwrap();
+    let hits = store.search("zebra", &[], 10).await.unwrap();
     let got: Vec<_> = hits
         .iter()
         .map(|h| (h.session_id.as_str(), h.message_id))
@@ -321,17 +321,17 @@ pub async fn search(store: Arc<dyn Store>) {
         hits[0].snippet
     );
     assert_eq!(hits[0].role, Role::User);
-    assert_eq!(store.search("zebra", 1).await.unwrap().len(), 1);
+    assert_eq!(store.search("zebra", &[], 1).await.unwrap().len(), 1);
 
     // Compacted rows stay findable.
-    let crossing = store.search("crossing", 10).await.unwrap();
+    let crossing = store.search("crossing", &[], 10).await.unwrap();
     assert_eq!(crossing.len(), 1);
     assert_eq!(crossing[0].message_id, a_ids[0]);
-    let quokka = store.search("quokka", 10).await.unwrap();
+    let quokka = store.search("quokka", &[], 10).await.unwrap();
     assert_eq!(quokka.len(), 1);
     assert_eq!(quokka[0].message_id, b_ids[1]);
-    assert!(store.search("secret", 10).await.unwrap().is_empty());
-    assert!(store.search("platypus", 10).await.unwrap().is_empty());
+    assert!(store.search("secret", &[], 10).await.unwrap().is_empty());
+    assert!(store.search("platypus", &[], 10).await.unwrap().is_empty());
 
     // A chatty recent session does not crowd an older one out of a discovery search.
     let c = open_lane(&store, "web:sc", "s-c").await;
@@ -339,7 +339,7 @@ pub async fn search(store: Arc<dyn Store>) {
         .map(|i| NewMessage::new(Role::Assistant, format!("zebra chatter {i}")))
         .collect();
     let c_ids = store.append_messages(&c, "s-c", &chatter).await.unwrap();
-    let hits = store.search("zebra", 3).await.unwrap();
+    let hits = store.search("zebra", &[], 3).await.unwrap();
     let got: Vec<_> = hits
         .iter()
         .map(|h| (h.session_id.as_str(), h.message_id))
@@ -349,6 +349,60 @@ pub async fn search(store: Arc<dyn Store>) {
         [("s-c", c_ids[39]), ("s-b", b_ids[0]), ("s-a", a_ids[2])]
     );
     assert_eq!(hits[0].role, Role::Assistant);
+}
+
+/// A role filter picks each session's newest hit among the named roles, however many newer
+/// hits of other roles lie in between (more than one batch of the walk here).
+pub async fn search_roles(store: Arc<dyn Store>) {
+    let r = open_lane(&store, "web:sr", "s-r").await;
+    let r_ids = store
+        .append_messages(
+            &r,
+            "s-r",
+            &[
+                NewMessage::new(Role::User, "walrus question"),
+                NewMessage::new(Role::Assistant, "walrus answer"),
+                NewMessage::new(Role::Tool, "walrus output"),
+            ],
+        )
+        .await
+        .unwrap();
+    let t = open_lane(&store, "web:sr2", "s-r2").await;
+    let chatter: Vec<_> = (0..300)
+        .map(|i| NewMessage::new(Role::Tool, format!("walrus log line {i}")))
+        .collect();
+    let t_ids = store.append_messages(&t, "s-r2", &chatter).await.unwrap();
+    let found = |roles: &'static [Role], limit| {
+        let store = store.clone();
+        async move {
+            store
+                .search("walrus", roles, limit)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.session_id, h.message_id, h.role))
+                .collect::<Vec<_>>()
+        }
+    };
+    let s = |id: &str| id.to_string();
+    assert_eq!(
+        found(&[], 10).await,
+        [
+            (s("s-r2"), t_ids[299], Role::Tool),
+            (s("s-r"), r_ids[2], Role::Tool)
+        ]
+    );
+    assert_eq!(
+        found(&[Role::User], 10).await,
+        [(s("s-r"), r_ids[0], Role::User)]
+    );
+    assert_eq!(
+        found(&[Role::User, Role::Assistant], 1).await,
+        [(s("s-r"), r_ids[1], Role::Assistant)]
+    );
+    assert!(found(&[Role::System], 10).await.is_empty());
+    let hit = &store.search("walrus", &[Role::User], 1).await.unwrap()[0];
+    assert!(hit.snippet.contains("[walrus]"), "{:?}", hit.snippet);
 }
 
 /// Whatever a person types into session_search, the store answers instead of failing.
@@ -380,13 +434,13 @@ pub async fn search_odd_queries(store: Arc<dyn Store>) {
         "",
         "   ",
     ] {
-        if let Err(e) = store.search(q, 10).await {
+        if let Err(e) = store.search(q, &[], 10).await {
             panic!("search {q:?} failed: {e}");
         }
     }
     // Plain words still match whatever punctuation surrounds them.
     for q in ["\"foo\" bar!", "\"foo AND (", "foo -", "(star)"] {
-        let hits = store.search(q, 10).await.unwrap();
+        let hits = store.search(q, &[], 10).await.unwrap();
         assert_eq!(hits.len(), 1, "{q:?}: {hits:?}");
     }
     assert_eq!(store.messages("s-q", false).await.unwrap().len(), 1);

@@ -14,6 +14,9 @@ pub mod plan;
 pub mod spill;
 pub mod window;
 
+use std::sync::OnceLock;
+use std::time::Instant;
+
 use sha2::{Digest, Sha256};
 
 use crate::agent::compaction::estimate_tokens;
@@ -24,7 +27,7 @@ use crate::store::{
     ContextRow, Lease, NewMessage, Session, Store, StoreError, StoreResult, StoredMessage,
 };
 
-use breaker::Gate;
+use breaker::{Gate, Tick};
 
 /// What a turn knows of its session before it starts: the live rows as stored and the context
 /// state on the session row.
@@ -47,17 +50,23 @@ pub const PENDING: &str = "pending";
 /// Framing tokens charged per message (role markers).
 const MESSAGE_OVERHEAD: usize = 4;
 
-/// Wall-clock milliseconds. The breaker's block timer must survive a restart, so it cannot be a
-/// process-monotonic clock; a clock stepping back only lengthens a block.
+/// The monotonic clock the breaker measures a block with (see [`breaker`]).
 pub trait Clock: Send + Sync {
-    fn now_ms(&self) -> i64;
+    fn tick(&self) -> Tick;
 }
 
+/// `Instant` since this process first asked, tagged with an id drawn once per process.
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        crate::store::now_ms()
+    fn tick(&self) -> Tick {
+        static ORIGIN: OnceLock<(String, Instant)> = OnceLock::new();
+        let (process, origin) =
+            ORIGIN.get_or_init(|| (uuid::Uuid::new_v4().simple().to_string(), Instant::now()));
+        Tick {
+            process: process.clone(),
+            ms: i64::try_from(origin.elapsed().as_millis()).unwrap_or(i64::MAX),
+        }
     }
 }
 
@@ -139,7 +148,7 @@ impl<'a> ContextEngine<'a> {
         let view = self.view(raw.clone());
         let projected = self.projected(session, tools, &view, user_text, &row);
         let wants = projected >= self.threshold_tokens();
-        let (gate, mut next) = breaker::gate(&row, wants, self.clock.now_ms());
+        let (gate, mut next) = breaker::gate(&row, wants, &self.clock.tick());
         let outcome = match gate {
             Gate::NotNeeded => None,
             Gate::Blocked => Some("blocked"),
@@ -260,22 +269,26 @@ impl<'a> ContextEngine<'a> {
             tracing::info!(session = %session_id, billed = first, threshold, effective,
                 strikes = row.compaction_strikes, "compaction judged by the billed prompt");
         }
-        // This turn's own tool results reach later requests as previews: take the difference
-        // out of the anchor, or it would overstate every later estimate.
-        let mut shrink = 0usize;
+        // The turn's requests carried its large tool results as previews naming turn-local
+        // handles; later requests carry previews naming the stored ids. Replay the turn's
+        // spill to price the difference into the anchor.
+        let mut this_turn = spill::TurnSpill::new(session_id, self.spill_chars);
+        let mut adjust = 0i64;
         let mut boundary_wire = None;
         for (i, m) in messages.iter().enumerate().take(b + 1) {
             let wire = m.api_content.as_deref().unwrap_or(&m.content);
             let spilled = spill::spilled_wire(session_id, ids[i], m.role, wire, self.spill_chars);
-            if let Some(p) = &spilled {
-                shrink += estimate_tokens(wire).saturating_sub(estimate_tokens(p));
+            let later = spilled.as_deref().unwrap_or(wire);
+            if m.role == Role::Tool {
+                let sent = this_turn.wire(m.tool_name.as_deref(), wire);
+                adjust += estimate_tokens(later) as i64 - estimate_tokens(&sent) as i64;
             }
             if i == b {
-                boundary_wire = Some(spilled.unwrap_or_else(|| wire.to_string()));
+                boundary_wire = Some(later.to_string());
             }
         }
         let m = &messages[b];
-        row.prompt_tokens_anchor = Some(last.saturating_sub(shrink as u64) as i64);
+        row.prompt_tokens_anchor = Some((last as i64).saturating_add(adjust).max(0));
         row.anchor_fingerprint = Some(fingerprint(
             ids[b],
             m.role,

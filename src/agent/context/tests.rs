@@ -1,18 +1,26 @@
 //! The engine against a real SQLite store and a hand-driven clock.
 
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::breaker::PROBATION_AFTER_MS;
 use super::*;
 use crate::store::SqliteStore;
 
-struct TestClock(AtomicI64);
+/// A hand-set monotonic reading: a restart is a new process name.
+struct TestClock(Mutex<Tick>);
+
+impl TestClock {
+    fn set(&self, process: &str, ms: i64) {
+        *self.0.lock().unwrap() = Tick {
+            process: process.into(),
+            ms,
+        };
+    }
+}
 
 impl Clock for TestClock {
-    fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
+    fn tick(&self) -> Tick {
+        self.0.lock().unwrap().clone()
     }
 }
 
@@ -73,7 +81,10 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
     let store = open(&dir).await;
     let (lease, s) = seeded(&store).await;
     let tools = Tools::default();
-    let clock = TestClock(AtomicI64::new(1_000_000));
+    let clock = TestClock(Mutex::new(Tick {
+        process: "first".into(),
+        ms: 1_000,
+    }));
     let tripped = ContextRow {
         compaction_strikes: 2,
         ..ContextRow::default()
@@ -93,17 +104,35 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
     );
     let row = store.context_get("s1").await.unwrap().unwrap();
     assert_eq!(
-        row.breaker_blocked_since,
-        Some(1_000_000),
+        row.breaker_blocked_ms,
+        Some(0),
         "armed at the first blocked check"
     );
+    // Four minutes later in the same process.
+    clock.set("first", 1_000 + 4 * 60_000);
+    engine.prepare(&lease, &s, "next", &tools).await.unwrap();
+    let row = store.context_get("s1").await.unwrap().unwrap();
+    assert_eq!(row.breaker_blocked_ms, Some(4 * 60_000));
 
-    // A restart: a new store on the same file, a later clock.
+    // A restart: a new store on the same file, a new process whose clock starts anywhere. The
+    // four minutes are kept; the downtime is not counted.
     let store = open(&dir).await;
-    clock
-        .0
-        .store(1_000_000 + PROBATION_AFTER_MS - 1, Ordering::SeqCst);
+    clock.set("second", 50);
     let engine = ContextEngine::with_window(store.as_ref(), &cfg, 2_000, &clock);
+    engine.prepare(&lease, &s, "next", &tools).await.unwrap();
+    assert_eq!(
+        live(store.clone()).await,
+        before,
+        "still blocked after the restart"
+    );
+    let row = store.context_get("s1").await.unwrap().unwrap();
+    assert_eq!(
+        row.breaker_blocked_ms,
+        Some(4 * 60_000),
+        "a restart resets nothing"
+    );
+
+    clock.set("second", 50 + 60_000 - 1);
     engine.prepare(&lease, &s, "next", &tools).await.unwrap();
     assert_eq!(
         live(store.clone()).await,
@@ -111,9 +140,7 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
         "still blocked a millisecond short"
     );
 
-    clock
-        .0
-        .store(1_000_000 + PROBATION_AFTER_MS, Ordering::SeqCst);
+    clock.set("second", 50 + 60_000);
     let view = engine.prepare(&lease, &s, "next", &tools).await.unwrap();
     assert!(
         view.len() < before,
@@ -123,7 +150,7 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
     assert!(plan::is_carrier(&view[2]), "head, then the carrier");
     let row = store.context_get("s1").await.unwrap().unwrap();
     assert_eq!(row.anchor_fingerprint.as_deref(), Some(PENDING));
-    assert_eq!(row.breaker_blocked_since, None);
+    assert_eq!(row.breaker_blocked_ms, None);
 
     // The probation pass worked: the next reading is under the threshold.
     let msgs = [
@@ -184,7 +211,7 @@ async fn anchor_counts_only_what_follows_its_boundary_and_an_edit_invalidates_it
 }
 
 #[tokio::test]
-async fn a_turns_spilled_tool_result_is_taken_out_of_the_anchor() {
+async fn a_turns_spilled_tool_result_was_billed_as_a_preview_and_the_anchor_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir).await;
     let lease = store
@@ -211,14 +238,13 @@ async fn a_turns_spilled_tool_result_is_taken_out_of_the_anchor() {
     let cfg = config();
     let engine = ContextEngine::with_window(store.as_ref(), &cfg, 32_000, &SystemClock);
     engine
-        .after_turn(&lease, "s1", &msgs, &ids, &[200, 10_200])
+        .after_turn(&lease, "s1", &msgs, &ids, &[200, 1_300])
         .await;
+    // The second request already carried a preview (about 1,100 tokens), not the 10,000
+    // tokens of the whole result: the anchor moves only by the preview's changed wording.
     let row = store.context_get("s1").await.unwrap().unwrap();
     let anchor = row.prompt_tokens_anchor.unwrap();
-    assert!(
-        (1_000..2_000).contains(&anchor),
-        "10,000 tokens of result became a preview: {anchor}"
-    );
+    assert!((1_250..=1_300).contains(&anchor), "{anchor}");
     let view = engine.view(store.messages("s1", true).await.unwrap());
     assert!(view[2]
         .wire_content()

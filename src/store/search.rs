@@ -1,0 +1,162 @@
+//! Session search, discovery half: the newest matching message of each session, newest
+//! session first, for both backends.
+//!
+//! Grouping every match by session in SQL costs time in proportion to how many rows match, so
+//! a common word over a million messages took hundreds of milliseconds. Instead the backends
+//! hand over their full-text matches newest first, one batch at a time (`id < cursor ORDER BY
+//! id DESC LIMIT n`, which both indexes serve in order), this module keeps the first eligible
+//! hit of each session and stops as soon as `limit` sessions are found, and only those rows get
+//! a snippet. The first hit seen of a session is its newest, so the answer is the same as the
+//! grouped query's. This module holds no SQL: the backends own their full-text dialects.
+
+use std::collections::HashSet;
+use std::future::Future;
+
+use super::types::SearchHit;
+use super::StoreResult;
+use crate::domain::Role;
+
+/// First batch of matches asked for, per wanted session: most queries end in one batch.
+const FIRST_BATCH_PER_HIT: i64 = 8;
+const MIN_BATCH: i64 = 64;
+/// Batches grow fourfold up to this, so a query whose hits all sit in one chatty session
+/// costs a few round trips, not thousands.
+const MAX_BATCH: i64 = 16_384;
+/// Sessions one search returns at most (SQLite binds one snippet id per hit).
+pub(super) const MAX_HITS: i64 = 1_000;
+
+/// One full-text match as a backend's batch query returns it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(super) struct Candidate {
+    pub id: i64,
+    pub session_id: String,
+    pub role: String,
+    pub active: i64,
+    pub compacted: i64,
+    pub created_at: i64,
+}
+
+impl Candidate {
+    /// Compacted rows stay findable; retracted ones (neither live nor compacted) never are.
+    fn eligible(&self, roles: &[Role]) -> bool {
+        let retracted = self.active == 0 && self.compacted == 0;
+        !retracted && (roles.is_empty() || roles.iter().any(|r| r.as_str() == self.role))
+    }
+}
+
+/// Walks the matches newest first through `batch(cursor, n)` — the at most `n` newest matches
+/// with an id below `cursor`, in any order — and returns the first eligible hit of each
+/// session, at most `limit` of them, newest first.
+pub(super) async fn newest_per_session<F, Fut>(
+    roles: &[Role],
+    limit: i64,
+    mut batch: F,
+) -> StoreResult<Vec<Candidate>>
+where
+    F: FnMut(i64, i64) -> Fut,
+    Fut: Future<Output = StoreResult<Vec<Candidate>>>,
+{
+    let mut out: Vec<Candidate> = Vec::new();
+    let limit = limit.min(MAX_HITS);
+    if limit <= 0 {
+        return Ok(out);
+    }
+    let mut sessions = HashSet::new();
+    let mut cursor = i64::MAX;
+    let mut size = (limit.saturating_mul(FIRST_BATCH_PER_HIT)).clamp(MIN_BATCH, MAX_BATCH);
+    loop {
+        let mut rows = batch(cursor, size).await?;
+        let exhausted = (rows.len() as i64) < size;
+        rows.sort_unstable_by_key(|c| std::cmp::Reverse(c.id));
+        for c in rows {
+            cursor = cursor.min(c.id);
+            if c.eligible(roles) && !sessions.contains(&c.session_id) {
+                sessions.insert(c.session_id.clone());
+                out.push(c);
+                if out.len() as i64 >= limit {
+                    return Ok(out);
+                }
+            }
+        }
+        if exhausted {
+            return Ok(out);
+        }
+        size = (size * 4).min(MAX_BATCH);
+    }
+}
+
+/// The hits in `found`'s order, each with the snippet `snippet_of` gives for its id.
+pub(super) fn hits(found: Vec<Candidate>, snippet_of: impl Fn(i64) -> String) -> Vec<SearchHit> {
+    found
+        .into_iter()
+        .map(|c| SearchHit {
+            snippet: snippet_of(c.id),
+            role: Role::parse(&c.role).unwrap_or(Role::User),
+            session_id: c.session_id,
+            message_id: c.id,
+            created_at: c.created_at,
+        })
+        .collect()
+}
+
+/// Roles as the text stored in `messages.role`.
+pub(super) fn role_names(roles: &[Role]) -> Vec<String> {
+    roles.iter().map(|r| r.as_str().to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(id: i64, session: &str, role: Role, active: i64, compacted: i64) -> Candidate {
+        Candidate {
+            id,
+            session_id: session.into(),
+            role: role.as_str().into(),
+            active,
+            compacted,
+            created_at: id,
+        }
+    }
+
+    /// A fake index of matches (ids 1..=n) served in batches the way the backends serve them.
+    async fn walk(all: &[Candidate], roles: &[Role], limit: i64) -> (Vec<i64>, usize) {
+        let mut calls = 0;
+        let found = newest_per_session(roles, limit, |cursor, n| {
+            calls += 1;
+            let mut page: Vec<Candidate> = all.iter().filter(|x| x.id < cursor).cloned().collect();
+            page.sort_by_key(|x| std::cmp::Reverse(x.id));
+            page.truncate(n as usize);
+            page.reverse(); // any order: the walk sorts each batch itself
+            async move { Ok(page) }
+        })
+        .await
+        .unwrap();
+        (found.iter().map(|x| x.id).collect(), calls)
+    }
+
+    #[tokio::test]
+    async fn keeps_the_newest_eligible_hit_of_each_session() {
+        // s1 chats a lot; its newest row is retracted, its newest assistant row is 999.
+        let mut all: Vec<Candidate> = (1..=1000)
+            .map(|i| c(i, "s1", Role::Assistant, 1, 0))
+            .collect();
+        all[999] = c(1000, "s1", Role::User, 0, 0);
+        all[4] = c(5, "s2", Role::User, 0, 1); // compacted: findable
+        all[2] = c(3, "s3", Role::User, 1, 0);
+        all[0] = c(1, "s4", Role::Tool, 1, 0);
+        let table: [(&[Role], i64, &[i64]); 6] = [
+            (&[], 10, &[999, 5, 3, 1]),
+            (&[], 2, &[999, 5]),
+            (&[Role::User], 10, &[5, 3]),
+            (&[Role::Tool, Role::User], 10, &[5, 3, 1]),
+            (&[Role::System], 10, &[]),
+            (&[], 0, &[]),
+        ];
+        for (roles, limit, want) in table {
+            let (got, calls) = walk(&all, roles, limit).await;
+            assert_eq!(got, want, "roles {roles:?} limit {limit}");
+            assert!(calls <= 4, "{calls} batches for 1,000 matches");
+        }
+    }
+}
