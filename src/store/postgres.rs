@@ -65,7 +65,7 @@ store_impl!(PgStore, MIGRATOR, {
         // planner then walks the primary key backwards for a common word and takes the GIN
         // index (then sorts the few hits) for a rare one. A cached generic plan would pick one
         // of the two for every word.
-        let (pool, names) = (&self.pool, search::role_names(roles));
+        let (pool, names) = (&self.reader, search::role_names(roles));
         let names = names.as_slice();
         let found = search::newest_per_session(roles, limit, |cursor, n| async move {
             let rows: Vec<search::Candidate> = sqlx::query_as(
@@ -96,7 +96,7 @@ store_impl!(PgStore, MIGRATOR, {
         )
         .bind(query)
         .bind(&ids)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await?
         .into_iter()
         .collect();

@@ -101,7 +101,7 @@ store_impl!(SqliteStore, MIGRATOR, {
         }
         // FTS5 serves `rowid < cursor ORDER BY rowid DESC` straight from its index; the flags
         // and roles are checked on the batch (see `search.rs`).
-        let (pool, q_ref) = (&self.pool, q.as_str());
+        let (pool, q_ref) = (&self.reader, q.as_str());
         let found = search::newest_per_session(roles, limit, |cursor, n| async move {
             let rows: Vec<search::Candidate> = sqlx::query_as(
                 "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at \
@@ -131,8 +131,11 @@ store_impl!(SqliteStore, MIGRATOR, {
         for c in &found {
             snippets = snippets.bind(c.id);
         }
-        let snippets: HashMap<i64, String> =
-            snippets.fetch_all(&self.pool).await?.into_iter().collect();
+        let snippets: HashMap<i64, String> = snippets
+            .fetch_all(&self.reader)
+            .await?
+            .into_iter()
+            .collect();
         Ok(search::hits(found, |id| {
             snippets.get(&id).cloned().unwrap_or_default()
         }))
