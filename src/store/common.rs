@@ -696,27 +696,6 @@ macro_rules! store_impl {
             Ok(())
         }
 
-        async fn kv_get(&self, key: &str) -> StoreResult<Option<String>> {
-            let row: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
-                .bind(key)
-                .fetch_optional(&self.reader)
-                .await?;
-            Ok(row.map(|(v,)| v))
-        }
-
-        async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()> {
-            sqlx::query(
-                "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            )
-            .bind(key)
-            .bind(value)
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await?;
-            Ok(())
-        }
-
         async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>> {
             Ok(sqlx::query_as(
                 "SELECT i.lane AS lane, \

@@ -11,6 +11,7 @@ mod context;
 mod cron;
 mod cron_types;
 mod handoff;
+mod kv;
 mod nightly;
 mod pairing;
 mod postgres;
@@ -29,6 +30,7 @@ pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
 pub use cron_types::*;
 pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
+pub use kv::KvStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
@@ -96,7 +98,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -241,8 +243,6 @@ pub trait Store:
     async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
 
     // --- misc ----------------------------------------------------------------------------
-    async fn kv_get(&self, key: &str) -> StoreResult<Option<String>>;
-    async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()>;
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
 }
 

@@ -47,6 +47,7 @@ impl PgStore {
 store_tx_helpers!(Postgres);
 super::handoff::handoff_store_impl!(PgStore);
 super::context::context_impl!(PgStore, Postgres);
+super::kv::kv_store_impl!(PgStore);
 
 store_impl!(PgStore, MIGRATOR, {
     fn backend(&self) -> &'static str {
