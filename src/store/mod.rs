@@ -12,6 +12,7 @@ mod cron;
 mod cron_types;
 mod handoff;
 mod kv;
+mod leases;
 mod nightly;
 mod pairing;
 mod postgres;
@@ -31,6 +32,7 @@ pub use cron::CronStore;
 pub use cron_types::*;
 pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
 pub use kv::KvStore;
+pub use leases::LeaseStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
@@ -98,7 +100,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -125,20 +127,6 @@ pub trait Store:
     async fn inbox_bump_attempts(&self, id: i64) -> StoreResult<i64>;
     /// Closes an event that never becomes a turn (a hook skipped it), with optional replies.
     async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
-
-    // --- leases ------------------------------------------------------------------------
-    /// Takes the named lease when it is free or expired. `None`: someone else holds it.
-    async fn lease_acquire(
-        &self,
-        name: &str,
-        holder: &str,
-        ttl: Duration,
-    ) -> StoreResult<Option<Lease>>;
-    async fn lease_renew(&self, lease: &Lease, ttl: Duration) -> StoreResult<()>;
-    async fn lease_release(&self, lease: &Lease) -> StoreResult<()>;
-    async fn lease_get(&self, name: &str) -> StoreResult<Option<LeaseInfo>>;
-    /// Unexpired leases whose name starts with `prefix`, by name (live replicas, owned roles).
-    async fn leases_live(&self, prefix: &str) -> StoreResult<Vec<LeaseInfo>>;
 
     // --- sessions and transcripts --------------------------------------------------------
     async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;

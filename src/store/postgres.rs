@@ -47,6 +47,7 @@ impl PgStore {
 store_tx_helpers!(Postgres);
 super::handoff::handoff_store_impl!(PgStore);
 super::context::context_impl!(PgStore, Postgres);
+super::leases::lease_store_impl!(PgStore);
 super::kv::kv_store_impl!(PgStore);
 
 store_impl!(PgStore, MIGRATOR, {
