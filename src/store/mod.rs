@@ -11,6 +11,7 @@ mod context;
 mod cron;
 mod cron_types;
 mod handoff;
+mod inbox;
 mod kv;
 mod leases;
 mod nightly;
@@ -31,6 +32,7 @@ pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
 pub use cron_types::*;
 pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
+pub use inbox::InboxStore;
 pub use kv::KvStore;
 pub use leases::LeaseStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
@@ -100,7 +102,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -114,19 +116,6 @@ pub trait Store:
     /// Reachable and fully migrated.
     async fn ready(&self) -> StoreResult<bool>;
     async fn close(&self);
-
-    // --- inbox -------------------------------------------------------------------------
-    /// Writes the event once per (platform, platform message id).
-    async fn inbox_insert(&self, ev: &MessageEvent) -> StoreResult<InboxInsert>;
-    async fn inbox_get(&self, id: i64) -> StoreResult<Option<InboxRow>>;
-    /// Pending events of one lane, oldest first.
-    async fn inbox_pending(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<InboxRow>>;
-    /// Lanes with pending events (work left over from a crash, or from another replica).
-    async fn inbox_pending_lanes(&self, limit: i64) -> StoreResult<Vec<LaneKey>>;
-    /// Counts a turn attempt, returning the new count (poison-message guard).
-    async fn inbox_bump_attempts(&self, id: i64) -> StoreResult<i64>;
-    /// Closes an event that never becomes a turn (a hook skipped it), with optional replies.
-    async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
 
     // --- sessions and transcripts --------------------------------------------------------
     async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;
@@ -229,9 +218,6 @@ pub trait Store:
     async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
     /// Outbox rows written outside a turn (notices), not tied to a transcript.
     async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
-
-    // --- misc ----------------------------------------------------------------------------
-    async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
 }
 
 /// Opens the store named by a URL (`sqlite://path` or `postgres://…`).
