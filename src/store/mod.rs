@@ -19,6 +19,7 @@ mod pairing;
 mod postgres;
 mod search;
 mod sqlite;
+mod transcript;
 mod types;
 
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use transcript::TranscriptStore;
 pub use types::*;
 
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +104,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    TranscriptStore + InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -118,47 +120,6 @@ pub trait Store:
     async fn close(&self);
 
     // --- sessions and transcripts --------------------------------------------------------
-    async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;
-    async fn session_get(&self, id: &str) -> StoreResult<Option<Session>>;
-    async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>>;
-    /// Opens a new session in the lane (lease-checked); fails if one is open.
-    async fn session_create(&self, lease: &Lease, session: &Session) -> StoreResult<()>;
-    /// Ends the lane's open session (lease-checked).
-    async fn session_close(&self, lease: &Lease, session_id: &str, reason: &str)
-        -> StoreResult<()>;
-    async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>>;
-    async fn append_messages(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        messages: &[NewMessage],
-    ) -> StoreResult<Vec<i64>>;
-    /// Compaction, in one lease-checked transaction: flips the live rows `flip_ids` of the
-    /// session to compacted (active 0, compacted 1) and appends `insert` as new live rows,
-    /// returning their ids. Nothing is deleted. A flip id that is not a live row of the session
-    /// aborts the whole compaction with `NotFound` (the caller's view of the transcript is stale).
-    async fn compact(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        flip_ids: &[i64],
-        insert: &[NewMessage],
-    ) -> StoreResult<Vec<i64>>;
-    /// Retracts live rows (active 0, compacted 0), lease-checked: the model no longer sees
-    /// them and search never finds them. Same `NotFound` rule as [`Store::compact`].
-    async fn messages_retract(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        ids: &[i64],
-    ) -> StoreResult<()>;
-    /// Messages of a session around one id (the scroll half of session_search).
-    async fn messages_around(
-        &self,
-        session_id: &str,
-        around_id: i64,
-        radius: i64,
-    ) -> StoreResult<Vec<StoredMessage>>;
     /// Discovery: the newest matching message of each session (live or compacted, never
     /// retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most), newest
     /// first.
