@@ -20,6 +20,7 @@ mod postgres;
 mod search;
 mod sqlite;
 mod transcript;
+mod turns;
 mod types;
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use transcript::TranscriptStore;
+pub use turns::TurnStore;
 pub use types::*;
 
 #[derive(Debug, thiserror::Error)]
@@ -104,7 +106,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    TranscriptStore + InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    TurnStore + TranscriptStore + InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -124,32 +126,6 @@ pub trait Store:
     /// retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most), newest
     /// first.
     async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>>;
-
-    // --- turns ---------------------------------------------------------------------------
-    /// Records the start of a turn (lease-checked) and returns its id. The inbox row's attempt
-    /// count becomes at least `inbox.attempt` (a retry of the same start stores the same
-    /// number). A turn of the same lease still `running` (a retry after the store refused its
-    /// commit) is closed as `abandoned` in the same transaction; a dead holder's rows are left
-    /// as they are.
-    async fn turn_begin(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        inbox: Option<InboxAttempt>,
-    ) -> StoreResult<i64>;
-    /// Lands the turn's messages, its reply chunks and the inbox mark in one transaction.
-    async fn turn_commit(&self, lease: &Lease, commit: &TurnCommit) -> StoreResult<TurnCommitted> {
-        self.turn_commit_with(lease, commit, &|_| None).await
-    }
-    /// [`turn_commit`](Store::turn_commit), plus the session's context state, computed from
-    /// the committed message ids (`None`: unchanged) and written in the same transaction.
-    async fn turn_commit_with(
-        &self,
-        lease: &Lease,
-        commit: &TurnCommit,
-        context: &ContextAfterCommit<'_>,
-    ) -> StoreResult<TurnCommitted>;
-    async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>>;
 
     // --- outbox --------------------------------------------------------------------------
     /// Claims due rows for the given platforms, at most one lane's rows in order and never a
