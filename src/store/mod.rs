@@ -15,6 +15,7 @@ mod inbox;
 mod kv;
 mod leases;
 mod nightly;
+mod outbox;
 mod pairing;
 mod postgres;
 mod search;
@@ -38,6 +39,7 @@ pub use inbox::InboxStore;
 pub use kv::KvStore;
 pub use leases::LeaseStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
+pub use outbox::OutboxStore;
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -106,7 +108,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    TurnStore + TranscriptStore + InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    OutboxStore + TurnStore + TranscriptStore + InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -137,24 +139,6 @@ pub trait Store:
         limit: i64,
         claim_ttl: Duration,
     ) -> StoreResult<Vec<OutboxRow>>;
-    async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()>;
-    /// Puts a claimed row back: to retry at `next_attempt_at`, or `failed` for good. Only a
-    /// row still in `sending` changes: a sender whose claim expired meanwhile cannot bring
-    /// back a row that another sender has delivered (that would send it twice).
-    async fn outbox_mark_retry(
-        &self,
-        id: i64,
-        error: &str,
-        next_attempt_at: i64,
-        give_up: bool,
-    ) -> StoreResult<()>;
-    /// Releases a claim without counting an attempt.
-    async fn outbox_release(&self, id: i64) -> StoreResult<()>;
-    async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>>;
-    async fn outbox_counts(&self) -> StoreResult<OutboxCounts>;
-    async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
-    /// Outbox rows written outside a turn (notices), not tied to a transcript.
-    async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
 }
 
 /// Opens the store named by a URL (`sqlite://path` or `postgres://…`).

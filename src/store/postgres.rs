@@ -47,6 +47,7 @@ impl PgStore {
 store_tx_helpers!(Postgres);
 super::handoff::handoff_store_impl!(PgStore);
 super::context::context_impl!(PgStore, Postgres);
+super::outbox::outbox_store_impl!(PgStore);
 super::turns::turn_store_impl!(PgStore);
 super::transcript::transcript_store_impl!(PgStore);
 super::inbox::inbox_store_impl!(PgStore);

@@ -83,6 +83,7 @@ impl SqliteStore {
 store_tx_helpers!(Sqlite);
 super::handoff::handoff_store_impl!(SqliteStore);
 super::context::context_impl!(SqliteStore, Sqlite);
+super::outbox::outbox_store_impl!(SqliteStore);
 super::turns::turn_store_impl!(SqliteStore);
 super::transcript::transcript_store_impl!(SqliteStore);
 super::inbox::inbox_store_impl!(SqliteStore);
