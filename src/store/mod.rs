@@ -22,6 +22,7 @@ mod search;
 mod sqlite;
 mod transcript;
 mod turns;
+mod tx;
 mod types;
 
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{LaneKey, MessageEvent, Role};
+use crate::domain::Role;
 
 pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
@@ -108,7 +109,20 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    OutboxStore + TurnStore + TranscriptStore + InboxStore + LeaseStore + KvStore + PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    InboxStore
+    + LeaseStore
+    + TranscriptStore
+    + TurnStore
+    + OutboxStore
+    + KvStore
+    + PairingStore
+    + HandoffStore
+    + NightlyStore
+    + CronStore
+    + ContextStore
+    + Send
+    + Sync
+    + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -123,13 +137,11 @@ pub trait Store:
     async fn ready(&self) -> StoreResult<bool>;
     async fn close(&self);
 
-    // --- sessions and transcripts --------------------------------------------------------
+    // --- per dialect (the shared rest is in the supertraits) -------------------------------
     /// Discovery: the newest matching message of each session (live or compacted, never
     /// retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most), newest
     /// first.
     async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>>;
-
-    // --- outbox --------------------------------------------------------------------------
     /// Claims due rows for the given platforms, at most one lane's rows in order and never a
     /// row while an earlier row of its lane waits: chunks arrive in order.
     async fn outbox_claim(
