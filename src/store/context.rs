@@ -56,8 +56,8 @@ pub trait ContextStore: Send + Sync {
         session_id: &str,
         row: &ContextRow,
     ) -> StoreResult<()>;
-    /// [`super::Store::compact`] and [`ContextStore::context_set`] in one transaction: a crash
-    /// cannot leave a compaction whose effectiveness is never judged.
+    /// [`super::TranscriptStore::compact`] and [`ContextStore::context_set`] in one transaction:
+    /// a crash cannot leave a compaction whose effectiveness is never judged.
     async fn compact_with_state(
         &self,
         lease: &Lease,

@@ -3,10 +3,10 @@
 //!
 //! A separate trait (a supertrait of [`super::Store`]) so the capsule tables stay out of the
 //! core store's method list. The SQL is written once and expanded for both backends by
-//! [`handoff_store_impl`], like `common.rs` does. Two rules live here, not in callers: storing
-//! a capsule and replacing the lane's marker happen in one transaction, and a marker is taken
-//! by exactly one session (a single `DELETE … RETURNING`), never by the session it summarizes.
-//! Nothing here decides what a capsule says.
+//! [`handoff_store_impl`], like the core store's files (`inbox.rs`, …) do. Two rules live here,
+//! not in callers: storing a capsule and replacing the lane's marker happen in one transaction,
+//! and a marker is taken by exactly one session (a single `DELETE … RETURNING`), never by the
+//! session it summarizes. Nothing here decides what a capsule says.
 
 use std::time::Duration;
 

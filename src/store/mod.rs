@@ -11,11 +11,18 @@ mod context;
 mod cron;
 mod cron_types;
 mod handoff;
+mod inbox;
+mod kv;
+mod leases;
 mod nightly;
+mod outbox;
 mod pairing;
 mod postgres;
 mod search;
 mod sqlite;
+mod transcript;
+mod turns;
+mod tx;
 mod types;
 
 use std::sync::Arc;
@@ -23,16 +30,22 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{LaneKey, MessageEvent, Role};
+use crate::domain::Role;
 
 pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
 pub use cron_types::*;
 pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
+pub use inbox::InboxStore;
+pub use kv::KvStore;
+pub use leases::LeaseStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
+pub use outbox::OutboxStore;
 pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use transcript::TranscriptStore;
+pub use turns::TurnStore;
 pub use types::*;
 
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +109,20 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store:
-    PairingStore + HandoffStore + NightlyStore + CronStore + ContextStore + Send + Sync + 'static
+    InboxStore
+    + LeaseStore
+    + TranscriptStore
+    + TurnStore
+    + OutboxStore
+    + KvStore
+    + PairingStore
+    + HandoffStore
+    + NightlyStore
+    + CronStore
+    + ContextStore
+    + Send
+    + Sync
+    + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -111,107 +137,11 @@ pub trait Store:
     async fn ready(&self) -> StoreResult<bool>;
     async fn close(&self);
 
-    // --- inbox -------------------------------------------------------------------------
-    /// Writes the event once per (platform, platform message id).
-    async fn inbox_insert(&self, ev: &MessageEvent) -> StoreResult<InboxInsert>;
-    async fn inbox_get(&self, id: i64) -> StoreResult<Option<InboxRow>>;
-    /// Pending events of one lane, oldest first.
-    async fn inbox_pending(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<InboxRow>>;
-    /// Lanes with pending events (work left over from a crash, or from another replica).
-    async fn inbox_pending_lanes(&self, limit: i64) -> StoreResult<Vec<LaneKey>>;
-    /// Counts a turn attempt, returning the new count (poison-message guard).
-    async fn inbox_bump_attempts(&self, id: i64) -> StoreResult<i64>;
-    /// Closes an event that never becomes a turn (a hook skipped it), with optional replies.
-    async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
-
-    // --- leases ------------------------------------------------------------------------
-    /// Takes the named lease when it is free or expired. `None`: someone else holds it.
-    async fn lease_acquire(
-        &self,
-        name: &str,
-        holder: &str,
-        ttl: Duration,
-    ) -> StoreResult<Option<Lease>>;
-    async fn lease_renew(&self, lease: &Lease, ttl: Duration) -> StoreResult<()>;
-    async fn lease_release(&self, lease: &Lease) -> StoreResult<()>;
-    async fn lease_get(&self, name: &str) -> StoreResult<Option<LeaseInfo>>;
-    /// Unexpired leases whose name starts with `prefix`, by name (live replicas, owned roles).
-    async fn leases_live(&self, prefix: &str) -> StoreResult<Vec<LeaseInfo>>;
-
-    // --- sessions and transcripts --------------------------------------------------------
-    async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;
-    async fn session_get(&self, id: &str) -> StoreResult<Option<Session>>;
-    async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>>;
-    /// Opens a new session in the lane (lease-checked); fails if one is open.
-    async fn session_create(&self, lease: &Lease, session: &Session) -> StoreResult<()>;
-    /// Ends the lane's open session (lease-checked).
-    async fn session_close(&self, lease: &Lease, session_id: &str, reason: &str)
-        -> StoreResult<()>;
-    async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>>;
-    async fn append_messages(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        messages: &[NewMessage],
-    ) -> StoreResult<Vec<i64>>;
-    /// Compaction, in one lease-checked transaction: flips the live rows `flip_ids` of the
-    /// session to compacted (active 0, compacted 1) and appends `insert` as new live rows,
-    /// returning their ids. Nothing is deleted. A flip id that is not a live row of the session
-    /// aborts the whole compaction with `NotFound` (the caller's view of the transcript is stale).
-    async fn compact(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        flip_ids: &[i64],
-        insert: &[NewMessage],
-    ) -> StoreResult<Vec<i64>>;
-    /// Retracts live rows (active 0, compacted 0), lease-checked: the model no longer sees
-    /// them and search never finds them. Same `NotFound` rule as [`Store::compact`].
-    async fn messages_retract(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        ids: &[i64],
-    ) -> StoreResult<()>;
-    /// Messages of a session around one id (the scroll half of session_search).
-    async fn messages_around(
-        &self,
-        session_id: &str,
-        around_id: i64,
-        radius: i64,
-    ) -> StoreResult<Vec<StoredMessage>>;
+    // --- per dialect (the shared rest is in the supertraits) -------------------------------
     /// Discovery: the newest matching message of each session (live or compacted, never
     /// retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most), newest
     /// first.
     async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>>;
-
-    // --- turns ---------------------------------------------------------------------------
-    /// Records the start of a turn (lease-checked) and returns its id. The inbox row's attempt
-    /// count becomes at least `inbox.attempt` (a retry of the same start stores the same
-    /// number). A turn of the same lease still `running` (a retry after the store refused its
-    /// commit) is closed as `abandoned` in the same transaction; a dead holder's rows are left
-    /// as they are.
-    async fn turn_begin(
-        &self,
-        lease: &Lease,
-        session_id: &str,
-        inbox: Option<InboxAttempt>,
-    ) -> StoreResult<i64>;
-    /// Lands the turn's messages, its reply chunks and the inbox mark in one transaction.
-    async fn turn_commit(&self, lease: &Lease, commit: &TurnCommit) -> StoreResult<TurnCommitted> {
-        self.turn_commit_with(lease, commit, &|_| None).await
-    }
-    /// [`turn_commit`](Store::turn_commit), plus the session's context state, computed from
-    /// the committed message ids (`None`: unchanged) and written in the same transaction.
-    async fn turn_commit_with(
-        &self,
-        lease: &Lease,
-        commit: &TurnCommit,
-        context: &ContextAfterCommit<'_>,
-    ) -> StoreResult<TurnCommitted>;
-    async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>>;
-
-    // --- outbox --------------------------------------------------------------------------
     /// Claims due rows for the given platforms, at most one lane's rows in order and never a
     /// row while an earlier row of its lane waits: chunks arrive in order.
     async fn outbox_claim(
@@ -221,29 +151,6 @@ pub trait Store:
         limit: i64,
         claim_ttl: Duration,
     ) -> StoreResult<Vec<OutboxRow>>;
-    async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()>;
-    /// Puts a claimed row back: to retry at `next_attempt_at`, or `failed` for good. Only a
-    /// row still in `sending` changes: a sender whose claim expired meanwhile cannot bring
-    /// back a row that another sender has delivered (that would send it twice).
-    async fn outbox_mark_retry(
-        &self,
-        id: i64,
-        error: &str,
-        next_attempt_at: i64,
-        give_up: bool,
-    ) -> StoreResult<()>;
-    /// Releases a claim without counting an attempt.
-    async fn outbox_release(&self, id: i64) -> StoreResult<()>;
-    async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>>;
-    async fn outbox_counts(&self) -> StoreResult<OutboxCounts>;
-    async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
-    /// Outbox rows written outside a turn (notices), not tied to a transcript.
-    async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
-
-    // --- misc ----------------------------------------------------------------------------
-    async fn kv_get(&self, key: &str) -> StoreResult<Option<String>>;
-    async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()>;
-    async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
 }
 
 /// Opens the store named by a URL (`sqlite://path` or `postgres://…`).

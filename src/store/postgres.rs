@@ -8,8 +8,9 @@ use std::time::Duration;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Postgres;
 
-use super::common::{self, store_impl, store_tx_helpers};
+use super::common::{self, store_impl};
 use super::search;
+use super::tx::store_tx_helpers;
 use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
@@ -47,6 +48,12 @@ impl PgStore {
 store_tx_helpers!(Postgres);
 super::handoff::handoff_store_impl!(PgStore);
 super::context::context_impl!(PgStore, Postgres);
+super::inbox::inbox_store_impl!(PgStore);
+super::leases::lease_store_impl!(PgStore);
+super::transcript::transcript_store_impl!(PgStore);
+super::turns::turn_store_impl!(PgStore);
+super::outbox::outbox_store_impl!(PgStore);
+super::kv::kv_store_impl!(PgStore);
 
 store_impl!(PgStore, MIGRATOR, {
     fn backend(&self) -> &'static str {

@@ -14,8 +14,9 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool};
 
-use super::common::{self, store_impl, store_tx_helpers};
+use super::common::{self, store_impl};
 use super::search;
+use super::tx::store_tx_helpers;
 use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
@@ -83,6 +84,12 @@ impl SqliteStore {
 store_tx_helpers!(Sqlite);
 super::handoff::handoff_store_impl!(SqliteStore);
 super::context::context_impl!(SqliteStore, Sqlite);
+super::inbox::inbox_store_impl!(SqliteStore);
+super::leases::lease_store_impl!(SqliteStore);
+super::transcript::transcript_store_impl!(SqliteStore);
+super::turns::turn_store_impl!(SqliteStore);
+super::outbox::outbox_store_impl!(SqliteStore);
+super::kv::kv_store_impl!(SqliteStore);
 
 store_impl!(SqliteStore, MIGRATOR, {
     fn backend(&self) -> &'static str {

@@ -1,0 +1,142 @@
+//! The outbox after a claim: marking a row sent, retrying or failing it, releasing a claim,
+//! the read views, and rows written outside a turn.
+//!
+//! The claim itself (`outbox_claim`) differs per dialect and stays on [`super::Store`] in each
+//! backend; turns and skips write their rows in their own transactions through the idempotent
+//! `insert_outbox` helper.
+//!
+//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
+//! written once and expanded for both backends by [`outbox_store_impl`], invoked in `sqlite.rs`
+//! and `postgres.rs`, where the pools and the transaction helpers (`tx.rs`) live.
+
+use async_trait::async_trait;
+
+use super::types::{NewOutbox, OutboxCounts, OutboxRow};
+use super::StoreResult;
+
+#[async_trait]
+pub trait OutboxStore: Send + Sync {
+    async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()>;
+    /// Puts a claimed row back: to retry at `next_attempt_at`, or `failed` for good. Only a
+    /// row still in `sending` changes: a sender whose claim expired meanwhile cannot bring
+    /// back a row that another sender has delivered (that would send it twice).
+    async fn outbox_mark_retry(
+        &self,
+        id: i64,
+        error: &str,
+        next_attempt_at: i64,
+        give_up: bool,
+    ) -> StoreResult<()>;
+    /// Releases a claim without counting an attempt.
+    async fn outbox_release(&self, id: i64) -> StoreResult<()>;
+    async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>>;
+    async fn outbox_counts(&self) -> StoreResult<OutboxCounts>;
+    async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
+    /// Outbox rows written outside a turn (notices), not tied to a transcript.
+    async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
+}
+
+/// Expands `impl OutboxStore for $ty`; the type must have `pool`, `reader`, `begin()` and the
+/// backend's transaction helpers in scope.
+macro_rules! outbox_store_impl {
+    ($ty:ty) => {
+        #[async_trait::async_trait]
+        impl super::outbox::OutboxStore for $ty {
+        async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()> {
+            sqlx::query(
+                "UPDATE outbox SET status = 'sent', platform_message_id = $1, sent_at = $2, \
+                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL WHERE id = $3",
+            )
+            .bind(platform_message_id)
+            .bind(now_ms())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn outbox_mark_retry(
+            &self,
+            id: i64,
+            error: &str,
+            next_attempt_at: i64,
+            give_up: bool,
+        ) -> StoreResult<()> {
+            sqlx::query(
+                "UPDATE outbox SET status = $1, last_error = $2, next_attempt_at = $3, \
+                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL \
+                 WHERE id = $4 AND status = 'sending'",
+            )
+            .bind(if give_up { "failed" } else { "pending" })
+            .bind(error)
+            .bind(next_attempt_at)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn outbox_release(&self, id: i64) -> StoreResult<()> {
+            sqlx::query(
+                "UPDATE outbox SET status = 'pending', claimed_by = NULL, claim_until = NULL \
+                 WHERE id = $1 AND status = 'sending'",
+            )
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>> {
+            let sql = format!(
+                "SELECT {} FROM outbox WHERE inbox_id = $1 ORDER BY chunk_index, id",
+                common::OUTBOX_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(inbox_id)
+                .fetch_all(&self.reader)
+                .await?)
+        }
+
+        async fn outbox_counts(&self) -> StoreResult<OutboxCounts> {
+            let rows: Vec<(String, i64)> =
+                sqlx::query_as("SELECT status, COUNT(*) FROM outbox GROUP BY status")
+                    .fetch_all(&self.reader)
+                    .await?;
+            let mut c = OutboxCounts::default();
+            for (status, n) in rows {
+                match status.as_str() {
+                    "pending" => c.pending = n,
+                    "sending" => c.sending = n,
+                    "sent" => c.sent = n,
+                    "failed" => c.failed = n,
+                    _ => {}
+                }
+            }
+            Ok(c)
+        }
+
+        async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {
+            let sql = format!(
+                "SELECT {} FROM outbox ORDER BY id DESC LIMIT $1",
+                common::OUTBOX_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(limit)
+                .fetch_all(&self.reader)
+                .await?)
+        }
+
+        async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            for r in rows {
+                insert_outbox(&mut tx, r).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+        }
+    };
+}
+
+pub(super) use outbox_store_impl;

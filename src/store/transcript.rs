@@ -1,0 +1,234 @@
+//! Sessions and their transcripts: opening and closing a lane's session, appending,
+//! compacting and retracting messages, and reading them back.
+//!
+//! Every write checks the caller's lease inside its own transaction, and only the lease of the
+//! session's lane may write into it. Nothing is deleted. Full-text search differs per dialect
+//! and stays on [`super::Store`].
+//!
+//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
+//! written once and expanded for both backends by [`transcript_store_impl`], invoked in
+//! `sqlite.rs` and `postgres.rs`, where the pools and the transaction helpers (`tx.rs`) live.
+
+use async_trait::async_trait;
+
+use super::types::{Lease, NewMessage, Session, StoredMessage};
+use super::StoreResult;
+use crate::domain::LaneKey;
+
+#[async_trait]
+pub trait TranscriptStore: Send + Sync {
+    async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;
+    async fn session_get(&self, id: &str) -> StoreResult<Option<Session>>;
+    async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>>;
+    /// Opens a new session in the lane (lease-checked); fails if one is open.
+    async fn session_create(&self, lease: &Lease, session: &Session) -> StoreResult<()>;
+    /// Ends the lane's open session (lease-checked).
+    async fn session_close(&self, lease: &Lease, session_id: &str, reason: &str)
+        -> StoreResult<()>;
+    async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>>;
+    async fn append_messages(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        messages: &[NewMessage],
+    ) -> StoreResult<Vec<i64>>;
+    /// Compaction, in one lease-checked transaction: flips the live rows `flip_ids` of the
+    /// session to compacted (active 0, compacted 1) and appends `insert` as new live rows,
+    /// returning their ids. Nothing is deleted. A flip id that is not a live row of the session
+    /// aborts the whole compaction with `NotFound` (the caller's view of the transcript is stale).
+    async fn compact(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        flip_ids: &[i64],
+        insert: &[NewMessage],
+    ) -> StoreResult<Vec<i64>>;
+    /// Retracts live rows (active 0, compacted 0), lease-checked: the model no longer sees
+    /// them and search never finds them. Same `NotFound` rule as [`TranscriptStore::compact`].
+    async fn messages_retract(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        ids: &[i64],
+    ) -> StoreResult<()>;
+    /// Messages of a session around one id (the scroll half of session_search).
+    async fn messages_around(
+        &self,
+        session_id: &str,
+        around_id: i64,
+        radius: i64,
+    ) -> StoreResult<Vec<StoredMessage>>;
+}
+
+/// Expands `impl TranscriptStore for $ty`; the type must have `pool`, `reader`, `begin()` and
+/// the backend's transaction helpers in scope.
+macro_rules! transcript_store_impl {
+    ($ty:ty) => {
+        #[async_trait::async_trait]
+        impl super::transcript::TranscriptStore for $ty {
+        async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>> {
+            let sql = format!(
+                "SELECT {} FROM sessions WHERE lane = $1 AND ended_at IS NULL",
+                common::SESSION_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(lane.as_str())
+                .fetch_optional(&self.reader)
+                .await?)
+        }
+
+        async fn session_get(&self, id: &str) -> StoreResult<Option<Session>> {
+            let sql = format!("SELECT {} FROM sessions WHERE id = $1", common::SESSION_COLS);
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .fetch_optional(&self.reader)
+                .await?)
+        }
+
+        async fn sessions_list(
+            &self,
+            lane: Option<&LaneKey>,
+            limit: i64,
+        ) -> StoreResult<Vec<Session>> {
+            let sql = format!(
+                "SELECT {} FROM sessions WHERE ($1 = '' OR lane = $1) ORDER BY started_at DESC LIMIT $2",
+                common::SESSION_COLS
+            );
+            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(lane.map(|l| l.as_str()).unwrap_or(""))
+                .bind(limit)
+                .fetch_all(&self.reader)
+                .await?)
+        }
+
+        async fn session_create(&self, lease: &Lease, s: &Session) -> StoreResult<()> {
+            if s.lane != lease.name {
+                return Err(common::wrong_lane(&s.id, &s.lane, lease));
+            }
+            let mut tx = self.begin().await?;
+            check_lease(&mut tx, lease).await?;
+            sqlx::query(
+                "INSERT INTO sessions (id, lane, parent_id, started_at, system_prompt, model) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&s.id)
+            .bind(&s.lane)
+            .bind(&s.parent_id)
+            .bind(s.started_at)
+            .bind(&s.system_prompt)
+            .bind(&s.model)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn session_close(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            reason: &str,
+        ) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, session_id).await?;
+            sqlx::query(
+                "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
+            )
+            .bind(now_ms())
+            .bind(reason)
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>> {
+            let sql = format!(
+                "SELECT {} FROM messages WHERE session_id = $1 AND ($2 = 0 OR active = 1) ORDER BY id",
+                common::MESSAGE_COLS
+            );
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(session_id)
+                .bind(live_only as i64)
+                .fetch_all(&self.reader)
+                .await?;
+            rows.iter().map(common::message_from_row).collect()
+        }
+
+        async fn append_messages(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            messages: &[NewMessage],
+        ) -> StoreResult<Vec<i64>> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, session_id).await?;
+            let mut ids = Vec::with_capacity(messages.len());
+            for m in messages {
+                ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+            }
+            tx.commit().await?;
+            Ok(ids)
+        }
+
+        async fn compact(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            flip_ids: &[i64],
+            insert: &[NewMessage],
+        ) -> StoreResult<Vec<i64>> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, session_id).await?;
+            set_flags(&mut tx, session_id, flip_ids, 1).await?;
+            let mut ids = Vec::with_capacity(insert.len());
+            for m in insert {
+                ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+            }
+            tx.commit().await?;
+            Ok(ids)
+        }
+
+        async fn messages_retract(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            ids: &[i64],
+        ) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, session_id).await?;
+            set_flags(&mut tx, session_id, ids, 0).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn messages_around(
+            &self,
+            session_id: &str,
+            around_id: i64,
+            radius: i64,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            let sql = format!(
+                "SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id <= $2 \
+                   AND NOT (active = 0 AND compacted = 0) ORDER BY id DESC LIMIT $3) a \
+                 UNION ALL \
+                 SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id > $2 \
+                   AND NOT (active = 0 AND compacted = 0) ORDER BY id LIMIT $4) b \
+                 ORDER BY id",
+                cols = common::MESSAGE_COLS
+            );
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(session_id)
+                .bind(around_id)
+                .bind(radius + 1)
+                .bind(radius)
+                .fetch_all(&self.reader)
+                .await?;
+            rows.iter().map(common::message_from_row).collect()
+        }
+        }
+    };
+}
+
+pub(super) use transcript_store_impl;

@@ -1,0 +1,174 @@
+//! Turns: a model turn's start and its commit. The commit lands the turn's messages, its reply
+//! chunks, the inbox mark and the session's context state in one lease-checked transaction,
+//! which is what keeps a reply from being lost or sent twice across crashes.
+//!
+//! It must not decide what a turn says or when one runs (`lanes`, `agent`).
+//!
+//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
+//! written once and expanded for both backends by [`turn_store_impl`], invoked in `sqlite.rs`
+//! and `postgres.rs`, where the pools and the transaction helpers (`tx.rs`) live.
+
+use async_trait::async_trait;
+
+use super::types::{ContextAfterCommit, InboxAttempt, Lease, TurnCommit, TurnCommitted, TurnRow};
+use super::StoreResult;
+use crate::domain::LaneKey;
+
+#[async_trait]
+pub trait TurnStore: Send + Sync {
+    /// Records the start of a turn (lease-checked) and returns its id. The inbox row's attempt
+    /// count becomes at least `inbox.attempt` (a retry of the same start stores the same
+    /// number). A turn of the same lease still `running` (a retry after the store refused its
+    /// commit) is closed as `abandoned` in the same transaction; a dead holder's rows are left
+    /// as they are.
+    async fn turn_begin(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        inbox: Option<InboxAttempt>,
+    ) -> StoreResult<i64>;
+    /// Lands the turn's messages, its reply chunks and the inbox mark in one transaction.
+    async fn turn_commit(&self, lease: &Lease, commit: &TurnCommit) -> StoreResult<TurnCommitted> {
+        self.turn_commit_with(lease, commit, &|_| None).await
+    }
+    /// [`turn_commit`](TurnStore::turn_commit), plus the session's context state, computed from
+    /// the committed message ids (`None`: unchanged) and written in the same transaction.
+    async fn turn_commit_with(
+        &self,
+        lease: &Lease,
+        commit: &TurnCommit,
+        context: &ContextAfterCommit<'_>,
+    ) -> StoreResult<TurnCommitted>;
+    async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>>;
+}
+
+/// Expands `impl TurnStore for $ty`; the type must have `pool`, `reader`, `begin()` and the
+/// backend's transaction and context helpers in scope.
+macro_rules! turn_store_impl {
+    ($ty:ty) => {
+        #[async_trait::async_trait]
+        impl super::turns::TurnStore for $ty {
+        async fn turn_begin(
+            &self,
+            lease: &Lease,
+            session_id: &str,
+            inbox: Option<InboxAttempt>,
+        ) -> StoreResult<i64> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, session_id).await?;
+            if let Some(a) = inbox {
+                sqlx::query(
+                    "UPDATE inbox SET attempts = $1 WHERE id = $2 AND attempts < $1",
+                )
+                .bind(a.attempt)
+                .bind(a.id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            // An earlier turn under this very lease that is still `running` can only be an
+            // attempt whose commit the store refused (the worker retries after a store error):
+            // it is over, and left open it would read as a turn that never finished.
+            sqlx::query(
+                "UPDATE turns SET status = 'abandoned', ended_at = $1 \
+                 WHERE lane = $2 AND holder = $3 AND token = $4 AND ended_at IS NULL",
+            )
+            .bind(now_ms())
+            .bind(&lease.name)
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .execute(&mut *tx)
+            .await?;
+            let (id,): (i64,) = sqlx::query_as(
+                "INSERT INTO turns (lane, session_id, inbox_id, holder, token, started_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            )
+            .bind(&lease.name)
+            .bind(session_id)
+            .bind(inbox.map(|a| a.id))
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .bind(now_ms())
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(id)
+        }
+
+        async fn turn_commit_with(
+            &self,
+            lease: &Lease,
+            c: &TurnCommit,
+            context: &ContextAfterCommit<'_>,
+        ) -> StoreResult<TurnCommitted> {
+            let mut tx = self.begin().await?;
+            check_session_write(&mut tx, lease, &c.session_id).await?;
+            let mut ids = Vec::with_capacity(c.messages.len());
+            for m in &c.messages {
+                ids.push(insert_message(&mut tx, &lease.name, &c.session_id, Some(c.turn_id), m).await?);
+            }
+            if let Some(row) = context(&ids) {
+                context_write(&mut tx, &c.session_id, &row).await?;
+            }
+            for o in &c.outbox {
+                insert_outbox(&mut tx, o).await?;
+            }
+            let now = now_ms();
+            if let Some(inbox_id) = c.inbox_id {
+                let reply_id = c
+                    .messages
+                    .iter()
+                    .zip(&ids)
+                    .rev()
+                    .find(|(m, _)| m.role == Role::Assistant)
+                    .map(|(_, id)| *id);
+                sqlx::query(
+                    "UPDATE inbox SET status = $1, note = $2, session_id = $3, reply_message_id = $4, \
+                     done_at = $5 WHERE id = $6",
+                )
+                .bind(c.inbox_status.as_str())
+                .bind(&c.note)
+                .bind(&c.session_id)
+                .bind(reply_id)
+                .bind(now)
+                .bind(inbox_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query("UPDATE turns SET status = $1, ended_at = $2 WHERE id = $3")
+                .bind(c.inbox_status.as_str())
+                .bind(now)
+                .bind(c.turn_id)
+                .execute(&mut *tx)
+                .await?;
+            if let Some(reason) = &c.close_session {
+                sqlx::query(
+                    "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
+                )
+                .bind(now)
+                .bind(reason)
+                .bind(&c.session_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            for ev in &c.enqueue {
+                insert_inbox(&mut tx, ev).await?;
+            }
+            tx.commit().await?;
+            Ok(TurnCommitted { message_ids: ids })
+        }
+
+        async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>> {
+            Ok(sqlx::query_as(
+                "SELECT id, lane, session_id, inbox_id, holder, token, status, started_at, ended_at \
+                 FROM turns WHERE lane = $1 ORDER BY id LIMIT $2",
+            )
+            .bind(lane.as_str())
+            .bind(limit)
+            .fetch_all(&self.reader)
+            .await?)
+        }
+        }
+    };
+}
+
+pub(super) use turn_store_impl;
