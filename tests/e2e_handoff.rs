@@ -11,6 +11,7 @@ use herald::handoff::{ACK, ALREADY};
 use herald::store::{now_ms, InboxStatus, NewCapsule};
 use serde_json::Value;
 use support::fake_llm::{FakeLlm, Step};
+use support::handoff::{assert_capsule_received_once, assert_writer_request};
 use support::harness::{init, settled, test_config, wait_until, Client};
 
 const CAPSULE: &str = "## Working on\nMaking the nightly mirror job skip unreachable hosts.\n\n\
@@ -18,8 +19,6 @@ const CAPSULE: &str = "## Working on\nMaking the nightly mirror job skip unreach
 ## Decisions\nSkip and report, never abort the whole run.\n\n\
 ## Pointers\nThe job script is mirror.sh, discussed at [#3].\n\n\
 ## Next\nWrite the report line naming the skipped host.\n";
-
-const LABEL: &str = "[Handoff note from an earlier session of this conversation]";
 
 async fn converse(client: &Client, lane: &str) {
     for text in [
@@ -57,17 +56,6 @@ async fn wait_rotated(app: &App, session_id: &str) {
     )
     .await;
     assert_eq!(session().await.end_reason.as_deref(), Some("handoff"));
-}
-
-/// How often `needle` appears in the request's user messages (the fake model echoes the user
-/// text in its replies, so assistant messages are left out).
-fn in_user_messages(req: &support::fake_llm::Recorded, needle: &str) -> usize {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .map(|c| c.matches(needle).count())
-        .sum()
 }
 
 #[tokio::test]
@@ -108,10 +96,7 @@ async fn handoff_writes_a_capsule_and_only_the_next_session_receives_it_once() {
 
     // The writer read the dialogue, not the handoff word, and was asked for the five sections.
     let writer = llm.requests()[2].clone();
-    assert!(writer.system().starts_with("You write a handoff capsule"));
-    assert!(writer
-        .last_user()
-        .contains("Make it skip unreachable hosts"));
+    assert_writer_request(&writer, "Make it skip unreachable hosts");
     assert!(!writer.last_user().contains("Handoff."));
 
     wait_rotated(&app, &old).await;
@@ -134,27 +119,22 @@ async fn handoff_writes_a_capsule_and_only_the_next_session_receives_it_once() {
         "a new session"
     );
     let first = llm.requests()[3].clone();
-    let user = first.last_user();
-    assert!(user.starts_with("Where were we?\n\n"), "{user}");
-    assert!(user.contains(LABEL) && user.contains("Write the report line naming the skipped host"));
     let new = app.store.session_current(&lane).await.unwrap().unwrap();
     assert_eq!(
         first.system(),
         new.system_prompt,
         "the system prompt carries no capsule"
     );
-    assert!(!first.system().contains("Working on"));
     assert_eq!(capsule(&client, "web:h").await["pending"], false);
 
     client.chat("web:h", "And then?").await;
-    let second = llm.requests()[4].clone();
-    assert_eq!(second.last_user(), "And then?");
-    assert_eq!(
-        in_user_messages(&second, LABEL),
-        1,
-        "the capsule stays once, in the first message"
+    assert_capsule_received_once(
+        &first,
+        "Where were we?",
+        "Write the report line naming the skipped host",
+        &llm.requests()[4],
+        "And then?",
     );
-    assert_eq!(second.system().as_bytes(), first.system().as_bytes());
     // The transcript shows what the person typed, not the injected note.
     assert_eq!(
         client.transcript("web:h").await[0],

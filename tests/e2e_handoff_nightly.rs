@@ -13,6 +13,7 @@ use herald::handoff::PassKind;
 use herald::store::{now_ms, NewMessage, Session};
 use serde_json::Value;
 use support::fake_llm::{FakeLlm, Step};
+use support::handoff::{assert_capsule_received_once, assert_writer_request};
 use support::harness::{init, test_config, Client};
 use tokio_util::sync::CancellationToken;
 
@@ -21,8 +22,6 @@ const CAPSULE: &str = "## Working on\nMoving the photo backups to the new disk.\
 ## Decisions\nKeep the old disk read-only until every checksum matches.\n\n\
 ## Pointers\nThe copy script is backup.sh.\n\n\
 ## Next\nCopy the remaining albums and compare checksums.\n";
-
-const LABEL: &str = "[Handoff note from an earlier session of this conversation]";
 
 /// Six messages: three questions, three replies.
 async fn converse(client: &Client, lane: &str) {
@@ -105,15 +104,6 @@ async fn cron_lane_with_dialogue(app: &App, lane: &str) {
     app.store.lease_release(&lease).await.unwrap();
 }
 
-fn user_count(req: &support::fake_llm::Recorded, needle: &str) -> usize {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .map(|c| c.matches(needle).count())
-        .sum()
-}
-
 #[tokio::test]
 async fn an_idle_conversation_is_closed_into_a_capsule_that_the_next_session_gets_once() {
     init();
@@ -142,8 +132,7 @@ async fn an_idle_conversation_is_closed_into_a_capsule_that_the_next_session_get
     assert_eq!(report.builds, vec![("web:n".to_string(), "ok".to_string())]);
     assert_eq!(llm.request_count(), before + 1, "one writer call");
     let writer = llm.requests()[before].clone();
-    assert!(writer.system().starts_with("You write a handoff capsule"));
-    assert!(writer.last_user().contains("The checksums match so far."));
+    assert_writer_request(&writer, "The checksums match so far.");
 
     let c = capsule(&client, "web:n").await;
     assert_eq!(
@@ -179,25 +168,16 @@ async fn an_idle_conversation_is_closed_into_a_capsule_that_the_next_session_get
         Some(old.as_str()),
         "a new session"
     );
-    let first = llm.requests()[before + 1].clone();
-    assert!(first
-        .last_user()
-        .starts_with("Good morning, where were we?\n\n"));
-    assert_eq!(user_count(&first, LABEL), 1);
-    assert!(first.last_user().contains("Copy the remaining albums"));
-    assert!(
-        !first.system().contains("Working on"),
-        "not in the system prompt"
-    );
     assert_eq!(capsule(&client, "web:n").await["pending"], false);
 
     client.chat("web:n", "Then let us copy the rest.").await;
-    let second = llm.requests()[before + 2].clone();
-    assert_eq!(second.last_user(), "Then let us copy the rest.");
-    assert_eq!(
-        user_count(&second, LABEL),
-        1,
-        "still once, in the first message"
+    let requests = llm.requests();
+    assert_capsule_received_once(
+        &requests[before + 1],
+        "Good morning, where were we?",
+        "Copy the remaining albums",
+        &requests[before + 2],
+        "Then let us copy the rest.",
     );
 
     // The next night finds nothing: the new session is neither long nor idle enough.

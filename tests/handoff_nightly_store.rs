@@ -2,83 +2,25 @@
 //! on Postgres (a fresh schema per test, when `DATABASE_URL` is set): which conversations a
 //! night's pass takes — the guard rails — and a budget that no number of passes can overrun.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::{LaneKey, MessageEvent, Platform, Role};
 use herald::store::{now_ms, CandidateQuery, NewCapsule, NewMessage, Session, Store};
-use sqlx::{Connection, Executor};
+
+#[macro_use]
+#[path = "support/backends.rs"]
+mod backends;
 
 const MIN_MS: i64 = 60_000;
 const HOUR_MS: i64 = 60 * MIN_MS;
 
-async fn on_sqlite<F, Fut>(body: F)
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("herald.db").display());
-    let store = herald::store::connect(&url, 4).await.unwrap();
-    store.migrate().await.unwrap();
-    let outcome = tokio::spawn(body(store.clone())).await;
-    store.close().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-async fn on_postgres<F, Fut>(body: F)
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping postgres: DATABASE_URL not set");
-        return;
-    };
-    let schema = format!("herald_test_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .await
-        .unwrap();
-    let sep = if admin_url.contains('?') { '&' } else { '?' };
-    let url = format!("{admin_url}{sep}options[search_path]={schema}");
-    let store = herald::store::connect(&url, 4).await.unwrap();
-    store.migrate().await.unwrap();
-    let outcome = tokio::spawn(body(store.clone())).await;
-    store.close().await;
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .await
-        .unwrap();
-    let _ = admin.close().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-macro_rules! both {
-    ($sqlite:ident, $postgres:ident, $body:path) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            on_sqlite($body).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $postgres() {
-            on_postgres($body).await;
-        }
-    };
-}
-
-both!(
+contract!(
     sqlite_candidates_follow_the_guard_rails,
     postgres_candidates_follow_the_guard_rails,
     guard_rails
 );
-both!(
+contract!(
     sqlite_budget_never_overrun,
     postgres_budget_never_overrun,
     budget

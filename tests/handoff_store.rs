@@ -3,94 +3,36 @@
 //! taken once and never by the session it summarizes, stale markers deleted unread, and at most
 //! one build per lane across replicas.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::LaneKey;
 use herald::store::{now_ms, NewCapsule, Store};
-use sqlx::{Connection, Executor};
+
+#[macro_use]
+#[path = "support/backends.rs"]
+mod backends;
 
 const HOUR_MS: i64 = 3_600_000;
 const MAX_AGE: Duration = Duration::from_secs(36 * 3600);
 
-async fn on_sqlite<F, Fut>(body: F)
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("herald.db").display());
-    let store = herald::store::connect(&url, 4).await.unwrap();
-    store.migrate().await.unwrap();
-    let outcome = tokio::spawn(body(store.clone())).await;
-    store.close().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-async fn on_postgres<F, Fut>(body: F)
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping postgres: DATABASE_URL not set");
-        return;
-    };
-    let schema = format!("herald_test_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .await
-        .unwrap();
-    let sep = if admin_url.contains('?') { '&' } else { '?' };
-    let url = format!("{admin_url}{sep}options[search_path]={schema}");
-    let store = herald::store::connect(&url, 4).await.unwrap();
-    store.migrate().await.unwrap();
-    let outcome = tokio::spawn(body(store.clone())).await;
-    store.close().await;
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .await
-        .unwrap();
-    let _ = admin.close().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-macro_rules! both {
-    ($sqlite:ident, $postgres:ident, $body:path) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            on_sqlite($body).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $postgres() {
-            on_postgres($body).await;
-        }
-    };
-}
-
-both!(sqlite_marker_rules, postgres_marker_rules, marker_rules);
-both!(
+contract!(sqlite_marker_rules, postgres_marker_rules, marker_rules);
+contract!(
     sqlite_new_capsule_replaces_marker,
     postgres_new_capsule_replaces_marker,
     replaces
 );
-both!(
+contract!(
     sqlite_stale_marker_deleted_unread,
     postgres_stale_marker_deleted_unread,
     stale
 );
-both!(
+contract!(
     sqlite_consume_race_exactly_once,
     postgres_consume_race_exactly_once,
     race
 );
-both!(
+contract!(
     sqlite_one_build_per_lane,
     postgres_one_build_per_lane,
     build_claim

@@ -3,17 +3,18 @@
 //! `DATABASE_URL` is set). The lanes, the agent loop and the outbox sender rely on exactly
 //! these outcomes; a backend that passes here can be swapped in without them noticing.
 //!
-//! This file holds the harness and the list of contracts; the contracts themselves live in
-//! `tests/store_contract/`. Nothing here mocks the store: every test runs real SQL.
+//! This file holds the list of contracts and their fixtures; the contracts themselves live in
+//! `tests/store_contract/`, the per-backend runner in `tests/support/backends.rs`. Nothing here mocks the store: every test runs real SQL.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::{MessageEvent, Platform};
 use herald::store::{InboxInsert, Lease, NewOutbox, Session, Store, StoreError};
-use sqlx::{Connection, Executor};
 
+#[macro_use]
+#[path = "support/backends.rs"]
+mod backends;
 #[path = "store_contract/inbox_leases.rs"]
 mod inbox_leases;
 #[path = "store_contract/outbox.rs"]
@@ -22,114 +23,6 @@ mod outbox;
 mod pairing;
 #[path = "store_contract/transcript.rs"]
 mod transcript;
-
-/// Pool size per test store: enough for the race contracts to run queries side by side.
-const POOL: u32 = 4;
-
-/// Runs `body` against a fresh SQLite file. `migrate` is false only for the migration contract.
-async fn on_sqlite<F, Fut>(migrate: bool, body: F)
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}", dir.path().join("herald.db").display());
-    let store = herald::store::connect(&url, POOL)
-        .await
-        .expect("open sqlite");
-    run(store, migrate, body).await;
-    drop(dir);
-}
-
-/// Runs `body` against a fresh schema in the `DATABASE_URL` database, dropped afterwards
-/// (also when the body panics).
-async fn on_postgres<F, Fut>(migrate: bool, body: F)
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping postgres: DATABASE_URL not set");
-        return;
-    };
-    let schema = format!("herald_test_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
-        .await
-        .expect("connect to DATABASE_URL");
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .await
-        .expect("create test schema");
-    // Every pooled connection starts with only the test schema on its search path, so the
-    // migrations and all queries land there.
-    let sep = if admin_url.contains('?') { '&' } else { '?' };
-    let url = format!("{admin_url}{sep}options[search_path]={schema}");
-    let store = herald::store::connect(&url, POOL)
-        .await
-        .expect("open postgres");
-    let outcome = run_catching(store, migrate, body).await;
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .await
-        .expect("drop test schema");
-    let _ = admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-async fn run<F, Fut>(store: Arc<dyn Store>, migrate: bool, body: F)
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    if let Err(panic) = run_catching(store, migrate, body).await {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-/// Runs the body on its own task so that a failed assertion comes back as a value and the
-/// caller can still clean up before re-raising it.
-async fn run_catching<F, Fut>(
-    store: Arc<dyn Store>,
-    migrate: bool,
-    body: F,
-) -> Result<(), Box<dyn std::any::Any + Send>>
-where
-    F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    if migrate {
-        store.migrate().await.expect("migrate");
-    }
-    let outcome = tokio::spawn(body(store.clone())).await;
-    store.close().await;
-    outcome.map_err(|e| match e.try_into_panic() {
-        Ok(panic) => panic,
-        Err(e) => Box::new(format!("test task did not finish: {e}")),
-    })
-}
-
-/// One contract, two tests: `contract!(sqlite_name, postgres_name, path::to::body)`.
-/// `contract!(unmigrated ...)` hands the body a store on which `migrate` never ran.
-macro_rules! contract {
-    (unmigrated $sqlite:ident, $postgres:ident, $body:path) => {
-        contract!(@emit false, $sqlite, $postgres, $body);
-    };
-    ($sqlite:ident, $postgres:ident, $body:path) => {
-        contract!(@emit true, $sqlite, $postgres, $body);
-    };
-    (@emit $migrate:expr, $sqlite:ident, $postgres:ident, $body:path) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $sqlite() {
-            on_sqlite($migrate, $body).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $postgres() {
-            on_postgres($migrate, $body).await;
-        }
-    };
-}
 
 contract!(unmigrated sqlite_migrate_twice_is_a_noop, postgres_migrate_twice_is_a_noop, inbox_leases::migrate_twice_is_a_noop);
 contract!(unmigrated sqlite_migrations_apply_one_at_a_time, postgres_migrations_apply_one_at_a_time, inbox_leases::migrations_apply_one_at_a_time);

@@ -2,8 +2,7 @@
 //! result fits the budget.
 #![no_main]
 
-use herald::agent::compaction::project;
-use herald_fuzz::proj_messages;
+use herald_fuzz::{holds, invariants::check_projection, proj_messages};
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 
@@ -18,12 +17,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(msgs) = proj_messages(&mut u) else {
         return;
     };
-    let a = project(&msgs, previous.as_deref(), budget);
-    let b = project(&msgs, previous.as_deref(), budget);
-    assert_eq!(a, b, "the projection is not deterministic");
-    assert!(
-        a.chars().count() <= budget,
-        "{} > {budget}",
-        a.chars().count()
-    );
+    holds(check_projection(&msgs, previous.as_deref(), budget));
 });

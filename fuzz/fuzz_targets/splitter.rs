@@ -3,6 +3,7 @@
 #![no_main]
 
 use herald::adapters::split::{split_message, Measure};
+use herald_fuzz::{holds, invariants::check_split};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (u16, bool, &str)| {
@@ -13,28 +14,10 @@ fuzz_target!(|input: (u16, bool, &str)| {
     } else {
         Measure::Chars
     };
-    let chunks = split_message(text, limit, measure);
-    for c in &chunks {
-        assert!(
-            measure.len(c) <= limit,
-            "chunk of {} > {limit}",
-            measure.len(c)
-        );
-        assert!(!c.trim().is_empty(), "whitespace-only chunk");
-    }
-    if text.contains('`') {
-        return;
-    }
-    let mut pos = 0;
-    for c in &chunks {
-        let at = text[pos..]
-            .find(c.as_str())
-            .unwrap_or_else(|| panic!("chunk {c:?} not found in order"));
-        assert!(
-            text[pos..pos + at].trim().is_empty(),
-            "content dropped before {c:?}"
-        );
-        pos += at + c.len();
-    }
-    assert!(text[pos..].trim().is_empty(), "content dropped at the end");
+    holds(check_split(
+        text,
+        limit,
+        measure,
+        &split_message(text, limit, measure),
+    ));
 });

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use herald::adapters::telegram::inbound::{decide, BotIdentity, Decision, Rules};
-use herald::domain::{MessageEvent, Platform, MAX_LANE_KEY_LEN};
-use herald_fuzz::is_lane_char;
+use herald::domain::{MessageEvent, Platform};
+use herald_fuzz::{holds, invariants::check_event_round_trip};
 use libfuzzer_sys::fuzz_target;
 use teloxide::types::Update;
 
@@ -31,15 +31,6 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Decision::Ingest(ev) = decide(&update, &rules) {
         assert_eq!(ev.platform, Platform::Telegram);
-        let lane = ev.lane();
-        assert!(lane.as_str().chars().count() <= MAX_LANE_KEY_LEN);
-        assert!(
-            lane.as_str().chars().all(is_lane_char),
-            "{:?}",
-            lane.as_str()
-        );
-        let stored = serde_json::to_vec(&ev).expect("an event serializes");
-        let back: MessageEvent = serde_json::from_slice(&stored).expect("and reads back");
-        assert_eq!(*ev, back, "the inbox round trip changed the event");
+        holds(check_event_round_trip(&ev));
     }
 });

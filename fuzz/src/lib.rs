@@ -1,41 +1,19 @@
-//! Helpers shared by the fuzz targets: the invariants `tests/fuzz_props.rs` checks, restated
-//! for raw fuzzer bytes. It must stay a checker — no herald behaviour is reimplemented here
-//! beyond what an invariant needs to state.
+//! Helpers shared by the fuzz targets: the invariant checks (the same file
+//! `tests/fuzz_props.rs` uses, so each invariant is written once) and the shaping of raw
+//! fuzzer bytes into structured inputs. No herald behaviour is reimplemented here.
 
 use herald::agent::compaction::ProjMessage;
 use herald::domain::{Role, ToolCall};
-use herald::handoff::trim_marker;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 
-/// The characters a clean lane key may hold.
-pub fn is_lane_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')
-}
+#[path = "../../tests/support/invariants.rs"]
+pub mod invariants;
 
-/// True when `out` is a bare head cut of `text`, or head + trim marker + tail with the head a
-/// prefix, the tail a suffix and the marker counting exactly the characters between them.
-pub fn middle_cut_of(text: &str, out: &str) -> bool {
-    if text.starts_with(out) {
-        return true;
+/// Fails the fuzz run on a broken invariant: the panic is what libFuzzer records as a crash.
+pub fn holds(verdict: invariants::Verdict) {
+    if let Err(why) = verdict {
+        panic!("invariant broken: {why}");
     }
-    let total = text.chars().count();
-    out.match_indices("\n\n[… ").any(|(i, _)| {
-        let head = &out[..i];
-        let digits: String = out[i + "\n\n[… ".len()..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        let Ok(removed) = digits.parse::<usize>() else {
-            return false;
-        };
-        let marker = trim_marker(removed);
-        let Some(tail) = out[i..].strip_prefix(marker.as_str()) else {
-            return false;
-        };
-        text.starts_with(head)
-            && text.ends_with(tail)
-            && head.chars().count() + removed + tail.chars().count() == total
-    })
 }
 
 /// A transcript for the projector: roles, tool calls and tool results drawn from the bytes.

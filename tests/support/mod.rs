@@ -5,5 +5,6 @@
 pub mod fake_discord;
 pub mod fake_llm;
 pub mod fake_telegram;
+pub mod handoff;
 pub mod harness;
 pub mod telegram;

@@ -12,7 +12,8 @@
 use std::collections::HashSet;
 
 use teloxide::types::{
-    Me, Message, MessageEntityKind, MessageEntityRef, MessageKind as TgKind, Update, UpdateKind,
+    Me, Message, MessageEntity, MessageEntityKind, MessageEntityRef, MessageKind as TgKind, Update,
+    UpdateKind,
 };
 
 use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Platform};
@@ -66,13 +67,15 @@ pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
     if !matches!(msg.kind, TgKind::Common(_)) {
         return Decision::Ignore("service message");
     }
-    let (raw_text, entities) = match msg.text() {
-        Some(t) => (t, msg.parse_entities().unwrap_or_default()),
+    let (raw_text, raw_entities) = match msg.text() {
+        Some(t) => (t, msg.entities().unwrap_or_default()),
         None => (
             msg.caption().unwrap_or_default(),
-            msg.parse_caption_entities().unwrap_or_default(),
+            msg.caption_entities().unwrap_or_default(),
         ),
     };
+    let checked = well_formed_entities(raw_text, raw_entities);
+    let entities = MessageEntityRef::parse(raw_text, &checked);
     let command = leading_command(raw_text, &entities);
     if let Some((_, Some(target))) = &command {
         if !target.eq_ignore_ascii_case(&rules.me.username) {
@@ -121,6 +124,31 @@ pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
     ev.timestamp = msg.date;
     ev.attachments = attachments;
     Decision::Ingest(Box::new(ev))
+}
+
+/// The entities whose UTF-16 bounds both fall on character boundaries of `text`. Telegram only
+/// sends such entities, but the update is outside input (a forged webhook call, a broken Bot
+/// API server): teloxide's conversion to byte ranges asserts on an offset inside a surrogate
+/// pair and leaves one past the end unconverted, so a later slice of the text panics. Found by
+/// the `telegram_update` fuzz target.
+fn well_formed_entities(text: &str, entities: &[MessageEntity]) -> Vec<MessageEntity> {
+    let mut boundaries = Vec::with_capacity(text.len() + 1);
+    let mut at = 0;
+    for c in text.chars() {
+        boundaries.push(at);
+        at += c.len_utf16();
+    }
+    boundaries.push(at);
+    entities
+        .iter()
+        .filter(|e| {
+            e.offset.checked_add(e.length).is_some_and(|end| {
+                boundaries.binary_search(&e.offset).is_ok()
+                    && boundaries.binary_search(&end).is_ok()
+            })
+        })
+        .cloned()
+        .collect()
 }
 
 /// A bot command at offset 0: (command name, `@target` when present).

@@ -301,3 +301,65 @@ fn reply_thread_in_a_plain_supergroup_is_not_a_topic() {
     assert_eq!(ev.thread_id, None);
     assert_eq!(ev.lane().as_str(), "telegram:-100400");
 }
+
+/// Entities whose bounds are not character boundaries of the text (past its end, inside a
+/// surrogate pair, overflowing) are dropped, never a panic; a well-formed one beside them still
+/// counts. The first case is the input the `telegram_update` fuzz target crashed on.
+#[test]
+fn malformed_entities_are_dropped_without_a_panic() {
+    let g = -100_200;
+    let fuzz_crash = r#"{"update_id": 3, "message": {"message_id": 3, "from": {"id": 7,
+        "is_bot": false, "first_name": "Ann", "username": "ann", "language_code": "en"},
+        "chat": {"id": -100200, "type": "supergroup", "title": "Group", "is_forum": false},
+        "date": 1700000000, "text": "hi @herald_t{st_bot how are you",
+        "entities": [{"type": "mention", "offset": 3, "length": 92}]}}"#;
+    let emoji = "😀 @herald_bot hi";
+    let bad =
+        |offset: u64, length: u64| json!({ "type": "mention", "offset": offset, "length": length });
+    let cases: Vec<(&str, Update, Want)> = vec![
+        (
+            "mention past the end (fuzz crash)",
+            Update::deserialize(&serde_json::from_str::<Value>(fuzz_crash).unwrap()).unwrap(),
+            None,
+        ),
+        (
+            "mention starting inside a surrogate pair",
+            update("message", with_entities(msg(g, emoji), vec![bad(1, 12)])),
+            None,
+        ),
+        (
+            "mention ending inside a surrogate pair",
+            update(
+                "message",
+                with_entities(msg(g, "@herald_bot😀"), vec![bad(0, 12)]),
+            ),
+            None,
+        ),
+        (
+            "offset + length overflows",
+            update(
+                "message",
+                with_entities(msg(1, "hello"), vec![bad(u64::MAX, 2)]),
+            ),
+            Some((MessageKind::Text, "hello")),
+        ),
+        (
+            "a good mention beside a bad one",
+            update(
+                "message",
+                with_entities(
+                    msg(g, emoji),
+                    vec![bad(3, 99), entity("mention", emoji, "@herald_bot")],
+                ),
+            ),
+            Some((MessageKind::Text, "😀 hi")),
+        ),
+    ];
+    for (case, u, want) in cases {
+        let got = match run(&u, &[]) {
+            Decision::Ignore(_) => None,
+            Decision::Ingest(ev) => Some((ev.kind, ev.text)),
+        };
+        assert_eq!(got, want.map(|(k, t)| (k, t.to_string())), "{case}");
+    }
+}
