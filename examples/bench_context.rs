@@ -3,87 +3,29 @@
 //! Postgres when `DATABASE_URL` is set).
 //!
 //! Run: `cargo run --release --example bench_context` (`BENCH_ROWS=200000` for a smaller
-//! store; default 1,000,000). Prints a table and writes `bench-results/context.json`.
+//! store; default 1,000,000; `BENCH_ROWS=0` skips the search part). `BENCH_WINDOWS=75000` and
+//! `BENCH_RUNS=5` pick the windows and the runs per window (for `valgrind --tool=callgrind`).
+//! Prints a table and writes `bench-results/context.json`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald::agent::compaction::{estimate_tokens, project, projection_budget_chars, ProjMessage};
-use herald::domain::{Role, ToolCall};
+#[path = "support/transcripts.rs"]
+mod transcripts;
+
+use herald::agent::compaction::{project, projection_budget_chars};
+use herald::domain::Role;
 use herald::store::{self, NewMessage, Session, Store};
 use serde_json::{json, Value};
+use transcripts::transcript;
 
 const RUNS: usize = 25;
 
-/// A synthetic agent transcript of about `tokens` tokens: requests, shell calls with exit
-/// codes, file reads, errors, answers.
-fn transcript(tokens: usize) -> Vec<ProjMessage> {
-    let mut out = Vec::new();
-    let (mut used, mut id, mut i) = (0usize, 1i64, 0usize);
-    let mut push = |m: ProjMessage, used: &mut usize| {
-        *used += estimate_tokens(&m.content) + 4;
-        out.push(m);
-    };
-    while used < tokens {
-        let msg = |id, role, content: String| ProjMessage {
-            id,
-            role,
-            content,
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            tool_name: None,
-        };
-        push(
-            msg(
-                id,
-                Role::User,
-                format!("Please fix test {i} in src/mod{i}.rs; it fails on CI."),
-            ),
-            &mut used,
-        );
-        id += 1;
-        let call = ToolCall {
-            id: format!("c{i}"),
-            name: "terminal".into(),
-            arguments: json!({"command": format!("cargo test -p crate{} mod{i}", i % 7)})
-                .to_string(),
-        };
-        let mut a = msg(id, Role::Assistant, String::new());
-        a.tool_calls = vec![call];
-        push(a, &mut used);
-        id += 1;
-        let mut body = format!(
-            "running 12 tests\nerror[E0308]: mismatched types in src/mod{i}.rs:{}\n",
-            i * 3
-        );
-        for k in 0..40 {
-            body.push_str(&format!(
-                "test mod{i}::case_{k} ... {}\n",
-                if k % 9 == 0 { "FAILED" } else { "ok" }
-            ));
-        }
-        body.push_str(if i % 3 == 0 {
-            "exit code 0\n"
-        } else {
-            "exit code 101\n"
-        });
-        let mut t = msg(id, Role::Tool, body);
-        t.tool_call_id = Some(format!("c{i}"));
-        t.tool_name = Some("terminal".into());
-        push(t, &mut used);
-        id += 1;
-        push(
-            msg(
-                id,
-                Role::Assistant,
-                format!("Fixed the type in src/mod{i}.rs; TypeError gone, tests pass."),
-            ),
-            &mut used,
-        );
-        id += 1;
-        i += 1;
-    }
-    out
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn stats(mut v: Vec<f64>) -> (f64, f64) {
@@ -93,13 +35,19 @@ fn stats(mut v: Vec<f64>) -> (f64, f64) {
 
 fn bench_projection() -> Vec<Value> {
     let mut out = Vec::new();
-    for tokens in [10_000usize, 75_000, 300_000] {
+    let runs = env_or("BENCH_RUNS", RUNS).max(1);
+    let windows: Vec<usize> = std::env::var("BENCH_WINDOWS")
+        .unwrap_or_else(|_| "10000,75000,300000".into())
+        .split(',')
+        .filter_map(|w| w.trim().parse().ok())
+        .collect();
+    for tokens in windows {
         let msgs = transcript(tokens);
         // The window this middle would be 75 % of.
         let budget = projection_budget_chars(tokens * 4 / 3);
         let mut times = Vec::new();
         let mut len = 0;
-        for _ in 0..RUNS {
+        for _ in 0..runs {
             let t = Instant::now();
             let p = project(&msgs, None, budget);
             times.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -108,7 +56,7 @@ fn bench_projection() -> Vec<Value> {
         let (median, max) = stats(times);
         println!("projection {tokens:>7} tokens ({:>6} messages): median {median:.3} ms, max {max:.3} ms, {len} chars out", msgs.len());
         out.push(
-            json!({"window_tokens": tokens, "messages": msgs.len(), "runs": RUNS,
+            json!({"window_tokens": tokens, "messages": msgs.len(), "runs": runs,
             "median_ms": median, "max_ms": max, "projection_chars": len, "budget_chars": budget}),
         );
     }
@@ -208,17 +156,18 @@ async fn bench_search(name: &str, store: Arc<dyn Store>, rows: usize) -> anyhow:
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let rows: usize = std::env::var("BENCH_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    let rows: usize = env_or("BENCH_ROWS", 1_000_000);
     let projection = bench_projection();
     let dir = tempfile::tempdir()?;
-    let sqlite = store::connect(&format!("sqlite://{}/bench.db", dir.path().display()), 2).await?;
-    let mut search = vec![bench_search("sqlite", sqlite, rows).await?];
-    if let Ok(url) = std::env::var("DATABASE_URL") {
-        let pg = store::connect(&url, 4).await?;
-        search.push(bench_search("postgres", pg, rows).await?);
+    let mut search = Vec::new();
+    if rows > 0 {
+        let sqlite =
+            store::connect(&format!("sqlite://{}/bench.db", dir.path().display()), 2).await?;
+        search.push(bench_search("sqlite", sqlite, rows).await?);
+        if let Ok(url) = std::env::var("DATABASE_URL") {
+            let pg = store::connect(&url, 4).await?;
+            search.push(bench_search("postgres", pg, rows).await?);
+        }
     }
     std::fs::create_dir_all("bench-results")?;
     let report = json!({"projection": projection, "search": search,

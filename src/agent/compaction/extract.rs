@@ -4,13 +4,15 @@
 //! Every rule here is a heuristic over recorded text; it must stay deterministic and must never
 //! guess a fact that is not written in the message (no exit code → "ran", not "ok").
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
 use memchr::memchr2_iter;
 use serde_json::Value;
 
-use super::sanitize::one_line;
+use super::args::{Arg, Args, COMMAND_KEYS, MAIN_ARG_KEYS, PATCH_KEYS, PATH_KEYS};
+use super::sanitize::{one_line, one_line_cow};
 
 /// How one tool run ended, as far as its recorded result says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,12 +62,14 @@ impl Outcome {
     }
 
     /// Short form for session-log labels: `exit 1`, `ok`, `error`, `ran`.
-    pub fn label(self) -> String {
+    pub fn label(self) -> Cow<'static, str> {
         match self {
-            Outcome::Ok(Some(code)) | Outcome::Failed(Some(code)) => format!("exit {code}"),
-            Outcome::Ok(None) => "ok".to_string(),
-            Outcome::Failed(None) => "error".to_string(),
-            Outcome::Ran => "ran".to_string(),
+            Outcome::Ok(Some(code)) | Outcome::Failed(Some(code)) => {
+                Cow::Owned(format!("exit {code}"))
+            }
+            Outcome::Ok(None) => Cow::Borrowed("ok"),
+            Outcome::Failed(None) => Cow::Borrowed("error"),
+            Outcome::Ran => Cow::Borrowed("ran"),
         }
     }
 }
@@ -98,55 +102,51 @@ impl FileAction {
     }
 }
 
-/// What one tool call asked for, decoded from its JSON arguments.
+/// What one tool call asked for, decoded from its JSON arguments. Borrows from the arguments
+/// text where the value is already clean.
 #[derive(Debug, Clone, Default)]
-pub struct CallFacts {
+pub struct CallFacts<'a> {
     /// The shell command, for tools that run one.
-    pub command: Option<String>,
+    pub command: Option<Cow<'a, str>>,
     /// Paths the call read or changed.
-    pub files: Vec<(String, FileAction)>,
+    pub files: Vec<(Cow<'a, str>, FileAction)>,
     /// The most telling argument for a one-line log excerpt (command, path, query, …).
-    pub main_arg: Option<String>,
+    pub main_arg: Option<Cow<'a, str>>,
 }
 
-const PATH_KEYS: &[&str] = &[
-    "path",
-    "file",
-    "file_path",
-    "filepath",
-    "filename",
-    "target_file",
-    "notebook_path",
-    "paths",
-    "files",
-];
-const MAIN_ARG_KEYS: &[&str] = &["query", "pattern", "url", "name", "id", "text"];
-const PATCH_KEYS: &[&str] = &["patch", "diff", "input"];
-
-pub fn call_facts(tool_name: &str, arguments: &str) -> CallFacts {
-    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-    let obj = args.as_object();
-    let get_str = |key: &str| obj.and_then(|o| o.get(key)).and_then(string_or_words);
+pub fn call_facts<'a>(tool_name: &str, arguments: &'a str) -> CallFacts<'a> {
+    let args = Args::parse(arguments);
+    let get_str = |key: &str| args.get(key).and_then(string_or_words);
     let mut facts = CallFacts::default();
     let mut paths = Vec::new();
     for key in PATH_KEYS {
-        if let Some(value) = obj.and_then(|o| o.get(*key)) {
-            collect_paths(value, &mut paths);
+        if let Some(value) = args.get(key) {
+            match value {
+                Arg::Str(s) if !s.trim().is_empty() => paths.push(one_line_of(s)),
+                Arg::Json(v) => collect_paths(v, &mut paths),
+                _ => {}
+            }
         }
     }
-    let sub_command = get_str("command").or_else(|| get_str("cmd"));
+    let sub_command = COMMAND_KEYS.iter().find_map(|k| get_str(k));
     if paths.is_empty() {
         facts.command = sub_command.clone().filter(|c| !c.is_empty());
     }
-    let action = file_action(
-        sub_command.as_deref().filter(|c| !c.contains(' ')),
-        tool_name,
-    );
-    facts.files = paths.iter().map(|p| (p.clone(), action)).collect();
+    if !paths.is_empty() {
+        let action = file_action(
+            sub_command.as_deref().filter(|c| !c.contains(' ')),
+            tool_name,
+        );
+        facts.files = paths.iter().map(|p| (p.clone(), action)).collect();
+    }
     for key in PATCH_KEYS {
         // Raw text: the envelope is line-based, so it must not be folded onto one line first.
-        if let Some(text) = obj.and_then(|o| o.get(*key)).and_then(Value::as_str) {
-            facts.files.extend(patch_paths(text));
+        if let Some(text) = args.get(key).and_then(Arg::as_str) {
+            facts.files.extend(
+                patch_paths(text)
+                    .into_iter()
+                    .map(|(p, a)| (Cow::Owned(p), a)),
+            );
         }
     }
     facts.main_arg = facts
@@ -158,26 +158,36 @@ pub fn call_facts(tool_name: &str, arguments: &str) -> CallFacts {
     facts
 }
 
-fn string_or_words(value: &Value) -> Option<String> {
+/// [`one_line`] of an argument, borrowed when the text is already clean.
+fn one_line_of<'a>(s: &Cow<'a, str>) -> Cow<'a, str> {
+    match s {
+        Cow::Borrowed(b) => one_line_cow(b),
+        Cow::Owned(o) => Cow::Owned(one_line(o)),
+    }
+}
+
+fn string_or_words<'a>(value: &Arg<'a>) -> Option<Cow<'a, str>> {
     match value {
-        Value::String(s) => Some(one_line(s)),
+        Arg::Str(s) => Some(one_line_of(s)),
         // `["cargo", "test"]`-style argv arrays.
-        Value::Array(items) if items.iter().all(Value::is_string) && !items.is_empty() => {
-            Some(one_line(
+        Arg::Json(Value::Array(items))
+            if items.iter().all(Value::is_string) && !items.is_empty() =>
+        {
+            Some(Cow::Owned(one_line(
                 &items
                     .iter()
                     .filter_map(Value::as_str)
                     .collect::<Vec<_>>()
                     .join(" "),
-            ))
+            )))
         }
         _ => None,
     }
 }
 
-fn collect_paths(value: &Value, out: &mut Vec<String>) {
+fn collect_paths<'a>(value: &Value, out: &mut Vec<Cow<'a, str>>) {
     match value {
-        Value::String(s) if !s.trim().is_empty() => out.push(one_line(s)),
+        Value::String(s) if !s.trim().is_empty() => out.push(Cow::Owned(one_line(s))),
         Value::Array(items) => items.iter().for_each(|v| collect_paths(v, out)),
         Value::Object(o) => {
             if let Some(p) = o.get("path") {
@@ -191,8 +201,23 @@ fn collect_paths(value: &Value, out: &mut Vec<String>) {
 /// Read / modified / written, from an editor sub-command (`view`, `str_replace`, …) when the
 /// call has one, else from the tool's name.
 fn file_action(sub_command: Option<&str>, tool_name: &str) -> FileAction {
-    let name = sub_command.unwrap_or(tool_name).to_ascii_lowercase();
-    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    let name = sub_command.unwrap_or(tool_name);
+    let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    };
+    // A byte-window search: names are a few bytes long, too short to pay for a `str::contains`
+    // searcher per word.
+    let has = |words: &[&str]| {
+        words.iter().any(|w| {
+            name.len() >= w.len()
+                && name
+                    .as_bytes()
+                    .windows(w.len())
+                    .any(|window| window == w.as_bytes())
+        })
+    };
     if has(&["write", "create", "save", "new"]) {
         FileAction::Written
     } else if has(&[

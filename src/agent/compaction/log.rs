@@ -5,13 +5,18 @@
 //! word of the cited message (`faithful.rs` checks exactly this). The label grammar is
 //! `user` | `assistant` | `system` | `→ TOOL` | `← TOOL STATUS`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt::Write;
+
+use foldhash::fast::RandomState;
 
 use crate::domain::Role;
 
 use super::extract::{call_facts, result_outcome, CallFacts, Outcome};
 use super::sanitize::{excerpt, one_line, shorten};
 use super::scan::error_line;
+use super::sections::key_part;
 use super::ProjMessage;
 
 /// Characters kept of one message in the session log.
@@ -21,10 +26,10 @@ pub const LOG_ARG_CHARS: usize = 160;
 
 /// One tool call with its result, in call order.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub struct Call<'a> {
     pub call_msg_id: i64,
-    pub tool: String,
-    pub facts: CallFacts,
+    pub tool: &'a str,
+    pub facts: CallFacts<'a>,
     pub result: Option<CallResult>,
 }
 
@@ -35,21 +40,34 @@ pub struct CallResult {
     pub outcome: Outcome,
 }
 
-impl Call {
+impl Call<'_> {
     /// The identity two calls share when one repeats the other: the command, or the tool and
     /// its main argument.
     pub fn key(&self) -> String {
-        let arg = |a: &str| super::sections::quote_part(&shorten(a, super::sections::KEY_CHARS));
+        let quoted = |prefix: &str, arg: &str| {
+            let arg = key_part(arg);
+            let mut key = String::with_capacity(prefix.len() + arg.len() + 2);
+            key.push_str(prefix);
+            key.push('`');
+            key.push_str(&arg);
+            key.push('`');
+            key
+        };
         match (&self.facts.command, &self.facts.main_arg) {
-            (Some(cmd), _) => format!("`{}`", arg(cmd)),
-            (None, Some(main)) => format!("{} `{}`", tool_label(&self.tool), arg(main)),
-            (None, None) => tool_label(&self.tool),
+            (Some(cmd), _) => quoted("", cmd),
+            (None, Some(main)) => quoted(&(tool_label(self.tool) + " "), main),
+            (None, None) => tool_label(self.tool).into_owned(),
         }
     }
 }
 
 /// Tool names are printed in labels; they must stay one plain token.
-pub fn tool_label(name: &str) -> String {
+pub fn tool_label(name: &str) -> Cow<'_, str> {
+    // The usual name is already such a token (and clean text, so `one_line` keeps it).
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_-.".contains(&b);
+    if !name.is_empty() && name.bytes().all(plain) {
+        return Cow::Borrowed(name);
+    }
     let cleaned: String = one_line(name)
         .chars()
         .map(|c| {
@@ -60,17 +78,17 @@ pub fn tool_label(name: &str) -> String {
             }
         })
         .collect();
-    if cleaned.is_empty() {
+    Cow::Owned(if cleaned.is_empty() {
         "tool".to_string()
     } else {
         cleaned
-    }
+    })
 }
 
 /// Tool calls paired with their results, and where each message sits in that pairing.
 #[derive(Debug, Default)]
-pub struct Pairing {
-    pub calls: Vec<Call>,
+pub struct Pairing<'a> {
+    pub calls: Vec<Call<'a>>,
     /// For each message: the call its result answers (tool messages only).
     pub result_of_msg: Vec<Option<usize>>,
     /// For each message: the index of its first call (an assistant's calls are consecutive).
@@ -79,13 +97,14 @@ pub struct Pairing {
 
 /// Matches results to calls by `tool_call_id`, falling back to the oldest call still waiting
 /// when a result carries no id (older stores did not record it).
-pub fn pair_calls(messages: &[ProjMessage]) -> Pairing {
+pub fn pair_calls(messages: &[ProjMessage]) -> Pairing<'_> {
     let mut p = Pairing {
         calls: Vec::new(),
         result_of_msg: vec![None; messages.len()],
         first_call_of_msg: Vec::with_capacity(messages.len()),
     };
-    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    let mut by_id: HashMap<&str, usize, RandomState> =
+        HashMap::with_capacity_and_hasher(messages.len(), RandomState::default());
     // Calls are only ever answered, never un-answered, so the oldest waiting call only moves on.
     let mut oldest_waiting = 0;
     for (index, m) in messages.iter().enumerate() {
@@ -96,7 +115,7 @@ pub fn pair_calls(messages: &[ProjMessage]) -> Pairing {
                     by_id.insert(tc.id.as_str(), p.calls.len());
                     p.calls.push(Call {
                         call_msg_id: m.id,
-                        tool: tc.name.clone(),
+                        tool: &tc.name,
                         facts: call_facts(&tc.name, &tc.arguments),
                         result: None,
                     });
@@ -141,44 +160,47 @@ pub fn log_line_count(messages: &[ProjMessage], index: usize) -> usize {
 }
 
 /// Session-log lines for message `index`.
-pub fn log_lines(messages: &[ProjMessage], index: usize, pairing: &Pairing) -> Vec<String> {
+pub fn log_lines(messages: &[ProjMessage], index: usize, pairing: &Pairing<'_>) -> Vec<String> {
     let m = &messages[index];
-    let with_quote = |label: String, text: String| {
-        if text.is_empty() {
-            format!("[#{}] {label}", m.id)
-        } else {
-            format!("[#{}] {label}: {text}", m.id)
-        }
-    };
     let mut out = Vec::new();
     match m.role {
         Role::User | Role::System => {
-            out.push(with_quote(
-                m.role.as_str().to_string(),
-                excerpt(&m.content, LOG_QUOTE_CHARS),
-            ));
+            let text = excerpt(&m.content, LOG_QUOTE_CHARS);
+            out.push(cited_line(m.id, &[m.role.as_str()], &[&text]));
         }
         Role::Assistant => {
             let text = excerpt(&m.content, LOG_QUOTE_CHARS);
             if !text.is_empty() || m.tool_calls.is_empty() {
-                out.push(with_quote("assistant".to_string(), text));
+                out.push(cited_line(m.id, &["assistant"], &[&text]));
             }
             let first = pairing.first_call_of_msg[index];
             for (tc, call) in m.tool_calls.iter().zip(&pairing.calls[first..]) {
-                let arg = match &call.facts.main_arg {
-                    Some(a) => format!("`{}`", shorten(a, LOG_ARG_CHARS).replace('`', "'")),
-                    None => excerpt(&tc.arguments, LOG_ARG_CHARS),
+                let label = tool_label(&tc.name);
+                let line = match &call.facts.main_arg {
+                    Some(a) => {
+                        let short = shorten(a, LOG_ARG_CHARS);
+                        let arg = if short.contains('`') {
+                            Cow::Owned(short.replace('`', "'"))
+                        } else {
+                            short
+                        };
+                        cited_line(m.id, &["→ ", &label], &["`", &arg, "`"])
+                    }
+                    None => {
+                        let text = excerpt(&tc.arguments, LOG_ARG_CHARS);
+                        cited_line(m.id, &["→ ", &label], &[&text])
+                    }
                 };
-                out.push(with_quote(format!("→ {}", tool_label(&tc.name)), arg));
+                out.push(line);
             }
         }
         Role::Tool => {
             let call = pairing.result_of_msg[index].map(|c| &pairing.calls[c]);
             let name = m
                 .tool_name
-                .clone()
-                .or_else(|| call.map(|c| c.tool.clone()))
-                .unwrap_or_else(|| "tool".to_string());
+                .as_deref()
+                .or_else(|| call.map(|c| c.tool))
+                .unwrap_or("tool");
             let outcome = call
                 .and_then(|c| c.result.as_ref())
                 .map_or_else(|| result_outcome(&m.content, false), |r| r.outcome);
@@ -188,11 +210,22 @@ pub fn log_lines(messages: &[ProjMessage], index: usize, pairing: &Pairing) -> V
             } else {
                 excerpt(&m.content, LOG_QUOTE_CHARS)
             };
-            out.push(with_quote(
-                format!("← {} {}", tool_label(&name), outcome.label()),
-                text,
-            ));
+            let label = ["← ", &tool_label(name), " ", &outcome.label()];
+            out.push(cited_line(m.id, &label, &[&text]));
         }
+    }
+    out
+}
+
+/// `[#N] LABEL: TEXT`, or `[#N] LABEL` when the text is empty, built in one allocation.
+fn cited_line(id: i64, label: &[&str], text: &[&str]) -> String {
+    let len: usize = label.iter().chain(text).map(|p| p.len()).sum();
+    let mut out = String::with_capacity(len + 26);
+    let _ = write!(out, "[#{id}] ");
+    label.iter().for_each(|p| out.push_str(p));
+    if text.iter().any(|p| !p.is_empty()) {
+        out.push_str(": ");
+        text.iter().for_each(|p| out.push_str(p));
     }
     out
 }

@@ -9,6 +9,7 @@
 //! the compaction transaction. This module must not decide *when* to compact (that is the
 //! trigger and its breaker) and must never paraphrase: it quotes or shortens.
 
+mod args;
 mod budget;
 mod extract;
 mod faithful;

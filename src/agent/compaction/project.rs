@@ -4,19 +4,23 @@
 //! Deterministic by construction: no clock, no randomness, no hash-map iteration order in the
 //! output. It must not call a model or read the store; it only quotes what it is given.
 
+use std::borrow::Cow;
+
 use std::collections::{HashMap, HashSet};
+
+use foldhash::fast::RandomState;
 
 use crate::domain::Role;
 
 use super::extract::FileAction;
 use super::log::{log_line_count, log_lines, pair_calls, Pairing};
 use super::parse::parse_previous;
-use super::sanitize::{excerpt, shorten};
+use super::sanitize::excerpt;
 use super::scan::{error_line, error_names, mentioned_paths};
 use super::sections::{
-    self, join, quote_part, render_command, render_error, render_file, render_goal, render_name,
-    CommandEntry, ErrorEntry, Facts, FileEntry, GoalLine, NameEntry, Rendered, DETAIL_CHARS,
-    GOAL_QUOTE_CHARS, KEY_CHARS,
+    self, join, key_part, quote_part, render_command, render_error, render_file, render_goal,
+    render_name, CommandEntry, ErrorEntry, Facts, FileEntry, GoalLine, NameEntry, Rendered,
+    DETAIL_CHARS, GOAL_QUOTE_CHARS,
 };
 use super::ProjMessage;
 
@@ -65,10 +69,11 @@ fn is_carrier(m: &ProjMessage) -> bool {
     m.role != Role::Tool && m.content.starts_with(CARRIER_HEADER)
 }
 
-fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing) {
+fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) {
     // Requests are quoted once, at the end: only the first and the latest are shown.
     let (mut first, mut latest) = (None, None);
-    let mut seen_names: HashSet<String> = facts.names.iter().map(|n| n.name.clone()).collect();
+    let mut seen_names: HashSet<String, RandomState> =
+        facts.names.iter().map(|n| n.name.clone()).collect();
     for m in messages {
         if is_carrier(m) {
             continue;
@@ -82,10 +87,11 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing) {
         }
         if matches!(m.role, Role::Tool | Role::User) {
             for name in error_names(&m.content) {
-                if seen_names.insert(name.clone()) {
+                if !seen_names.contains(name) {
+                    seen_names.insert(name.to_string());
                     facts.names.push(NameEntry {
                         first_id: m.id,
-                        name,
+                        name: name.to_string(),
                     });
                 }
             }
@@ -103,7 +109,8 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing) {
     }
 
     // Open failures from the previous projection can be fixed by a success in this span.
-    let mut open: HashMap<String, usize> = HashMap::new();
+    let mut open: HashMap<String, usize, RandomState> =
+        HashMap::with_capacity_and_hasher(facts.errors.len() + 16, RandomState::default());
     for (i, e) in facts.errors.iter().enumerate() {
         if e.fixed_at.is_none() {
             open.insert(e.key.clone(), i);
@@ -123,7 +130,7 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing) {
                 touch_file(
                     facts,
                     &mut files,
-                    &path,
+                    path,
                     FileAction::Mentioned,
                     result.msg_id,
                 );
@@ -145,7 +152,7 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing) {
             }
         }
         if let Some(command) = &call.facts.command {
-            let command = quote_part(&shorten(command, KEY_CHARS));
+            let command = key_part(command);
             record_run(
                 &mut facts.commands,
                 &mut commands,
@@ -161,11 +168,12 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing) {
 }
 
 /// Position of each entry by its key, first occurrence wins (as a front-to-back search would).
-struct Index(HashMap<String, usize>);
+struct Index(HashMap<String, usize, RandomState>);
 
 impl Index {
     fn of<'a>(keys: impl Iterator<Item = &'a str>) -> Index {
-        let mut map = HashMap::new();
+        let mut map =
+            HashMap::with_capacity_and_hasher(keys.size_hint().0 + 64, RandomState::default());
         for (i, key) in keys.enumerate() {
             map.entry(key.to_string()).or_insert(i);
         }
@@ -174,8 +182,8 @@ impl Index {
 }
 
 fn touch_file(facts: &mut Facts, index: &mut Index, path: &str, action: FileAction, id: i64) {
-    let path = quote_part(&shorten(path, KEY_CHARS));
-    match index.0.get(&path).map(|&i| &mut facts.files[i]) {
+    let path = key_part(path);
+    match index.0.get(path.as_ref()).map(|&i| &mut facts.files[i]) {
         Some(f) => {
             if !f.actions.contains(&action) {
                 f.actions.push(action);
@@ -184,10 +192,10 @@ fn touch_file(facts: &mut Facts, index: &mut Index, path: &str, action: FileActi
             f.last_id = f.last_id.max(id);
         }
         None => {
-            index.0.insert(path.clone(), facts.files.len());
+            index.0.insert(path.to_string(), facts.files.len());
             facts.files.push(FileEntry {
                 last_id: id,
-                path,
+                path: path.into_owned(),
                 actions: vec![action],
             });
         }
@@ -197,11 +205,11 @@ fn touch_file(facts: &mut Facts, index: &mut Index, path: &str, action: FileActi
 fn record_run(
     commands: &mut Vec<CommandEntry>,
     index: &mut Index,
-    command: String,
+    command: Cow<'_, str>,
     id: i64,
     outcome: super::extract::Outcome,
 ) {
-    match index.0.get(&command).map(|&i| &mut commands[i]) {
+    match index.0.get(command.as_ref()).map(|&i| &mut commands[i]) {
         Some(c) => {
             if c.last.is_failed() && c.earlier_failure.is_none() {
                 c.earlier_failure = Some((c.last_id, c.last));
@@ -211,10 +219,10 @@ fn record_run(
             c.runs += 1;
         }
         None => {
-            index.0.insert(command.clone(), commands.len());
+            index.0.insert(command.to_string(), commands.len());
             commands.push(CommandEntry {
                 last_id: id,
-                command,
+                command: command.into_owned(),
                 last: outcome,
                 earlier_failure: None,
                 runs: 1,
@@ -248,7 +256,8 @@ fn render(facts: &mut Facts, messages: &[ProjMessage]) -> Vec<Rendered> {
     let errors = newest(&mut facts.errors, sections::MAX_ERRORS);
     for e in errors.iter_mut() {
         if let Some(index) = e.detail_from.take() {
-            e.detail = error_line(&messages[index].content, DETAIL_CHARS).map(|d| quote_part(&d));
+            e.detail = error_line(&messages[index].content, DETAIL_CHARS)
+                .map(|d| quote_part(&d).into_owned());
         }
     }
     let errors: Vec<String> = errors.iter().map(render_error).collect();
@@ -303,7 +312,7 @@ fn newest<T>(entries: &mut [T], cap: usize) -> &mut [T] {
 struct Log<'a> {
     previous: Vec<String>,
     messages: &'a [ProjMessage],
-    pairing: &'a Pairing,
+    pairing: &'a Pairing<'a>,
 }
 
 impl Log<'_> {

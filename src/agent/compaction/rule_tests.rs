@@ -111,16 +111,16 @@ fn calls_are_decoded_into_commands_and_files() {
         r#"{"command":"view","path":"/a/b.rs"}"#,
     );
     assert_eq!(f.command, None);
-    assert_eq!(f.files, [("/a/b.rs".to_string(), FileAction::Read)]);
+    assert_eq!(f.files, [("/a/b.rs".into(), FileAction::Read)]);
 
     let f = call_facts(
         "str_replace_based_edit_tool",
         r#"{"command":"str_replace","path":"/a/b.rs"}"#,
     );
-    assert_eq!(f.files, [("/a/b.rs".to_string(), FileAction::Modified)]);
+    assert_eq!(f.files, [("/a/b.rs".into(), FileAction::Modified)]);
 
     let f = call_facts("write_file", r#"{"file_path":"notes.md","content":"x"}"#);
-    assert_eq!(f.files, [("notes.md".to_string(), FileAction::Written)]);
+    assert_eq!(f.files, [("notes.md".into(), FileAction::Written)]);
 
     let f = call_facts(
         "apply_patch",
@@ -129,8 +129,8 @@ fn calls_are_decoded_into_commands_and_files() {
     assert_eq!(
         f.files,
         [
-            ("src/a.rs".to_string(), FileAction::Modified),
-            ("src/b.rs".to_string(), FileAction::Written)
+            ("src/a.rs".into(), FileAction::Modified),
+            ("src/b.rs".into(), FileAction::Written)
         ]
     );
 

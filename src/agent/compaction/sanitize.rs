@@ -6,6 +6,8 @@
 //! must never drop or merge letters and digits of a word, because the faithfulness check compares
 //! words of the excerpt with words of the cleaned source.
 
+use std::borrow::Cow;
+
 /// Cleans `text` and keeps its line structure (`\n` and `\t` survive).
 ///
 /// Every line that would start with `#` (after leading blanks) gets a `\` in front of it, so a
@@ -31,33 +33,50 @@ pub fn clean_text(text: &str) -> String {
 /// A one-line excerpt can only start where the projector puts it, after its own `[#N]` prefix,
 /// so it needs no `#` escape; it still gets one at its start for callers that print it bare.
 pub fn one_line(text: &str) -> String {
+    one_line_cow(text).into_owned()
+}
+
+/// [`one_line`], borrowing `text` when it is already clean (most commands and paths are).
+pub fn one_line_cow(text: &str) -> Cow<'_, str> {
     if is_clean_line(text) {
-        return text.to_string();
+        return Cow::Borrowed(text);
     }
     let stripped = strip_invisible(text);
     let defused = neutralize_markers(&stripped);
     let mut out = String::with_capacity(defused.len());
-    for word in defused.split_whitespace() {
+    let mut push = |word: &str| {
         if !out.is_empty() {
             out.push(' ');
         }
         out.push_str(word);
+    };
+    // After stripping, the only ASCII whitespace left is ` `, `\t` and `\n`, where both splits
+    // agree; the ASCII one is much cheaper.
+    if defused.is_ascii() {
+        defused.split_ascii_whitespace().for_each(&mut push);
+    } else {
+        defused.split_whitespace().for_each(&mut push);
     }
     if out.starts_with('#') {
         out.insert(0, '\\');
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Text that [`one_line`] would return unchanged: printable ASCII without marker openers, single
 /// spaces between words, not starting with `#`. Most commands, paths and log lines are.
 fn is_clean_line(text: &str) -> bool {
     let b = text.as_bytes();
-    b.first().is_none_or(|&c| c != b' ' && c != b'#')
-        && b.last().is_none_or(|&c| c != b' ')
-        && b.iter()
-            .all(|&c| (b' '..=b'~').contains(&c) && c != b'<' && c != b'[')
-        && memchr::memmem::find(b, b"  ").is_none()
+    if b.first().is_some_and(|&c| c == b' ' || c == b'#') || b.last() == Some(&b' ') {
+        return false;
+    }
+    let mut after_space = false;
+    b.iter().all(|&c| {
+        let space = c == b' ';
+        let ok = (b' '..=b'~').contains(&c) && c != b'<' && c != b'[' && !(space && after_space);
+        after_space = space;
+        ok
+    })
 }
 
 /// `shorten(&one_line(text), max)`, without cleaning all of a long text to keep its start.
@@ -76,11 +95,11 @@ pub fn excerpt(text: &str, max: usize) -> String {
         }
         let line = one_line(&text[..cut]);
         if line.chars().count() > max.saturating_add(EXCERPT_SLACK) {
-            return shorten(&line, max);
+            return shorten_owned(line, max);
         }
         take = take.saturating_mul(4);
     }
-    shorten(&one_line(text), max)
+    shorten_owned(one_line(text), max)
 }
 
 /// More than the characters a cut can change at the end of a cleaned prefix: the longest
@@ -89,9 +108,9 @@ const EXCERPT_SLACK: usize = 32;
 
 /// Cuts `text` to at most `max` characters at a word boundary when it can, marking the cut
 /// with ` …`. Only removes words, so the result stays a faithful excerpt.
-pub fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
+pub fn shorten(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max || text.chars().count() <= max {
+        return Cow::Borrowed(text);
     }
     let keep = max.saturating_sub(2);
     let cut = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
@@ -109,10 +128,18 @@ pub fn shorten(text: &str, max: usize) -> String {
     };
     let head = head.trim_end();
     if head.is_empty() {
-        "…".to_string()
+        Cow::Borrowed("…")
     } else {
-        format!("{head} …")
+        Cow::Owned(format!("{head} …"))
     }
+}
+
+/// [`shorten`] of an owned text, reusing it when it is short enough.
+fn shorten_owned(text: String, max: usize) -> String {
+    if text.len() <= max || text.chars().count() <= max {
+        return text;
+    }
+    shorten(&text, max).into_owned()
 }
 
 /// Scripts written without spaces between words: Han, kana, Hangul and their punctuation.
@@ -133,8 +160,18 @@ fn is_bidi(c: char) -> bool {
 /// separators become `\n` so progress-bar output does not glue words together.
 fn strip_invisible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut rest = text;
+    loop {
+        // Printable ASCII, `\n` and `\t` stay as they are: copy such runs whole.
+        let plain = rest
+            .bytes()
+            .position(|c| !matches!(c, b'\n' | b'\t' | b' '..=b'~'))
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..plain]);
+        let mut chars = rest[plain..].chars();
+        let Some(c) = chars.next() else {
+            return out;
+        };
         match c {
             '\u{1B}' => match chars.next() {
                 Some('[') => skip_csi(&mut chars),
@@ -147,21 +184,20 @@ fn strip_invisible(text: &str) -> String {
             '\u{9B}' => skip_csi(&mut chars),
             '\u{9D}' => skip_string(&mut chars),
             '\r' => {
-                if chars.peek() != Some(&'\n') {
+                if !chars.as_str().starts_with('\n') {
                     out.push('\n');
                 }
             }
             '\u{2028}' | '\u{2029}' | '\u{85}' => out.push('\n'),
-            '\n' | '\t' => out.push(c),
             c if c.is_control() || is_bidi(c) || is_zero_width(c) => {}
             c => out.push(c),
         }
+        rest = chars.as_str();
     }
-    out
 }
 
 /// CSI: parameter and intermediate bytes up to one final byte in `@`..=`~`.
-fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+fn skip_csi(chars: &mut std::str::Chars<'_>) {
     for c in chars.by_ref() {
         if ('\u{40}'..='\u{7E}').contains(&c) {
             return;
@@ -174,12 +210,12 @@ fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 }
 
 /// OSC/DCS/SOS/PM/APC: everything up to BEL or ST (`ESC \` or U+009C).
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+fn skip_string(chars: &mut std::str::Chars<'_>) {
     while let Some(c) = chars.next() {
         match c {
             '\u{07}' | '\u{9C}' => return,
             '\u{1B}' => {
-                if chars.peek() == Some(&'\\') {
+                if chars.as_str().starts_with('\\') {
                     chars.next();
                 }
                 return;
@@ -198,12 +234,14 @@ const MARKERS: &[&str] = &[
 /// Defuses chat-template markers: the whole `<|…|>` family (and its full-width `<｜…｜>`
 /// spelling) by breaking the opening pair, plus the fixed markers in [`MARKERS`].
 fn neutralize_markers(text: &str) -> String {
-    if !text.contains(['<', '[']) {
+    // `<` and `[` are ASCII, so a byte search finds exactly the characters.
+    let find = |t: &str| memchr::memchr2(b'<', b'[', t.as_bytes());
+    if find(text).is_none() {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 16);
     let mut rest = text;
-    while let Some(pos) = rest.find(['<', '[']) {
+    while let Some(pos) = find(rest) {
         out.push_str(&rest[..pos]);
         let tail = &rest[pos..];
         let opener = &tail[..1];

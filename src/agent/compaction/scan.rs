@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
-use memchr::{memchr, memchr3_iter, memchr_iter, memmem};
+use memchr::{memchr, memchr3_iter, memmem};
 
 use super::sanitize::excerpt;
 
@@ -40,8 +40,8 @@ const TRACEBACK_HEADER: &str = "traceback (most recent call last)";
 /// error (`ModuleNotFoundError: …`, `error[E0382]: …`), else the first line with an error word
 /// other than a bare traceback header.
 pub fn error_line(content: &str, max: usize) -> Option<String> {
-    let line = match error_name_spans(content).next() {
-        Some((start, _)) => Some(line_at(content, start)),
+    let line = match first_error_name(content) {
+        Some(start) => Some(line_at(content, start)),
         None => first_error_word_line(content),
     };
     line.map(|l| excerpt(l, max)).filter(|l| !l.is_empty())
@@ -126,12 +126,12 @@ static EXCEPTION_SUFFIX: LazyLock<memmem::Finder<'static>> =
 
 /// Named errors in `text`, in order of first appearance: `ModuleNotFoundError`,
 /// `NullPointerException`, Rust `E0382`, TypeScript `TS2304`, errno names like `ECONNREFUSED`.
-pub fn error_names(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+pub fn error_names(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
     for (start, end) in error_name_spans(text) {
         let word = &text[start..end];
-        if !out.iter().any(|w| w == word) {
-            out.push(word.to_string());
+        if !out.contains(&word) {
+            out.push(word);
         }
     }
     out
@@ -144,30 +144,78 @@ pub fn error_names(text: &str) -> Vec<String> {
 fn error_name_spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     let b = text.as_bytes();
     let word_start = |p: usize| p == 0 || !is_word_byte(b[p - 1]);
-    let mut starts: Vec<usize> = memchr3_iter(b'E', b'S', b'T', b)
-        .filter(|&p| word_start(p))
-        .collect();
-    for (finder, len) in [(&*ERROR_SUFFIX, 5), (&*EXCEPTION_SUFFIX, 9)] {
-        for p in finder.find_iter(b) {
-            let end = p + len;
-            if end < b.len() && is_word_byte(b[end]) {
+    // One pass: every `Error` / `Exception` suffix starts with an `E` this scan visits anyway
+    // (neither word can overlap itself, so this finds what a substring search finds).
+    let mut starts: Vec<usize> = Vec::new();
+    for p in memchr3_iter(b'E', b'S', b'T', b) {
+        if word_start(p) {
+            starts.push(p);
+        }
+        if b[p] == b'E' {
+            let suffix = if b[p..].starts_with(b"Error") {
+                5
+            } else if b[p..].starts_with(b"Exception") {
+                9
+            } else {
                 continue;
-            }
-            let mut s = p;
-            while s > 0 && is_word_byte(b[s - 1]) && end - s <= MAX_NAME_LEN {
-                s -= 1;
-            }
-            if word_start(s) {
-                starts.push(s);
-            }
+            };
+            starts.extend(suffix_word_start(b, p, suffix));
         }
     }
     starts.sort_unstable();
     starts.dedup();
-    starts.into_iter().filter_map(move |s| {
-        let len = b[s..].iter().take_while(|&&c| is_word_byte(c)).count();
-        is_error_name(&text[s..s + len]).then_some((s, s + len))
-    })
+    starts
+        .into_iter()
+        .filter_map(move |s| error_name_at(text, s).map(|len| (s, s + len)))
+}
+
+/// Start of the error name that `text[p..p + len]` (an `Error` / `Exception` suffix) ends, if
+/// that suffix ends a word and the word is not too long to be a name.
+fn suffix_word_start(b: &[u8], p: usize, len: usize) -> Option<usize> {
+    let end = p + len;
+    if end < b.len() && is_word_byte(b[end]) {
+        return None;
+    }
+    let mut s = p;
+    while s > 0 && is_word_byte(b[s - 1]) && end - s <= MAX_NAME_LEN {
+        s -= 1;
+    }
+    (s == 0 || !is_word_byte(b[s - 1])).then_some(s)
+}
+
+/// Length of the word at `s` when it is an error name.
+fn error_name_at(text: &str, s: usize) -> Option<usize> {
+    let len = text.as_bytes()[s..]
+        .iter()
+        .take_while(|&&c| is_word_byte(c))
+        .count();
+    is_error_name(&text[s..s + len]).then_some(len)
+}
+
+/// Start of the first error name in `text` (the first of [`error_name_spans`]), without
+/// collecting the rest: each source of candidates is in text order, so the first hit of each
+/// is its earliest.
+fn first_error_name(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut best = memchr3_iter(b'E', b'S', b'T', b)
+        .find(|&p| (p == 0 || !is_word_byte(b[p - 1])) && error_name_at(text, p).is_some());
+    for (finder, len) in [(&*ERROR_SUFFIX, 5), (&*EXCEPTION_SUFFIX, 9)] {
+        for p in finder.find_iter(b) {
+            let limit = best.unwrap_or(usize::MAX);
+            // A name ends at most MAX_NAME_LEN + 1 bytes after it starts.
+            if p > limit.saturating_add(2 * MAX_NAME_LEN) {
+                break;
+            }
+            let Some(s) = suffix_word_start(b, p, len) else {
+                continue;
+            };
+            if s < limit && error_name_at(text, s).is_some() {
+                best = Some(s);
+                break;
+            }
+        }
+    }
+    best
 }
 
 const MAX_NAME_LEN: usize = 60;
@@ -211,24 +259,32 @@ fn is_token_byte(c: u8) -> bool {
 /// File paths named in error output (`src/lib.rs:12:5`, `tests/test_core.py`), without line
 /// numbers, in order of first appearance.
 ///
-/// A path has a `.` before its extension, so only tokens around a `.` are looked at.
-pub fn mentioned_paths(text: &str) -> Vec<String> {
+/// A path has a `.` followed by a letter before its extension, so only tokens around such a dot
+/// are looked at; a run of dots (`...` on every line of test output) is passed in one step.
+pub fn mentioned_paths(text: &str) -> Vec<&str> {
     let b = text.as_bytes();
-    let mut out: Vec<String> = Vec::new();
-    let mut token_end = 0;
-    for dot in memchr_iter(b'.', b) {
+    let mut out: Vec<&str> = Vec::new();
+    let mut pos = 0;
+    while let Some(found) = memchr(b'.', &b[pos..]) {
+        let mut dot = pos + found;
+        while b.get(dot + 1) == Some(&b'.') {
+            dot += 1;
+        }
+        pos = dot + 1;
         // Every extension starts with a letter, so only such a dot can start one.
-        if dot < token_end || !b.get(dot + 1).is_some_and(u8::is_ascii_alphabetic) {
+        if !b.get(dot + 1).is_some_and(u8::is_ascii_alphabetic) {
             continue;
         }
         let mut start = dot;
         while start > 0 && is_token_byte(b[start - 1]) {
             start -= 1;
         }
-        token_end = dot + b[dot..].iter().take_while(|&&c| is_token_byte(c)).count();
+        let token_end = dot + b[dot..].iter().take_while(|&&c| is_token_byte(c)).count();
+        // The dots left in this token belong to it: go on after it.
+        pos = token_end;
         if let Some(path) = token_path(&text[start..token_end]) {
-            if !out.iter().any(|p| p == path) {
-                out.push(path.to_string());
+            if !out.contains(&path) {
+                out.push(path);
             }
         }
     }

@@ -5,9 +5,11 @@
 //! Rendering is the single source of the line formats; `parse.rs` must accept exactly what is
 //! rendered here. Quoted parts never contain the separators ` — ` and ` → ` (see [`quote_part`]).
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use super::extract::{FileAction, Outcome};
+use super::sanitize::shorten;
 
 pub const GOAL: &str = "## Goal";
 pub const ERRORS: &str = "## Errors and fixes";
@@ -33,11 +35,23 @@ pub const DETAIL_CHARS: usize = 160;
 /// Makes quoted text safe to sit between the entry separators: backticks would end the code
 /// span, em dashes and arrows are the separators the merge parser splits on. Only punctuation
 /// changes, so the words stay those of the source.
-pub fn quote_part(text: &str) -> String {
-    if !text.contains(['`', '—', '→']) {
-        return text.to_string();
+pub fn quote_part(text: &str) -> Cow<'_, str> {
+    // `—` and `→` both start with the byte E2: text with neither that byte nor a backtick is
+    // returned as it is without decoding a character.
+    if memchr::memchr2(b'`', 0xE2, text.as_bytes()).is_none() || !text.contains(['`', '—', '→'])
+    {
+        return Cow::Borrowed(text);
     }
-    text.replace('`', "'").replace('—', "-").replace('→', "->")
+    Cow::Owned(text.replace('`', "'").replace('—', "-").replace('→', "->"))
+}
+
+/// A command, path or call argument as an entry key: shortened to [`KEY_CHARS`], then made
+/// safe by [`quote_part`]. Borrows `text` when neither changes it.
+pub fn key_part(text: &str) -> Cow<'_, str> {
+    match shorten(text, KEY_CHARS) {
+        Cow::Borrowed(short) => quote_part(short),
+        Cow::Owned(short) => Cow::Owned(quote_part(&short).into_owned()),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
