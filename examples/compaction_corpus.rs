@@ -171,7 +171,7 @@ fn arguments(rng: &mut Rng) -> String {
         format!("{{\"command\": {c}}}"),
         format!("{{\"cmd\": [\"cargo\", {c}]}}"),
         format!("{{\"command\": [], \"cmd\": {c}}}"),
-        format!("{{\"command\": [\"a\", 1]}}"),
+        "{\"command\": [\"a\", 1]}".to_string(),
         format!("{{\"command\": 5, \"{key}\": {t}}}"),
         format!("{{\"command\": {c}, \"{path_key}\": {p}}}"),
         format!("{{\"{path_key}\": [{p}, {{\"path\": {p}}}, \"  \", 7, {{\"path\": [{p}]}}]}}"),
@@ -186,8 +186,8 @@ fn arguments(rng: &mut Rng) -> String {
         format!("{{\"command\": {c}, \"n\": -0.5e-3, \"b\": [true, null, {{\"x\": {{}}}}]}}"),
         format!("{{\"command\": {c}, \"deep\": {}{}}}", "[".repeat(130), "]".repeat(130)),
         format!("{{\"command\": {c}}} trailing"),
-        format!("{{\"command\": \"\\ud800\"}}"),
-        format!("{{\"command\": \"a\nb\"}}"),
+        "{\"command\": \"\\ud800\"}".to_string(),
+        "{\"command\": \"a\nb\"}".to_string(),
         format!("  {{ \"command\" : {c} , \"{path_key}\" : null }}  "),
         format!("[{c}]"),
         c.clone(),
@@ -272,7 +272,7 @@ fn transcript(rng: &mut Rng, len: usize, first_id: i64) -> Vec<ProjMessage> {
                         1 => Some("unknown".into()),
                         _ => Some(call.id),
                     };
-                    r.tool_name = (rng.below(3) > 0).then(|| call.name);
+                    r.tool_name = (rng.below(3) > 0).then_some(call.name);
                     out.push(r);
                 }
             }
