@@ -413,7 +413,7 @@ fn any_transcript_is_deterministic_bounded_faithful_and_heading_safe() {
 }
 
 #[test]
-fn projection_of_a_large_transcript_is_fast() {
+fn a_large_transcript_projects_within_its_budget() {
     let mut rng = Rng(42);
     let mut messages = transcript(&mut rng, 3_000, 1);
     for m in &mut messages {

@@ -30,18 +30,23 @@ impl Outcome {
         matches!(self, Outcome::Failed(_))
     }
 
-    /// Long form for the structured sections: `ok (exit 0)`, `failed (exit 1)`, …
-    pub fn describe(self) -> String {
-        match self {
-            Outcome::Ok(Some(code)) => format!("ok (exit {code})"),
-            Outcome::Ok(None) => "ok".to_string(),
-            Outcome::Failed(Some(code)) => format!("failed (exit {code})"),
-            Outcome::Failed(None) => "failed (error)".to_string(),
-            Outcome::Ran => "ran (no exit code)".to_string(),
+    /// Appends the long form for the structured sections: `ok (exit 0)`, `failed (exit 1)`, …
+    pub fn describe_into(self, out: &mut String) {
+        let (word, code) = match self {
+            Outcome::Ok(code) => ("ok", code),
+            Outcome::Failed(Some(code)) => ("failed", Some(code)),
+            Outcome::Failed(None) => ("failed (error)", None),
+            Outcome::Ran => ("ran (no exit code)", None),
+        };
+        out.push_str(word);
+        if let Some(code) = code {
+            out.push_str(" (exit ");
+            out.push_str(itoa::Buffer::new().format(code));
+            out.push(')');
         }
     }
 
-    /// Inverse of [`Outcome::describe`], used when merging a previous projection.
+    /// Inverse of [`Outcome::describe_into`], used when merging a previous projection.
     pub fn parse(text: &str) -> Option<Outcome> {
         let code =
             |s: &str| -> Option<i32> { s.strip_prefix("(exit ")?.strip_suffix(')')?.parse().ok() };
@@ -65,7 +70,7 @@ impl Outcome {
     pub fn label(self) -> Cow<'static, str> {
         match self {
             Outcome::Ok(Some(code)) | Outcome::Failed(Some(code)) => {
-                Cow::Owned(format!("exit {code}"))
+                Cow::Owned(["exit ", itoa::Buffer::new().format(code)].concat())
             }
             Outcome::Ok(None) => Cow::Borrowed("ok"),
             Outcome::Failed(None) => Cow::Borrowed("error"),
@@ -291,8 +296,10 @@ pub fn exit_code(content: &str) -> Option<i32> {
         let found = at(start, "exit") && free_start(start);
         found.then(|| code_after(&content[start + 4..]).map(|c| (start, c)))?
     });
-    let ret = memchr2_iter(b'u', b'U', b).rev().find_map(|u| {
-        let start = u.checked_sub(3)?;
+    // A `return` keyword only matters after the last `exit` one: scan no further back.
+    let floor = exit.map_or(0, |(start, _)| start + 1);
+    let ret = memchr2_iter(b'u', b'U', &b[floor..]).rev().find_map(|u| {
+        let start = (floor + u).checked_sub(3).filter(|&s| s >= floor)?;
         if !(at(start, "return") && free_start(start)) {
             return None;
         }

@@ -7,7 +7,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use foldhash::fast::RandomState;
 
@@ -16,7 +15,7 @@ use crate::domain::Role;
 use super::extract::{call_facts, result_outcome, CallFacts, Outcome};
 use super::sanitize::{excerpt, one_line, shorten};
 use super::scan::error_line;
-use super::sections::key_part;
+use super::sections::{key_part, push_cite};
 use super::ProjMessage;
 
 /// Characters kept of one message in the session log.
@@ -159,8 +158,13 @@ pub fn log_line_count(messages: &[ProjMessage], index: usize) -> usize {
     }
 }
 
-/// Session-log lines for message `index`.
-pub fn log_lines(messages: &[ProjMessage], index: usize, pairing: &Pairing<'_>) -> Vec<String> {
+/// Session-log lines for message `index`; `first_name` is where its first error name starts.
+pub fn log_lines(
+    messages: &[ProjMessage],
+    index: usize,
+    pairing: &Pairing<'_>,
+    first_name: Option<usize>,
+) -> Vec<String> {
     let m = &messages[index];
     let mut out = Vec::new();
     match m.role {
@@ -205,7 +209,7 @@ pub fn log_lines(messages: &[ProjMessage], index: usize, pairing: &Pairing<'_>) 
                 .and_then(|c| c.result.as_ref())
                 .map_or_else(|| result_outcome(&m.content, false), |r| r.outcome);
             let text = if outcome.is_failed() {
-                error_line(&m.content, LOG_QUOTE_CHARS)
+                error_line(&m.content, first_name, LOG_QUOTE_CHARS)
                     .unwrap_or_else(|| excerpt(&m.content, LOG_QUOTE_CHARS))
             } else {
                 excerpt(&m.content, LOG_QUOTE_CHARS)
@@ -221,7 +225,8 @@ pub fn log_lines(messages: &[ProjMessage], index: usize, pairing: &Pairing<'_>) 
 fn cited_line(id: i64, label: &[&str], text: &[&str]) -> String {
     let len: usize = label.iter().chain(text).map(|p| p.len()).sum();
     let mut out = String::with_capacity(len + 26);
-    let _ = write!(out, "[#{id}] ");
+    push_cite(&mut out, id);
+    out.push(' ');
     label.iter().for_each(|p| out.push_str(p));
     if text.iter().any(|p| !p.is_empty()) {
         out.push_str(": ");

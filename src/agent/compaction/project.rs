@@ -55,12 +55,13 @@ pub fn project(messages: &[ProjMessage], previous: Option<&str>, budget_chars: u
         .map(|m| m.content.as_str());
     let mut facts = previous.or(carried).map(parse_previous).unwrap_or_default();
     let pairing = pair_calls(messages);
-    fold(&mut facts, messages, &pairing);
-    let sections = render(&mut facts, messages);
+    let first_names = fold(&mut facts, messages, &pairing);
+    let sections = render(&mut facts, messages, &first_names);
     let log = Log {
         previous: std::mem::take(&mut facts.log),
         messages,
         pairing: &pairing,
+        first_names: &first_names,
     };
     fit(sections, &log, budget_chars)
 }
@@ -69,12 +70,15 @@ fn is_carrier(m: &ProjMessage) -> bool {
     m.role != Role::Tool && m.content.starts_with(CARRIER_HEADER)
 }
 
-fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) {
+/// Folds `messages` into `facts`. Returns, per message, where its first error name starts (tool
+/// and user messages only): the line to quote for a failure starts there.
+fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) -> Vec<Option<usize>> {
     // Requests are quoted once, at the end: only the first and the latest are shown.
     let (mut first, mut latest) = (None, None);
     let mut seen_names: HashSet<String, RandomState> =
         facts.names.iter().map(|n| n.name.clone()).collect();
-    for m in messages {
+    let mut first_names = vec![None; messages.len()];
+    for (i, m) in messages.iter().enumerate() {
         if is_carrier(m) {
             continue;
         }
@@ -86,7 +90,11 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) {
             }
         }
         if matches!(m.role, Role::Tool | Role::User) {
-            for name in error_names(&m.content) {
+            let names = error_names(&m.content);
+            first_names[i] = names
+                .first()
+                .map(|n| n.as_ptr() as usize - m.content.as_ptr() as usize);
+            for name in names {
                 if !seen_names.contains(name) {
                     seen_names.insert(name.to_string());
                     facts.names.push(NameEntry {
@@ -165,6 +173,7 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) {
     // Recency order: the entry touched longest ago is the first one dropped.
     facts.files.sort_by_key(|f| f.last_id);
     facts.commands.sort_by_key(|c| c.last_id);
+    first_names
 }
 
 /// Position of each entry by its key, first occurrence wins (as a front-to-back search would).
@@ -233,7 +242,11 @@ fn record_run(
 
 /// Renders the structured sections, capped, and an empty session log (filled by [`fit`]).
 /// Only the newest entries a cap keeps are rendered; the rest only count as omitted.
-fn render(facts: &mut Facts, messages: &[ProjMessage]) -> Vec<Rendered> {
+fn render(
+    facts: &mut Facts,
+    messages: &[ProjMessage],
+    first_names: &[Option<usize>],
+) -> Vec<Rendered> {
     let section = |heading, omitted, lines: Vec<String>| Rendered {
         heading,
         omitted,
@@ -256,7 +269,7 @@ fn render(facts: &mut Facts, messages: &[ProjMessage]) -> Vec<Rendered> {
     let errors = newest(&mut facts.errors, sections::MAX_ERRORS);
     for e in errors.iter_mut() {
         if let Some(index) = e.detail_from.take() {
-            e.detail = error_line(&messages[index].content, DETAIL_CHARS)
+            e.detail = error_line(&messages[index].content, first_names[index], DETAIL_CHARS)
                 .map(|d| quote_part(&d).into_owned());
         }
     }
@@ -313,6 +326,7 @@ struct Log<'a> {
     previous: Vec<String>,
     messages: &'a [ProjMessage],
     pairing: &'a Pairing<'a>,
+    first_names: &'a [Option<usize>],
 }
 
 impl Log<'_> {
@@ -329,7 +343,11 @@ impl Log<'_> {
         let own = (0..self.messages.len())
             .rev()
             .filter(|&i| !is_carrier(&self.messages[i]))
-            .flat_map(|i| log_lines(self.messages, i, self.pairing).into_iter().rev());
+            .flat_map(|i| {
+                log_lines(self.messages, i, self.pairing, self.first_names[i])
+                    .into_iter()
+                    .rev()
+            });
         own.chain(self.previous.iter().rev().cloned())
     }
 }

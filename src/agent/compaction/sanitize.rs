@@ -41,6 +41,11 @@ pub fn one_line_cow(text: &str) -> Cow<'_, str> {
     if is_clean_line(text) {
         return Cow::Borrowed(text);
     }
+    Cow::Owned(fold_plain(text).unwrap_or_else(|| fold_any(text)))
+}
+
+/// [`one_line`] of any text: strip, defuse, then fold.
+fn fold_any(text: &str) -> String {
     let stripped = strip_invisible(text);
     let defused = neutralize_markers(&stripped);
     let mut out = String::with_capacity(defused.len());
@@ -60,7 +65,61 @@ pub fn one_line_cow(text: &str) -> Cow<'_, str> {
     if out.starts_with('#') {
         out.insert(0, '\\');
     }
-    Cow::Owned(out)
+    out
+}
+
+/// [`one_line`] of text made only of printable ASCII, `\n` and `\t`, in one pass: there is
+/// nothing to strip, so markers are defused and whitespace folded as the bytes go by. `None`
+/// at the first other byte; the general path then cleans the text (tool output usually stays
+/// here: lines of ASCII with an `error[E0308]` or `<path>` in them).
+fn fold_plain(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(b.len());
+    let mut space = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if matches!(c, b' ' | b'\n' | b'\t') {
+            space = !out.is_empty();
+            i += 1;
+            continue;
+        }
+        if !c.is_ascii_graphic() {
+            return None;
+        }
+        if space {
+            out.push(' ');
+            space = false;
+        }
+        if c == b'<' || c == b'[' {
+            // As in [`neutralize_markers`]: a space after the opener of `<|…` or of a marker.
+            out.push(c as char);
+            if b.get(i + 1) == Some(&b'|') {
+                out.push(' ');
+                i += 1;
+            } else if let Some(m) = MARKERS
+                .iter()
+                .find(|m| starts_with_ignore_ascii_case(&text[i..], m))
+            {
+                out.push(' ');
+                out.push_str(&text[i + 1..i + m.len()]);
+                i += m.len();
+            } else {
+                i += 1;
+            }
+            continue;
+        }
+        let run = b[i..]
+            .iter()
+            .position(|&c| !c.is_ascii_graphic() || c == b'<' || c == b'[')
+            .unwrap_or(b.len() - i);
+        out.push_str(&text[i..i + run]);
+        i += run;
+    }
+    if out.starts_with('#') {
+        out.insert(0, '\\');
+    }
+    Some(out)
 }
 
 /// Text that [`one_line`] would return unchanged: printable ASCII without marker openers, single
@@ -93,13 +152,13 @@ pub fn excerpt(text: &str, max: usize) -> String {
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let line = one_line(&text[..cut]);
+        let line = one_line_cow(&text[..cut]);
         if line.chars().count() > max.saturating_add(EXCERPT_SLACK) {
-            return shorten_owned(line, max);
+            return shorten_cow(line, max);
         }
         take = take.saturating_mul(4);
     }
-    shorten_owned(one_line(text), max)
+    shorten_cow(one_line_cow(text), max)
 }
 
 /// More than the characters a cut can change at the end of a cleaned prefix: the longest
@@ -134,12 +193,12 @@ pub fn shorten(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
-/// [`shorten`] of an owned text, reusing it when it is short enough.
-fn shorten_owned(text: String, max: usize) -> String {
-    if text.len() <= max || text.chars().count() <= max {
-        return text;
+/// [`shorten`] into an owned text, reusing `text` when it is owned and short enough.
+fn shorten_cow(text: Cow<'_, str>, max: usize) -> String {
+    match text {
+        Cow::Owned(text) if text.len() <= max || text.chars().count() <= max => text,
+        text => shorten(&text, max).into_owned(),
     }
-    shorten(&text, max).into_owned()
 }
 
 /// Scripts written without spaces between words: Han, kana, Hangul and their punctuation.
@@ -158,19 +217,26 @@ fn is_bidi(c: char) -> bool {
 /// Drops ANSI escape sequences (CSI, OSC, two-byte ESC forms, C1 CSI), control characters other
 /// than `\n` and `\t`, bidi controls and zero-width characters. `\r` and the Unicode line
 /// separators become `\n` so progress-bar output does not glue words together.
-fn strip_invisible(text: &str) -> String {
+///
+/// Borrows `text` when it is all printable ASCII, `\n` and `\t` (nothing to strip).
+fn strip_invisible(text: &str) -> Cow<'_, str> {
+    let is_plain = |c: u8| matches!(c, b'\n' | b'\t' | b' '..=b'~');
+    let Some(first) = text.bytes().position(|c| !is_plain(c)) else {
+        return Cow::Borrowed(text);
+    };
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+    out.push_str(&text[..first]);
+    let mut rest = &text[first..];
     loop {
         // Printable ASCII, `\n` and `\t` stay as they are: copy such runs whole.
         let plain = rest
             .bytes()
-            .position(|c| !matches!(c, b'\n' | b'\t' | b' '..=b'~'))
+            .position(|c| !is_plain(c))
             .unwrap_or(rest.len());
         out.push_str(&rest[..plain]);
         let mut chars = rest[plain..].chars();
         let Some(c) = chars.next() else {
-            return out;
+            return Cow::Owned(out);
         };
         match c {
             '\u{1B}' => match chars.next() {
@@ -233,11 +299,11 @@ const MARKERS: &[&str] = &[
 
 /// Defuses chat-template markers: the whole `<|…|>` family (and its full-width `<｜…｜>`
 /// spelling) by breaking the opening pair, plus the fixed markers in [`MARKERS`].
-fn neutralize_markers(text: &str) -> String {
+fn neutralize_markers(text: &str) -> Cow<'_, str> {
     // `<` and `[` are ASCII, so a byte search finds exactly the characters.
     let find = |t: &str| memchr::memchr2(b'<', b'[', t.as_bytes());
     if find(text).is_none() {
-        return text.to_string();
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     let mut rest = text;
@@ -266,7 +332,7 @@ fn neutralize_markers(text: &str) -> String {
         rest = after;
     }
     out.push_str(rest);
-    out
+    Cow::Owned(out)
 }
 
 fn starts_with_ignore_ascii_case(text: &str, prefix: &str) -> bool {
@@ -306,6 +372,60 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(one_line(input), *want, "input {input:?}");
         }
+    }
+
+    /// The one-pass fold of plain ASCII must give what stripping, defusing and folding give.
+    #[test]
+    fn plain_fold_agrees_with_the_general_path() {
+        let pieces: &[&str] = &[
+            "word",
+            " ",
+            "  ",
+            "\n",
+            "\t",
+            "<",
+            "[",
+            "|",
+            "<|",
+            "[INST]",
+            "[/inst]",
+            "<s>",
+            "</S>",
+            "<<SYS>>",
+            "<think>",
+            "#",
+            "## ",
+            "x<",
+            "]",
+            "é",
+            "\r",
+            "\u{1b}[0m",
+            "\u{7f}",
+            ">",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut plain_cases = 0;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(state % 12) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(pieces[(state % pieces.len() as u64) as usize]);
+            }
+            let plain = text
+                .bytes()
+                .all(|c| matches!(c, b'\n' | b'\t' | b' '..=b'~'));
+            match fold_plain(&text) {
+                Some(folded) => {
+                    assert!(plain, "{text:?}");
+                    assert_eq!(folded, fold_any(&text), "{text:?}");
+                    plain_cases += 1;
+                }
+                None => assert!(!plain, "{text:?}"),
+            }
+        }
+        assert!(plain_cases > 5_000, "only {plain_cases} plain cases");
     }
 
     #[test]

@@ -7,8 +7,8 @@
 
 use std::sync::LazyLock;
 
-use aho_corasick::AhoCorasick;
-use memchr::{memchr, memchr3_iter, memmem};
+use aho_corasick::{packed, AhoCorasick};
+use memchr::{memchr, memchr3_iter};
 
 use super::sanitize::excerpt;
 
@@ -36,11 +36,12 @@ static ERROR_WORD_FINDER: LazyLock<AhoCorasick> = LazyLock::new(|| {
 
 const TRACEBACK_HEADER: &str = "traceback (most recent call last)";
 
-/// The line of `content` that best says what went wrong, shortened: the first line naming an
-/// error (`ModuleNotFoundError: …`, `error[E0382]: …`), else the first line with an error word
-/// other than a bare traceback header.
-pub fn error_line(content: &str, max: usize) -> Option<String> {
-    let line = match first_error_name(content) {
+/// The line of `content` that best says what went wrong, shortened: the line of its first error
+/// name (`ModuleNotFoundError: …`, `error[E0382]: …`), else the first line with an error word
+/// other than a bare traceback header. `first_name` is where the first of [`error_names`]
+/// starts; the projector has read those from every tool result already.
+pub fn error_line(content: &str, first_name: Option<usize>, max: usize) -> Option<String> {
+    let line = match first_name {
         Some(start) => Some(line_at(content, start)),
         None => first_error_word_line(content),
     };
@@ -119,11 +120,6 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
-static ERROR_SUFFIX: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new("Error"));
-static EXCEPTION_SUFFIX: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new("Exception"));
-
 /// Named errors in `text`, in order of first appearance: `ModuleNotFoundError`,
 /// `NullPointerException`, Rust `E0382`, TypeScript `TS2304`, errno names like `ECONNREFUSED`.
 pub fn error_names(text: &str) -> Vec<&str> {
@@ -192,32 +188,6 @@ fn error_name_at(text: &str, s: usize) -> Option<usize> {
     is_error_name(&text[s..s + len]).then_some(len)
 }
 
-/// Start of the first error name in `text` (the first of [`error_name_spans`]), without
-/// collecting the rest: each source of candidates is in text order, so the first hit of each
-/// is its earliest.
-fn first_error_name(text: &str) -> Option<usize> {
-    let b = text.as_bytes();
-    let mut best = memchr3_iter(b'E', b'S', b'T', b)
-        .find(|&p| (p == 0 || !is_word_byte(b[p - 1])) && error_name_at(text, p).is_some());
-    for (finder, len) in [(&*ERROR_SUFFIX, 5), (&*EXCEPTION_SUFFIX, 9)] {
-        for p in finder.find_iter(b) {
-            let limit = best.unwrap_or(usize::MAX);
-            // A name ends at most MAX_NAME_LEN + 1 bytes after it starts.
-            if p > limit.saturating_add(2 * MAX_NAME_LEN) {
-                break;
-            }
-            let Some(s) = suffix_word_start(b, p, len) else {
-                continue;
-            };
-            if s < limit && error_name_at(text, s).is_some() {
-                best = Some(s);
-                break;
-            }
-        }
-    }
-    best
-}
-
 const MAX_NAME_LEN: usize = 60;
 
 fn is_error_name(word: &str) -> bool {
@@ -256,32 +226,56 @@ fn is_token_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || b"_./-~:".contains(&c)
 }
 
+/// A `.` and the first letter of a source extension, as patterns for a SIMD (Teddy) search: the
+/// start of every `.ext` and of few other dots. Two bytes and at most 32 patterns keep it on the
+/// fastest variant. `None` where the CPU has no such search; [`mentioned_paths`] then walks the
+/// dots itself.
+static EXTENSION_FINDER: LazyLock<Option<packed::Searcher>> = LazyLock::new(|| {
+    let mut builder = packed::Config::new()
+        .match_kind(packed::MatchKind::LeftmostFirst)
+        .builder();
+    let mut firsts: Vec<u8> = SOURCE_EXTENSIONS.iter().map(|e| e.as_bytes()[0]).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    for first in firsts {
+        builder.add([b'.', first]);
+    }
+    builder.build()
+});
+
 /// File paths named in error output (`src/lib.rs:12:5`, `tests/test_core.py`), without line
 /// numbers, in order of first appearance.
 ///
-/// A path has a `.` followed by a letter before its extension, so only tokens around such a dot
-/// are looked at; a run of dots (`...` on every line of test output) is passed in one step.
+/// A path's token contains `.ext` for one of [`SOURCE_EXTENSIONS`], so only tokens around the
+/// start of such an extension are looked at. Test output has a dot run (`... ok`) on every
+/// line: the extension search passes them without stopping, where a dot-by-dot walk stopped at
+/// each.
 pub fn mentioned_paths(text: &str) -> Vec<&str> {
+    match &*EXTENSION_FINDER {
+        Some(finder) => paths_at(text, finder.find_iter(text).map(|m| m.start())),
+        None => paths_at(text, dots_before_letters(text.as_bytes())),
+    }
+}
+
+/// Every `.` that is followed by an ASCII letter (each extension starts with one).
+fn dots_before_letters(b: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    memchr::memchr_iter(b'.', b).filter(|&dot| b.get(dot + 1).is_some_and(u8::is_ascii_alphabetic))
+}
+
+/// The paths of the tokens that contain the candidate positions (ascending), each token once.
+fn paths_at(text: &str, candidates: impl Iterator<Item = usize>) -> Vec<&str> {
     let b = text.as_bytes();
     let mut out: Vec<&str> = Vec::new();
-    let mut pos = 0;
-    while let Some(found) = memchr(b'.', &b[pos..]) {
-        let mut dot = pos + found;
-        while b.get(dot + 1) == Some(&b'.') {
-            dot += 1;
-        }
-        pos = dot + 1;
-        // Every extension starts with a letter, so only such a dot can start one.
-        if !b.get(dot + 1).is_some_and(u8::is_ascii_alphabetic) {
+    let mut token_end = 0;
+    for at in candidates {
+        if at < token_end {
             continue;
         }
-        let mut start = dot;
+        let mut start = at;
         while start > 0 && is_token_byte(b[start - 1]) {
             start -= 1;
         }
-        let token_end = dot + b[dot..].iter().take_while(|&&c| is_token_byte(c)).count();
-        // The dots left in this token belong to it: go on after it.
-        pos = token_end;
+        token_end = at + b[at..].iter().take_while(|&&c| is_token_byte(c)).count();
         if let Some(path) = token_path(&text[start..token_end]) {
             if !out.contains(&path) {
                 out.push(path);
@@ -301,4 +295,39 @@ fn token_path(token: &str) -> Option<&str> {
         && SOURCE_EXTENSIONS.contains(&ext)
         && path.len() <= 200;
     keep.then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SIMD extension search must find exactly what the dot walk finds, so a machine
+    /// without it projects the same bytes.
+    #[test]
+    fn extension_search_and_dot_walk_agree() {
+        let Some(finder) = &*EXTENSION_FINDER else {
+            panic!("this machine has no packed search; the agreement cannot be checked here");
+        };
+        let alphabet: &[&str] = &[
+            "src/", "lib", ".rs", ".r", ".", "..", "...", ":12", ":", " ", "\n", "a.b", ".cpp",
+            ".c", ".PY", ".py", "x", "/", "-", "é", ".json.", "mod", ".lock", "~",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..(state % 24) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            let simd = paths_at(&text, finder.find_iter(&text).map(|m| m.start()));
+            let walk = paths_at(&text, dots_before_letters(text.as_bytes()));
+            assert_eq!(simd, walk, "text {text:?}");
+        }
+        assert_eq!(
+            mentioned_paths("at src/lib.rs:12:5 and tests/a.py... test x ... ok src/lib.rs"),
+            ["src/lib.rs", "tests/a.py"]
+        );
+    }
 }

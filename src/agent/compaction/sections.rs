@@ -6,7 +6,6 @@
 //! rendered here. Quoted parts never contain the separators ` — ` and ` → ` (see [`quote_part`]).
 
 use std::borrow::Cow;
-use std::fmt::Write;
 
 use super::extract::{FileAction, Outcome};
 use super::sanitize::shorten;
@@ -124,18 +123,44 @@ pub struct Facts {
     pub omitted: Omitted,
 }
 
+/// `- [#N] ` with room for `rest` more bytes: every entry line starts so.
+fn entry_start(id: i64, rest: usize) -> String {
+    let mut out = String::with_capacity(rest + 28);
+    out.push_str("- ");
+    push_cite(&mut out, id);
+    out.push(' ');
+    out
+}
+
+/// Appends `[#N]`, without going through `fmt` (this runs for every line of a projection).
+pub fn push_cite(out: &mut String, id: i64) {
+    out.push_str("[#");
+    out.push_str(itoa::Buffer::new().format(id));
+    out.push(']');
+}
+
 pub fn render_goal(label: &str, line: &GoalLine) -> String {
-    format!("- [#{}] {label}: {}", line.id, line.text)
+    let mut out = entry_start(line.id, label.len() + line.text.len() + 2);
+    out.push_str(label);
+    out.push_str(": ");
+    out.push_str(&line.text);
+    out
 }
 
 pub fn render_error(e: &ErrorEntry) -> String {
-    let mut out = format!("- [#{}] {} — {}", e.id, e.key, e.outcome.describe());
+    let detail = e.detail.as_deref().unwrap_or("");
+    let mut out = entry_start(e.id, e.key.len() + detail.len() + 64);
+    out.push_str(&e.key);
+    out.push_str(" — ");
+    e.outcome.describe_into(&mut out);
     if let Some(detail) = &e.detail {
-        let _ = write!(out, ": {detail}");
+        out.push_str(": ");
+        out.push_str(detail);
     }
     match e.fixed_at {
         Some(id) => {
-            let _ = write!(out, " → fixed at [#{id}]");
+            out.push_str(" → fixed at ");
+            push_cite(&mut out, id);
         }
         None => out.push_str(" → not fixed yet"),
     }
@@ -143,23 +168,42 @@ pub fn render_error(e: &ErrorEntry) -> String {
 }
 
 pub fn render_file(f: &FileEntry) -> String {
-    let actions: Vec<&str> = f.actions.iter().map(|a| a.word()).collect();
-    format!("- [#{}] {} — {}", f.last_id, f.path, actions.join(", "))
+    let mut out = entry_start(f.last_id, f.path.len() + 48);
+    out.push_str(&f.path);
+    out.push_str(" — ");
+    for (i, action) in f.actions.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(action.word());
+    }
+    out
 }
 
 pub fn render_command(c: &CommandEntry) -> String {
-    let mut out = format!("- [#{}] `{}` — {}", c.last_id, c.command, c.last.describe());
+    let mut out = entry_start(c.last_id, c.command.len() + 48);
+    out.push('`');
+    out.push_str(&c.command);
+    out.push_str("` — ");
+    c.last.describe_into(&mut out);
     if let Some((id, outcome)) = c.earlier_failure {
-        let _ = write!(out, "; earlier {} at [#{id}]", outcome.describe());
+        out.push_str("; earlier ");
+        outcome.describe_into(&mut out);
+        out.push_str(" at ");
+        push_cite(&mut out, id);
     }
     if c.runs > 1 {
-        let _ = write!(out, "; {} runs", c.runs);
+        out.push_str("; ");
+        out.push_str(itoa::Buffer::new().format(c.runs));
+        out.push_str(" runs");
     }
     out
 }
 
 pub fn render_name(n: &NameEntry) -> String {
-    format!("- [#{}] {}", n.first_id, n.name)
+    let mut out = entry_start(n.first_id, n.name.len());
+    out.push_str(&n.name);
+    out
 }
 
 pub fn entries_note(n: usize) -> String {
