@@ -95,7 +95,6 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<f64> {
             model: "bench".into(),
             compaction_strikes: 0,
             fallback_streak: 0,
-            breaker_blocked_since: None,
             cooldown_until: None,
         };
         store.session_create(&lease, &s).await?;

@@ -8,29 +8,14 @@
 //! `cargo run --release --example compaction_corpus > before.txt`.
 //! `CORPUS_CASES=N` sets the number of random cases (default 4,000).
 
+#[path = "../tests/support/rng.rs"]
+mod rng;
 #[path = "support/transcripts.rs"]
 mod transcripts;
 
 use herald::agent::compaction::{carrier, project, projection_budget_chars, ProjMessage};
 use herald::domain::{Role, ToolCall};
-
-/// xorshift64*: fixed seed, so the corpus is the same on every run and machine.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
+use rng::Rng;
 
 const FRAGMENTS: &[&str] = &[
     "error[E0382]: borrow of moved value",

@@ -11,6 +11,10 @@ use herald::agent::compaction::{carrier, check_faithful, project, ProjMessage};
 use herald::domain::{Role, ToolCall};
 use serde::Deserialize;
 
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 const HEADINGS: [&str; 6] = [
     "## Goal",
     "## Errors and fixes",
@@ -265,24 +269,6 @@ fn hostile_text_in_any_field_cannot_open_a_section() {
         "well-formed previous entries carry over"
     );
     assert!(!got.contains("Injected"));
-}
-
-/// xorshift64*: a fixed-seed generator so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
 }
 
 const FRAGMENTS: &[&str] = &[

@@ -19,7 +19,6 @@ fn session(id: &str, lane: &str) -> Session {
         model: "m".into(),
         compaction_strikes: 0,
         fallback_streak: 0,
-        breaker_blocked_since: None,
         cooldown_until: None,
     }
 }

@@ -81,7 +81,6 @@ async fn cron_lane_with_dialogue(app: &App, lane: &str) {
         model: "m".into(),
         compaction_strikes: 0,
         fallback_streak: 0,
-        breaker_blocked_since: None,
         cooldown_until: None,
     };
     app.store.session_create(&lease, &session).await.unwrap();

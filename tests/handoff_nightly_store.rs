@@ -45,7 +45,6 @@ async fn conversation(store: &Arc<dyn Store>, lane: &str, n: usize) -> String {
         model: "m".into(),
         compaction_strikes: 0,
         fallback_streak: 0,
-        breaker_blocked_since: None,
         cooldown_until: None,
     };
     store.session_create(&lease, &session).await.unwrap();

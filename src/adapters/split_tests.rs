@@ -4,6 +4,10 @@
 use super::{split_message, Measure, TELEGRAM_LIMIT};
 use std::collections::HashSet;
 
+#[path = "../../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 #[test]
 fn table_of_cuts() {
     let cases: &[(&str, &str, usize, Measure, &[&str])] = &[
@@ -231,21 +235,6 @@ fn long_answer_with_emoji_and_code_fits_telegram() {
         "10k answer: {} chunks, UTF-16 sizes {sizes:?}",
         chunks.len()
     );
-}
-
-/// xorshift64*: deterministic, no dependency, good enough to vary inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 fn random_text(rng: &mut Rng) -> String {

@@ -237,7 +237,6 @@ pub async fn import_file(
         model: "import".into(),
         compaction_strikes: 0,
         fallback_streak: 0,
-        breaker_blocked_since: None,
         cooldown_until: None,
     };
     progress.set_message(format!(

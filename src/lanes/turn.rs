@@ -70,7 +70,6 @@ impl Worker {
             model,
             compaction_strikes: 0,
             fallback_streak: 0,
-            breaker_blocked_since: None,
             cooldown_until: None,
         };
         deps.store.session_create(lease, &s).await?;

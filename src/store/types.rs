@@ -100,7 +100,6 @@ pub struct Session {
     pub model: String,
     pub compaction_strikes: i64,
     pub fallback_streak: i64,
-    pub breaker_blocked_since: Option<i64>,
     pub cooldown_until: Option<i64>,
 }
 

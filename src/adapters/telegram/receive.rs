@@ -1,11 +1,13 @@
 //! One raw update in, at most one inbox row out — the step the poller and the webhook share.
 //!
 //! Updates are parsed one by one from raw JSON, so a single update teloxide cannot read is
-//! logged and skipped instead of failing the whole `getUpdates` batch.
+//! logged and skipped instead of failing the whole `getUpdates` batch; one whose decode panics
+//! is skipped the same way (logged at error), so no single update can stop intake.
 //!
 //! Must not: acknowledge anything to Telegram (the callers do, after this returns `Ok`).
 
 use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -35,30 +37,15 @@ impl Receiver {
     /// `Err` only when the store could not take the event: the caller must not acknowledge.
     pub async fn handle(&self, raw: &Value) -> Result<Received, StoreError> {
         let update_id = raw.get("update_id").and_then(Value::as_i64);
-        // From `&Value`, not an owned one: teloxide's `UpdateKind` reads borrowed keys.
-        let update = match Update::deserialize(raw) {
-            Ok(u) => u,
-            Err(e) => {
-                tracing::warn!(update_id, error = %e, "skipping a Telegram update that cannot be read");
-                metrics::counter!("herald_telegram_updates_total", "outcome" => "malformed")
-                    .increment(1);
-                return Ok(Received::Malformed);
-            }
-        };
-        if let UpdateKind::Error(_) = &update.kind {
-            tracing::warn!(
-                update_id,
-                "skipping a Telegram update of an unknown or malformed kind"
-            );
-            metrics::counter!("herald_telegram_updates_total", "outcome" => "malformed")
-                .increment(1);
-            return Ok(Received::Malformed);
-        }
         let rules = Rules {
             me: &self.me,
             free_response_chats: &self.free_response_chats,
         };
-        match decide(&update, &rules) {
+        let Some(Some(decision)) = contain_panic(update_id, || decode(raw, update_id, &rules))
+        else {
+            return Ok(Received::Malformed);
+        };
+        match decision {
             Decision::Ignore(reason) => {
                 tracing::debug!(update_id, reason, "telegram update not for the agent");
                 metrics::counter!("herald_telegram_updates_total", "outcome" => "ignored")
@@ -77,3 +64,60 @@ impl Receiver {
         }
     }
 }
+
+/// Update JSON → decision, with no I/O; `None` (logged and counted) when teloxide cannot read
+/// the update or reads it as an unknown kind.
+fn decode(raw: &Value, update_id: Option<i64>, rules: &Rules<'_>) -> Option<Decision> {
+    // From `&Value`, not an owned one: teloxide's `UpdateKind` reads borrowed keys.
+    let update = match Update::deserialize(raw) {
+        Ok(u) => u,
+        Err(e) => {
+            tracing::warn!(update_id, error = %e, "skipping a Telegram update that cannot be read");
+            count_malformed();
+            return None;
+        }
+    };
+    if let UpdateKind::Error(_) = &update.kind {
+        tracing::warn!(
+            update_id,
+            "skipping a Telegram update of an unknown or malformed kind"
+        );
+        count_malformed();
+        return None;
+    }
+    Some(decide(&update, rules))
+}
+
+/// Runs the decode of one update; a panic in it (a bug of ours or teloxide's on some input)
+/// costs that update only. Uncaught, it would end the poller task with the offset not advanced
+/// — every successor re-reads the same update and dies too — or drop the webhook connection,
+/// which Telegram redelivers until it gives up. `None` after a panic, logged at error with the
+/// update id and counted as malformed; the caller then acknowledges the update as skipped.
+pub(super) fn contain_panic<T>(update_id: Option<i64>, decode: impl FnOnce() -> T) -> Option<T> {
+    // Unwind safety: `decode` only reads its inputs, so a panic leaves nothing half-changed.
+    match std::panic::catch_unwind(AssertUnwindSafe(decode)) {
+        Ok(v) => Some(v),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("(no message)");
+            tracing::error!(
+                update_id,
+                panic = message,
+                "decoding a Telegram update panicked; skipped it (a bug: keep this log line)"
+            );
+            count_malformed();
+            None
+        }
+    }
+}
+
+fn count_malformed() {
+    metrics::counter!("herald_telegram_updates_total", "outcome" => "malformed").increment(1);
+}
+
+#[cfg(test)]
+#[path = "receive_tests.rs"]
+mod tests;

@@ -55,7 +55,6 @@ async fn export_then_import_keeps_every_message_and_flag() {
         model: "m".into(),
         compaction_strikes: 0,
         fallback_streak: 0,
-        breaker_blocked_since: None,
         cooldown_until: None,
     };
     store.session_create(&lease, &s).await.unwrap();

@@ -1,0 +1,26 @@
+//! A fixed-seed xorshift64* generator for tests and checks that want varied inputs which
+//! reproduce on every run and machine, with no dependency. Included by path from the splitter's
+//! unit tests (`src/adapters/split_tests.rs`), `tests/compaction_golden.rs` and
+//! `examples/compaction_corpus.rs`: the corpus digest depends on this exact sequence, so a change
+//! here changes every seeded case in all three.
+#![allow(dead_code)]
+
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform enough in `0..n` for test inputs (modulo bias is irrelevant here).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
