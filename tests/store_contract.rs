@@ -26,7 +26,6 @@ mod transcript;
 
 contract!(unmigrated sqlite_migrate_twice_is_a_noop, postgres_migrate_twice_is_a_noop, inbox_leases::migrate_twice_is_a_noop);
 contract!(unmigrated sqlite_migrations_apply_one_at_a_time, postgres_migrations_apply_one_at_a_time, inbox_leases::migrations_apply_one_at_a_time);
-contract!(unmigrated sqlite_session_survives_dropping_the_old_breaker_column, postgres_session_survives_dropping_the_old_breaker_column, inbox_leases::session_survives_dropping_the_old_breaker_column);
 contract!(
     sqlite_inbox_dedup,
     postgres_inbox_dedup,

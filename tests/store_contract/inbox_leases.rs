@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use herald::domain::{LaneKey, Role};
 use herald::store::{
-    ContextRow, InboxAttempt, InboxInsert, InboxStatus, NewMessage, Store, StoreError, TurnCommit,
+    InboxAttempt, InboxInsert, InboxStatus, NewMessage, Store, StoreError, TurnCommit,
 };
 
 use super::{assert_lease_lost, event, insert, lease, reply, session};
@@ -38,46 +38,6 @@ pub async fn migrations_apply_one_at_a_time(store: Arc<dyn Store>) {
     assert!(store.migrations_pending().await.unwrap().is_empty());
     assert!(store.ready().await.unwrap());
     store.migrate().await.expect("nothing left to apply");
-}
-
-/// Migration 7 drops the old wall-clock breaker column (SQLite rebuilds the table for it): a
-/// session written before it keeps its row, its messages and its breaker state.
-pub async fn session_survives_dropping_the_old_breaker_column(store: Arc<dyn Store>) {
-    let all = store.migrations_pending().await.unwrap();
-    let drop_at = all
-        .iter()
-        .position(|m| m.version == 7)
-        .expect("migration 7 exists");
-    store.migrate_to(all[drop_at - 1].version).await.unwrap();
-    let l = super::open_lane(&store, "web:old", "s-old").await;
-    let ids = store
-        .append_messages(
-            &l,
-            "s-old",
-            &[NewMessage::new(Role::User, "written before 7")],
-        )
-        .await
-        .unwrap();
-    let state = ContextRow {
-        compaction_strikes: 2,
-        breaker_blocked_ms: Some(90_000),
-        breaker_clock: Some("replica-a".to_string()),
-        breaker_clock_ms: Some(1_234),
-        ..ContextRow::default()
-    };
-    store.context_set(&l, "s-old", &state).await.unwrap();
-    let before = format!("{:?}", store.session_get("s-old").await.unwrap());
-
-    store.migrate().await.unwrap();
-    assert!(store.ready().await.unwrap());
-    assert_eq!(
-        format!("{:?}", store.session_get("s-old").await.unwrap()),
-        before
-    );
-    assert_eq!(store.context_get("s-old").await.unwrap(), Some(state));
-    let kept = store.messages("s-old", true).await.unwrap();
-    assert_eq!(kept.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
-    assert_eq!(kept[0].content, "written before 7");
 }
 
 pub async fn inbox_dedup(store: Arc<dyn Store>) {

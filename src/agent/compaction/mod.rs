@@ -47,3 +47,6 @@ pub struct ProjMessage {
 
 #[cfg(test)]
 mod rule_tests;
+#[cfg(test)]
+#[path = "../../../tests/support/rng.rs"]
+mod test_rng;

@@ -345,6 +345,8 @@ fn starts_with_ignore_ascii_case(text: &str, prefix: &str) -> bool {
 mod tests {
     use super::*;
 
+    use crate::agent::compaction::test_rng::Rng;
+
     #[test]
     fn hostile_text_table() {
         let cases: &[(&str, &str)] = &[
@@ -403,15 +405,12 @@ mod tests {
             "\u{7f}",
             ">",
         ];
-        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let mut plain_cases = 0;
         for _ in 0..20_000 {
             let mut text = String::new();
-            for _ in 0..(state % 12) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                text.push_str(pieces[(state % pieces.len() as u64) as usize]);
+            for _ in 0..rng.below(12) {
+                text.push_str(rng.pick(pieces));
             }
             let plain = text
                 .bytes()

@@ -301,6 +301,8 @@ fn token_path(token: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
+    use crate::agent::compaction::test_rng::Rng;
+
     /// The SIMD extension search must find exactly what the dot walk finds, so a machine
     /// without it projects the same bytes.
     #[test]
@@ -312,14 +314,11 @@ mod tests {
             "src/", "lib", ".rs", ".r", ".", "..", "...", ":12", ":", " ", "\n", "a.b", ".cpp",
             ".c", ".PY", ".py", "x", "/", "-", "é", ".json.", "mod", ".lock", "~",
         ];
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..20_000 {
             let mut text = String::new();
-            for _ in 0..(state % 24) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                text.push_str(alphabet[(state % alphabet.len() as u64) as usize]);
+            for _ in 0..rng.below(24) {
+                text.push_str(rng.pick(alphabet));
             }
             let simd = paths_at(&text, finder.find_iter(&text).map(|m| m.start()));
             let walk = paths_at(&text, dots_before_letters(text.as_bytes()));
