@@ -18,3 +18,8 @@ pub mod lanes;
 pub mod llm;
 pub mod store;
 pub mod telemetry;
+
+/// The seeded generator of the unit tests, shared with `tests/` and `examples/`.
+#[cfg(test)]
+#[path = "../tests/support/rng.rs"]
+mod test_rng;

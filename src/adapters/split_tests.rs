@@ -4,9 +4,7 @@
 use super::{split_message, Measure, TELEGRAM_LIMIT};
 use std::collections::HashSet;
 
-#[path = "../../tests/support/rng.rs"]
-mod rng;
-use rng::Rng;
+use crate::test_rng::Rng;
 
 #[test]
 fn table_of_cuts() {

@@ -1,9 +1,8 @@
 //! A fixed-seed xorshift64* generator for tests and checks that want varied inputs which
-//! reproduce on every run and machine, with no dependency. Included by path from the splitter's
-//! unit tests (`src/adapters/split_tests.rs`), the projector's scanner and cleaner tests
-//! (`src/agent/compaction/mod.rs`), `tests/compaction_golden.rs` and
-//! `examples/compaction_corpus.rs`: the corpus digest depends on this exact sequence, so a change
-//! here changes every seeded case in all of them.
+//! reproduce on every run and machine, with no dependency. Included by path as `crate::test_rng`
+//! for the unit tests (`src/lib.rs`: the splitter's, the projector's scanner and cleaner), and by
+//! `tests/compaction_golden.rs` and `examples/compaction_corpus.rs`: the corpus digest depends
+//! on this exact sequence, so a change here changes every seeded case in all of them.
 #![allow(dead_code)]
 
 pub struct Rng(pub u64);

@@ -47,6 +47,3 @@ pub struct ProjMessage {
 
 #[cfg(test)]
 mod rule_tests;
-#[cfg(test)]
-#[path = "../../../tests/support/rng.rs"]
-mod test_rng;

@@ -345,7 +345,7 @@ fn starts_with_ignore_ascii_case(text: &str, prefix: &str) -> bool {
 mod tests {
     use super::*;
 
-    use crate::agent::compaction::test_rng::Rng;
+    use crate::test_rng::Rng;
 
     #[test]
     fn hostile_text_table() {

@@ -301,7 +301,7 @@ fn token_path(token: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
-    use crate::agent::compaction::test_rng::Rng;
+    use crate::test_rng::Rng;
 
     /// The SIMD extension search must find exactly what the dot walk finds, so a machine
     /// without it projects the same bytes.
