@@ -5,6 +5,8 @@
 //! does not recognize is dropped, never copied, so a hand-edited or hostile "previous" text
 //! cannot smuggle a heading or an uncited line into the next projection.
 
+use std::borrow::Cow;
+
 use super::extract::{FileAction, Outcome};
 use super::sections::{
     CommandEntry, ErrorEntry, Facts, FileEntry, GoalLine, NameEntry, COMMANDS, ERRORS, ERROR_NAMES,
@@ -12,7 +14,7 @@ use super::sections::{
 };
 
 /// Parses `previous` (a bare projection or one wrapped by `carrier`).
-pub fn parse_previous(previous: &str) -> Facts {
+pub fn parse_previous(previous: &str) -> Facts<'_> {
     let mut facts = Facts::default();
     let mut section: Option<&str> = None;
     for line in previous.lines() {
@@ -53,7 +55,7 @@ pub fn parse_previous(previous: &str) -> Facts {
             ERROR_NAMES if !body.is_empty() && !body.contains(' ') => {
                 facts.names.push(NameEntry {
                     first_id: id,
-                    name: body.to_string(),
+                    name: body,
                 });
             }
             _ => {}
@@ -77,7 +79,7 @@ fn omitted_count(line: &str) -> Option<usize> {
     matches!(words, "older entries omitted" | "earlier lines omitted").then(|| n.parse().ok())?
 }
 
-fn parse_goal(id: i64, body: &str, facts: &mut Facts) {
+fn parse_goal(id: i64, body: &str, facts: &mut Facts<'_>) {
     if let Some(text) = body.strip_prefix("first request: ") {
         facts.first_request = Some(GoalLine {
             id,
@@ -116,7 +118,7 @@ fn parse_error(id: i64, body: &str) -> Option<ErrorEntry> {
     })
 }
 
-fn parse_file(id: i64, body: &str) -> Option<FileEntry> {
+fn parse_file(id: i64, body: &str) -> Option<FileEntry<'_>> {
     let (path, actions) = body.rsplit_once(" — ")?;
     let actions: Vec<FileAction> = actions
         .split(", ")
@@ -124,20 +126,20 @@ fn parse_file(id: i64, body: &str) -> Option<FileEntry> {
         .collect();
     (!actions.is_empty()).then(|| FileEntry {
         last_id: id,
-        path: path.to_string(),
+        path: Cow::Borrowed(path),
         actions,
     })
 }
 
 /// `` `cmd` — OUTCOME[; earlier OUTCOME at [#A]][; N runs] ``
-fn parse_command(id: i64, body: &str) -> Option<CommandEntry> {
+fn parse_command(id: i64, body: &str) -> Option<CommandEntry<'_>> {
     let rest = body.strip_prefix('`')?;
     let (command, rest) = rest.split_once("` — ")?;
     let mut parts = rest.split("; ");
     let last = Outcome::parse(parts.next()?)?;
     let mut entry = CommandEntry {
         last_id: id,
-        command: command.to_string(),
+        command: Cow::Borrowed(command),
         last,
         earlier_failure: None,
         runs: 1,

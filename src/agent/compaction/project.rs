@@ -72,11 +72,14 @@ fn is_carrier(m: &ProjMessage) -> bool {
 
 /// Folds `messages` into `facts`. Returns, per message, where its first error name starts (tool
 /// and user messages only): the line to quote for a failure starts there.
-fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) -> Vec<Option<usize>> {
+fn fold<'a>(
+    facts: &mut Facts<'a>,
+    messages: &'a [ProjMessage],
+    pairing: &Pairing<'a>,
+) -> Vec<Option<usize>> {
     // Requests are quoted once, at the end: only the first and the latest are shown.
     let (mut first, mut latest) = (None, None);
-    let mut seen_names: HashSet<String, RandomState> =
-        facts.names.iter().map(|n| n.name.clone()).collect();
+    let mut seen_names: HashSet<&str, RandomState> = facts.names.iter().map(|n| n.name).collect();
     let mut first_names = vec![None; messages.len()];
     for (i, m) in messages.iter().enumerate() {
         if is_carrier(m) {
@@ -95,11 +98,10 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) -> V
                 .first()
                 .map(|n| n.as_ptr() as usize - m.content.as_ptr() as usize);
             for name in names {
-                if !seen_names.contains(name) {
-                    seen_names.insert(name.to_string());
+                if seen_names.insert(name) {
                     facts.names.push(NameEntry {
                         first_id: m.id,
-                        name: name.to_string(),
+                        name,
                     });
                 }
             }
@@ -124,21 +126,21 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) -> V
             open.insert(e.key.clone(), i);
         }
     }
-    let mut files = Index::of(facts.files.iter().map(|f| f.path.as_str()));
-    let mut commands = Index::of(facts.commands.iter().map(|c| c.command.as_str()));
+    let mut files = Index::of(facts.files.iter().map(|f| &f.path));
+    let mut commands = Index::of(facts.commands.iter().map(|c| &c.command));
     for call in &pairing.calls {
         let Some(result) = &call.result else { continue };
         let key = call.key();
         let content = &messages[result.msg_index].content;
         for (path, action) in &call.facts.files {
-            touch_file(facts, &mut files, path, *action, call.call_msg_id);
+            touch_file(facts, &mut files, path.clone(), *action, call.call_msg_id);
         }
         if result.outcome.is_failed() {
             for path in mentioned_paths(content) {
                 touch_file(
                     facts,
                     &mut files,
-                    path,
+                    Cow::Borrowed(path),
                     FileAction::Mentioned,
                     result.msg_id,
                 );
@@ -160,7 +162,7 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) -> V
             }
         }
         if let Some(command) = &call.facts.command {
-            let command = key_part(command);
+            let command = key_cow(command.clone());
             record_run(
                 &mut facts.commands,
                 &mut commands,
@@ -177,21 +179,43 @@ fn fold(facts: &mut Facts, messages: &[ProjMessage], pairing: &Pairing<'_>) -> V
 }
 
 /// Position of each entry by its key, first occurrence wins (as a front-to-back search would).
-struct Index(HashMap<String, usize, RandomState>);
+/// Keys are the entries' own `Cow`s: a borrowed one costs no copy.
+struct Index<'a>(HashMap<Cow<'a, str>, usize, RandomState>);
 
-impl Index {
-    fn of<'a>(keys: impl Iterator<Item = &'a str>) -> Index {
+impl<'a> Index<'a> {
+    fn of<'b>(keys: impl Iterator<Item = &'b Cow<'a, str>>) -> Index<'a>
+    where
+        'a: 'b,
+    {
         let mut map =
             HashMap::with_capacity_and_hasher(keys.size_hint().0 + 64, RandomState::default());
         for (i, key) in keys.enumerate() {
-            map.entry(key.to_string()).or_insert(i);
+            map.entry(key.clone()).or_insert(i);
         }
         Index(map)
     }
 }
 
-fn touch_file(facts: &mut Facts, index: &mut Index, path: &str, action: FileAction, id: i64) {
-    let path = key_part(path);
+/// [`key_part`] of a text that may be borrowed for `'a` or owned, keeping whichever it is when
+/// nothing changes.
+fn key_cow(text: Cow<'_, str>) -> Cow<'_, str> {
+    match text {
+        Cow::Borrowed(b) => key_part(b),
+        Cow::Owned(o) => match key_part(&o) {
+            Cow::Borrowed(_) => Cow::Owned(o),
+            Cow::Owned(changed) => Cow::Owned(changed),
+        },
+    }
+}
+
+fn touch_file<'a>(
+    facts: &mut Facts<'a>,
+    index: &mut Index<'a>,
+    path: Cow<'a, str>,
+    action: FileAction,
+    id: i64,
+) {
+    let path = key_cow(path);
     match index.0.get(path.as_ref()).map(|&i| &mut facts.files[i]) {
         Some(f) => {
             if !f.actions.contains(&action) {
@@ -201,20 +225,20 @@ fn touch_file(facts: &mut Facts, index: &mut Index, path: &str, action: FileActi
             f.last_id = f.last_id.max(id);
         }
         None => {
-            index.0.insert(path.to_string(), facts.files.len());
+            index.0.insert(path.clone(), facts.files.len());
             facts.files.push(FileEntry {
                 last_id: id,
-                path: path.into_owned(),
+                path,
                 actions: vec![action],
             });
         }
     }
 }
 
-fn record_run(
-    commands: &mut Vec<CommandEntry>,
-    index: &mut Index,
-    command: Cow<'_, str>,
+fn record_run<'a>(
+    commands: &mut Vec<CommandEntry<'a>>,
+    index: &mut Index<'a>,
+    command: Cow<'a, str>,
     id: i64,
     outcome: super::extract::Outcome,
 ) {
@@ -228,10 +252,10 @@ fn record_run(
             c.runs += 1;
         }
         None => {
-            index.0.insert(command.to_string(), commands.len());
+            index.0.insert(command.clone(), commands.len());
             commands.push(CommandEntry {
                 last_id: id,
-                command: command.into_owned(),
+                command,
                 last: outcome,
                 earlier_failure: None,
                 runs: 1,
@@ -243,7 +267,7 @@ fn record_run(
 /// Renders the structured sections, capped, and an empty session log (filled by [`fit`]).
 /// Only the newest entries a cap keeps are rendered; the rest only count as omitted.
 fn render(
-    facts: &mut Facts,
+    facts: &mut Facts<'_>,
     messages: &[ProjMessage],
     first_names: &[Option<usize>],
 ) -> Vec<Rendered> {

@@ -168,11 +168,28 @@ const EXCERPT_SLACK: usize = 32;
 /// Cuts `text` to at most `max` characters at a word boundary when it can, marking the cut
 /// with ` …`. Only removes words, so the result stays a faithful excerpt.
 pub fn shorten(text: &str, max: usize) -> Cow<'_, str> {
-    if text.len() <= max || text.chars().count() <= max {
-        return Cow::Borrowed(text);
+    match kept_len(text, max) {
+        None => Cow::Borrowed(text),
+        Some(0) => Cow::Borrowed("…"),
+        Some(len) => Cow::Owned([&text[..len], " …"].concat()),
+    }
+}
+
+/// Bytes of `text` that [`shorten`] keeps before its ` …`, or `None` when it fits in `max`.
+fn kept_len(text: &str, max: usize) -> Option<usize> {
+    if text.len() <= max {
+        return None;
     }
     let keep = max.saturating_sub(2);
-    let cut = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    // Longer than `max` bytes: longer than `max` characters too when every character is a byte.
+    let cut = if text.is_ascii() {
+        keep
+    } else {
+        if text.chars().count() <= max {
+            return None;
+        }
+        text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i)
+    };
     let head = &text[..cut];
     // Cutting inside a word would leave a fragment that is not a word of the source, except in
     // scripts written without spaces (CJK), where any run of characters is a quote.
@@ -185,19 +202,22 @@ pub fn shorten(text: &str, max: usize) -> Cow<'_, str> {
         }
         _ => head,
     };
-    let head = head.trim_end();
-    if head.is_empty() {
-        Cow::Borrowed("…")
-    } else {
-        Cow::Owned(format!("{head} …"))
-    }
+    Some(head.trim_end().len())
 }
 
-/// [`shorten`] into an owned text, reusing `text` when it is owned and short enough.
+/// [`shorten`] into an owned text, cutting `text` in place when it is owned.
 fn shorten_cow(text: Cow<'_, str>, max: usize) -> String {
     match text {
-        Cow::Owned(text) if text.len() <= max || text.chars().count() <= max => text,
-        text => shorten(&text, max).into_owned(),
+        Cow::Owned(mut text) => match kept_len(&text, max) {
+            None => text,
+            Some(0) => "…".to_string(),
+            Some(len) => {
+                text.truncate(len);
+                text.push_str(" …");
+                text
+            }
+        },
+        Cow::Borrowed(text) => shorten(text, max).into_owned(),
     }
 }
 

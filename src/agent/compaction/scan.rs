@@ -124,45 +124,46 @@ fn is_word_byte(b: u8) -> bool {
 /// `NullPointerException`, Rust `E0382`, TypeScript `TS2304`, errno names like `ECONNREFUSED`.
 pub fn error_names(text: &str) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::new();
-    for (start, end) in error_name_spans(text) {
-        let word = &text[start..end];
-        if !out.contains(&word) {
-            out.push(word);
+    let mut last_start = None;
+    for start in error_name_starts(text.as_bytes()) {
+        // Candidates come in text order, a word twice in a row when both rules find it.
+        if last_start == Some(start) {
+            continue;
+        }
+        last_start = Some(start);
+        if let Some(len) = error_name_at(text, start) {
+            let word = &text[start..start + len];
+            if !out.contains(&word) {
+                out.push(word);
+            }
         }
     }
     out
 }
 
-/// Byte spans of the words of `text` that are error names, in text order.
+/// Starts of the words of `text` that may be error names, in text order (a start can repeat).
 ///
 /// Every error name starts with `E`, `S` or `T` (codes, errno and signal names) or ends with
-/// `Error` / `Exception`, so only words found from those bytes are looked at.
-fn error_name_spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let b = text.as_bytes();
+/// `Error` / `Exception`, so only words found from those bytes are looked at. One pass: every
+/// `Error` / `Exception` suffix starts with an `E` this scan visits anyway (neither word can
+/// overlap itself, so this finds what a substring search finds). The order holds without a
+/// sort: a suffix's word starts at or after every word start seen before the suffix, since no
+/// word starts inside a word.
+fn error_name_starts(b: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let word_start = |p: usize| p == 0 || !is_word_byte(b[p - 1]);
-    // One pass: every `Error` / `Exception` suffix starts with an `E` this scan visits anyway
-    // (neither word can overlap itself, so this finds what a substring search finds).
-    let mut starts: Vec<usize> = Vec::new();
-    for p in memchr3_iter(b'E', b'S', b'T', b) {
-        if word_start(p) {
-            starts.push(p);
-        }
-        if b[p] == b'E' {
-            let suffix = if b[p..].starts_with(b"Error") {
-                5
-            } else if b[p..].starts_with(b"Exception") {
-                9
-            } else {
-                continue;
-            };
-            starts.extend(suffix_word_start(b, p, suffix));
-        }
-    }
-    starts.sort_unstable();
-    starts.dedup();
-    starts
-        .into_iter()
-        .filter_map(move |s| error_name_at(text, s).map(|len| (s, s + len)))
+    memchr3_iter(b'E', b'S', b'T', b).flat_map(move |p| {
+        let own = word_start(p).then_some(p);
+        let suffix = if b[p] != b'E' {
+            None
+        } else if b[p..].starts_with(b"Error") {
+            suffix_word_start(b, p, 5)
+        } else if b[p..].starts_with(b"Exception") {
+            suffix_word_start(b, p, 9)
+        } else {
+            None
+        };
+        own.into_iter().chain(suffix)
+    })
 }
 
 /// Start of the error name that `text[p..p + len]` (an `Error` / `Exception` suffix) ends, if
@@ -215,10 +216,11 @@ fn is_error_name(word: &str) -> bool {
             .any(|s| word.len() > s.len() && word.ends_with(s))
 }
 
+/// Sorted, for the binary search in [`token_path`].
 const SOURCE_EXTENSIONS: &[&str] = &[
-    "rs", "py", "js", "mjs", "ts", "tsx", "jsx", "go", "java", "kt", "c", "h", "cc", "cpp", "hpp",
-    "cs", "rb", "php", "swift", "ex", "exs", "toml", "yaml", "yml", "json", "md", "sh", "sql",
-    "html", "css", "vue", "lock", "cfg", "ini", "xml", "txt",
+    "c", "cc", "cfg", "cpp", "cs", "css", "ex", "exs", "go", "h", "hpp", "html", "ini", "java",
+    "js", "json", "jsx", "kt", "lock", "md", "mjs", "php", "py", "rb", "rs", "sh", "sql", "swift",
+    "toml", "ts", "tsx", "txt", "vue", "xml", "yaml", "yml",
 ];
 
 /// Tokens are runs of path characters and `:` (so `src/lib.rs:12:5` is one token).
@@ -292,7 +294,7 @@ fn token_path(token: &str) -> Option<&str> {
     let stem_name = stem.rsplit('/').next().unwrap_or("");
     let keep = !stem_name.is_empty()
         && stem_name.chars().any(|c| c.is_ascii_alphabetic())
-        && SOURCE_EXTENSIONS.contains(&ext)
+        && SOURCE_EXTENSIONS.binary_search(&ext).is_ok()
         && path.len() <= 200;
     keep.then_some(path)
 }
@@ -302,6 +304,11 @@ mod tests {
     use super::*;
 
     use crate::test_rng::Rng;
+
+    #[test]
+    fn source_extensions_are_sorted_for_the_binary_search() {
+        assert!(SOURCE_EXTENSIONS.windows(2).all(|w| w[0] < w[1]));
+    }
 
     /// The SIMD extension search must find exactly what the dot walk finds, so a machine
     /// without it projects the same bytes.

@@ -75,17 +75,18 @@ pub struct ErrorEntry {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileEntry {
+pub struct FileEntry<'a> {
     pub last_id: i64,
-    pub path: String,
+    /// Borrowed from the message or the previous projection unless cleaning changed it.
+    pub path: Cow<'a, str>,
     pub actions: Vec<FileAction>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandEntry {
+pub struct CommandEntry<'a> {
     /// The message id of the latest result.
     pub last_id: i64,
-    pub command: String,
+    pub command: Cow<'a, str>,
     pub last: Outcome,
     /// The first failure before the latest run, so "failed, then passed" stays visible.
     pub earlier_failure: Option<(i64, Outcome)>,
@@ -93,9 +94,9 @@ pub struct CommandEntry {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NameEntry {
+pub struct NameEntry<'a> {
     pub first_id: i64,
-    pub name: String,
+    pub name: &'a str,
 }
 
 /// Omitted-entry counts carried across merges, one per section.
@@ -109,15 +110,17 @@ pub struct Omitted {
     pub log: usize,
 }
 
-/// Everything a projection states, before caps and budget are applied.
+/// Everything a projection states, before caps and budget are applied. Paths, commands and
+/// names borrow from the projected messages and the previous projection (`'a`): most of them
+/// need no copy.
 #[derive(Debug, Clone, Default)]
-pub struct Facts {
+pub struct Facts<'a> {
     pub first_request: Option<GoalLine>,
     pub latest_request: Option<GoalLine>,
     pub errors: Vec<ErrorEntry>,
-    pub files: Vec<FileEntry>,
-    pub commands: Vec<CommandEntry>,
-    pub names: Vec<NameEntry>,
+    pub files: Vec<FileEntry<'a>>,
+    pub commands: Vec<CommandEntry<'a>>,
+    pub names: Vec<NameEntry<'a>>,
     /// Already-rendered session-log lines, oldest first.
     pub log: Vec<String>,
     pub omitted: Omitted,
@@ -167,7 +170,7 @@ pub fn render_error(e: &ErrorEntry) -> String {
     out
 }
 
-pub fn render_file(f: &FileEntry) -> String {
+pub fn render_file(f: &FileEntry<'_>) -> String {
     let mut out = entry_start(f.last_id, f.path.len() + 48);
     out.push_str(&f.path);
     out.push_str(" — ");
@@ -180,7 +183,7 @@ pub fn render_file(f: &FileEntry) -> String {
     out
 }
 
-pub fn render_command(c: &CommandEntry) -> String {
+pub fn render_command(c: &CommandEntry<'_>) -> String {
     let mut out = entry_start(c.last_id, c.command.len() + 48);
     out.push('`');
     out.push_str(&c.command);
@@ -200,9 +203,9 @@ pub fn render_command(c: &CommandEntry) -> String {
     out
 }
 
-pub fn render_name(n: &NameEntry) -> String {
+pub fn render_name(n: &NameEntry<'_>) -> String {
     let mut out = entry_start(n.first_id, n.name.len());
-    out.push_str(&n.name);
+    out.push_str(n.name);
     out
 }
 
