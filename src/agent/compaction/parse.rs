@@ -124,7 +124,7 @@ fn parse_file(id: i64, body: &str) -> Option<FileEntry<'_>> {
         .split(", ")
         .filter_map(|w| FileAction::ALL.into_iter().find(|a| a.word() == w))
         .collect();
-    (!actions.is_empty()).then(|| FileEntry {
+    (!actions.is_empty()).then_some(FileEntry {
         last_id: id,
         path: Cow::Borrowed(path),
         actions,

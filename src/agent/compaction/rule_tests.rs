@@ -291,7 +291,7 @@ fn rendered_entries_parse_back_unchanged() {
         facts.names,
         [NameEntry {
             first_id: 5,
-            name: "E0382".into()
+            name: "E0382"
         }]
     );
     assert_eq!(facts.log, ["[#9] user: hi"]);
