@@ -80,29 +80,13 @@ fn every_fact_within_the_caps_is_kept() {
         crowded_out_files += s.files.within_caps - s.files.kept_within_caps;
         unread_names += s.names.unaccounted;
     }
-    // KNOWN GAP: in a JSON-wrapped result (`{"output": "...\napp/x.py:12: in handle"}`) a
-    // path that starts a line follows the `\n` escape, and the path scan reads the escape's
-    // `n` as part of it: `napp/handlers/shard1278.py` is listed, mentioned in an error, and
-    // takes a cap slot from a planted file. Lower these counts when the scan is fixed.
-    assert!(spurious_files <= 3, "spurious files: {spurious_files}");
-    assert!(
-        crowded_out_files <= 3,
-        "files crowded out: {crowded_out_files}"
-    );
-    // KNOWN GAP: same escape, error names: `...\nValueError: shard 141 is not ready` reads
-    // as the word `nValueError`, so a name whose only sightings are JSON-wrapped line starts
-    // is never listed nor counted as omitted, even when it is within the cap.
-    assert!(
-        missed_names <= 3,
-        "names missed within the cap: {missed_names}"
-    );
-    assert!(unread_names <= 7, "names never read: {unread_names}");
-    // KNOWN GAP: a name missed at its first, JSON-wrapped sighting is listed from a later
-    // plain one, citing that later message instead of the first.
-    assert!(
-        wrong_ids <= 1,
-        "entries citing another than the true id: {wrong_ids}"
-    );
+    // A JSON-wrapped result (`{"output": "...\napp/x.py:12: in handle\nValueError: ..."}`)
+    // puts a path or a name right after a `\n` escape; the escape's `n` is not part of it.
+    assert_eq!(spurious_files, 0, "spurious files");
+    assert_eq!(crowded_out_files, 0, "files crowded out");
+    assert_eq!(missed_names, 0, "names missed within the cap");
+    assert_eq!(unread_names, 0, "names never read");
+    assert_eq!(wrong_ids, 0, "entries citing another than the true id");
 }
 
 #[test]
@@ -196,9 +180,8 @@ fn a_tight_budget_drops_oldest_first_and_says_so() {
         );
         assert_eq!(s.residue.total(), 0, "{}", p.label);
     }
-    // KNOWN GAP: the JSON `\n` escape cases of `every_fact_within_the_caps_is_kept`.
-    assert!(files_off <= 14, "files off: {files_off}");
-    assert!(names_off <= 7, "names off: {names_off}");
+    assert_eq!(files_off, 0, "files off");
+    assert_eq!(names_off, 0, "names off");
 }
 
 #[test]

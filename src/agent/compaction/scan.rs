@@ -120,6 +120,22 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether `b[..p]` ends with an escape (`\n`, `\t`, `\r`) whose backslash is not itself
+/// escaped. Tool results stored as JSON carry their line breaks so, and the letter after the
+/// backslash must not glue onto the next word (`\nValueError`, `\nsrc/app.py:3`).
+fn escape_ends_at(b: &[u8], p: usize) -> bool {
+    if p < 2 || !matches!(b[p - 1], b'n' | b't' | b'r') || b[p - 2] != b'\\' {
+        return false;
+    }
+    let backslashes = b[..p - 1].iter().rev().take_while(|&&c| c == b'\\').count();
+    backslashes % 2 == 1
+}
+
+/// Whether a word starts at `p`: after a non-word byte or after an escape.
+fn starts_word(b: &[u8], p: usize) -> bool {
+    p == 0 || !is_word_byte(b[p - 1]) || escape_ends_at(b, p)
+}
+
 /// Named errors in `text`, in order of first appearance: `ModuleNotFoundError`,
 /// `NullPointerException`, Rust `E0382`, TypeScript `TS2304`, errno names like `ECONNREFUSED`.
 pub fn error_names(text: &str) -> Vec<&str> {
@@ -150,9 +166,8 @@ pub fn error_names(text: &str) -> Vec<&str> {
 /// sort: a suffix's word starts at or after every word start seen before the suffix, since no
 /// word starts inside a word.
 fn error_name_starts(b: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    let word_start = |p: usize| p == 0 || !is_word_byte(b[p - 1]);
     memchr3_iter(b'E', b'S', b'T', b).flat_map(move |p| {
-        let own = word_start(p).then_some(p);
+        let own = starts_word(b, p).then_some(p);
         let suffix = if b[p] != b'E' {
             None
         } else if b[p..].starts_with(b"Error") {
@@ -174,10 +189,10 @@ fn suffix_word_start(b: &[u8], p: usize, len: usize) -> Option<usize> {
         return None;
     }
     let mut s = p;
-    while s > 0 && is_word_byte(b[s - 1]) && end - s <= MAX_NAME_LEN {
+    while !starts_word(b, s) && end - s <= MAX_NAME_LEN {
         s -= 1;
     }
-    (s == 0 || !is_word_byte(b[s - 1])).then_some(s)
+    starts_word(b, s).then_some(s)
 }
 
 /// Length of the word at `s` when it is an error name.
@@ -274,7 +289,7 @@ fn paths_at(text: &str, candidates: impl Iterator<Item = usize>) -> Vec<&str> {
             continue;
         }
         let mut start = at;
-        while start > 0 && is_token_byte(b[start - 1]) {
+        while start > 0 && is_token_byte(b[start - 1]) && !escape_ends_at(b, start) {
             start -= 1;
         }
         token_end = at + b[at..].iter().take_while(|&&c| is_token_byte(c)).count();
@@ -304,6 +319,15 @@ mod tests {
     use super::*;
 
     use crate::test_rng::Rng;
+
+    #[test]
+    fn an_escaped_line_break_ends_the_word_after_it() {
+        // JSON text of a tool result: `\n` is a line break, `\\n` a backslash and an `n`.
+        let json =
+            r#"{"output":"boom\nValueError: x\napp/h.py:12: in f\n\tTimeoutError\\nkept.py"}"#;
+        assert_eq!(error_names(json), ["ValueError", "TimeoutError"]);
+        assert_eq!(mentioned_paths(json), ["app/h.py", "nkept.py"]);
+    }
 
     #[test]
     fn source_extensions_are_sorted_for_the_binary_search() {
