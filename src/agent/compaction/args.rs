@@ -200,9 +200,13 @@ fn plain_string(text: &str, i: usize) -> Option<(&str, usize)> {
     if b.get(i) != Some(&b'"') {
         return None;
     }
-    let len = memchr::memchr2(b'"', b'\\', &b[i + 1..])?;
+    // One pass for the closing quote, an escape and a raw control character: arguments are
+    // short, and this is cheaper than a `memchr2` and a second check.
+    let len = b[i + 1..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
     let end = i + 1 + len;
-    if b[end] != b'"' || b[i + 1..end].iter().any(|&c| c < 0x20) {
+    if b[end] != b'"' {
         return None;
     }
     // Both quotes are ASCII, so the slice falls on character boundaries.

@@ -92,18 +92,48 @@ pub struct Pairing<'a> {
     pub result_of_msg: Vec<Option<usize>>,
     /// For each message: the index of its first call (an assistant's calls are consecutive).
     pub first_call_of_msg: Vec<usize>,
+    /// Each call's `tool_call_id`, by call index.
+    call_ids: Vec<&'a str>,
+}
+
+/// The latest call with a given id: the last [`RECENT_CALLS`] calls are searched directly, the
+/// older ones through a map that is filled only when such a search misses.
+#[derive(Default)]
+struct LazyIndex<'a> {
+    map: HashMap<&'a str, usize, RandomState>,
+    /// Calls before this index are in `map`.
+    mapped: usize,
+}
+
+const RECENT_CALLS: usize = 8;
+
+impl<'a> LazyIndex<'a> {
+    fn latest(&mut self, ids: &[&'a str], id: &str) -> Option<usize> {
+        let recent = ids.len().saturating_sub(RECENT_CALLS);
+        if let Some(back) = ids[recent..].iter().rev().position(|c| *c == id) {
+            return Some(ids.len() - 1 - back);
+        }
+        // Not among the newest: the latest older call with the id, as a map of all calls
+        // (later ones replacing earlier ones) would give.
+        for (i, call_id) in ids[self.mapped..recent.max(self.mapped)].iter().enumerate() {
+            self.map.insert(call_id, self.mapped + i);
+        }
+        self.mapped = self.mapped.max(recent);
+        self.map.get(id).copied()
+    }
 }
 
 /// Matches results to calls by `tool_call_id`, falling back to the oldest call still waiting
 /// when a result carries no id (older stores did not record it).
 pub fn pair_calls(messages: &[ProjMessage]) -> Pairing<'_> {
     let mut p = Pairing {
+        call_ids: Vec::new(),
         calls: Vec::new(),
         result_of_msg: vec![None; messages.len()],
         first_call_of_msg: Vec::with_capacity(messages.len()),
     };
-    let mut by_id: HashMap<&str, usize, RandomState> =
-        HashMap::with_capacity_and_hasher(messages.len(), RandomState::default());
+    // A result usually answers one of the last few calls; the map is built only for the rest.
+    let mut by_id = LazyIndex::default();
     // Calls are only ever answered, never un-answered, so the oldest waiting call only moves on.
     let mut oldest_waiting = 0;
     for (index, m) in messages.iter().enumerate() {
@@ -111,7 +141,7 @@ pub fn pair_calls(messages: &[ProjMessage]) -> Pairing<'_> {
         match m.role {
             Role::Assistant => {
                 for tc in &m.tool_calls {
-                    by_id.insert(tc.id.as_str(), p.calls.len());
+                    p.call_ids.push(tc.id.as_str());
                     p.calls.push(Call {
                         call_msg_id: m.id,
                         tool: &tc.name,
@@ -127,7 +157,7 @@ pub fn pair_calls(messages: &[ProjMessage]) -> Pairing<'_> {
                 let slot = m
                     .tool_call_id
                     .as_deref()
-                    .and_then(|id| by_id.get(id).copied())
+                    .and_then(|id| by_id.latest(&p.call_ids, id))
                     .filter(|&c| p.calls[c].result.is_none())
                     .or((oldest_waiting < p.calls.len()).then_some(oldest_waiting));
                 if let Some(c) = slot {
@@ -158,15 +188,16 @@ pub fn log_line_count(messages: &[ProjMessage], index: usize) -> usize {
     }
 }
 
-/// Session-log lines for message `index`; `first_name` is where its first error name starts.
+/// Appends the session-log lines of message `index` to `out`; `first_name` is where its first
+/// error name starts.
 pub fn log_lines(
     messages: &[ProjMessage],
     index: usize,
     pairing: &Pairing<'_>,
     first_name: Option<usize>,
-) -> Vec<String> {
+    out: &mut Vec<String>,
+) {
     let m = &messages[index];
-    let mut out = Vec::new();
     match m.role {
         Role::User | Role::System => {
             let text = excerpt(&m.content, LOG_QUOTE_CHARS);
@@ -218,7 +249,6 @@ pub fn log_lines(
             out.push(cited_line(m.id, &label, &[&text]));
         }
     }
-    out
 }
 
 /// `[#N] LABEL: TEXT`, or `[#N] LABEL` when the text is empty, built in one allocation.

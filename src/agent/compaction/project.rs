@@ -130,7 +130,6 @@ fn fold<'a>(
     let mut commands = Index::of(facts.commands.iter().map(|c| &c.command));
     for call in &pairing.calls {
         let Some(result) = &call.result else { continue };
-        let key = call.key();
         let content = &messages[result.msg_index].content;
         for (path, action) in &call.facts.files {
             touch_file(facts, &mut files, path.clone(), *action, call.call_msg_id);
@@ -145,19 +144,20 @@ fn fold<'a>(
                     result.msg_id,
                 );
             }
+            let key = call.key();
             if !open.contains_key(&key) {
                 open.insert(key.clone(), facts.errors.len());
                 facts.errors.push(ErrorEntry {
                     id: result.msg_id,
-                    key: key.clone(),
+                    key,
                     outcome: result.outcome,
                     detail: None,
                     detail_from: Some(result.msg_index),
                     fixed_at: None,
                 });
             }
-        } else if matches!(result.outcome, super::extract::Outcome::Ok(_)) {
-            if let Some(i) = open.remove(&key) {
+        } else if matches!(result.outcome, super::extract::Outcome::Ok(_)) && !open.is_empty() {
+            if let Some(i) = open.remove(&call.key()) {
                 facts.errors[i].fixed_at = Some(result.msg_id);
             }
         }
@@ -353,7 +353,7 @@ struct Log<'a> {
     first_names: &'a [Option<usize>],
 }
 
-impl Log<'_> {
+impl<'a> Log<'a> {
     fn len(&self) -> usize {
         let own: usize = (0..self.messages.len())
             .filter(|&i| !is_carrier(&self.messages[i]))
@@ -362,17 +362,54 @@ impl Log<'_> {
         self.previous.len() + own
     }
 
-    /// Lines newest first.
-    fn newest_first(&self) -> impl Iterator<Item = String> + '_ {
-        let own = (0..self.messages.len())
-            .rev()
-            .filter(|&i| !is_carrier(&self.messages[i]))
-            .flat_map(|i| {
-                log_lines(self.messages, i, self.pairing, self.first_names[i])
-                    .into_iter()
-                    .rev()
-            });
-        own.chain(self.previous.iter().rev().cloned())
+    /// Lines newest first: the messages' own, then the previous projection's.
+    fn newest_first(&self) -> NewestFirst<'_, 'a> {
+        NewestFirst {
+            log: self,
+            unread: self.messages.len(),
+            lines: Vec::new(),
+            previous: self.previous.len(),
+        }
+    }
+}
+
+/// Builds a message's lines only when the fitting reaches it, into one reused buffer.
+struct NewestFirst<'l, 'a> {
+    log: &'l Log<'a>,
+    /// Messages not read yet: those before this index.
+    unread: usize,
+    /// The lines of the message read last, oldest first, not handed out yet.
+    lines: Vec<String>,
+    /// Previous-projection lines not handed out yet: those before this index.
+    previous: usize,
+}
+
+impl Iterator for NewestFirst<'_, '_> {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        let log = self.log;
+        loop {
+            if let Some(line) = self.lines.pop() {
+                return Some(line);
+            }
+            if self.unread == 0 {
+                break;
+            }
+            self.unread -= 1;
+            let i = self.unread;
+            if !is_carrier(&log.messages[i]) {
+                log_lines(
+                    log.messages,
+                    i,
+                    log.pairing,
+                    log.first_names[i],
+                    &mut self.lines,
+                );
+            }
+        }
+        self.previous = self.previous.checked_sub(1)?;
+        Some(log.previous[self.previous].clone())
     }
 }
 

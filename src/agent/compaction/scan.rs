@@ -231,7 +231,6 @@ fn is_error_name(word: &str) -> bool {
             .any(|s| word.len() > s.len() && word.ends_with(s))
 }
 
-/// Sorted, for the binary search in [`token_path`].
 const SOURCE_EXTENSIONS: &[&str] = &[
     "c", "cc", "cfg", "cpp", "cs", "css", "ex", "exs", "go", "h", "hpp", "html", "ini", "java",
     "js", "json", "jsx", "kt", "lock", "md", "mjs", "php", "py", "rb", "rs", "sh", "sql", "swift",
@@ -302,16 +301,44 @@ fn paths_at(text: &str, candidates: impl Iterator<Item = usize>) -> Vec<&str> {
     out
 }
 
+/// The path of a token (`src/lib.rs:12:5` → `src/lib.rs`) when it names a source file. Tokens are
+/// ASCII (see [`is_token_byte`]), so byte searches find exactly the characters.
 fn token_path(token: &str) -> Option<&str> {
-    let path = token.split(':').next().unwrap_or("");
-    let path = path.trim_end_matches('.');
-    let (stem, ext) = path.rsplit_once('.')?;
-    let stem_name = stem.rsplit('/').next().unwrap_or("");
-    let keep = !stem_name.is_empty()
-        && stem_name.chars().any(|c| c.is_ascii_alphabetic())
-        && SOURCE_EXTENSIONS.binary_search(&ext).is_ok()
+    let b = token.as_bytes();
+    let path_end = memchr(b':', b).unwrap_or(b.len());
+    let path_end = b[..path_end]
+        .iter()
+        .rposition(|&c| c != b'.')
+        .map_or(0, |last| last + 1);
+    let path = &token[..path_end];
+    let dot = memchr::memrchr(b'.', path.as_bytes())?;
+    let (stem, ext) = (&path[..dot], &path[dot + 1..]);
+    let name_start = memchr::memrchr(b'/', stem.as_bytes()).map_or(0, |slash| slash + 1);
+    let stem_name = &stem.as_bytes()[name_start..];
+    let keep = stem_name.iter().any(u8::is_ascii_alphabetic)
+        && is_source_extension(ext)
         && path.len() <= 200;
     keep.then_some(path)
+}
+
+/// An extension of at most 8 bytes packed into an integer (no extension has a NUL byte, so the
+/// packing is one to one).
+fn packed_extension(ext: &str) -> Option<u64> {
+    (ext.len() <= 8).then(|| ext.bytes().fold(0, |key, c| key << 8 | u64::from(c)))
+}
+
+/// [`SOURCE_EXTENSIONS`] packed and sorted: a lookup compares integers, not strings.
+static EXTENSION_KEYS: LazyLock<Vec<u64>> = LazyLock::new(|| {
+    let mut keys: Vec<u64> = SOURCE_EXTENSIONS
+        .iter()
+        .filter_map(|e| packed_extension(e))
+        .collect();
+    keys.sort_unstable();
+    keys
+});
+
+fn is_source_extension(ext: &str) -> bool {
+    packed_extension(ext).is_some_and(|key| EXTENSION_KEYS.binary_search(&key).is_ok())
 }
 
 #[cfg(test)]
@@ -330,8 +357,21 @@ mod tests {
     }
 
     #[test]
-    fn source_extensions_are_sorted_for_the_binary_search() {
-        assert!(SOURCE_EXTENSIONS.windows(2).all(|w| w[0] < w[1]));
+    fn every_source_extension_is_found_and_only_those() {
+        for ext in SOURCE_EXTENSIONS {
+            assert!(is_source_extension(ext), "{ext}");
+            assert_eq!(
+                token_path(&format!("src/a.{ext}:3")),
+                Some(&*format!("src/a.{ext}"))
+            );
+        }
+        for other in ["", "r", "rss", "RS", "exe", "toml2", "longextension"] {
+            assert!(!is_source_extension(other), "{other}");
+        }
+        assert_eq!(token_path("lib/x.rs..."), Some("lib/x.rs"));
+        assert_eq!(token_path("./.rs"), None);
+        assert_eq!(token_path("v1.2.rs:9"), Some("v1.2.rs"));
+        assert_eq!(token_path("123.rs"), None);
     }
 
     /// The SIMD extension search must find exactly what the dot walk finds, so a machine
