@@ -172,8 +172,17 @@ impl<'a> Args<'a> {
         args
     }
 
+    #[cfg(test)]
     pub fn get(&self, key: &str) -> Option<&Arg<'a>> {
         slot(key).and_then(|i| self.slots[i].as_ref())
+    }
+
+    /// The values of one of the key lists above, in its order, without a lookup per key: each
+    /// list's slots are consecutive.
+    pub fn group(&self, keys: &[&str]) -> impl Iterator<Item = &Arg<'a>> {
+        let first = keys.first().and_then(|k| slot(k)).unwrap_or(SLOTS);
+        let end = (first + keys.len()).min(SLOTS);
+        self.slots[first.min(end)..end].iter().flatten()
     }
 }
 

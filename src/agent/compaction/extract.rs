@@ -121,19 +121,16 @@ pub struct CallFacts<'a> {
 
 pub fn call_facts<'a>(tool_name: &str, arguments: &'a str) -> CallFacts<'a> {
     let args = Args::parse(arguments);
-    let get_str = |key: &str| args.get(key).and_then(string_or_words);
     let mut facts = CallFacts::default();
     let mut paths = Vec::new();
-    for key in PATH_KEYS {
-        if let Some(value) = args.get(key) {
-            match value {
-                Arg::Str(s) if !s.trim().is_empty() => paths.push(one_line_of(s)),
-                Arg::Json(v) => collect_paths(v, &mut paths),
-                _ => {}
-            }
+    for value in args.group(PATH_KEYS) {
+        match value {
+            Arg::Str(s) if !s.trim().is_empty() => paths.push(one_line_of(s)),
+            Arg::Json(v) => collect_paths(v, &mut paths),
+            _ => {}
         }
     }
-    let sub_command = COMMAND_KEYS.iter().find_map(|k| get_str(k));
+    let sub_command = args.group(COMMAND_KEYS).find_map(string_or_words);
     if paths.is_empty() {
         facts.command = sub_command.clone().filter(|c| !c.is_empty());
     }
@@ -144,22 +141,20 @@ pub fn call_facts<'a>(tool_name: &str, arguments: &'a str) -> CallFacts<'a> {
         );
         facts.files = paths.iter().map(|p| (p.clone(), action)).collect();
     }
-    for key in PATCH_KEYS {
-        // Raw text: the envelope is line-based, so it must not be folded onto one line first.
-        if let Some(text) = args.get(key).and_then(Arg::as_str) {
-            facts.files.extend(
-                patch_paths(text)
-                    .into_iter()
-                    .map(|(p, a)| (Cow::Owned(p), a)),
-            );
-        }
+    // Raw text: the envelope is line-based, so it must not be folded onto one line first.
+    for text in args.group(PATCH_KEYS).filter_map(Arg::as_str) {
+        facts.files.extend(
+            patch_paths(text)
+                .into_iter()
+                .map(|(p, a)| (Cow::Owned(p), a)),
+        );
     }
     facts.main_arg = facts
         .command
         .clone()
         .or_else(|| paths.first().cloned())
         .or_else(|| facts.files.first().map(|(p, _)| p.clone()))
-        .or_else(|| MAIN_ARG_KEYS.iter().find_map(|k| get_str(k)));
+        .or_else(|| args.group(MAIN_ARG_KEYS).find_map(string_or_words));
     facts
 }
 

@@ -38,10 +38,16 @@ pub fn one_line(text: &str) -> String {
 
 /// [`one_line`], borrowing `text` when it is already clean (most commands and paths are).
 pub fn one_line_cow(text: &str) -> Cow<'_, str> {
+    one_line_upto(text, usize::MAX)
+}
+
+/// [`one_line_cow`], or, when that is longer than `limit` characters, a prefix of it that is
+/// longer than `limit`: what [`excerpt`] needs to decide and cut, without folding the rest.
+fn one_line_upto(text: &str, limit: usize) -> Cow<'_, str> {
     if is_clean_line(text) {
         return Cow::Borrowed(text);
     }
-    Cow::Owned(fold_plain(text).unwrap_or_else(|| fold_any(text)))
+    Cow::Owned(fold_plain(text, limit).unwrap_or_else(|| fold_any(text)))
 }
 
 /// [`one_line`] of any text: strip, defuse, then fold.
@@ -71,13 +77,16 @@ fn fold_any(text: &str) -> String {
 /// [`one_line`] of text made only of printable ASCII, `\n` and `\t`, in one pass: there is
 /// nothing to strip, so markers are defused and whitespace folded as the bytes go by. `None`
 /// at the first other byte; the general path then cleans the text (tool output usually stays
-/// here: lines of ASCII with an `error[E0308]` or `<path>` in them).
-fn fold_plain(text: &str) -> Option<String> {
+/// here: lines of ASCII with an `error[E0308]` or `<path>` in them). Stops once the output is
+/// longer than `limit`; only its last few characters can then differ from the general path's
+/// (a marker whose rest lies beyond the stop), which is what [`EXCERPT_SLACK`] covers.
+fn fold_plain(text: &str, limit: usize) -> Option<String> {
     let b = text.as_bytes();
-    let mut out = String::with_capacity(b.len());
+    let mut out = String::with_capacity(b.len().min(limit.saturating_add(16)));
     let mut space = false;
     let mut i = 0;
-    while i < b.len() {
+    // Output only ever grows at its end, so stopping early leaves a prefix of the whole fold.
+    while i < b.len() && out.len() <= limit {
         let c = b[i];
         if matches!(c, b' ' | b'\n' | b'\t') {
             space = !out.is_empty();
@@ -152,7 +161,7 @@ pub fn excerpt(text: &str, max: usize) -> String {
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let line = one_line_cow(&text[..cut]);
+        let line = one_line_upto(&text[..cut], max.saturating_add(EXCERPT_SLACK));
         if line.chars().count() > max.saturating_add(EXCERPT_SLACK) {
             return shorten_cow(line, max);
         }
@@ -435,7 +444,7 @@ mod tests {
             let plain = text
                 .bytes()
                 .all(|c| matches!(c, b'\n' | b'\t' | b' '..=b'~'));
-            match fold_plain(&text) {
+            match fold_plain(&text, usize::MAX) {
                 Some(folded) => {
                     assert!(plain, "{text:?}");
                     assert_eq!(folded, fold_any(&text), "{text:?}");
