@@ -1,8 +1,9 @@
 //! A fixed-seed xorshift64* generator for tests and checks that want varied inputs which
 //! reproduce on every run and machine, with no dependency. Included by path as `crate::test_rng`
 //! for the unit tests (`src/lib.rs`: the splitter's, the projector's scanner and cleaner), and by
-//! `tests/compaction_golden.rs` and `examples/compaction_corpus.rs`: the corpus digest depends
-//! on this exact sequence, so a change here changes every seeded case in all of them.
+//! `tests/compaction_golden.rs`, `examples/compaction_corpus.rs` and the fidelity transcripts
+//! (`examples/support/planted.rs`): the corpus digest and the fidelity figures depend on this
+//! exact sequence, so a change here changes every seeded case in all of them.
 #![allow(dead_code)]
 
 pub struct Rng(pub u64);

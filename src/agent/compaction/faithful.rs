@@ -61,6 +61,16 @@ struct Source {
 impl Source {
     fn of(m: &ProjMessage) -> Source {
         let mut parts = vec![one_line(&m.content)];
+        // JSON-wrapped output: a quote may start or end at a `\n` escape (see `scan::line_at`),
+        // so the words between escapes count as words of the message too.
+        if m.content.contains('\\') {
+            let unescaped = m
+                .content
+                .replace("\\n", " ")
+                .replace("\\t", " ")
+                .replace("\\r", " ");
+            parts.push(one_line(&unescaped));
+        }
         parts.extend(m.tool_name.as_deref().map(one_line));
         for tc in &m.tool_calls {
             parts.push(one_line(&tc.name));

@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use aho_corasick::{packed, AhoCorasick};
-use memchr::{memchr, memchr3_iter};
+use memchr::{memchr, memchr3_iter, memmem};
 
 use super::sanitize::excerpt;
 
@@ -60,19 +60,34 @@ fn first_error_word_line(content: &str) -> Option<&str> {
         }
         // The rest of a header line cannot qualify: go on after it.
         let line_end = line.as_ptr() as usize - content.as_ptr() as usize + line.len();
-        match memchr(b'\n', &content.as_bytes()[line_end..]) {
-            Some(nl) => from = line_end + nl + 1,
-            None => return None,
-        }
+        let rest = &content.as_bytes()[line_end..];
+        from = if rest.starts_with(b"\\n") {
+            line_end + 2
+        } else {
+            match memchr(b'\n', rest) {
+                Some(nl) => line_end + nl + 1,
+                None => return None,
+            }
+        };
     }
     None
 }
 
-/// The line (as `str::lines` yields it) that contains byte `pos`.
+/// The line (as `str::lines` yields it) that contains byte `pos`, where a `\n` escape also ends
+/// a line: JSON-wrapped tool output keeps its line breaks so, and the line to quote is the one
+/// with the error, not the whole JSON text.
 fn line_at(content: &str, pos: usize) -> &str {
     let bytes = content.as_bytes();
     let start = memchr::memrchr(b'\n', &bytes[..pos]).map_or(0, |p| p + 1);
+    let start = memmem::rfind_iter(&bytes[start..pos], b"\\n")
+        .map(|p| start + p)
+        .find(|&p| escape_ends_at(bytes, p + 2))
+        .map_or(start, |p| p + 2);
     let end = memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |p| pos + p);
+    let end = memmem::find_iter(&bytes[pos..end], b"\\n")
+        .map(|p| pos + p)
+        .find(|&p| escape_ends_at(bytes, p + 2))
+        .unwrap_or(end);
     let line = &content[start..end];
     line.strip_suffix('\r').unwrap_or(line)
 }
@@ -354,6 +369,14 @@ mod tests {
             r#"{"output":"boom\nValueError: x\napp/h.py:12: in f\n\tTimeoutError\\nkept.py"}"#;
         assert_eq!(error_names(json), ["ValueError", "TimeoutError"]);
         assert_eq!(mentioned_paths(json), ["app/h.py", "nkept.py"]);
+        let first = json.find("ValueError");
+        assert_eq!(
+            error_line(json, first, 80).as_deref(),
+            Some("ValueError: x")
+        );
+        let header =
+            r#"{"out":"log\nTraceback (most recent call last):\n  File \"a.py\"\nfailed: y\n"}"#;
+        assert_eq!(error_line(header, None, 80).as_deref(), Some("failed: y"));
     }
 
     #[test]
