@@ -13,6 +13,7 @@ mod args;
 mod budget;
 mod extract;
 mod faithful;
+mod fit;
 mod log;
 mod parse;
 mod project;
