@@ -142,7 +142,10 @@ async fn bench_search(name: &str, store: Arc<dyn Store>, rows: usize) -> anyhow:
         let mut hits = 0;
         for _ in 0..RUNS {
             let t = Instant::now();
-            hits = store.search(q, &[], 5).await?.len();
+            hits = store
+                .search(herald::store::SearchScope::AllLanes, q, &[], 5)
+                .await?
+                .len();
             times.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         let (median, max) = stats(times);

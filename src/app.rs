@@ -204,9 +204,10 @@ impl App {
         let state = HttpState {
             router: router.clone(),
             metrics,
+            access: Arc::new(http::Access::from_config(&config)),
         };
-        let app =
-            http::routes(state, extra_routes).into_make_service_with_connect_info::<SocketAddr>();
+        let app = http::routes(state, &config, extra_routes)
+            .into_make_service_with_connect_info::<SocketAddr>();
         let http_cancel = cancel.child_token();
         tracker.spawn(async move {
             let res = axum::serve(listener, app)

@@ -10,10 +10,11 @@ use herald::agent::compaction::{check_faithful, CARRIER_FOOTER, CARRIER_HEADER};
 use herald::agent::context::breaker::PROBATION_AFTER_MS;
 use herald::agent::context::plan::to_proj;
 use herald::agent::context::spill::PAGE_CHARS;
-use herald::agent::tools::{SessionSearch, Tool};
+use herald::agent::tools::{SessionSearch, Tool, ToolContext};
 use herald::app::App;
 use herald::config::Config;
 use herald::domain::{LaneKey, Role};
+use herald::store::SearchScope;
 use serde_json::{json, Value};
 use support::fake_llm::{Billing, FakeLlm, Recorded, Step};
 use support::harness::{init, test_config, Client};
@@ -124,7 +125,11 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     assert!(!ids.is_empty(), "the carrier cites messages");
     let all = app.store.messages(&sid, false).await.unwrap();
     for id in &ids {
-        let around = app.store.messages_around(&sid, *id, 0).await.unwrap();
+        let around = app
+            .store
+            .messages_around(&LaneKey::new(lane), &sid, *id, 0)
+            .await
+            .unwrap();
         let m = around
             .iter()
             .find(|m| m.id == *id)
@@ -141,7 +146,11 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     );
 
     // A flipped row is found by store.search and by the session_search tool.
-    let hits = app.store.search("quokka1", &[], 5).await.unwrap();
+    let hits = app
+        .store
+        .search(SearchScope::AllLanes, "quokka1", &[], 5)
+        .await
+        .unwrap();
     let hit = hits
         .iter()
         .find(|h| h.session_id == sid)
@@ -156,16 +165,25 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     let tool = SessionSearch {
         store: app.store.clone(),
     };
-    let found = tool.call(r#"{"query": "quokka1"}"#).await;
+    let ctx = ToolContext {
+        lane: LaneKey::new(lane),
+        person: "web:tester".into(),
+        session_id: sid.clone(),
+        turn_id: None,
+    };
+    let found = tool.call(&ctx, r#"{"query": "quokka1"}"#).await;
     assert!(
         found.contains(&format!("\"message_id\":{}", hit.message_id)),
         "{found}"
     );
     let scroll = tool
-        .call(&format!(
-            r#"{{"session_id": "{sid}", "around_message_id": {}}}"#,
-            hit.message_id
-        ))
+        .call(
+            &ctx,
+            &format!(
+                r#"{{"session_id": "{sid}", "around_message_id": {}}}"#,
+                hit.message_id
+            ),
+        )
         .await;
     assert!(scroll.contains("quokka1"), "{scroll}");
 

@@ -123,6 +123,14 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
     let reply = body["reply"].as_str().unwrap_or_default().to_string();
     assert!(reply.contains("refused"), "{body}");
     assert!(!reply.contains(API_KEY));
+    // A proxy that answers 200 with an HTML page echoing the request headers: the body is not a
+    // completion, and its excerpt (log line, inbox note) must not carry the key either.
+    llm.push(Step::Garbage(format!(
+        "<html><pre>POST /v1/chat/completions\nAuthorization: Bearer {API_KEY}\n</pre></html>"
+    )));
+    let (status, body) = chat(&base, WEB_TOKEN, "web:ops", "third").await;
+    assert_eq!(status, 200);
+    assert!(!body.to_string().contains(API_KEY), "{body}");
 
     // SIGTERM: the shutdown path logs too.
     let _ = Command::new("kill")
@@ -139,6 +147,19 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
         !telegram.calls("getUpdates").is_empty(),
         "the poller never ran"
     );
+
+    // Nor the database: every file of the data dir (database, WAL) is read as bytes.
+    for entry in std::fs::read_dir(data.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path == log_path || !path.is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let found = bytes
+            .windows(API_KEY.len())
+            .any(|w| w == API_KEY.as_bytes());
+        assert!(!found, "llm.api_key is stored in {}", path.display());
+    }
 
     for (name, secret) in [
         ("llm.api_key", API_KEY),
@@ -166,12 +187,12 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
         .iter()
         .filter(|l| l["message"] == "turn finished")
         .collect();
-    assert_eq!(finished.len(), 2, "one line per turn:\n{out}");
+    assert_eq!(finished.len(), 3, "one line per turn:\n{out}");
     let statuses: Vec<&str> = finished
         .iter()
         .map(|l| field(l, "status").and_then(Value::as_str).unwrap_or("-"))
         .collect();
-    assert_eq!(statuses, ["done", "failed"]);
+    assert_eq!(statuses, ["done", "failed", "failed"]);
     for l in &finished {
         assert_eq!(field(l, "lane"), Some(&json!("web:ops")), "{l}");
         assert_eq!(field(l, "platform"), Some(&json!("web")), "{l}");

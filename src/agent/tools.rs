@@ -2,6 +2,11 @@
 //!
 //! A tool's result is data for the model, never an error that aborts the turn: bad arguments
 //! come back as a short explanation the model can act on.
+//!
+//! Every call carries a [`ToolContext`] — the lane, the person and the session it was made
+//! for — and a tool reads and writes only within it. The context is not optional: a tool that
+//! ignored it would have to do so visibly, and the store calls a tool makes take the lane too.
+//! An id from outside the caller's lane answers exactly like an id that does not exist.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,14 +16,26 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::agent::context::spill::PAGE_CHARS;
-use crate::domain::Role;
+use crate::domain::{LaneKey, Role};
 use crate::llm::ToolSpec;
-use crate::store::Store;
+use crate::store::{SearchScope, Store};
+
+/// Whom a tool call serves: the conversation it was made in, the person who asked, and the
+/// session and turn it belongs to. Built by the lane worker from the event it is answering,
+/// never from anything the model wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolContext {
+    pub lane: LaneKey,
+    /// The sender identity, `platform:sender_id` (e.g. `telegram:123`).
+    pub person: String,
+    pub session_id: String,
+    pub turn_id: Option<i64>,
+}
 
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
-    async fn call(&self, arguments: &str) -> String;
+    async fn call(&self, ctx: &ToolContext, arguments: &str) -> String;
 }
 
 #[derive(Clone, Default)]
@@ -35,9 +52,9 @@ impl Tools {
         self.by_name.values().map(|t| t.spec()).collect()
     }
 
-    pub async fn call(&self, name: &str, arguments: &str) -> String {
+    pub async fn call(&self, ctx: &ToolContext, name: &str, arguments: &str) -> String {
         match self.by_name.get(name) {
-            Some(t) => t.call(arguments).await,
+            Some(t) => t.call(ctx, arguments).await,
             None => format!("error: there is no tool named {name:?}"),
         }
     }
@@ -45,7 +62,9 @@ impl Tools {
 
 /// `session_search`: discovery (query → sessions and message ids) and scroll (session id +
 /// around_message_id → the neighbouring messages). Two call shapes, never mixed: a model that
-/// guesses a session id without discovery gets told to search first.
+/// guesses a session id without discovery gets told to search first. Both see only the
+/// caller's lane — its current and earlier sessions — so one person's agent cannot read
+/// another conversation; operators search across lanes with `herald sessions search`.
 pub struct SessionSearch {
     pub store: Arc<dyn Store>,
 }
@@ -65,7 +84,7 @@ impl Tool for SessionSearch {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "session_search".into(),
-            description: "Search earlier conversations. Discovery: pass `query` to get matching \
+            description: "Search earlier sessions of this conversation. Discovery: pass `query` to get matching \
                 sessions with a message id and snippet. Scroll: pass `session_id` and \
                 `around_message_id` (from discovery) to read the messages around it; add \
                 `offset` to page through that one message's full text instead."
@@ -84,7 +103,7 @@ impl Tool for SessionSearch {
         }
     }
 
-    async fn call(&self, arguments: &str) -> String {
+    async fn call(&self, ctx: &ToolContext, arguments: &str) -> String {
         let args: SearchArgs = match serde_json::from_str(arguments) {
             Ok(a) => a,
             Err(e) => {
@@ -104,7 +123,11 @@ impl Tool for SessionSearch {
             (Some(q), None, None) => {
                 let limit = args.limit.unwrap_or(5).clamp(1, 20);
                 let roles = roles.as_deref().unwrap_or_default();
-                match self.store.search(&q, roles, limit).await {
+                match self
+                    .store
+                    .search(SearchScope::Lane(&ctx.lane), &q, roles, limit)
+                    .await
+                {
                     Ok(hits) => {
                         let hits: Vec<_> = hits
                             .into_iter()
@@ -117,7 +140,7 @@ impl Tool for SessionSearch {
             }
             (None, Some(sid), Some(around)) if args.offset.is_some() => {
                 let offset = args.offset.unwrap_or_default();
-                match self.store.messages_around(&sid, around, 0).await {
+                match self.store.messages_around(&ctx.lane, &sid, around, 0).await {
                     Ok(msgs) => match msgs.into_iter().find(|m| m.id == around) {
                         Some(m) => page(&sid, &m.content, around, offset),
                         None => format!("error: no message {around} in session {sid}"),
@@ -126,7 +149,10 @@ impl Tool for SessionSearch {
                 }
             }
             (None, Some(sid), Some(around)) => {
-                match self.store.messages_around(&sid, around, 5).await {
+                match self.store.messages_around(&ctx.lane, &sid, around, 5).await {
+                    Ok(msgs) if msgs.is_empty() => {
+                        format!("error: no message {around} in session {sid}")
+                    }
                     Ok(msgs) => {
                         let msgs: Vec<_> = msgs
                             .into_iter()

@@ -12,7 +12,7 @@ use crate::llm::{ChatMessage, ChatRequest, LlmError, ProviderChain, Usage};
 use crate::store::{NewMessage, StoredMessage};
 
 use super::context::spill::TurnSpill;
-use super::tools::Tools;
+use super::tools::{ToolContext, Tools};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TurnError {
@@ -32,6 +32,8 @@ pub struct TurnInput<'a> {
     pub session_id: &'a str,
     /// Tool results longer than this reach the next request as a preview.
     pub spill_chars: usize,
+    /// Whom the turn's tool calls serve; every tool is scoped to it.
+    pub tool_ctx: &'a ToolContext,
 }
 
 #[derive(Debug)]
@@ -108,7 +110,7 @@ pub async fn run_turn(
                 Some(page) => page,
                 None => {
                     tools
-                        .call(&call.name, &call.arguments)
+                        .call(input.tool_ctx, &call.name, &call.arguments)
                         .instrument(tracing::info_span!("tool", name = %call.name))
                         .await
                 }

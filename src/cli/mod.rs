@@ -166,7 +166,10 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
                 .iter()
                 .map(|r| Role::parse(r.trim()).ok_or_else(|| anyhow::anyhow!("unknown role {r:?}")))
                 .collect::<anyhow::Result<Vec<Role>>>()?;
-            for h in store.search(&query, &roles, limit).await? {
+            for h in store
+                .search(store::SearchScope::AllLanes, &query, &roles, limit)
+                .await?
+            {
                 println!(
                     "{}  #{}  {}  {}",
                     h.session_id,

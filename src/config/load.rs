@@ -102,13 +102,32 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             c.server.listen
         ),
     })?;
-    if !addr.ip().is_loopback() && c.web.enabled && c.web.token.is_none() {
+    // The admin API and every transcript sit behind this listener whether or not the web chat
+    // is on, so the token follows the address, not `web.enabled`.
+    if c.web
+        .token
+        .as_ref()
+        .is_some_and(|t| t.expose().trim().is_empty())
+    {
+        return Err(ConfigError::Key {
+            key: "web.token",
+            message: "is empty; set a long random value (openssl rand -hex 32) or remove the key"
+                .into(),
+        });
+    }
+    if !addr.ip().is_loopback() && c.web.token.is_none() {
         return Err(ConfigError::Key {
             key: "web.token",
             message: format!(
                 "required when server.listen ({addr}) is not a loopback address; \
                  set HERALD_WEB__TOKEN or bind to 127.0.0.1"
             ),
+        });
+    }
+    if c.web.trust_loopback == Some(false) && c.web.token.is_none() {
+        return Err(ConfigError::Key {
+            key: "web.token",
+            message: "required when web.trust_loopback is false (nobody could use the API)".into(),
         });
     }
     match c.provider_kind() {
@@ -301,6 +320,14 @@ mod tests {
         let cases = [
             ("[server]\nlisten = \"nowhere\"", "server.listen"),
             ("[server]\nlisten = \"0.0.0.0:8080\"", "web.token"),
+            // The admin API is there with the web chat off: the token still follows the address.
+            (
+                "[server]\nlisten = \"0.0.0.0:8080\"\n[web]\nenabled = false",
+                "web.token: required when server.listen",
+            ),
+            ("[web]\ntoken = \"\"", "web.token: is empty"),
+            ("[web]\ntoken = \"  \"", "web.token: is empty"),
+            ("[web]\ntrust_loopback = false", "web.token: required when web.trust_loopback"),
             (
                 "[llm]\nprovider = \"openai\"\nmodel = \"m\"",
                 "llm.base_url",

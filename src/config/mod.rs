@@ -259,9 +259,17 @@ impl Default for OutboxConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebConfig {
+    /// The web chat: the page at `/` and `POST /api/v1/chat`. Off, those routes do not exist;
+    /// the admin API stays (behind the same access rule).
     pub enabled: bool,
-    /// Bearer token for the web chat and API; required when `server.listen` is not loopback.
+    /// Bearer token for the API and the admin routes; required when `server.listen` is not
+    /// loopback, whatever `enabled` says. When set, every API request must carry it.
     pub token: Option<Secret>,
+    /// Whether a request from 127.0.0.1/::1 without a token is the operator. Unset means: yes
+    /// when `server.listen` is loopback. Even then a request that carries a proxy header
+    /// (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`) is not trusted: behind a reverse proxy on
+    /// the same host every client would otherwise look local.
+    pub trust_loopback: Option<bool>,
     /// Longest accepted message, in characters.
     pub max_message_chars: usize,
     /// How long `POST /api/v1/chat` waits for the reply before answering 202.
@@ -273,6 +281,7 @@ impl Default for WebConfig {
         WebConfig {
             enabled: true,
             token: None,
+            trust_loopback: None,
             max_message_chars: 32_000,
             reply_timeout_secs: 330,
         }

@@ -3,40 +3,42 @@
 //! It answers "what is Herald doing, and why did this chat go quiet" from the store, so it
 //! shows the same truth on every replica. It only reads: nothing here changes a lane, a
 //! session or the outbox (the page's one write, approving a pairing code, goes through the
-//! pairing API). The API sits behind the same bearer token as the rest of `/api`
-//! (`web.token`): that token already reads any lane's transcript, so a separate admin token
-//! would not narrow who can see conversations. The page itself holds no data and is served
-//! without the token; its script sends the token the operator types.
+//! pairing API). The API sits behind the same guard as the rest of `/api` (`access.rs`): that
+//! token already reads any lane's transcript, so a separate admin token would not narrow who
+//! can see conversations. The page itself holds no data and is served without the token; its
+//! script sends the token the operator types.
 
 use std::collections::HashSet;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{api_error, HttpState};
+use super::{api_error, row, Guard, HttpState, RouteRow};
 use crate::cron::parse_schedule;
 use crate::domain::LaneKey;
 use crate::store::{now_ms, StoreError};
 
-/// The admin JSON routes; merged into the token-protected API router.
-pub(super) fn api_routes() -> Router<HttpState> {
-    Router::new()
-        .route("/api/v1/admin/overview", get(overview))
-        .route("/api/v1/admin/lanes", get(lanes))
-        .route("/api/v1/admin/lanes/{lane}/turns", get(lane_turns))
-        .route("/api/v1/admin/sessions", get(sessions))
-        .route(
+/// The admin JSON routes, all behind the API guard.
+pub(super) fn api_rows() -> Vec<RouteRow> {
+    let api = |path, handler| row(Method::GET, path, Guard::Api, handler);
+    vec![
+        api("/api/v1/admin/overview", get(overview)),
+        api("/api/v1/admin/lanes", get(lanes)),
+        api("/api/v1/admin/lanes/{lane}/turns", get(lane_turns)),
+        api("/api/v1/admin/sessions", get(sessions)),
+        api(
             "/api/v1/admin/sessions/{id}/messages",
             get(session_messages),
-        )
-        .route("/api/v1/admin/outbox", get(outbox))
-        .route("/api/v1/admin/capsules", get(capsules))
-        .route("/api/v1/admin/cron", get(cron))
+        ),
+        api("/api/v1/admin/outbox", get(outbox)),
+        api("/api/v1/admin/capsules", get(capsules)),
+        api("/api/v1/admin/cron", get(cron)),
+    ]
 }
 
 pub(super) async fn page() -> impl IntoResponse {

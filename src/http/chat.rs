@@ -4,16 +4,16 @@
 //! The request goes through the same inbox, hooks, worker and outbox as every platform: the
 //! web adapter is the core's test surface, so it must not take shortcuts.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::{api_error, HttpState};
+use super::{api_error, Caller, HttpState};
 use crate::domain::{ChatType, LaneKey, MessageEvent, MessageKind, Platform};
 use crate::store::{InboxInsert, InboxStatus, Store};
 
@@ -37,13 +37,26 @@ pub(super) struct ChatReply {
     inbox_id: i64,
 }
 
+/// Longest `client_id`, `sender` and lane name accepted, in characters: they are keys and
+/// labels, stored with every row of the conversation.
+const MAX_ID_CHARS: usize = 128;
+
 pub(super) async fn post_chat(
     State(state): State<HttpState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    caller: Option<Extension<Caller>>,
     body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Json(req) = match body {
         Ok(b) => b,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return api_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is larger than {} bytes",
+                    super::MAX_BODY_BYTES
+                ),
+            )
+        }
         Err(e) => {
             return api_error(
                 StatusCode::BAD_REQUEST,
@@ -59,6 +72,24 @@ pub(super) async fn post_chat(
         return api_error(
             StatusCode::BAD_REQUEST,
             "lane must be \"web:<name>\" with a non-empty name",
+        );
+    }
+    for (field, value) in [
+        ("lane", Some(name)),
+        ("client_id", req.client_id.as_deref()),
+        ("sender", req.sender.as_deref()),
+    ] {
+        if value.is_some_and(|v| v.chars().count() > MAX_ID_CHARS) {
+            return api_error(
+                StatusCode::BAD_REQUEST,
+                format!("{field} is longer than {MAX_ID_CHARS} characters"),
+            );
+        }
+    }
+    if req.sender.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            "sender is empty; leave it out instead",
         );
     }
     if req.text.trim().is_empty() {
@@ -93,7 +124,8 @@ pub(super) async fn post_chat(
         timestamp: chrono::Utc::now(),
         internal: false,
         attachments: Vec::new(),
-        from_loopback: peer.ip().is_loopback(),
+        // Admitted by the access guard either way; this says whether as the local operator.
+        from_loopback: caller.is_some_and(|Extension(c)| c.trusted_local),
         control: None,
         deliver_to: Vec::new(),
         sender_roles: Vec::new(),

@@ -1,9 +1,11 @@
 //! The HTTP surface (axum): web chat page and JSON API, health, readiness and metrics.
 //!
-//! API routes require the bearer token when one is configured; without one, config validation
-//! has already refused any non-loopback listen address. Health and metrics stay open for
-//! probes and scrapers.
+//! Every route is one row of [`table`], with the guard it answers behind (see `access.rs`)
+//! and the feature it belongs to: a route of a disabled feature is not mounted at all. The
+//! table is also what the end-to-end auth test walks, so a route cannot exist without being
+//! tested for who can call it.
 
+mod access;
 mod admin;
 mod capsule;
 mod chat;
@@ -14,45 +16,121 @@ mod pairing;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
+use axum::http::{Method, StatusCode};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 
+pub use access::{Access, Caller, Guard};
+
+use crate::config::Config;
 use crate::lanes::LaneRouter;
 
 #[derive(Clone)]
 pub struct HttpState {
     pub router: Arc<LaneRouter>,
     pub metrics: PrometheusHandle,
+    pub access: Arc<Access>,
+}
+
+/// Largest request body accepted anywhere; a bigger one answers 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// One mounted route: its method and path as the client sends them, who may call it, and the
+/// handler.
+pub struct RouteRow {
+    pub method: Method,
+    pub path: &'static str,
+    pub guard: Guard,
+    handler: MethodRouter<HttpState>,
+}
+
+fn row(
+    method: Method,
+    path: &'static str,
+    guard: Guard,
+    handler: MethodRouter<HttpState>,
+) -> RouteRow {
+    RouteRow {
+        method,
+        path,
+        guard,
+        handler,
+    }
+}
+
+/// Every route this configuration mounts (adapters' own routes, e.g. the Telegram webhook with
+/// its secret header, come on top).
+pub fn table(config: &Config) -> Vec<RouteRow> {
+    use Guard::{Api, Open};
+    let mut t = vec![
+        row(Method::GET, "/healthz", Open, get(health::healthz)),
+        row(Method::GET, "/readyz", Open, get(health::readyz)),
+        // Counters by platform, status and provider: no lane, person or text in any label.
+        row(Method::GET, "/metrics", Open, get(health::metrics)),
+        // The page holds no data; its script sends the token the operator types.
+        row(Method::GET, "/admin", Open, get(admin::page)),
+        row(
+            Method::GET,
+            "/api/v1/lanes/{lane}/messages",
+            Api,
+            get(chat::lane_messages),
+        ),
+        row(
+            Method::GET,
+            "/api/v1/lanes/{lane}/capsule",
+            Api,
+            get(capsule::lane_capsule),
+        ),
+    ];
+    t.extend(admin::api_rows());
+    if config.web.enabled {
+        t.push(row(Method::GET, "/", Open, get(page::chat_page)));
+        t.push(row(
+            Method::POST,
+            "/api/v1/chat",
+            Api,
+            post(chat::post_chat),
+        ));
+    }
+    if config.pairing.enabled {
+        t.push(row(
+            Method::GET,
+            "/api/v1/pairing",
+            Api,
+            get(pairing::pending),
+        ));
+        t.push(row(
+            Method::POST,
+            "/api/v1/pairing/approve",
+            Api,
+            post(pairing::approve),
+        ));
+    }
+    t
 }
 
 /// The daemon's routes plus adapters' own (e.g. the Telegram webhook).
-pub fn routes(state: HttpState, extra: Vec<Router>) -> Router {
-    let api = Router::new()
-        .route("/api/v1/chat", post(chat::post_chat))
-        .route("/api/v1/lanes/{lane}/messages", get(chat::lane_messages))
-        .merge(admin::api_routes())
-        .route("/api/v1/pairing", get(pairing::pending))
-        .route("/api/v1/pairing/approve", post(pairing::approve))
-        .route("/api/v1/lanes/{lane}/capsule", get(capsule::lane_capsule))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
-    let mut app = Router::new()
-        .route("/", get(page::chat_page))
-        .route("/admin", get(admin::page))
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(health::metrics))
-        .merge(api)
-        .with_state(state);
+pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
+    let mut app = Router::new();
+    for r in table(config) {
+        let handler = match r.guard {
+            Guard::Open => r.handler,
+            Guard::Api => r.handler.route_layer(middleware::from_fn_with_state(
+                state.clone(),
+                access::require,
+            )),
+        };
+        app = app.route(r.path, handler);
+    }
+    let mut app = app.with_state(state);
     for r in extra {
         app = app.merge(r);
     }
-    app.layer(axum::extract::DefaultBodyLimit::max(1024 * 1024))
+    app.layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
 }
 
 /// Serves until `shutdown` fires; returns the bound address through `bound`.
@@ -60,29 +138,6 @@ pub async fn bind(addr: &str) -> std::io::Result<(tokio::net::TcpListener, Socke
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     Ok((listener, local))
-}
-
-async fn require_token(State(state): State<HttpState>, req: Request, next: Next) -> Response {
-    let Some(token) = state.router.deps().config.web.token.as_ref() else {
-        return next.run(req).await;
-    };
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.expose().as_bytes())) {
-        next.run(req).await
-    } else {
-        api_error(
-            StatusCode::UNAUTHORIZED,
-            "missing or wrong bearer token: send Authorization: Bearer <web.token>",
-        )
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Every API error is JSON with a message a person can act on.

@@ -12,6 +12,7 @@ use tracing::Instrument;
 use super::worker::{Failure, Stop, Worker};
 use crate::agent::context::{ContextEngine, Known, Prepared};
 use crate::agent::prompt::{build_system_prompt, PromptParts};
+use crate::agent::tools::ToolContext;
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
 use crate::cron::{is_silent, parse_target, Target};
 use crate::domain::{Control, MessageEvent, Platform, Role};
@@ -151,6 +152,12 @@ impl Worker {
             .insert(self.lane.clone(), stop.clone());
         let typing = self.typing(ev, stop.clone());
         let timeout = Duration::from_secs(deps.config.agent.turn_timeout_secs);
+        let tool_ctx = ToolContext {
+            lane: self.lane.clone(),
+            person: format!("{}:{}", ev.platform.as_str(), ev.sender_id),
+            session_id: session.id.clone(),
+            turn_id: Some(turn_id),
+        };
         let agent = run_turn(
             &deps.chain,
             &deps.tools,
@@ -162,6 +169,7 @@ impl Worker {
                 max_iterations: deps.config.agent.max_iterations,
                 session_id: &session.id,
                 spill_chars: deps.config.context.spill_chars,
+                tool_ctx: &tool_ctx,
             },
         );
         let outcome = tokio::select! {

@@ -102,10 +102,13 @@ impl Provider for OpenAiProvider {
             });
         }
         let mut text = resp.text().await.map_err(classify_transport)?;
-        if !status.is_success() {
-            // Error text goes to logs and the inbox note; some providers and proxies quote the
-            // key back ("Incorrect API key provided: sk-…"), so it is cut out first.
-            if let Some(key) = self.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
+        // Any excerpt of the body may reach the log and the inbox note, whatever the status: a
+        // provider quotes the key back in an error ("Incorrect API key provided: sk-…"), a proxy
+        // answers 200 with a page echoing the request headers. The key is cut out first (a
+        // plain search: a healthy answer does not contain it), and `excerpt` masks any other
+        // bearer credential.
+        if let Some(key) = self.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
+            if text.contains(key.expose()) {
                 text = text.replace(key.expose(), "***");
             }
         }
@@ -149,8 +152,14 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(wait.to_std().unwrap_or(Duration::ZERO))
 }
 
+/// The start of a provider's body for an error message, with bearer credentials masked.
 fn excerpt(s: &str) -> String {
-    s.chars().take(300).collect()
+    static BEARER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(bearer\s+|api[_-]?key[\s\x22':=]+)[A-Za-z0-9._~+/=-]{6,}")
+            .expect("static regex")
+    });
+    let head: String = s.chars().take(300).collect();
+    BEARER.replace_all(&head, "${1}***").into_owned()
 }
 
 #[derive(Deserialize)]

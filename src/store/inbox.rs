@@ -40,7 +40,7 @@ macro_rules! inbox_store_impl {
             let json = serde_json::to_string(ev)?;
             let inserted: Option<(i64,)> = sqlx::query_as(
                 "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, platform_message_id) DO NOTHING \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, lane, platform_message_id) DO NOTHING \
                  RETURNING id",
             )
             .bind(ev.platform.as_str())
@@ -54,9 +54,10 @@ macro_rules! inbox_store_impl {
                 return Ok(InboxInsert::Inserted(id));
             }
             let (id,): (i64,) = sqlx::query_as(
-                "SELECT id FROM inbox WHERE platform = $1 AND platform_message_id = $2",
+                "SELECT id FROM inbox WHERE platform = $1 AND lane = $2 AND platform_message_id = $3",
             )
             .bind(ev.platform.as_str())
+            .bind(ev.lane().as_str())
             .bind(&ev.platform_message_id)
             .fetch_one(&self.pool)
             .await?;

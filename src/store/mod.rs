@@ -138,10 +138,16 @@ pub trait Store:
     async fn close(&self);
 
     // --- per dialect (the shared rest is in the supertraits) -------------------------------
-    /// Discovery: the newest matching message of each session (live or compacted, never
-    /// retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most), newest
-    /// first.
-    async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>>;
+    /// Discovery: the newest matching message of each session in `scope` (live or compacted,
+    /// never retracted; only `roles` when not empty), at most `limit` sessions (1,000 at most),
+    /// newest first.
+    async fn search(
+        &self,
+        scope: SearchScope<'_>,
+        query: &str,
+        roles: &[Role],
+        limit: i64,
+    ) -> StoreResult<Vec<SearchHit>>;
     /// Claims due rows for the given platforms, at most one lane's rows in order and never a
     /// row while an earlier row of its lane waits: chunks arrive in order.
     async fn outbox_claim(

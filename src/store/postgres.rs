@@ -64,7 +64,13 @@ store_impl!(PgStore, MIGRATOR, {
         self.pool.close().await;
     }
 
-    async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>> {
+    async fn search(
+        &self,
+        scope: SearchScope<'_>,
+        query: &str,
+        roles: &[Role],
+        limit: i64,
+    ) -> StoreResult<Vec<SearchHit>> {
         if query.trim().is_empty() {
             return Ok(Vec::new());
         }
@@ -73,11 +79,13 @@ store_impl!(PgStore, MIGRATOR, {
         // index (then sorts the few hits) for a rare one. A cached generic plan would pick one
         // of the two for every word.
         let (pool, names) = (&self.reader, search::role_names(roles));
-        let names = names.as_slice();
-        let found = search::newest_per_session(roles, limit, |cursor, n| async move {
-            let rows: Vec<search::Candidate> = sqlx::query_as(
-                "SELECT id, session_id, role, active, compacted, created_at FROM messages \
+        let (names, lane) = (names.as_slice(), scope.lane());
+        let found =
+            search::newest_per_session(scope.lane(), roles, limit, |cursor, n| async move {
+                let rows: Vec<search::Candidate> = sqlx::query_as(
+                "SELECT id, session_id, lane, role, active, compacted, created_at FROM messages \
                  WHERE tsv @@ plainto_tsquery('simple', $1) AND id < $2 \
+                   AND ($5::text IS NULL OR lane = $5) \
                    AND NOT (active = 0 AND compacted = 0) \
                    AND (cardinality($4::text[]) = 0 OR role = ANY($4)) \
                  ORDER BY id DESC LIMIT $3",
@@ -87,11 +95,12 @@ store_impl!(PgStore, MIGRATOR, {
             .bind(cursor)
             .bind(n)
             .bind(names)
+            .bind(lane)
             .fetch_all(pool)
             .await?;
-            Ok(rows)
-        })
-        .await?;
+                Ok(rows)
+            })
+            .await?;
         if found.is_empty() {
             return Ok(Vec::new());
         }

@@ -30,6 +30,7 @@ pub(super) const MAX_HITS: i64 = 1_000;
 pub(super) struct Candidate {
     pub id: i64,
     pub session_id: String,
+    pub lane: String,
     pub role: String,
     pub active: i64,
     pub compacted: i64,
@@ -37,10 +38,13 @@ pub(super) struct Candidate {
 }
 
 impl Candidate {
-    /// Compacted rows stay findable; retracted ones (neither live nor compacted) never are.
-    fn eligible(&self, roles: &[Role]) -> bool {
+    /// Compacted rows stay findable; retracted ones (neither live nor compacted) never are;
+    /// another lane's rows are not there at all for a scoped search.
+    fn eligible(&self, lane: Option<&str>, roles: &[Role]) -> bool {
         let retracted = self.active == 0 && self.compacted == 0;
-        !retracted && (roles.is_empty() || roles.iter().any(|r| r.as_str() == self.role))
+        !retracted
+            && lane.is_none_or(|l| l == self.lane)
+            && (roles.is_empty() || roles.iter().any(|r| r.as_str() == self.role))
     }
 }
 
@@ -48,6 +52,7 @@ impl Candidate {
 /// with an id below `cursor`, in any order — and returns the first eligible hit of each
 /// session, at most `limit` of them, newest first.
 pub(super) async fn newest_per_session<F, Fut>(
+    lane: Option<&str>,
     roles: &[Role],
     limit: i64,
     mut batch: F,
@@ -70,7 +75,7 @@ where
         rows.sort_unstable_by_key(|c| std::cmp::Reverse(c.id));
         for c in rows {
             cursor = cursor.min(c.id);
-            if c.eligible(roles) && !sessions.contains(&c.session_id) {
+            if c.eligible(lane, roles) && !sessions.contains(&c.session_id) {
                 sessions.insert(c.session_id.clone());
                 out.push(c);
                 if out.len() as i64 >= limit {
@@ -91,6 +96,7 @@ pub(super) fn hits(found: Vec<Candidate>, snippet_of: impl Fn(i64) -> String) ->
         .into_iter()
         .map(|c| SearchHit {
             snippet: snippet_of(c.id),
+            lane: c.lane,
             role: Role::parse(&c.role).unwrap_or(Role::User),
             session_id: c.session_id,
             message_id: c.id,
@@ -112,6 +118,7 @@ mod tests {
         Candidate {
             id,
             session_id: session.into(),
+            lane: format!("web:{session}"),
             role: role.as_str().into(),
             active,
             compacted,
@@ -121,8 +128,17 @@ mod tests {
 
     /// A fake index of matches (ids 1..=n) served in batches the way the backends serve them.
     async fn walk(all: &[Candidate], roles: &[Role], limit: i64) -> (Vec<i64>, usize) {
+        walk_in(all, None, roles, limit).await
+    }
+
+    async fn walk_in(
+        all: &[Candidate],
+        lane: Option<&str>,
+        roles: &[Role],
+        limit: i64,
+    ) -> (Vec<i64>, usize) {
         let mut calls = 0;
-        let found = newest_per_session(roles, limit, |cursor, n| {
+        let found = newest_per_session(lane, roles, limit, |cursor, n| {
             calls += 1;
             let mut page: Vec<Candidate> = all.iter().filter(|x| x.id < cursor).cloned().collect();
             page.sort_by_key(|x| std::cmp::Reverse(x.id));
@@ -158,5 +174,19 @@ mod tests {
             assert_eq!(got, want, "roles {roles:?} limit {limit}");
             assert!(calls <= 4, "{calls} batches for 1,000 matches");
         }
+    }
+
+    #[tokio::test]
+    async fn a_scoped_walk_sees_only_its_lane() {
+        // Lane web:s1 is chatty and newest; the scoped walk must skip past all of it.
+        let mut all: Vec<Candidate> = (1..=2000).map(|i| c(i, "s1", Role::User, 1, 0)).collect();
+        all[9] = c(10, "s2", Role::User, 1, 0);
+        all[4] = c(5, "s3", Role::User, 1, 0);
+        let (got, _) = walk_in(&all, Some("web:s2"), &[], 10).await;
+        assert_eq!(got, vec![10]);
+        let (got, _) = walk_in(&all, Some("web:nobody"), &[], 10).await;
+        assert!(got.is_empty());
+        let (got, _) = walk_in(&all, None, &[], 10).await;
+        assert_eq!(got, vec![2000, 10, 5]);
     }
 }

@@ -101,17 +101,24 @@ store_impl!(SqliteStore, MIGRATOR, {
         self.pool.close().await;
     }
 
-    async fn search(&self, query: &str, roles: &[Role], limit: i64) -> StoreResult<Vec<SearchHit>> {
+    async fn search(
+        &self,
+        scope: SearchScope<'_>,
+        query: &str,
+        roles: &[Role],
+        limit: i64,
+    ) -> StoreResult<Vec<SearchHit>> {
         let q = common::fts5_query(query);
         if q.is_empty() {
             return Ok(Vec::new());
         }
-        // FTS5 serves `rowid < cursor ORDER BY rowid DESC` straight from its index; the flags
-        // and roles are checked on the batch (see `search.rs`).
+        // FTS5 serves `rowid < cursor ORDER BY rowid DESC` straight from its index; the lane,
+        // flags and roles are checked on the batch (see `search.rs`).
         let (pool, q_ref) = (&self.reader, q.as_str());
-        let found = search::newest_per_session(roles, limit, |cursor, n| async move {
-            let rows: Vec<search::Candidate> = sqlx::query_as(
-                "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.created_at \
+        let found =
+            search::newest_per_session(scope.lane(), roles, limit, |cursor, n| async move {
+                let rows: Vec<search::Candidate> = sqlx::query_as(
+                "SELECT m.id, m.session_id, m.lane, m.role, m.active, m.compacted, m.created_at \
                  FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH $1 \
                    AND rowid < $2 ORDER BY rowid DESC LIMIT $3) f \
                  JOIN messages m ON m.id = f.rowid",
@@ -121,9 +128,9 @@ store_impl!(SqliteStore, MIGRATOR, {
             .bind(n)
             .fetch_all(pool)
             .await?;
-            Ok(rows)
-        })
-        .await?;
+                Ok(rows)
+            })
+            .await?;
         if found.is_empty() {
             return Ok(Vec::new());
         }

@@ -51,9 +51,11 @@ pub trait TranscriptStore: Send + Sync {
         session_id: &str,
         ids: &[i64],
     ) -> StoreResult<()>;
-    /// Messages of a session around one id (the scroll half of session_search).
+    /// Messages of a session around one id (the scroll half of session_search), only when the
+    /// session belongs to `lane`: another lane's session reads as empty, like a missing one.
     async fn messages_around(
         &self,
+        lane: &LaneKey,
         session_id: &str,
         around_id: i64,
         radius: i64,
@@ -205,16 +207,20 @@ macro_rules! transcript_store_impl {
 
         async fn messages_around(
             &self,
+            lane: &LaneKey,
             session_id: &str,
             around_id: i64,
             radius: i64,
         ) -> StoreResult<Vec<StoredMessage>> {
+            // The lane is checked on the session row, the owner of record, not on each message.
             let sql = format!(
                 "SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id <= $2 \
                    AND NOT (active = 0 AND compacted = 0) ORDER BY id DESC LIMIT $3) a \
+                 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND lane = $5) \
                  UNION ALL \
                  SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id > $2 \
                    AND NOT (active = 0 AND compacted = 0) ORDER BY id LIMIT $4) b \
+                 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND lane = $5) \
                  ORDER BY id",
                 cols = common::MESSAGE_COLS
             );
@@ -223,6 +229,7 @@ macro_rules! transcript_store_impl {
                 .bind(around_id)
                 .bind(radius + 1)
                 .bind(radius)
+                .bind(lane.as_str())
                 .fetch_all(&self.reader)
                 .await?;
             rows.iter().map(common::message_from_row).collect()

@@ -115,7 +115,7 @@ macro_rules! store_tx_helpers {
             Ok(())
         }
 
-        /// Idempotent like the adapters' inbox writes: a known (platform, message id) is left
+        /// Idempotent like the adapters' inbox writes: a known (platform, lane, message id) is left
         /// as it is.
         async fn insert_inbox(
             tx: &mut sqlx::Transaction<'static, $db>,
@@ -123,7 +123,7 @@ macro_rules! store_tx_helpers {
         ) -> StoreResult<()> {
             sqlx::query(
                 "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, platform_message_id) DO NOTHING",
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, lane, platform_message_id) DO NOTHING",
             )
             .bind(ev.platform.as_str())
             .bind(&ev.platform_message_id)

@@ -278,6 +278,7 @@ pub struct OutboxCounts {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchHit {
+    pub lane: String,
     pub session_id: String,
     pub message_id: i64,
     pub role: Role,
@@ -306,4 +307,23 @@ pub struct TurnRow {
     pub status: String,
     pub started_at: i64,
     pub ended_at: Option<i64>,
+}
+
+/// Which conversations a search may read. The agent's tool always passes one lane (its
+/// caller's); only operator tools (the CLI) pass [`SearchScope::AllLanes`], so a call site
+/// that reads across people says so in its own text.
+#[derive(Debug, Clone, Copy)]
+pub enum SearchScope<'a> {
+    Lane(&'a crate::domain::LaneKey),
+    AllLanes,
+}
+
+impl SearchScope<'_> {
+    /// The lane key text to filter on, if any.
+    pub fn lane(&self) -> Option<&str> {
+        match self {
+            SearchScope::Lane(l) => Some(l.as_str()),
+            SearchScope::AllLanes => None,
+        }
+    }
 }

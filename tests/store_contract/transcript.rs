@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use herald::domain::{LaneKey, Role, ToolCall};
-use herald::store::{InboxAttempt, InboxStatus, NewMessage, Store, StoreError, TurnCommit};
+use herald::store::{
+    InboxAttempt, InboxStatus, NewMessage, SearchScope, Store, StoreError, TurnCommit,
+};
 
 use super::{event, insert, open_lane, reply, session};
 
@@ -309,7 +311,10 @@ pub async fn search(store: Arc<dyn Store>) {
 
     // One hit per session, the newest one, newest session first; the retracted row (a_ids[3])
     // is newer than the hit in s-a but must never be returned.
-    let hits = store.search("zebra", &[], 10).await.unwrap();
+    let hits = store
+        .search(SearchScope::AllLanes, "zebra", &[], 10)
+        .await
+        .unwrap();
     let got: Vec<_> = hits
         .iter()
         .map(|h| (h.session_id.as_str(), h.message_id))
@@ -321,17 +326,38 @@ pub async fn search(store: Arc<dyn Store>) {
         hits[0].snippet
     );
     assert_eq!(hits[0].role, Role::User);
-    assert_eq!(store.search("zebra", &[], 1).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .search(SearchScope::AllLanes, "zebra", &[], 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Compacted rows stay findable.
-    let crossing = store.search("crossing", &[], 10).await.unwrap();
+    let crossing = store
+        .search(SearchScope::AllLanes, "crossing", &[], 10)
+        .await
+        .unwrap();
     assert_eq!(crossing.len(), 1);
     assert_eq!(crossing[0].message_id, a_ids[0]);
-    let quokka = store.search("quokka", &[], 10).await.unwrap();
+    let quokka = store
+        .search(SearchScope::AllLanes, "quokka", &[], 10)
+        .await
+        .unwrap();
     assert_eq!(quokka.len(), 1);
     assert_eq!(quokka[0].message_id, b_ids[1]);
-    assert!(store.search("secret", &[], 10).await.unwrap().is_empty());
-    assert!(store.search("platypus", &[], 10).await.unwrap().is_empty());
+    assert!(store
+        .search(SearchScope::AllLanes, "secret", &[], 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .search(SearchScope::AllLanes, "platypus", &[], 10)
+        .await
+        .unwrap()
+        .is_empty());
 
     // A chatty recent session does not crowd an older one out of a discovery search.
     let c = open_lane(&store, "web:sc", "s-c").await;
@@ -339,7 +365,10 @@ pub async fn search(store: Arc<dyn Store>) {
         .map(|i| NewMessage::new(Role::Assistant, format!("zebra chatter {i}")))
         .collect();
     let c_ids = store.append_messages(&c, "s-c", &chatter).await.unwrap();
-    let hits = store.search("zebra", &[], 3).await.unwrap();
+    let hits = store
+        .search(SearchScope::AllLanes, "zebra", &[], 3)
+        .await
+        .unwrap();
     let got: Vec<_> = hits
         .iter()
         .map(|h| (h.session_id.as_str(), h.message_id))
@@ -349,6 +378,25 @@ pub async fn search(store: Arc<dyn Store>) {
         [("s-c", c_ids[39]), ("s-b", b_ids[0]), ("s-a", a_ids[2])]
     );
     assert_eq!(hits[0].role, Role::Assistant);
+
+    // A lane-scoped search (the agent's tool) sees only that lane's sessions: s-c's chatter and
+    // s-b's newer zebra are invisible from web:sa, and a lane with no match finds nothing.
+    let lane_a = LaneKey::new("web:sa");
+    let hits = store
+        .search(SearchScope::Lane(&lane_a), "zebra", &[], 10)
+        .await
+        .unwrap();
+    let got: Vec<_> = hits
+        .iter()
+        .map(|h| (h.session_id.as_str(), h.message_id, h.lane.as_str()))
+        .collect();
+    assert_eq!(got, [("s-a", a_ids[2], "web:sa")]);
+    let nobody = LaneKey::new("web:nobody");
+    assert!(store
+        .search(SearchScope::Lane(&nobody), "zebra", &[], 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 /// A role filter picks each session's newest hit among the named roles, however many newer
@@ -376,7 +424,7 @@ pub async fn search_roles(store: Arc<dyn Store>) {
         let store = store.clone();
         async move {
             store
-                .search("walrus", roles, limit)
+                .search(SearchScope::AllLanes, "walrus", roles, limit)
                 .await
                 .unwrap()
                 .into_iter()
@@ -401,7 +449,10 @@ pub async fn search_roles(store: Arc<dyn Store>) {
         [(s("s-r"), r_ids[1], Role::Assistant)]
     );
     assert!(found(&[Role::System], 10).await.is_empty());
-    let hit = &store.search("walrus", &[Role::User], 1).await.unwrap()[0];
+    let hit = &store
+        .search(SearchScope::AllLanes, "walrus", &[Role::User], 1)
+        .await
+        .unwrap()[0];
     assert!(hit.snippet.contains("[walrus]"), "{:?}", hit.snippet);
 }
 
@@ -434,13 +485,16 @@ pub async fn search_odd_queries(store: Arc<dyn Store>) {
         "",
         "   ",
     ] {
-        if let Err(e) = store.search(q, &[], 10).await {
+        if let Err(e) = store.search(SearchScope::AllLanes, q, &[], 10).await {
             panic!("search {q:?} failed: {e}");
         }
     }
     // Plain words still match whatever punctuation surrounds them.
     for q in ["\"foo\" bar!", "\"foo AND (", "foo -", "(star)"] {
-        let hits = store.search(q, &[], 10).await.unwrap();
+        let hits = store
+            .search(SearchScope::AllLanes, q, &[], 10)
+            .await
+            .unwrap();
         assert_eq!(hits.len(), 1, "{q:?}: {hits:?}");
     }
     assert_eq!(store.messages("s-q", false).await.unwrap().len(), 1);
@@ -461,15 +515,27 @@ pub async fn messages_around(store: Arc<dyn Store>) {
     store.append_messages(&l, "s-ar", &msgs[..1]).await.unwrap();
 
     let ids_of = |v: Vec<herald::store::StoredMessage>| v.iter().map(|m| m.id).collect::<Vec<_>>();
-    let around = store.messages_around("s-ar", ids[4], 2).await.unwrap();
+    let (ar, ar2) = (LaneKey::new("web:ar"), LaneKey::new("web:ar2"));
+    // Asked from another lane, the session answers like one that does not exist.
+    assert!(store
+        .messages_around(&ar2, "s-ar", ids[4], 2)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .messages_around(&ar, "s-missing", ids[4], 2)
+        .await
+        .unwrap()
+        .is_empty());
+    let around = store.messages_around(&ar, "s-ar", ids[4], 2).await.unwrap();
     assert_eq!(ids_of(around), ids[2..=6]);
-    let start = store.messages_around("s-ar", ids[0], 2).await.unwrap();
+    let start = store.messages_around(&ar, "s-ar", ids[0], 2).await.unwrap();
     assert_eq!(ids_of(start), ids[0..=2]);
 
     // Compacted rows are part of the neighbourhood (search finds them); retracted ones are not.
     store.compact(&l, "s-ar", &[ids[3]], &[]).await.unwrap();
     store.messages_retract(&l, "s-ar", &[ids[5]]).await.unwrap();
-    let around = store.messages_around("s-ar", ids[4], 2).await.unwrap();
+    let around = store.messages_around(&ar, "s-ar", ids[4], 2).await.unwrap();
     assert_eq!(ids_of(around), [ids[2], ids[3], ids[4], ids[6], ids[7]]);
 }
 

@@ -104,9 +104,16 @@ async fn export_then_import_keeps_every_message_and_flag() {
     let again = export_jsonl(store.as_ref(), &new_id).await.unwrap();
     assert_eq!(comparable(&again), comparable(&exported));
     // Imported rows are searchable like any other (the retracted one is not).
-    let hits = store.search("files", &[], 10).await.unwrap();
+    let hits = store
+        .search(crate::store::SearchScope::AllLanes, "files", &[], 10)
+        .await
+        .unwrap();
     assert!(hits.iter().any(|h| h.session_id == new_id));
-    assert!(store.search("oops", &[], 10).await.unwrap().is_empty());
+    assert!(store
+        .search(crate::store::SearchScope::AllLanes, "oops", &[], 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
