@@ -18,7 +18,6 @@ use tokio_util::task::TaskTracker;
 use crate::adapters::discord::DiscordAdapter;
 use crate::adapters::telegram::TelegramAdapter;
 use crate::adapters::web::WebOutbound;
-use crate::agent::prompt::load_identity;
 use crate::agent::tools::{SessionSearch, Tools};
 use crate::config::{Config, ProviderKind};
 use crate::cron::Scheduler;
@@ -108,6 +107,14 @@ impl App {
         tools.register(Arc::new(SessionSearch {
             store: store.clone(),
         }));
+        // Skills need a directory to live in; without one the model is not offered the tool.
+        let skills = crate::agent::prompt::skills_dir(&config);
+        if skills.is_dir() {
+            tools.register(Arc::new(crate::agent::skills::SkillView { dir: skills }));
+        }
+        for problem in config.agent.hint_problems() {
+            tracing::warn!("{problem}");
+        }
         let mut outbounds = Outbounds::default();
         if config.web.enabled {
             outbounds.register(Arc::new(WebOutbound));
@@ -153,7 +160,6 @@ impl App {
             ))]),
             outbounds: outbounds.clone(),
             replica_id: replica_id.clone(),
-            identity: load_identity(&config.agent),
             outbox_wake: Arc::new(Notify::new()),
             finished,
         });

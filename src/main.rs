@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use herald::cli::{self, HandoffCmd, PairingCmd, SessionsCmd};
+use herald::cli::{self, HandoffCmd, PairingCmd, PromptCmd, SessionsCmd};
 use herald::config::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -52,6 +52,11 @@ enum Command {
     Handoff {
         #[command(subcommand)]
         command: HandoffCmd,
+    },
+    /// Show what the model is told: the system prompt of a new session, layer by layer.
+    Prompt {
+        #[command(subcommand)]
+        command: PromptCmd,
     },
     /// Manage scheduled jobs (stored; a running daemon picks changes up within 30 s).
     Cron {
@@ -110,6 +115,7 @@ fn main() -> std::process::ExitCode {
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
+            Command::Prompt { command } => cli::prompt(&config, command).await,
         }
     });
     // Last: the spans of the shutdown itself are queued by now.

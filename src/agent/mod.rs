@@ -5,5 +5,7 @@
 pub mod compaction;
 pub mod context;
 pub mod prompt;
+pub mod screen;
+pub mod skills;
 pub mod tools;
 pub mod turn;

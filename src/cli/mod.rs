@@ -5,6 +5,7 @@ pub mod doctor;
 mod handoff;
 mod pairing;
 pub mod progress;
+mod prompt;
 mod sessions_io;
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 pub use pairing::{pairing, PairingCmd};
+pub use prompt::{prompt, PromptCmd};
 
 use crate::config::Config;
 use crate::domain::{LaneKey, Role};

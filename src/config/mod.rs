@@ -4,17 +4,18 @@
 //! environment later. Every key has a default so that `herald serve` runs with no file at all.
 //! `config/herald.example.toml` documents every key and a test parses it.
 
+mod agent;
 mod handoff;
 mod load;
 mod platforms;
 mod secret;
 mod shards;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, validate, ConfigError, LoadOptions};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
@@ -138,47 +139,6 @@ impl Default for LlmConfig {
             max_retry_after_secs: 60,
             context_window: None,
             fallbacks: Vec::new(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HintMode {
-    Append,
-    Replace,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlatformHint {
-    pub mode: HintMode,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AgentConfig {
-    /// Identity file (SOUL.md style); a built-in identity is used when unset or missing.
-    pub soul_file: Option<PathBuf>,
-    /// Operator instructions placed in the context tier.
-    pub system_message: Option<String>,
-    /// Model calls allowed in one turn before a final call with tools stripped.
-    pub max_iterations: u32,
-    /// Whole-turn deadline.
-    pub turn_timeout_secs: u64,
-    /// Per-platform hint overrides, keyed `web`, `telegram`, `discord`, `cron`.
-    pub platform_hints: BTreeMap<String, PlatformHint>,
-}
-
-impl Default for AgentConfig {
-    fn default() -> Self {
-        AgentConfig {
-            soul_file: None,
-            system_message: None,
-            max_iterations: 8,
-            turn_timeout_secs: 300,
-            platform_hints: BTreeMap::new(),
         }
     }
 }

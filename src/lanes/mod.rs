@@ -34,7 +34,6 @@ pub struct Deps {
     pub outbounds: Outbounds,
     /// This replica's name; lease holders are `<replica>/<worker>`.
     pub replica_id: String,
-    pub identity: String,
     /// Poked after a commit that queued outbox rows.
     pub outbox_wake: Arc<Notify>,
     /// Inbox ids whose processing finished (answered, failed or skipped).

@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::worker::{Failure, Stop, Worker};
 use crate::agent::context::{ContextEngine, Known, Prepared};
-use crate::agent::prompt::{build_system_prompt, PromptParts};
+use crate::agent::prompt::{build_system_prompt, load_sources, PromptParts};
 use crate::agent::tools::ToolContext;
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
 use crate::cron::{is_silent, parse_target, Target};
@@ -50,10 +50,13 @@ impl Worker {
             .next()
             .map(|p| p.id);
         let model = deps.chain.primary_name();
+        // The prompt files are read now, once per session: an edit reaches the next session.
+        let window = crate::agent::context::window::context_window(&deps.config.llm).await;
+        let sources = load_sources(&deps.config, window);
         let system_prompt = build_system_prompt(
             &deps.config.agent,
+            &sources,
             &PromptParts {
-                identity: &deps.identity,
                 platform: ev.platform,
                 session_id: &id,
                 started_at: started,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use figment::providers::{Format, Serialized, Toml};
 use figment::Figment;
-use herald::config::{Config, Endpoint, HintMode, PlatformHint};
+use herald::config::{Config, Endpoint, HintMode, HintTable};
 use serde_json::Value;
 
 /// The one image name our deploy files may use for Herald; `docker build -t` in the docs and
@@ -52,9 +52,12 @@ pub fn config_key_paths() -> Vec<String> {
     for key in endpoint.as_object().expect("endpoint is a table").keys() {
         out.push(format!("llm.fallbacks[].{key}"));
     }
-    let hint = PlatformHint {
-        mode: HintMode::Append,
-        text: String::new(),
+    // A hint is a bare string or a table of these keys (`append`, `replace`, `mode`, `text`).
+    let hint = HintTable {
+        append: Some(String::new()),
+        replace: Some(String::new()),
+        mode: Some(HintMode::Append),
+        text: Some(String::new()),
     };
     let hint = serde_json::to_value(hint).expect("hint serializes");
     for key in hint.as_object().expect("hint is a table").keys() {

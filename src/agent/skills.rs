@@ -1,0 +1,302 @@
+//! Skills: reusable procedures an operator keeps as `<skills_dir>/<name>/SKILL.md`, each with a
+//! front matter naming it and saying when it applies.
+//!
+//! The stable prompt tier carries only a compact index (name and description, sorted by name,
+//! capped), so a hundred skills cost a few hundred tokens; the model reads one skill's body with
+//! `skill_view` when it needs it. A malformed or suspicious file is skipped with a warning, never
+//! a failed start. Skills are the operator's, shared by every lane; `skill_view` reads nothing
+//! outside the skills directory, whatever name it is given.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::screen::{cap_head_tail, screen};
+use super::tools::{Tool, ToolContext};
+use crate::llm::ToolSpec;
+
+/// Longest description shown in the index, in characters.
+const MAX_DESCRIPTION_CHARS: usize = 160;
+/// The index stops listing skills past this many characters.
+pub const INDEX_CAP_CHARS: usize = 6_000;
+/// Longest skill body `skill_view` returns.
+const MAX_BODY_CHARS: usize = 40_000;
+/// A SKILL.md larger than this is skipped unread.
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// Other files of a skill listed by `skill_view`.
+const MAX_LISTED_FILES: usize = 50;
+
+/// One usable skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub body: String,
+}
+
+/// A skill name is a directory name: letters, digits, `.`, `_`, `-`, not starting with `.`.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Splits a SKILL.md into its front matter's `name` and `description` and the body. The front
+/// matter is the block between a first line `---` and the next `---` line, of `key: value`
+/// lines (values may be quoted); other keys are ignored.
+pub fn parse(text: &str) -> Result<Skill, String> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or("no front matter (the file must start with a --- line)")?;
+    let end = rest
+        .find("\n---")
+        .ok_or("the front matter is not closed by a --- line")?;
+    let (head, body) = (&rest[..end], &rest[end + 4..]);
+    let body = body.split_once('\n').map_or("", |(_, b)| b);
+    let mut name = None;
+    let mut description = None;
+    for line in head.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim().trim_matches(|c| c == '"' || c == '\'').trim();
+        match k.trim() {
+            "name" => name = Some(v.to_string()),
+            "description" => description = Some(v.to_string()),
+            _ => {}
+        }
+    }
+    let name = name
+        .filter(|n| !n.is_empty())
+        .ok_or("the front matter has no name")?;
+    let description = description
+        .filter(|d| !d.is_empty())
+        .ok_or("the front matter has no description")?;
+    Ok(Skill {
+        name,
+        description,
+        body: body.trim().to_string(),
+    })
+}
+
+/// Reads one skill directory, checking that the front matter's name is the directory's.
+fn read_skill(dir: &Path, dir_name: &str) -> Result<Skill, String> {
+    let file = dir.join("SKILL.md");
+    let meta = std::fs::metadata(&file).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("SKILL.md is larger than {MAX_FILE_BYTES} bytes"));
+    }
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    let skill = parse(&text)?;
+    if skill.name != dir_name {
+        return Err(format!(
+            "its name {:?} is not its directory's name {dir_name:?}",
+            skill.name
+        ));
+    }
+    if let Some(f) = screen(&text) {
+        return Err(format!("it contains {f}"));
+    }
+    Ok(skill)
+}
+
+/// Every usable skill under `dir`, sorted by name. A missing directory has none; a bad skill is
+/// skipped with a warning naming it and why.
+pub fn load(dir: &Path) -> Vec<Skill> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        if !path.is_dir() || !valid_name(&name) {
+            continue;
+        }
+        match read_skill(&path, &name) {
+            Ok(s) => out.push(s),
+            Err(why) => tracing::warn!(skill = %path.display(), "skill skipped: {why}"),
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The stable-tier index of `skills`, or `None` when there are none.
+pub fn index(skills: &[Skill]) -> Option<String> {
+    if skills.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "## Skills\nBefore replying, check the skills below. If one clearly matches the task, \
+         load it with skill_view(name) and follow it.\n<available_skills>\n",
+    );
+    let mut left_out = 0;
+    for s in skills {
+        let description: String = s.description.chars().take(MAX_DESCRIPTION_CHARS).collect();
+        let line = format!("- {}: {}\n", s.name, description.replace('\n', " "));
+        if left_out > 0 || out.len() + line.len() > INDEX_CAP_CHARS {
+            left_out += 1;
+            continue;
+        }
+        out.push_str(&line);
+    }
+    if left_out > 0 {
+        out.push_str(&format!("- … {left_out} more skills not listed here\n"));
+    }
+    out.push_str("</available_skills>");
+    Some(out)
+}
+
+/// `skill_view`: one skill's body and the names of its other files.
+pub struct SkillView {
+    pub dir: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct ViewArgs {
+    name: String,
+}
+
+/// Files under `dir` other than SKILL.md, as sorted relative paths (symlinks not followed).
+fn other_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            let path = e.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() {
+                if let Ok(rel) = path.strip_prefix(dir) {
+                    let rel = rel.to_string_lossy().to_string();
+                    if rel != "SKILL.md" {
+                        out.push(rel);
+                    }
+                }
+            }
+        }
+        if out.len() > MAX_LISTED_FILES * 4 {
+            break;
+        }
+    }
+    out.sort();
+    out.truncate(MAX_LISTED_FILES);
+    out
+}
+
+#[async_trait]
+impl Tool for SkillView {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "skill_view".into(),
+            description: "Read one skill from the skills index: its full instructions and the \
+                names of its other files."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "the skill's name, as listed in the index"}
+                },
+                "required": ["name"]
+            }),
+        }
+    }
+
+    async fn call(&self, _ctx: &ToolContext, arguments: &str) -> String {
+        let args: ViewArgs = match serde_json::from_str(arguments) {
+            Ok(a) => a,
+            Err(e) => return format!("error: arguments are not valid JSON for skill_view: {e}"),
+        };
+        let name = args.name.trim();
+        let not_found = || format!("error: there is no skill named {name:?}");
+        if !valid_name(name) {
+            return not_found();
+        }
+        let dir = self.dir.join(name);
+        // A symlinked skill directory pointing outside the skills directory is not a skill.
+        let inside = match (dir.canonicalize(), self.dir.canonicalize()) {
+            (Ok(d), Ok(root)) => d.starts_with(&root) && d != root,
+            _ => false,
+        };
+        if !inside {
+            return not_found();
+        }
+        match read_skill(&dir, name) {
+            Ok(skill) => json!({
+                "name": skill.name,
+                "description": skill.description,
+                "body": cap_head_tail(&skill.body, MAX_BODY_CHARS, "this skill"),
+                "files": other_files(&dir),
+            })
+            .to_string(),
+            Err(why) if why.starts_with("cannot read") => not_found(),
+            Err(why) => format!("error: the skill {name:?} cannot be used: {why}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_matter_rules() {
+        let ok = parse("---\nname: deploy\ndescription: \"Ship a release\"\nversion: 2\n---\n# Steps\n1. tag\n")
+            .unwrap();
+        assert_eq!(ok.name, "deploy");
+        assert_eq!(ok.description, "Ship a release");
+        assert_eq!(ok.body, "# Steps\n1. tag");
+        for (text, why) in [
+            ("# no front matter", "no front matter"),
+            ("---\nname: x\n", "not closed"),
+            ("---\ndescription: d\n---\nbody", "no name"),
+            ("---\nname: x\n---\nbody", "no description"),
+        ] {
+            assert!(parse(text).unwrap_err().contains(why), "{text:?}");
+        }
+        for (name, valid) in [
+            ("deploy", true),
+            ("a.b-c_d", true),
+            ("..", false),
+            (".hidden", false),
+            ("a/b", false),
+            ("", false),
+        ] {
+            assert_eq!(valid_name(name), valid, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn the_index_is_sorted_and_capped() {
+        let skills: Vec<Skill> = (0..500)
+            .map(|i| Skill {
+                name: format!("skill-{i:03}"),
+                description: "d".repeat(300),
+                body: String::new(),
+            })
+            .collect();
+        let idx = index(&skills).unwrap();
+        assert!(idx.len() < INDEX_CAP_CHARS + 200, "{}", idx.len());
+        assert!(idx.contains("- skill-000: "));
+        assert!(idx.contains("more skills not listed here"));
+        assert!(!idx.contains(&"d".repeat(161)), "descriptions are cut");
+        assert_eq!(index(&[]), None);
+    }
+}
