@@ -110,7 +110,14 @@ impl App {
         // Skills need a directory to live in; without one the model is not offered the tool.
         let skills = crate::agent::prompt::skills_dir(&config);
         if skills.is_dir() {
-            tools.register(Arc::new(crate::agent::skills::SkillView { dir: skills }));
+            tools.register(Arc::new(crate::agent::skills::SkillView {
+                dir: skills.clone(),
+            }));
+            if config.agent.skill_manage {
+                tools.register(Arc::new(crate::agent::skill_manage::SkillManage {
+                    dir: skills,
+                }));
+            }
         }
         for problem in config.agent.hint_problems() {
             tracing::warn!("{problem}");

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use herald::cli::{self, HandoffCmd, PairingCmd, PromptCmd, SessionsCmd};
+use herald::cli::{self, HandoffCmd, PairingCmd, PromptCmd, SessionsCmd, SkillsCmd};
 use herald::config::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -57,6 +57,11 @@ enum Command {
     Prompt {
         #[command(subcommand)]
         command: PromptCmd,
+    },
+    /// Skills: list them, and approve or reject what the agent proposed.
+    Skills {
+        #[command(subcommand)]
+        command: SkillsCmd,
     },
     /// Manage scheduled jobs (stored; a running daemon picks changes up within 30 s).
     Cron {
@@ -116,6 +121,7 @@ fn main() -> std::process::ExitCode {
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
             Command::Prompt { command } => cli::prompt(&config, command).await,
+            Command::Skills { command } => cli::skills(&config, command).await,
         }
     });
     // Last: the spans of the shutdown itself are queued by now.

@@ -6,6 +6,7 @@ pub mod compaction;
 pub mod context;
 pub mod prompt;
 pub mod screen;
+pub mod skill_manage;
 pub mod skills;
 pub mod tools;
 pub mod turn;

@@ -7,6 +7,7 @@ mod pairing;
 pub mod progress;
 mod prompt;
 mod sessions_io;
+mod skills;
 
 use std::path::PathBuf;
 
@@ -14,6 +15,7 @@ use clap::Subcommand;
 
 pub use pairing::{pairing, PairingCmd};
 pub use prompt::{prompt, PromptCmd};
+pub use skills::{skills, SkillsCmd};
 
 use crate::config::Config;
 use crate::domain::{LaneKey, Role};

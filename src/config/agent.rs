@@ -99,6 +99,9 @@ pub struct AgentConfig {
     pub context_file_max_chars: Option<usize>,
     /// Where skills live (`<name>/SKILL.md`); unset means `<data-dir>/skills`.
     pub skills_dir: Option<PathBuf>,
+    /// Offer `skill_manage`, with which the agent proposes skills for a person to approve
+    /// (`herald skills approve`); only when the skills directory exists.
+    pub skill_manage: bool,
     /// Model calls allowed in one turn before a final call with tools stripped.
     pub max_iterations: u32,
     /// Whole-turn deadline.
@@ -115,6 +118,7 @@ impl Default for AgentConfig {
             context_files: Vec::new(),
             context_file_max_chars: None,
             skills_dir: None,
+            skill_manage: true,
             max_iterations: 8,
             turn_timeout_secs: 300,
             platform_hints: BTreeMap::new(),

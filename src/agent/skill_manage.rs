@@ -1,0 +1,182 @@
+//! `skill_manage`: the agent proposes a new skill or a patch to one; a person decides.
+//!
+//! A skill steers every future session, so the agent never writes one directly (the seed's rule:
+//! such writes always need a person). A call writes a *proposal* under
+//! `<skills_dir>/.proposed/<name>/` — outside the index, which skips dot directories — with a
+//! note of who proposed it from where, and the operator applies or drops it with
+//! `herald skills approve|reject NAME`. When approvals in the chat exist, this is the write they
+//! will guard. The proposed text is screened like every prompt file before it is written.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::screen::screen;
+use super::skills::{parse, valid_name};
+use super::tools::{Tool, ToolContext};
+use crate::llm::ToolSpec;
+
+/// The folder of pending proposals inside the skills directory.
+pub const PROPOSED_DIR: &str = ".proposed";
+/// Who proposed a skill, when, and from where; next to its SKILL.md.
+pub const PROPOSAL_NOTE: &str = "PROPOSAL.json";
+const MAX_DESCRIPTION_CHARS: usize = 160;
+const MAX_SKILL_CHARS: usize = 40_000;
+
+pub struct SkillManage {
+    pub dir: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct Args {
+    action: String,
+    name: String,
+    description: Option<String>,
+    body: Option<String>,
+    old_text: Option<String>,
+    new_text: Option<String>,
+}
+
+/// The proposal folder of skill `name`.
+pub fn proposal_dir(skills_dir: &Path, name: &str) -> PathBuf {
+    skills_dir.join(PROPOSED_DIR).join(name)
+}
+
+fn render(name: &str, description: &str, body: &str) -> String {
+    format!(
+        "---\nname: {name}\ndescription: {}\n---\n{}\n",
+        description.replace('\n', " ").trim(),
+        body.trim()
+    )
+}
+
+impl SkillManage {
+    /// The SKILL.md text the call proposes, or the reason it cannot.
+    fn proposed_text(&self, a: &Args) -> Result<String, String> {
+        let current = std::fs::read_to_string(self.dir.join(&a.name).join("SKILL.md")).ok();
+        match a.action.as_str() {
+            "create" => {
+                if current.is_some() {
+                    return Err(format!(
+                        "a skill named {:?} exists; use action \"patch\" with old_text and new_text",
+                        a.name
+                    ));
+                }
+                let description = a.description.as_deref().unwrap_or("").trim();
+                let body = a.body.as_deref().unwrap_or("").trim();
+                if description.is_empty() || body.is_empty() {
+                    return Err("create needs a description and a body".into());
+                }
+                if description.chars().count() > MAX_DESCRIPTION_CHARS {
+                    return Err(format!(
+                        "the description is longer than {MAX_DESCRIPTION_CHARS} characters; say when the skill applies in one line"
+                    ));
+                }
+                Ok(render(&a.name, description, body))
+            }
+            "patch" => {
+                let current = current.ok_or_else(|| {
+                    format!(
+                        "there is no skill named {:?}; use action \"create\"",
+                        a.name
+                    )
+                })?;
+                let (Some(old), Some(new)) = (a.old_text.as_deref(), a.new_text.as_deref()) else {
+                    return Err("patch needs old_text and new_text".into());
+                };
+                match current.matches(old).count() {
+                    0 => Err(
+                        "old_text does not occur in the skill; view it with skill_view first"
+                            .into(),
+                    ),
+                    1 if !old.is_empty() => Ok(current.replacen(old, new, 1)),
+                    _ => Err(
+                        "old_text occurs more than once; quote more of the text around it".into(),
+                    ),
+                }
+            }
+            other => Err(format!(
+                "action must be \"create\" or \"patch\", not {other:?}"
+            )),
+        }
+    }
+
+    fn propose(&self, ctx: &ToolContext, a: &Args) -> Result<String, String> {
+        if !valid_name(&a.name) {
+            return Err(
+                "name must be 1-64 letters, digits, '.', '_' or '-', not starting with '.'".into(),
+            );
+        }
+        let text = self.proposed_text(a)?;
+        if text.chars().count() > MAX_SKILL_CHARS {
+            return Err(format!(
+                "the skill would be longer than {MAX_SKILL_CHARS} characters"
+            ));
+        }
+        let parsed = parse(&text)?;
+        if parsed.name != a.name {
+            return Err("the patch would change the skill's name; names stay as they are".into());
+        }
+        if let Some(f) = screen(&text) {
+            return Err(format!("refused: the skill contains {f}"));
+        }
+        let dir = proposal_dir(&self.dir, &a.name);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot write the proposal: {e}"))?;
+        std::fs::write(dir.join("SKILL.md"), &text)
+            .map_err(|e| format!("cannot write the proposal: {e}"))?;
+        let note = json!({
+            "action": a.action,
+            "person": ctx.person,
+            "lane": ctx.lane.as_str(),
+            "session": ctx.session_id,
+            "proposed_at": chrono::Utc::now().to_rfc3339(),
+        });
+        std::fs::write(dir.join(PROPOSAL_NOTE), format!("{note:#}\n"))
+            .map_err(|e| format!("cannot write the proposal: {e}"))?;
+        tracing::info!(skill = %a.name, action = %a.action, person = %ctx.person, "skill proposal written");
+        Ok(format!(
+            "Proposed (replacing any earlier proposal for {:?}). It takes effect only after a person \
+             approves it: the operator runs `herald skills approve {}`. Until then nothing changes, \
+             and an approved skill reaches new sessions, not this one.",
+            a.name, a.name
+        ))
+    }
+}
+
+#[async_trait]
+impl Tool for SkillManage {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "skill_manage".into(),
+            description: "Propose a new skill (action \"create\": name, description, body) or a \
+                change to one (action \"patch\": name, old_text, new_text). A person must approve \
+                a proposal before it takes effect."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": ["create", "patch"]},
+                    "name": {"type": "string", "description": "skill name: letters, digits, . _ -"},
+                    "description": {"type": "string", "description": "create: one line saying when the skill applies"},
+                    "body": {"type": "string", "description": "create: the skill's instructions (Markdown)"},
+                    "old_text": {"type": "string", "description": "patch: exact text to replace, occurring once"},
+                    "new_text": {"type": "string", "description": "patch: its replacement"}
+                },
+                "required": ["action", "name"]
+            }),
+        }
+    }
+
+    async fn call(&self, ctx: &ToolContext, arguments: &str) -> String {
+        let args: Args = match serde_json::from_str(arguments) {
+            Ok(a) => a,
+            Err(e) => return format!("error: arguments are not valid JSON for skill_manage: {e}"),
+        };
+        match self.propose(ctx, &args) {
+            Ok(done) => done,
+            Err(why) => format!("error: {why}"),
+        }
+    }
+}
