@@ -14,8 +14,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    assemble, dialogue_count, fallback_capsule, recovery_section, scrub_confidential,
-    validate_writer_output, writer_input, writer_prompt, BuildStatus, TranscriptLine,
+    assemble, dialogue_count, fallback_capsule, recovery_section_read, scrub_confidential,
+    validate_writer_output, writer_input, writer_input_count, writer_prompt, BuildStatus,
+    TranscriptLine,
 };
 use crate::config::{Config, HandoffConfig};
 use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role};
@@ -144,23 +145,14 @@ impl Builder {
         self.router.get().and_then(Weak::upgrade)
     }
 
-    /// The session's user/assistant lines as the writer sees them.
+    /// The session's user/assistant lines as the writer sees them: the whole session,
+    /// compacted rows included, each message once (see [`super::dialogue`]).
     pub(super) async fn transcript(
         &self,
         session_id: &str,
     ) -> Result<Vec<TranscriptLine>, StoreError> {
-        Ok(self
-            .store
-            .messages(session_id, true)
-            .await?
-            .into_iter()
-            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && m.tool_calls.is_empty())
-            .map(|m| TranscriptLine {
-                id: m.id,
-                role: m.role.as_str().to_string(),
-                text: m.content,
-            })
-            .collect())
+        let rows = self.store.messages(session_id, false).await?;
+        Ok(super::dialogue::session_dialogue(&rows))
     }
 
     /// Runs one build to its end, unless `cancel` fires first (then nothing is stored).
@@ -204,7 +196,7 @@ impl Builder {
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("writer model failed: {e}")),
         };
-        let recovery = recovery_section(&job.session_id, count);
+        let recovery = recovery_section_read(&job.session_id, count, writer_input_count(&lines));
         let (status, text) = match (written, confidential) {
             (Ok(body), false) => (BuildStatus::Ok, assemble(&body, Some(&recovery))),
             (Ok(body), true) => match validate_writer_output(&scrub_confidential(&body)) {

@@ -6,6 +6,10 @@
 
 pub mod commands;
 mod control;
+#[doc(hidden)]
+pub mod fault;
+mod guard;
+mod media;
 mod router;
 mod turn;
 mod worker;

@@ -33,6 +33,28 @@ pub fn is_carrier(m: &StoredMessage) -> bool {
     m.role != Role::Tool && m.wire_content().starts_with(CARRIER_HEADER)
 }
 
+/// The carrier's `content`: a one-line label naming the compacted middle's first and last id.
+/// [`carrier_span`] reads it back.
+pub fn carrier_label(count: usize, first: i64, last: i64) -> String {
+    format!(
+        "[compaction] {count} earlier messages (#{first} to #{last}) were replaced in context by \
+         a projection that cites them by id"
+    )
+}
+
+/// The (first, last) ids of the middle a carrier replaced, read from its label. Rows of the
+/// session after `last` and before the carrier that were flipped in the same compaction are
+/// the originals of the tail copies inserted after the carrier.
+pub fn carrier_span(m: &StoredMessage) -> Option<(i64, i64)> {
+    if !is_carrier(m) {
+        return None;
+    }
+    let rest = m.content.split_once("(#")?.1;
+    let (first, rest) = rest.split_once(" to #")?;
+    let last = rest.split_once(')')?.0;
+    Some((first.parse().ok()?, last.parse().ok()?))
+}
+
 /// The projector's view of a row: what the user or tool said (`content`), except a carrier,
 /// whose projection lives in `api_content`.
 pub fn to_proj(m: &StoredMessage) -> ProjMessage {
@@ -55,7 +77,12 @@ pub fn to_proj(m: &StoredMessage) -> ProjMessage {
 pub fn plan(live: &[StoredMessage], window_tokens: usize, tail_tokens: usize) -> Option<Plan> {
     let proj: Vec<ProjMessage> = live.iter().map(to_proj).collect();
     let split = select_middle(&proj, window_tokens, tail_tokens);
-    let mut tail_start = split.tail.start;
+    // The projector cannot tell a person's request from a synthetic user row (a mirrored
+    // brief): the latest request a person wrote is pulled into the tail here.
+    let mut tail_start = match live.iter().rposition(StoredMessage::is_person_request) {
+        Some(u) => split.tail.start.min(u).max(split.head.end),
+        None => split.tail.start,
+    };
     // An earlier carrier left in the tail is merged into the new one rather than kept beside it.
     if let Some(c) = live[tail_start..].iter().rposition(is_carrier) {
         tail_start += c + 1;
@@ -73,12 +100,10 @@ pub fn plan(live: &[StoredMessage], window_tokens: usize, tail_tokens: usize) ->
         projection_budget_chars(window_tokens),
     );
     let middle_ids: Vec<i64> = live[middle.clone()].iter().map(|m| m.id).collect();
-    let label = format!(
-        "[compaction] {} earlier messages (#{} to #{}) were replaced in context by a projection \
-         that cites them by id",
+    let label = carrier_label(
         middle_ids.len(),
         middle_ids[0],
-        middle_ids[middle_ids.len() - 1]
+        middle_ids[middle_ids.len() - 1],
     );
     let mut c = NewMessage::new(Role::User, label);
     c.api_content = Some(carrier(&projection));
@@ -90,7 +115,9 @@ pub fn plan(live: &[StoredMessage], window_tokens: usize, tail_tokens: usize) ->
         tool_calls: m.tool_calls.clone(),
         tool_call_id: m.tool_call_id.clone(),
         tool_name: m.tool_name.clone(),
-        platform_message_id: None,
+        // A copy of a person's request is still that request (the first turn, the latest
+        // request and the tail rule all look for it).
+        platform_message_id: m.platform_message_id.clone(),
     }));
     Some(Plan {
         projection,
