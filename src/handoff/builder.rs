@@ -22,7 +22,7 @@ use crate::config::{Config, HandoffConfig};
 use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role};
 use crate::lanes::LaneRouter;
 use crate::llm::{ChatMessage, ChatRequest, OpenAiProvider, Provider, ProviderChain, RetryPolicy};
-use crate::store::{NewCapsule, NewOutbox, Store, StoreError};
+use crate::store::{NewCapsule, Store, StoreError};
 
 /// Which conversation and session a build is for. The chat coordinates are kept so that the
 /// rotation event and any note reach the same chat (the lane key alone is one-way).
@@ -293,27 +293,26 @@ impl Builder {
         }
     }
 
+    /// Tells the chat, through the lane's inbox: the worker queues the note under the lane's
+    /// lease (after any turn in flight), like every write into a lane.
     async fn notify(&self, job: &BuildJob, capsule_id: i64, text: &str) {
-        let row = NewOutbox {
-            idem_key: format!("handoff:{}:{capsule_id}:note", job.lane),
-            lane: job.lane.to_string(),
-            platform: job.platform.as_str().to_string(),
-            chat_id: job.chat_id.clone(),
-            thread_id: job.thread_id.clone(),
-            reply_to: None,
-            inbox_id: None,
-            chunk_index: 0,
-            text: text.to_string(),
+        let key = format!("handoff:{}:{capsule_id}:note", job.lane);
+        let ev = MessageEvent::control(
+            job.platform,
+            &job.chat_id,
+            job.thread_id.as_deref(),
+            &key,
+            Control::Notice {
+                key: key.clone(),
+                text: text.to_string(),
+            },
+        );
+        let queued = match self.router() {
+            Some(router) => router.ingest(&ev).await.map(|_| ()),
+            None => self.store.inbox_insert(&ev).await.map(|_| ()),
         };
-        match self.store.outbox_enqueue(&[row]).await {
-            Ok(()) => {
-                if let Some(r) = self.router() {
-                    r.deps().outbox_wake.notify_one();
-                }
-            }
-            Err(e) => {
-                tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note")
-            }
+        if let Err(e) = queued {
+            tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note");
         }
     }
 }

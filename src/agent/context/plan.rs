@@ -128,3 +128,58 @@ pub fn plan(live: &[StoredMessage], window_tokens: usize, tail_tokens: usize) ->
         tail_len: live.len() - tail_start,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, role: Role, text: &str, person: bool) -> StoredMessage {
+        StoredMessage {
+            id,
+            session_id: "s".into(),
+            role,
+            content: text.into(),
+            api_content: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+            active: true,
+            compacted: false,
+            platform_message_id: person.then(|| format!("m{id}")),
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn the_latest_request_a_person_wrote_stays_in_the_tail_behind_a_mirrored_brief() {
+        let long = "the build log says the same thing again. ".repeat(40);
+        let mut live = vec![
+            row(1, Role::User, "goal: make the build green", true),
+            row(2, Role::Assistant, "on it", false),
+        ];
+        for i in 0..6 {
+            live.push(row(3 + 2 * i, Role::User, &long, true));
+            live.push(row(4 + 2 * i, Role::Assistant, &long, false));
+        }
+        live.push(row(15, Role::User, "do not change the config yet", true));
+        live.push(row(16, Role::Assistant, &long, false));
+        // A brief mirrored after it: a synthetic user row and the brief.
+        live.push(row(17, Role::User, "[scheduled delivery: morning]", false));
+        live.push(row(18, Role::Assistant, &long, false));
+        let p = plan(&live, 4_000, 50).expect("a middle to compact");
+        assert!(
+            p.insert
+                .iter()
+                .any(|m| m.content == "do not change the config yet"
+                    && m.platform_message_id.as_deref() == Some("m15")),
+            "the person's request is kept verbatim, still marked as theirs"
+        );
+        assert!(!p.flip.is_empty() && p.middle_ids.iter().all(|id| *id < 15));
+        let c = &p.insert[0];
+        let stored = StoredMessage::committed(19, "s", c, 0);
+        assert_eq!(
+            carrier_span(&stored),
+            Some((p.middle_ids[0], *p.middle_ids.last().unwrap()))
+        );
+    }
+}
