@@ -67,6 +67,7 @@ impl Worker {
         let span = tracing::info_span!("lane", lane = %self.lane);
         async move {
             let permit = self.slot().await;
+            let mut panicked = false;
             if permit.is_some() {
                 if let Some(lease) = self.acquire().await {
                     // A panic in a turn unwinds `serve`, whose guard stops the heartbeat; the
@@ -78,10 +79,16 @@ impl Worker {
                         .await;
                     if served.is_err() {
                         self.after_panic(&lease).await;
+                        panicked = true;
                     }
                 }
             }
             self.leave();
+            // A message that woke this worker while it was going down would otherwise wait for
+            // the rescan; once out of the map, later wakes start a new worker themselves.
+            if panicked && self.rx.try_recv().is_ok() {
+                self.router.dispatch(self.lane.clone());
+            }
         }
         .instrument(span)
         .await

@@ -154,6 +154,7 @@ async fn a_panicking_turn_does_not_pin_the_lane(db: Db) {
     let started = Instant::now();
     let (status, body) = client.chat(lane, "are you still there?").await;
     let took = started.elapsed();
+    println!("the next message was answered {took:?} after the panic (lease expiry {ttl:?})");
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], "reply to: are you still there?");
     assert!(
