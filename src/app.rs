@@ -149,8 +149,9 @@ impl App {
             config.handoff.clone(),
             replica_id.clone(),
         ));
+        let auth = Authorizer::from_config(&config);
         let handoff_hook = HandoffHook::new(
-            Authorizer::from_config(&config),
+            auth.clone(),
             handoff.clone(),
             tracker.clone(),
             cancel.child_token(),
@@ -161,6 +162,7 @@ impl App {
             chain,
             tools,
             pre_dispatch: build_pre_dispatch(&config, store.clone(), vec![Arc::new(handoff_hook)]),
+            auth,
             pre_llm: PreLlmChain::new(vec![Arc::new(HandoffInject::new(
                 store.clone(),
                 config.handoff.inject,

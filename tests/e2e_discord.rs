@@ -9,6 +9,8 @@ mod support;
 
 #[path = "e2e_discord/faults.rs"]
 mod faults;
+#[path = "e2e_discord/user.rs"]
+mod user;
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! The agent loop of one turn: call the model, run the tools it asks for, repeat within an
-//! iteration budget, and end with text.
+//! iteration budget, and end with text. A model that answers nothing after using tools gets one
+//! tools-stripped retry before the turn settles for "(The model returned an empty answer.)".
 //!
 //! Pure with respect to the store: it returns the messages to append and the reply, and the
 //! lane worker lands them in one transaction. A turn that fails or is cancelled therefore
@@ -93,6 +94,10 @@ pub async fn run_turn(
         out.usage.add(resp.usage);
         out.prompt_readings.push(resp.usage.prompt_total());
         if resp.tool_calls.is_empty() {
+            if is_empty(&resp.content) && !out.messages.is_empty() {
+                // No text after tools: one more call without tools asks for the answer.
+                return final_call(chain, wire, out).await;
+            }
             return Ok(finish(out, resp.content));
         }
         let mut assistant =
@@ -130,6 +135,16 @@ pub async fn run_turn(
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.
+    final_call(chain, wire, out).await
+}
+
+/// The tools-stripped call that ends a turn with text: after the iteration budget, or when the
+/// model answered nothing after using tools. Only its emptiness becomes [`EMPTY_REPLY`].
+async fn final_call(
+    chain: &ProviderChain,
+    wire: Vec<ChatMessage>,
+    mut out: TurnOutput,
+) -> Result<TurnOutput, TurnError> {
     let resp = chain
         .chat(&ChatRequest {
             messages: wire,
@@ -140,6 +155,10 @@ pub async fn run_turn(
     out.usage.add(resp.usage);
     out.prompt_readings.push(resp.usage.prompt_total());
     Ok(finish(out, resp.content))
+}
+
+fn is_empty(content: &Option<String>) -> bool {
+    content.as_deref().is_none_or(|c| c.trim().is_empty())
 }
 
 fn finish(mut out: TurnOutput, content: Option<String>) -> TurnOutput {

@@ -58,7 +58,8 @@ fn export_row(m: &StoredMessage) -> Value {
         "id": m.id, "session_id": m.session_id, "role": m.role, "content": m.content,
         "api_content": m.api_content, "tool_calls": m.tool_calls,
         "tool_call_id": m.tool_call_id, "tool_name": m.tool_name,
-        "active": m.active, "compacted": m.compacted, "created_at": m.created_at,
+        "active": m.active, "compacted": m.compacted,
+        "platform_message_id": m.platform_message_id, "created_at": m.created_at,
     })
 }
 
@@ -141,6 +142,13 @@ fn message_from(
             .collect::<anyhow::Result<_>>()?;
     }
     m.tool_call_id = row["tool_call_id"].as_str().map(str::to_string);
+    // Our exports say which user rows a person wrote; in a foreign transcript every user row
+    // is taken for one (so an imported session is not "before its first turn").
+    m.platform_message_id = match row.get("platform_message_id") {
+        Some(v) => v.as_str().map(str::to_string),
+        None if role == Role::User => Some("imported".into()),
+        None => None,
+    };
     m.tool_name = row["tool_name"]
         .as_str()
         .or(row["name"].as_str())

@@ -2,7 +2,8 @@
 //!
 //! Rows of one lane are sent in order and one at a time; lanes are sent concurrently. A failed
 //! chunk holds back the rest of its lane (the claim query guarantees this across rounds too),
-//! so a reply never arrives with a hole in the middle. The only window for a duplicate is a
+//! and a chunk that fails for good stops the later chunks of its reply, which one notice
+//! replaces: a reply never arrives with a hole in the middle. The only window for a duplicate is a
 //! crash between the platform accepting a message and our `mark_sent` commit; the claim TTL
 //! makes such a row retry after the crash, because losing a reply is worse.
 
@@ -16,7 +17,7 @@ use tracing::Instrument;
 
 use super::{Outbounds, SendError};
 use crate::domain::Platform;
-use crate::store::{now_ms, OutboxRow, Store, StoreError};
+use crate::store::{now_ms, NewOutbox, OutboxRow, Store, StoreError};
 
 pub struct Sender {
     pub store: Arc<dyn Store>,
@@ -29,6 +30,17 @@ pub struct Sender {
 }
 
 const CLAIM_TTL: Duration = Duration::from_secs(60);
+/// Sent in place of the rest of a reply whose chunk could not be delivered.
+pub const UNDELIVERED: &str = "(Part of this answer could not be delivered, so the rest of it \
+     was not sent either. Ask again if you need it.)";
+
+enum Delivery {
+    Sent,
+    /// Failed for good (refused, or out of attempts).
+    GaveUp,
+    /// Stays queued: a retry later, or no outbound for its platform here.
+    Held,
+}
 /// How long shutdown keeps delivering already-committed replies.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
@@ -91,7 +103,16 @@ impl Sender {
 
     async fn deliver_lane(&self, rows: Vec<OutboxRow>) {
         let mut rest = rows.into_iter();
+        // The reply (idempotency-key prefix) whose chunk failed for good in this round: its
+        // later chunks were failed in the store and must not go out from this claim either.
+        let mut stopped: Option<String> = None;
         while let Some(row) = rest.next() {
+            if stopped
+                .as_deref()
+                .is_some_and(|key| row.idem_key.starts_with(key))
+            {
+                continue;
+            }
             // Its own trace: the send may run on another replica, long after the turn; the
             // inbox id ties it to the turn that wrote it.
             let span = tracing::info_span!(
@@ -103,25 +124,67 @@ impl Sender {
                 inbox_id = row.inbox_id,
                 chunk = row.chunk_index,
             );
-            if !self.deliver_one(&row).instrument(span).await {
-                // Keep the lane's order: give the remaining claims back untouched.
-                for r in rest.by_ref() {
-                    if let Err(e) = self.store.outbox_release(r.id).await {
-                        tracing::warn!(error = %e, outbox_id = r.id, "could not release claim");
+            match self.deliver_one(&row).instrument(span).await {
+                Delivery::Sent => {}
+                Delivery::GaveUp => stopped = self.stop_reply(&row).await,
+                Delivery::Held => {
+                    // Keep the lane's order: give the remaining claims back untouched.
+                    for r in rest.by_ref() {
+                        if let Err(e) = self.store.outbox_release(r.id).await {
+                            tracing::warn!(error = %e, outbox_id = r.id, "could not release claim");
+                        }
                     }
                 }
             }
         }
     }
 
-    /// Returns whether the row left the queue (sent, or failed for good).
-    async fn deliver_one(&self, row: &OutboxRow) -> bool {
+    /// A chunk failed for good: a reply must not arrive with a hole in the middle, so its later
+    /// chunks are failed unsent and one notice goes out instead. Returns the reply's key.
+    async fn stop_reply(&self, row: &OutboxRow) -> Option<String> {
+        let (reply_key, _) = row.idem_key.rsplit_once(':')?;
+        let reply_key = format!("{reply_key}:");
+        // A notice that fails is not followed by another.
+        if reply_key.ends_with(":notice:") {
+            return Some(reply_key);
+        }
+        let notice = NewOutbox {
+            idem_key: format!("{reply_key}notice:0"),
+            lane: row.lane.clone(),
+            platform: row.platform.clone(),
+            chat_id: row.chat_id.clone(),
+            thread_id: row.thread_id.clone(),
+            reply_to: row.reply_to.clone(),
+            inbox_id: row.inbox_id,
+            chunk_index: 0,
+            text: UNDELIVERED.to_string(),
+        };
+        match self
+            .store
+            .outbox_fail_reply(row, &reply_key, Some(&notice))
+            .await
+        {
+            Ok(stopped) => {
+                if stopped > 0 || row.chunk_index > 0 {
+                    metrics::counter!("herald_outbox_replies_cut_total", "platform" => row.platform.clone()).increment(1);
+                    tracing::warn!(lane = %row.lane, outbox_id = row.id, stopped, "a reply chunk failed for good; the rest of the reply is replaced by a notice");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, outbox_id = row.id, "could not stop the rest of a failed reply")
+            }
+        }
+        Some(reply_key)
+    }
+
+    /// Whether the row was sent, failed for good, or stays queued (holding back its lane).
+    async fn deliver_one(&self, row: &OutboxRow) -> Delivery {
         let Some(platform) = Platform::parse(&row.platform) else {
             return self.give_up(row, "unknown platform").await;
         };
         let Some(outbound) = self.outbounds.get(platform) else {
             let _ = self.store.outbox_release(row.id).await;
-            return false;
+            return Delivery::Held;
         };
         let started = std::time::Instant::now();
         match outbound.send(row).await {
@@ -134,7 +197,7 @@ impl Sender {
                     tracing::error!(error = %e, outbox_id = row.id, "sent but could not record it");
                 }
                 tracing::debug!(lane = %row.lane, outbox_id = row.id, platform_message_id = %platform_id, "reply chunk delivered");
-                true
+                Delivery::Sent
             }
             Err(err) => {
                 metrics::counter!("herald_platform_send_errors_total", "platform" => row.platform.clone(), "kind" => error_kind(&err)).increment(1);
@@ -160,17 +223,21 @@ impl Sender {
                 {
                     tracing::warn!(error = %e, outbox_id = row.id, "could not record send failure");
                 }
-                give_up
+                if give_up {
+                    Delivery::GaveUp
+                } else {
+                    Delivery::Held
+                }
             }
         }
     }
 
-    async fn give_up(&self, row: &OutboxRow, why: &str) -> bool {
+    async fn give_up(&self, row: &OutboxRow, why: &str) -> Delivery {
         let _ = self
             .store
             .outbox_mark_retry(row.id, why, now_ms(), true)
             .await;
-        true
+        Delivery::GaveUp
     }
 
     /// Recording a send must survive a brief store outage: retry a few times.

@@ -14,14 +14,15 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    assemble, dialogue_count, fallback_capsule, recovery_section, scrub_confidential,
-    validate_writer_output, writer_input, writer_prompt, BuildStatus, TranscriptLine,
+    assemble, dialogue_count, fallback_capsule, recovery_section_read, scrub_confidential,
+    validate_writer_output, writer_input, writer_input_count, writer_prompt, BuildStatus,
+    TranscriptLine,
 };
 use crate::config::{Config, HandoffConfig};
 use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role};
 use crate::lanes::LaneRouter;
 use crate::llm::{ChatMessage, ChatRequest, OpenAiProvider, Provider, ProviderChain, RetryPolicy};
-use crate::store::{NewCapsule, NewOutbox, Store, StoreError};
+use crate::store::{NewCapsule, Store, StoreError};
 
 /// Which conversation and session a build is for. The chat coordinates are kept so that the
 /// rotation event and any note reach the same chat (the lane key alone is one-way).
@@ -144,23 +145,14 @@ impl Builder {
         self.router.get().and_then(Weak::upgrade)
     }
 
-    /// The session's user/assistant lines as the writer sees them.
+    /// The session's user/assistant lines as the writer sees them: the whole session,
+    /// compacted rows included, each message once (see [`super::dialogue`]).
     pub(super) async fn transcript(
         &self,
         session_id: &str,
     ) -> Result<Vec<TranscriptLine>, StoreError> {
-        Ok(self
-            .store
-            .messages(session_id, true)
-            .await?
-            .into_iter()
-            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && m.tool_calls.is_empty())
-            .map(|m| TranscriptLine {
-                id: m.id,
-                role: m.role.as_str().to_string(),
-                text: m.content,
-            })
-            .collect())
+        let rows = self.store.messages(session_id, false).await?;
+        Ok(super::dialogue::session_dialogue(&rows))
     }
 
     /// Runs one build to its end, unless `cancel` fires first (then nothing is stored).
@@ -204,7 +196,7 @@ impl Builder {
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("writer model failed: {e}")),
         };
-        let recovery = recovery_section(&job.session_id, count);
+        let recovery = recovery_section_read(&job.session_id, count, writer_input_count(&lines));
         let (status, text) = match (written, confidential) {
             (Ok(body), false) => (BuildStatus::Ok, assemble(&body, Some(&recovery))),
             (Ok(body), true) => match validate_writer_output(&scrub_confidential(&body)) {
@@ -301,27 +293,26 @@ impl Builder {
         }
     }
 
+    /// Tells the chat, through the lane's inbox: the worker queues the note under the lane's
+    /// lease (after any turn in flight), like every write into a lane.
     async fn notify(&self, job: &BuildJob, capsule_id: i64, text: &str) {
-        let row = NewOutbox {
-            idem_key: format!("handoff:{}:{capsule_id}:note", job.lane),
-            lane: job.lane.to_string(),
-            platform: job.platform.as_str().to_string(),
-            chat_id: job.chat_id.clone(),
-            thread_id: job.thread_id.clone(),
-            reply_to: None,
-            inbox_id: None,
-            chunk_index: 0,
-            text: text.to_string(),
+        let key = format!("handoff:{}:{capsule_id}:note", job.lane);
+        let ev = MessageEvent::control(
+            job.platform,
+            &job.chat_id,
+            job.thread_id.as_deref(),
+            &key,
+            Control::Notice {
+                key: key.clone(),
+                text: text.to_string(),
+            },
+        );
+        let queued = match self.router() {
+            Some(router) => router.ingest(&ev).await.map(|_| ()),
+            None => self.store.inbox_insert(&ev).await.map(|_| ()),
         };
-        match self.store.outbox_enqueue(&[row]).await {
-            Ok(()) => {
-                if let Some(r) = self.router() {
-                    r.deps().outbox_wake.notify_one();
-                }
-            }
-            Err(e) => {
-                tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note")
-            }
+        if let Err(e) = queued {
+            tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note");
         }
     }
 }

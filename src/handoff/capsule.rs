@@ -177,13 +177,27 @@ pub fn strip_recovery(capsule: &str) -> &str {
 /// `session_search` calls that get back to it. Passing `query` with `session_id` reads the
 /// session from the top instead of searching it, so the footer spells out both calls.
 pub fn recovery_section(session_id: &str, message_count: usize) -> String {
+    recovery_section_read(session_id, message_count, message_count)
+}
+
+/// [`recovery_section`] for a writer that read only the newest `read` of the session's
+/// `message_count` messages (the writer's input is capped): the footer says how many.
+pub fn recovery_section_read(session_id: &str, message_count: usize, read: usize) -> String {
+    let counts = if read < message_count {
+        format!(
+            "{message_count} messages; the writer read the newest {read}, the older ones are \
+             only in the session"
+        )
+    } else {
+        format!("{message_count} messages")
+    };
     let id: String = session_id
         .chars()
         .map(|c| if c == '"' || c.is_control() { '_' } else { c })
         .collect();
     format!(
         "{RECOVERY_HEADING}\n\
-         This capsule was written from session {id} ({message_count} messages). Tool results \
+         This capsule was written from session {id} ({counts}). Tool results \
          are not in it, and detail was left out; the full session is still searchable, in two \
          separate calls:\n\
          1. Find where something was discussed: `session_search(query=\"2 to 5 keywords\")` \

@@ -111,6 +111,30 @@ fn recovery_names_session_count_and_both_search_calls() {
 }
 
 #[test]
+fn recovery_says_when_the_writer_read_only_the_newest_messages() {
+    // 400 messages of 1,000 characters: the 300,000-character input holds the newest 298.
+    let lines: Vec<TranscriptLine> = (0..400)
+        .map(|i| {
+            line(
+                i,
+                if i % 2 == 0 { "user" } else { "assistant" },
+                &"x".repeat(1_000),
+            )
+        })
+        .collect();
+    let read = crate::handoff::writer_input_count(&lines);
+    assert!(read < 400 && read > 250, "{read}");
+    let r = recovery_section_read("s9", 400, read);
+    assert!(
+        r.contains(&format!(
+            "session s9 (400 messages; the writer read the newest {read},"
+        )),
+        "{r}"
+    );
+    assert_eq!(recovery_section_read("s9", 4, 4), recovery_section("s9", 4));
+}
+
+#[test]
 fn strip_recovery_table() {
     let with = format!("{GOOD}\n\n{}", recovery_section("s1", 9));
     let cases: Vec<(&str, &str)> = vec![

@@ -11,6 +11,7 @@
 
 mod builder;
 mod capsule;
+mod dialogue;
 mod hook;
 mod inject;
 mod nightly;
@@ -25,12 +26,12 @@ pub use inject::HandoffInject;
 pub use nightly::{NightlyCloser, NightlyRules, PassKind, PassReport, CATCH_UP, NIGHTLY_LEASE};
 
 pub use capsule::{
-    assemble, fallback_capsule, recovery_section, strip_recovery, validate_writer_output,
-    word_count, BuildStatus, InvalidCapsule, TranscriptLine, CAP_CHARS, CONFIDENTIAL_WORDS,
-    MIN_CAPSULE_CHARS, MIN_HEADINGS, MIN_MESSAGES, PENDING_MAX_AGE_HOURS, RECOVERY_RESERVE_CHARS,
-    SECTIONS, WORDS, WRITER_INPUT_CHARS,
+    assemble, fallback_capsule, recovery_section, recovery_section_read, strip_recovery,
+    validate_writer_output, word_count, BuildStatus, InvalidCapsule, TranscriptLine, CAP_CHARS,
+    CONFIDENTIAL_WORDS, MIN_CAPSULE_CHARS, MIN_HEADINGS, MIN_MESSAGES, PENDING_MAX_AGE_HOURS,
+    RECOVERY_RESERVE_CHARS, SECTIONS, WORDS, WRITER_INPUT_CHARS,
 };
-pub use prompt::{dialogue_count, injection_text, writer_input, writer_prompt};
+pub use prompt::{dialogue_count, injection_text, writer_input, writer_input_count, writer_prompt};
 pub use scrub::scrub_confidential;
 pub use trigger::{is_handoff_word, is_wrapup_command};
 pub use trim::{trim_capsule, trim_marker};

@@ -37,11 +37,24 @@ pub fn writer_input(lines: &[TranscriptLine]) -> String {
 /// [`writer_input`] with any cap. When even the last message alone is over the cap, its end is
 /// kept, starting at a line boundary when there is one.
 pub(crate) fn dialogue_tail(lines: &[TranscriptLine], cap: usize) -> String {
-    let blocks: Vec<String> = lines
+    let blocks = dialogue_blocks(lines);
+    let first = first_kept(&blocks, cap);
+    match blocks.last() {
+        Some(last) if first == blocks.len() => tail_from_line(last, cap).to_string(),
+        _ => blocks[first..].join("\n"),
+    }
+}
+
+fn dialogue_blocks(lines: &[TranscriptLine]) -> Vec<String> {
+    lines
         .iter()
         .filter(|l| is_dialogue(l))
         .map(format_line)
-        .collect();
+        .collect()
+}
+
+/// The index of the oldest block kept when the newest blocks are kept within `cap` characters.
+fn first_kept(blocks: &[String], cap: usize) -> usize {
     let mut used = 0;
     let mut first = blocks.len();
     for (i, block) in blocks.iter().enumerate().rev() {
@@ -53,9 +66,16 @@ pub(crate) fn dialogue_tail(lines: &[TranscriptLine], cap: usize) -> String {
         used += need;
         first = i;
     }
-    match blocks.last() {
-        Some(last) if first == blocks.len() => tail_from_line(last, cap).to_string(),
-        _ => blocks[first..].join("\n"),
+    first
+}
+
+/// How many messages [`writer_input`] holds (a last message over the cap, cut, counts as one):
+/// the Recovery section says so when the writer read fewer than the session has.
+pub fn writer_input_count(lines: &[TranscriptLine]) -> usize {
+    let blocks = dialogue_blocks(lines);
+    match blocks.len() - first_kept(&blocks, WRITER_INPUT_CHARS) {
+        0 => usize::from(!blocks.is_empty()),
+        n => n,
     }
 }
 

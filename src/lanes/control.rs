@@ -1,11 +1,11 @@
 //! What a lane worker does with events that are not model turns: skipped events, chat
-//! commands, and internal control events (session rotation, delivery mirrors). All of it runs
-//! under the lane's lease, like a turn.
+//! commands, and internal control events (session rotation, delivery mirrors, notices). All of
+//! it runs under the lane's lease, like a turn.
 
 use super::commands::{Command, HELP_TEXT};
 use super::worker::{Failure, Worker};
 use crate::domain::{Control, MessageEvent, Role};
-use crate::store::{InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, TurnCommit};
+use crate::store::{InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, TurnCommit};
 
 impl Worker {
     /// Closes an event without a turn, queueing `reply` to the chat when given.
@@ -90,6 +90,25 @@ impl Worker {
                     }
                 }
                 self.skip(row, "control: rotate session", None).await
+            }
+            Control::Notice { key, text } => {
+                let notice = NewOutbox {
+                    idem_key: key.clone(),
+                    lane: self.lane.to_string(),
+                    platform: ev.platform.as_str().to_string(),
+                    chat_id: ev.chat_id.clone(),
+                    thread_id: ev.thread_id.clone(),
+                    // Not a reply: the control event's id is no platform message.
+                    reply_to: None,
+                    inbox_id: None,
+                    chunk_index: 0,
+                    text: text.clone(),
+                };
+                store
+                    .inbox_skip_leased(lease, row.id, "control: notice", &[notice])
+                    .await?;
+                self.router.deps.outbox_wake.notify_one();
+                Ok(())
             }
             Control::Mirror { label, text } => {
                 let session = self.session(lease, ev).await?;

@@ -6,6 +6,10 @@
 
 pub mod commands;
 mod control;
+#[doc(hidden)]
+pub mod fault;
+mod guard;
+mod media;
 mod router;
 mod turn;
 mod worker;
@@ -17,7 +21,7 @@ use tokio::sync::{broadcast, Notify};
 use crate::agent::tools::Tools;
 use crate::config::Config;
 use crate::delivery::Outbounds;
-use crate::hooks::{HookChain, PreLlmChain};
+use crate::hooks::{Authorizer, HookChain, PreLlmChain};
 use crate::llm::ProviderChain;
 use crate::store::Store;
 
@@ -30,6 +34,9 @@ pub struct Deps {
     pub chain: ProviderChain,
     pub tools: Tools,
     pub pre_dispatch: HookChain,
+    /// The allowlists, for the one decision taken before the inbox: `/stop` cancels a running
+    /// turn at ingest, so only a sender the auth hook would let through may do it.
+    pub auth: Authorizer,
     pub pre_llm: PreLlmChain,
     pub outbounds: Outbounds,
     /// This replica's name; lease holders are `<replica>/<worker>`.

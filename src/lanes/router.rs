@@ -60,9 +60,16 @@ impl LaneRouter {
     /// platform once this returns `Ok`.
     pub async fn ingest(self: &Arc<Self>, ev: &MessageEvent) -> Result<InboxInsert, StoreError> {
         let lane = ev.lane();
+        // `/stop` acts before the worker's auth hook runs: check the sender the same way here
+        // (a refused sender's command is recorded below and dropped by the hook, never run).
         if !ev.internal
             && super::commands::parse_command(&ev.text, None)
                 == Some(super::commands::Command::Stop)
+            && self
+                .deps
+                .auth
+                .is_allowed_or_paired(ev, &*self.deps.store)
+                .await
         {
             self.cancel_turn(&lane);
         }

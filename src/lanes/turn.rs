@@ -9,6 +9,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::guard::AbortOnDrop;
 use super::worker::{Failure, Stop, Worker};
 use crate::agent::context::{ContextEngine, Known, Prepared};
 use crate::agent::prompt::{build_system_prompt, load_sources, PromptParts};
@@ -133,7 +134,9 @@ impl Worker {
             .prepare_with(lease, &session, &ev.text, &deps.tools, known)
             .instrument(tracing::info_span!(parent: &span, "context.prepare"))
             .await?;
-        let first_turn = !history.iter().any(|m| m.role == Role::User);
+        // The first turn of a session is the first request a person wrote in it: a brief
+        // mirrored into a fresh session writes a synthetic user row, which must not count.
+        let first_turn = !history.iter().any(|m| m.is_person_request());
         let api_content = deps
             .pre_llm
             .api_content(
@@ -154,6 +157,7 @@ impl Worker {
             .expect("turns lock")
             .insert(self.lane.clone(), stop.clone());
         let typing = self.typing(ev, stop.clone());
+        super::fault::check(&ev.text);
         let timeout = Duration::from_secs(deps.config.agent.turn_timeout_secs);
         let tool_ctx = ToolContext {
             lane: self.lane.clone(),
@@ -185,7 +189,7 @@ impl Worker {
             _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
         };
         stop.cancel();
-        typing.abort();
+        drop(typing);
         self.router
             .running_turns
             .lock()
@@ -274,11 +278,13 @@ impl Worker {
         Ok(())
     }
 
-    fn typing(&self, ev: &MessageEvent, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+    /// The typing indicator, for as long as the returned guard lives (a panicking turn drops
+    /// it too).
+    fn typing(&self, ev: &MessageEvent, stop: CancellationToken) -> AbortOnDrop {
         let outbound = self.router.deps.outbounds.get(ev.platform).cloned();
         let chat = ev.chat_id.clone();
         let thread = ev.thread_id.clone();
-        tokio::spawn(async move {
+        AbortOnDrop::spawn(async move {
             let Some(o) = outbound else { return };
             loop {
                 o.typing(&chat, thread.as_deref()).await;

@@ -10,14 +10,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::commands::parse_command;
+use super::guard::AbortOnDrop;
 use super::router::LaneRouter;
 use crate::agent::context::Known;
-use crate::domain::LaneKey;
+use crate::domain::{LaneKey, MessageKind};
 use crate::hooks::Dispatch;
 use crate::store::{InboxRow, Lease, Session, StoreError};
 
@@ -65,12 +67,28 @@ impl Worker {
         let span = tracing::info_span!("lane", lane = %self.lane);
         async move {
             let permit = self.slot().await;
+            let mut panicked = false;
             if permit.is_some() {
                 if let Some(lease) = self.acquire().await {
-                    self.serve(&lease).await;
+                    // A panic in a turn unwinds `serve`, whose guard stops the heartbeat; the
+                    // lease is then released here so the lane's next worker (the rescan starts
+                    // one) takes over at once instead of after the lease's expiry. The event
+                    // stays pending with its attempt counted: the poison guard still applies.
+                    let served = std::panic::AssertUnwindSafe(self.serve(&lease))
+                        .catch_unwind()
+                        .await;
+                    if served.is_err() {
+                        self.after_panic(&lease).await;
+                        panicked = true;
+                    }
                 }
             }
             self.leave();
+            // A message that woke this worker while it was going down would otherwise wait for
+            // the rescan; once out of the map, later wakes start a new worker themselves.
+            if panicked && self.rx.try_recv().is_ok() {
+                self.router.dispatch(self.lane.clone());
+            }
         }
         .instrument(span)
         .await
@@ -151,7 +169,7 @@ impl Worker {
     async fn serve(&mut self, lease: &Lease) {
         let deps = self.router.deps.clone();
         let lost = CancellationToken::new();
-        let heartbeat = tokio::spawn(heartbeat(
+        let heartbeat = AbortOnDrop::spawn(heartbeat(
             deps.clone(),
             lease.clone(),
             lost.clone(),
@@ -212,11 +230,27 @@ impl Worker {
                 }
             }
         }
-        heartbeat.abort();
+        drop(heartbeat);
         if !lost.is_cancelled() {
             if let Err(e) = deps.store.lease_release(lease).await {
                 tracing::warn!(error = %e, "lease release failed; it will expire");
             }
+        }
+    }
+
+    async fn after_panic(&self, lease: &Lease) {
+        metrics::counter!("herald_turn_panics_total").increment(1);
+        tracing::error!(
+            "a turn panicked; its event stays pending and the lane's lease is released"
+        );
+        self.forget();
+        self.router
+            .running_turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.lane);
+        if let Err(e) = self.router.deps.store.lease_release(lease).await {
+            tracing::warn!(error = %e, "lease release after a panic failed; it will expire");
         }
     }
 
@@ -316,6 +350,10 @@ impl Worker {
         if let (true, Some(control)) = (ev.internal, &ev.control) {
             self.forget();
             return self.control(lease, row, &ev, control).await;
+        }
+        if ev.kind == MessageKind::Media && !ev.internal {
+            self.forget();
+            return self.media(lease, row, &ev).await;
         }
         if !ev.can_start_turn() {
             return self

@@ -17,7 +17,7 @@ use crate::domain::{MessageEvent, Role, ToolCall};
 pub(super) const INBOX_COLS: &str =
     "id, lane, event, status, attempts, note, session_id, reply_message_id, received_at";
 pub(super) const MESSAGE_COLS: &str = "id, session_id, role, content, api_content, tool_calls, \
-     tool_call_id, tool_name, active, compacted, created_at";
+     tool_call_id, tool_name, active, compacted, platform_message_id, created_at";
 pub(super) const SESSION_COLS: &str = "id, lane, parent_id, started_at, ended_at, end_reason, \
      system_prompt, model, compaction_strikes, fallback_streak, cooldown_until";
 pub(super) const OUTBOX_COLS: &str = "id, idem_key, lane, platform, chat_id, thread_id, reply_to, \
@@ -91,6 +91,7 @@ where
         tool_name: row.try_get("tool_name")?,
         active: active != 0,
         compacted: compacted != 0,
+        platform_message_id: row.try_get("platform_message_id")?,
         created_at: row.try_get("created_at")?,
     })
 }

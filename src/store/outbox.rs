@@ -11,7 +11,7 @@
 
 use async_trait::async_trait;
 
-use super::types::{NewOutbox, OutboxCounts, OutboxRow};
+use super::types::{Lease, NewOutbox, OutboxCounts, OutboxRow};
 use super::StoreResult;
 
 #[async_trait]
@@ -34,6 +34,26 @@ pub trait OutboxStore: Send + Sync {
     async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
     /// Outbox rows written outside a turn (notices), not tied to a transcript.
     async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
+    /// Closes a lane's control event as skipped and queues `rows`, in one transaction that
+    /// checks the lane's lease first: a worker that lost its lease queues nothing.
+    async fn inbox_skip_leased(
+        &self,
+        lease: &Lease,
+        inbox_id: i64,
+        note: &str,
+        rows: &[NewOutbox],
+    ) -> StoreResult<()>;
+    /// A chunk failed for good: the later chunks of the same reply (the rows of its lane whose
+    /// idempotency key starts with `reply_key`, after it, not sent yet) fail too, unsent, and
+    /// `notice` (when given, and the reply has a hole: chunks were stopped or the failed one was
+    /// not the first) is queued in their place, in one transaction. Returns how many chunks
+    /// were stopped.
+    async fn outbox_fail_reply(
+        &self,
+        failed: &OutboxRow,
+        reply_key: &str,
+        notice: Option<&NewOutbox>,
+    ) -> StoreResult<u64>;
 }
 
 /// Expands `impl OutboxStore for $ty`; the type must have `pool`, `reader`, `begin()` and the
@@ -134,6 +154,59 @@ macro_rules! outbox_store_impl {
             }
             tx.commit().await?;
             Ok(())
+        }
+
+        async fn inbox_skip_leased(
+            &self,
+            lease: &Lease,
+            inbox_id: i64,
+            note: &str,
+            rows: &[NewOutbox],
+        ) -> StoreResult<()> {
+            let mut tx = self.begin().await?;
+            check_lease(&mut tx, lease).await?;
+            sqlx::query("UPDATE inbox SET status = 'skipped', note = $1, done_at = $2 WHERE id = $3")
+                .bind(note)
+                .bind(now_ms())
+                .bind(inbox_id)
+                .execute(&mut *tx)
+                .await?;
+            for r in rows {
+                insert_outbox(&mut tx, r).await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        }
+
+        async fn outbox_fail_reply(
+            &self,
+            failed: &OutboxRow,
+            reply_key: &str,
+            notice: Option<&NewOutbox>,
+        ) -> StoreResult<u64> {
+            let mut tx = self.begin().await?;
+            let stopped = sqlx::query(
+                "UPDATE outbox SET status = 'failed', last_error = $1, claimed_by = NULL, \
+                 claim_until = NULL WHERE lane = $2 AND id > $3 AND chunk_index > $4 \
+                 AND status IN ('pending', 'sending') \
+                 AND substr(idem_key, 1, CAST($5 AS INTEGER)) = $6",
+            )
+            .bind("not sent: an earlier chunk of this reply failed for good")
+            .bind(&failed.lane)
+            .bind(failed.id)
+            .bind(failed.chunk_index)
+            .bind(reply_key.chars().count() as i64)
+            .bind(reply_key)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            // Only a reply with a hole gets the notice: a first chunk that failed with nothing
+            // after it leaves nothing half-said.
+            if let Some(n) = notice.filter(|_| stopped > 0 || failed.chunk_index > 0) {
+                insert_outbox(&mut tx, n).await?;
+            }
+            tx.commit().await?;
+            Ok(stopped)
         }
         }
     };

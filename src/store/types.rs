@@ -142,10 +142,21 @@ pub struct StoredMessage {
     pub tool_name: Option<String>,
     pub active: bool,
     pub compacted: bool,
+    /// The platform's id of the message a person sent, on the user row that records it; `None`
+    /// on every row Herald wrote itself (replies, tool traffic, compaction carriers, delivery
+    /// mirrors, media acknowledgements).
+    pub platform_message_id: Option<String>,
     pub created_at: i64,
 }
 
 impl StoredMessage {
+    /// A request a person wrote: a user row that carries the platform id of their message.
+    /// This is what "the first turn" and "the latest user request" mean everywhere; a
+    /// synthetic user row (a brief's mirror, a compaction carrier) never passes for one.
+    pub fn is_person_request(&self) -> bool {
+        self.role == Role::User && self.platform_message_id.is_some()
+    }
+
     /// The live row a commit made of `m` under `id` (what a read would return, but for
     /// `created_at`, which is the caller's clock).
     pub fn committed(id: i64, session_id: &str, m: &NewMessage, created_at: i64) -> StoredMessage {
@@ -160,6 +171,7 @@ impl StoredMessage {
             tool_name: m.tool_name.clone(),
             active: true,
             compacted: false,
+            platform_message_id: m.platform_message_id.clone(),
             created_at,
         }
     }

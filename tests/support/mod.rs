@@ -2,6 +2,7 @@
 //! real daemon core against them.
 #![allow(dead_code)]
 
+pub mod db;
 pub mod fake_discord;
 pub mod fake_llm;
 pub mod fake_telegram;

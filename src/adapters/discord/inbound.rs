@@ -96,6 +96,10 @@ pub(super) fn translate(
                 .unwrap_or_else(|| "application/octet-stream".into()),
             reference: a.url.clone(),
         })
+        .chain(msg.sticker_items.iter().map(|st| Attachment {
+            kind: "sticker".into(),
+            reference: st.id.get().to_string(),
+        }))
         .collect();
     if text.is_empty() && attachments.is_empty() {
         return None;

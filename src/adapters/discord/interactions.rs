@@ -115,7 +115,9 @@ pub(super) async fn finish(
     let ev = event_for(cmd, place);
     let text = match acknowledgement(&cmd.data.name) {
         None => "Unknown command.",
-        Some(_) if !auth.is_allowed(&ev) => {
+        // The full check, as the core's auth hook makes it: senders approved through pairing
+        // are allowed too.
+        Some(_) if !auth.is_allowed_or_paired(&ev, &*router.deps().store).await => {
             // Still recorded: the core's auth hook drops it, as it does a typed message.
             ingest_with_retry(router, &ev).await;
             NOT_ALLOWED

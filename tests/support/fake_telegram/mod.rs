@@ -56,6 +56,9 @@ pub enum Fault {
     /// 400 "Bad Request: can't parse entities…". Only meets a `sendMessage` or `editMessageText`
     /// with `parse_mode` set; calls without one pass and leave it queued.
     BadEntities,
+    /// 400 with this description ("Bad Request: …"); nothing is processed. A refusal the
+    /// daemon must treat as permanent.
+    Refused(String),
 }
 
 /// A running fake; stops on [`FakeTelegram::shutdown`] or drop.

@@ -64,6 +64,7 @@ async fn handle(
             400,
             "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0",
         ),
+        Some(Fault::Refused(description)) => error(400, &description),
         Some(Fault::Drop) => dropped_connection(),
         Some(Fault::DropAfterProcessing) => {
             let _ = answer(&state, &method, &params).await;
