@@ -117,3 +117,66 @@ async fn export_through_a_pipe_is_exactly_the_jsonl_rows() {
         "the system row and every message"
     );
 }
+
+/// Runs herald without asserting success: (exit code, stdout, stderr).
+fn run(data: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .expect("run herald");
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+/// `--data-dir /wrong/path`: a reading command says there is no database there and leaves
+/// none behind, instead of creating an empty one and printing nothing.
+#[test]
+fn reading_commands_refuse_a_missing_database_and_create_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("wrong");
+    for args in [
+        &["sessions", "list"][..],
+        &["sessions", "show", "s-1"],
+        &["sessions", "search", "hello"],
+        &["sessions", "export", "s-1"],
+        &["sessions", "compact", "s-1", "--dry-run"],
+        &["pairing", "list"],
+        &["pairing", "approve", "telegram", "ABCD"],
+        &["handoff", "show", "web:alice"],
+        &["cron", "list"],
+        &["cron", "log"],
+    ] {
+        let (code, stdout, stderr) = run(&data, args);
+        assert_eq!(code, 1, "{args:?}: {stdout}{stderr}");
+        assert_eq!(stdout, "", "{args:?}");
+        let db = data.join("herald.db");
+        assert!(
+            stderr.contains(&format!("no database at {}", db.display()))
+                && stderr.contains(&format!("`herald {}", args[..2].join(" ")))
+                && stderr.contains("daemon's configuration and environment"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!db.exists(), "{args:?} created {}", db.display());
+    }
+}
+
+#[test]
+fn empty_results_say_so() {
+    let data = tempfile::tempdir().unwrap();
+    herald(data.path(), &["migrate"]);
+    for (args, said) in [
+        (&["sessions", "list"][..], "no sessions\n"),
+        (&["sessions", "search", "hello"], "no matches\n"),
+        (&["cron", "log"], "no cron runs\n"),
+        (&["pairing", "list"], "no pending pairing codes\n"),
+    ] {
+        assert_eq!(text(&herald(data.path(), args).stdout), said, "{args:?}");
+    }
+}

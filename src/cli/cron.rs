@@ -12,7 +12,7 @@ use clap::Subcommand;
 
 use crate::config::Config;
 use crate::cron::{check_job, ledger, JobSpec};
-use crate::store::{self, CronFire, CronJobRow, JobSource, Store};
+use crate::store::{CronFire, CronJobRow, JobSource, Store};
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum CronCmd {
@@ -55,8 +55,17 @@ pub enum CronCmd {
 
 /// Runs one command against the configured store and prints its report.
 pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
-    let store = store::connect(&config.store_url(), 2).await?;
-    store.migrate().await?;
+    // Reading commands refuse a missing database; `add` may prepare one before the first start.
+    let (name, needs_existing) = match &cmd {
+        CronCmd::List => ("cron list", true),
+        CronCmd::Log { .. } => ("cron log", true),
+        CronCmd::Add { .. } => ("cron add", false),
+        CronCmd::Remove { .. } => ("cron remove", true),
+        CronCmd::Pause { .. } => ("cron pause", true),
+        CronCmd::Resume { .. } => ("cron resume", true),
+        CronCmd::Run { .. } => ("cron run", true),
+    };
+    let store = super::open_store(config, name, needs_existing).await?;
     let out = execute(store.as_ref(), config, cmd, Utc::now()).await;
     store.close().await;
     print!("{}", out?);
@@ -133,6 +142,9 @@ pub async fn execute(
             for f in store.cron_fires(name.as_deref(), limit).await? {
                 out.push_str(&fire_line(&f));
                 out.push('\n');
+            }
+            if out.is_empty() {
+                out.push_str("no cron runs\n");
             }
             out
         }
