@@ -180,3 +180,53 @@ fn empty_results_say_so() {
         assert_eq!(text(&herald(data.path(), args).stdout), said, "{args:?}");
     }
 }
+
+/// An unreachable Postgres fails the start within seconds, naming the address it tried: a
+/// refused port at once, a host that accepts and never answers after the 5 s first-connect
+/// bound (it used to be 15 s of silence and "pool timed out").
+#[test]
+fn an_unreachable_postgres_fails_fast_saying_what_it_tried() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let refused = closed.local_addr().unwrap().port();
+    drop(closed);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let conns: Vec<_> = silent.incoming().take(4).collect();
+        std::thread::sleep(std::time::Duration::from_secs(8));
+        drop(conns);
+    });
+    let data = tempfile::tempdir().unwrap();
+    for (port, within, says) in [
+        (refused, 2, "cannot connect to Postgres at 127.0.0.1:"),
+        (silent_port, 7, "no answer from Postgres at 127.0.0.1:"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+            .arg("--data-dir")
+            .arg(data.path())
+            .arg("migrate")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env(
+                "HERALD_STORE__URL",
+                format!("postgres://herald:secret-pw@127.0.0.1:{port}/heraldb"),
+            )
+            .output()
+            .expect("run herald");
+        let took = started.elapsed();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{says}{port} (database heraldb, user herald)")),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("secret-pw"), "{stderr}");
+        assert!(
+            took < std::time::Duration::from_secs(within),
+            "took {took:?} for port {port}: {stderr}"
+        );
+        println!("port {port}: failed after {took:?}: {}", stderr.trim());
+    }
+    drop(held);
+}
