@@ -157,7 +157,9 @@ fn doctor(cli: &Cli) -> std::process::ExitCode {
     };
     let report = rt.block_on(cli::doctor::run(&opts));
     print!("{}", report.render());
-    if report.failed() {
+    if report.config_failed() {
+        std::process::ExitCode::from(2)
+    } else if report.failed() {
         std::process::ExitCode::FAILURE
     } else {
         std::process::ExitCode::SUCCESS

@@ -2,8 +2,11 @@
 //! code: images we build, environment variables that map to real config keys and together
 //! yield a config the daemon accepts, probes on the real health routes, ports that match
 //! `server.listen`, a systemd unit that `systemd-analyze verify` accepts, and docs that name
-//! every config key with its actual default.
+//! every config key with its actual default, and README/docs naming only commands, flags, routes
+//! and keys the binary has (`cli_docs.rs`).
 
+#[path = "deploy_files/cli_docs.rs"]
+mod cli_docs;
 #[path = "deploy_files/docs.rs"]
 mod docs;
 #[path = "deploy_files/support.rs"]

@@ -251,6 +251,23 @@ async fn cron_commands_check_targets_and_manage_jobs() {
     };
     assert!(fire.manual);
     assert_eq!(llm.request_count(), 1);
+    // The operator looks right away: the log shows the run's outcome, not the `claimed` the
+    // ledger row keeps until a scheduler pass records it.
+    let log = execute(
+        store,
+        &config,
+        CronCmd::Log {
+            name: Some("brief".into()),
+            limit: 1,
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        log.contains(" (manual)  ok  ") && log.contains("delivered to web:alice"),
+        "{log}"
+    );
 
     let gone = execute(
         store,

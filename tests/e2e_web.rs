@@ -418,3 +418,30 @@ async fn a_lane_beyond_max_workers_is_served_while_the_others_sit_idle() {
     assert!(app.router.active_workers() <= 2);
     app.shutdown().await;
 }
+
+/// A fresh install without a model answers every chat with how to configure one, and does not
+/// claim that an API key is required (local endpoints need none).
+#[tokio::test]
+async fn without_a_model_the_reply_says_what_to_set() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut c = test_config(&llm, &data);
+    c.llm.provider = herald::config::ProviderKind::Auto;
+    c.llm.base_url = None;
+    c.llm.model = None;
+    let app = App::start(c).await.unwrap();
+    let (status, body) = Client::new(&app).chat("web:fresh", "hello?").await;
+    assert_eq!(status, 200, "{body}");
+    let reply = body["reply"].as_str().unwrap_or_default();
+    assert!(
+        reply.starts_with("No model is configured yet. Set OPENAI_BASE_URL and OPENAI_MODEL"),
+        "{reply}"
+    );
+    assert!(
+        reply.contains("plus OPENAI_API_KEY if the endpoint needs a key"),
+        "{reply}"
+    );
+    assert_eq!(llm.request_count(), 0);
+    app.shutdown().await;
+}

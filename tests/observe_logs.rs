@@ -221,3 +221,41 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
     );
     telegram.shutdown().await;
 }
+
+/// journald, a log file or a shipper reading a pipe get plain human lines: no colour codes
+/// unless the output is a terminal.
+#[test]
+fn human_logs_through_a_pipe_carry_no_colour_codes() {
+    let data = tempfile::tempdir().unwrap();
+    let log_path = data.path().join("herald.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(data.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdout(Stdio::from(log.try_clone().unwrap()))
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("start herald");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let out = loop {
+        let out = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if out.contains("herald is ready") {
+            break out;
+        }
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("daemon never became ready:\n{out}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.contains(" INFO "), "human format: {out}");
+    assert!(
+        !out.contains('\u{1b}'),
+        "colour codes in a piped log: {out:?}"
+    );
+}

@@ -117,3 +117,116 @@ async fn export_through_a_pipe_is_exactly_the_jsonl_rows() {
         "the system row and every message"
     );
 }
+
+/// Runs herald without asserting success: (exit code, stdout, stderr).
+fn run(data: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .expect("run herald");
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+/// `--data-dir /wrong/path`: a reading command says there is no database there and leaves
+/// none behind, instead of creating an empty one and printing nothing.
+#[test]
+fn reading_commands_refuse_a_missing_database_and_create_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("wrong");
+    for args in [
+        &["sessions", "list"][..],
+        &["sessions", "show", "s-1"],
+        &["sessions", "search", "hello"],
+        &["sessions", "export", "s-1"],
+        &["sessions", "compact", "s-1", "--dry-run"],
+        &["pairing", "list"],
+        &["pairing", "approve", "telegram", "ABCD"],
+        &["handoff", "show", "web:alice"],
+        &["cron", "list"],
+        &["cron", "log"],
+    ] {
+        let (code, stdout, stderr) = run(&data, args);
+        assert_eq!(code, 1, "{args:?}: {stdout}{stderr}");
+        assert_eq!(stdout, "", "{args:?}");
+        let db = data.join("herald.db");
+        assert!(
+            stderr.contains(&format!("no database at {}", db.display()))
+                && stderr.contains(&format!("`herald {}", args[..2].join(" ")))
+                && stderr.contains("daemon's configuration and environment"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!db.exists(), "{args:?} created {}", db.display());
+    }
+}
+
+#[test]
+fn empty_results_say_so() {
+    let data = tempfile::tempdir().unwrap();
+    herald(data.path(), &["migrate"]);
+    for (args, said) in [
+        (&["sessions", "list"][..], "no sessions\n"),
+        (&["sessions", "search", "hello"], "no matches\n"),
+        (&["cron", "log"], "no cron runs\n"),
+        (&["pairing", "list"], "no pending pairing codes\n"),
+    ] {
+        assert_eq!(text(&herald(data.path(), args).stdout), said, "{args:?}");
+    }
+}
+
+/// An unreachable Postgres fails the start within seconds, naming the address it tried: a
+/// refused port at once, a host that accepts and never answers after the 5 s first-connect
+/// bound (it used to be 15 s of silence and "pool timed out").
+#[test]
+fn an_unreachable_postgres_fails_fast_saying_what_it_tried() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let refused = closed.local_addr().unwrap().port();
+    drop(closed);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let conns: Vec<_> = silent.incoming().take(4).collect();
+        std::thread::sleep(std::time::Duration::from_secs(8));
+        drop(conns);
+    });
+    let data = tempfile::tempdir().unwrap();
+    for (port, within, says) in [
+        (refused, 2, "cannot connect to Postgres at 127.0.0.1:"),
+        (silent_port, 7, "no answer from Postgres at 127.0.0.1:"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+            .arg("--data-dir")
+            .arg(data.path())
+            .arg("migrate")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env(
+                "HERALD_STORE__URL",
+                format!("postgres://herald:secret-pw@127.0.0.1:{port}/heraldb"),
+            )
+            .output()
+            .expect("run herald");
+        let took = started.elapsed();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("{says}{port} (database heraldb, user herald)")),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("secret-pw"), "{stderr}");
+        assert!(
+            took < std::time::Duration::from_secs(within),
+            "took {took:?} for port {port}: {stderr}"
+        );
+        println!("port {port}: failed after {took:?}: {}", stderr.trim());
+    }
+    drop(held);
+}

@@ -12,7 +12,7 @@ use clap::Subcommand;
 
 use crate::config::Config;
 use crate::cron::{check_job, ledger, JobSpec};
-use crate::store::{self, CronFire, CronJobRow, JobSource, Store};
+use crate::store::{CronFire, CronJobRow, FireStatus, JobSource, Store};
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum CronCmd {
@@ -55,8 +55,17 @@ pub enum CronCmd {
 
 /// Runs one command against the configured store and prints its report.
 pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
-    let store = store::connect(&config.store_url(), 2).await?;
-    store.migrate().await?;
+    // Reading commands refuse a missing database; `add` may prepare one before the first start.
+    let (name, needs_existing) = match &cmd {
+        CronCmd::List => ("cron list", true),
+        CronCmd::Log { .. } => ("cron log", true),
+        CronCmd::Add { .. } => ("cron add", false),
+        CronCmd::Remove { .. } => ("cron remove", true),
+        CronCmd::Pause { .. } => ("cron pause", true),
+        CronCmd::Resume { .. } => ("cron resume", true),
+        CronCmd::Run { .. } => ("cron run", true),
+    };
+    let store = super::open_store(config, name, needs_existing).await?;
     let out = execute(store.as_ref(), config, cmd, Utc::now()).await;
     store.close().await;
     print!("{}", out?);
@@ -131,8 +140,11 @@ pub async fn execute(
         CronCmd::Log { name, limit } => {
             let mut out = String::new();
             for f in store.cron_fires(name.as_deref(), limit).await? {
-                out.push_str(&fire_line(&f));
+                out.push_str(&fire_line(&live(store, f).await?));
                 out.push('\n');
+            }
+            if out.is_empty() {
+                out.push_str("no cron runs\n");
             }
             out
         }
@@ -172,8 +184,11 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
                 ("active".into(), next)
             }
         };
-        let last = match store.cron_fires(Some(&row.name), 1).await?.first() {
-            Some(f) => format!("{} {}", fmt(f.scheduled_at), f.status.as_str()),
+        let last = match store.cron_fires(Some(&row.name), 1).await?.pop() {
+            Some(f) => {
+                let f = live(store, f).await?;
+                format!("{} {}", fmt(f.scheduled_at), f.status.as_str())
+            }
             None => "never".into(),
         };
         out.push_str(&format!(
@@ -188,6 +203,31 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
         out.push_str("no cron jobs\n");
     }
     Ok(out)
+}
+
+/// The fire as it stands now. A scheduler writes a finished run into the ledger on its next
+/// pass — up to 30 s later, or longer for a manual run it never saw — so a `claimed` row whose
+/// inbox event is already settled is shown with that outcome, read the same way the
+/// scheduler will record it. Nothing is written.
+async fn live(store: &dyn Store, mut f: CronFire) -> anyhow::Result<CronFire> {
+    if f.status != FireStatus::Claimed {
+        return Ok(f);
+    }
+    let Some(inbox) = (match f.inbox_id {
+        Some(id) => store.inbox_get(id).await?,
+        None => None,
+    }) else {
+        return Ok(f);
+    };
+    if let Some(out) = ledger::outcome(store, &f, &inbox).await? {
+        f.status = out.status;
+        f.attempts = out.attempts;
+        f.started_at = out.started_at.or(f.started_at);
+        f.ended_at = Some(out.ended_at);
+        f.deliveries = out.deliveries;
+        f.note = out.note;
+    }
+    Ok(f)
 }
 
 fn fire_line(f: &CronFire) -> String {

@@ -33,6 +33,13 @@ impl Report {
         self.0.iter().any(|(_, c)| matches!(c, Check::Fail(_)))
     }
 
+    /// The configuration itself was refused (the exit status is then 2, as for `serve`).
+    pub fn config_failed(&self) -> bool {
+        self.0
+            .iter()
+            .any(|(name, c)| *name == "config" && matches!(c, Check::Fail(_)))
+    }
+
     pub fn render(&self) -> String {
         let mut out = String::new();
         for (name, c) in &self.0 {
@@ -68,6 +75,10 @@ pub async fn run(opts: &LoadOptions) -> Report {
                 None => "no file; defaults and environment".to_string(),
             };
             report.0.push(("config", Check::Ok(from)));
+            report
+                .0
+                .push(("model keys", super::doctor_config::model_sources(opts, &c)));
+            report.0.extend(super::doctor_config::access(&c));
             c
         }
         Err(e) => {
@@ -161,16 +172,21 @@ async fn check_store(config: &Config, report: &mut Report) {
         "store",
         Check::Ok(format!("{} reachable ({shown})", store.backend())),
     ));
-    let migrations = match store.ready().await {
-        Ok(true) => Check::Ok("all applied".into()),
-        Ok(false) => Check::Fail("not all applied: run `herald migrate`".into()),
-        Err(e) => Check::Fail(format!("cannot read the migration table: {e}")),
+    // The same verdict `serve` reaches: a migration this binary does not know is a refusal,
+    // whatever else is applied.
+    let migrations = match (store.migrations_unknown().await, store.ready().await) {
+        (Ok(unknown), _) if !unknown.is_empty() => {
+            Check::Fail(store::unknown_migrations_message(&unknown))
+        }
+        (Ok(_), Ok(true)) => Check::Ok("all applied".into()),
+        (Ok(_), Ok(false)) => Check::Fail("not all applied: run `herald migrate`".into()),
+        (Err(e), _) | (_, Err(e)) => Check::Fail(format!("cannot read the migration table: {e}")),
     };
     report.0.push(("migrations", migrations));
     store.close().await;
 }
 
-fn sqlite_path(url: &str) -> Option<String> {
+pub(crate) fn sqlite_path(url: &str) -> Option<String> {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))?;

@@ -32,8 +32,12 @@ pub enum HandoffCmd {
 }
 
 pub async fn handoff(config: &Config, cmd: HandoffCmd) -> anyhow::Result<()> {
-    let store = store::connect(&config.store_url(), 2).await?;
-    store.migrate().await?;
+    let name = match &cmd {
+        HandoffCmd::Show { .. } => "handoff show",
+        HandoffCmd::Nightly { .. } => "handoff nightly",
+    };
+    // Both read conversations a daemon wrote; neither has anything to do in a new database.
+    let store = super::open_store(config, name, true).await?;
     let result = match cmd {
         HandoffCmd::Show { lane } => show(&*store, &LaneKey::parse(&lane)).await,
         HandoffCmd::Nightly { dry_run } => nightly(config, store.clone(), dry_run).await,

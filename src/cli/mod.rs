@@ -2,6 +2,7 @@
 
 pub mod cron;
 pub mod doctor;
+mod doctor_config;
 mod handoff;
 mod pairing;
 pub mod progress;
@@ -80,6 +81,11 @@ pub enum SessionsCmd {
 /// stderr), so an operator upgrading a large database sees which step it is on.
 pub async fn migrate(config: &Config) -> anyhow::Result<()> {
     let store = store::connect(&config.store_url(), 2).await?;
+    let unknown = store.migrations_unknown().await?;
+    if !unknown.is_empty() {
+        store.close().await;
+        anyhow::bail!(store::unknown_migrations_message(&unknown));
+    }
     let pending = store.migrations_pending().await?;
     if pending.is_empty() {
         println!(
@@ -106,13 +112,50 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
-    let store = store::connect(&config.store_url(), 2).await?;
+/// Opens the daemon's store for a command. A command that only reads (or that acts on rows a
+/// daemon must have written, like a pairing code) refuses a SQLite file that does not exist:
+/// creating one would answer "nothing here" about the wrong database, and leave a stray file.
+pub(crate) async fn open_store(
+    config: &Config,
+    command: &str,
+    needs_existing: bool,
+) -> anyhow::Result<std::sync::Arc<dyn store::Store>> {
+    let url = config.store_url();
+    if needs_existing {
+        if let Some(path) = doctor::sqlite_path(&url) {
+            if !std::path::Path::new(&path).exists() {
+                anyhow::bail!(
+                    "no database at {path}: `herald {command}` reads the daemon's database and \
+                     creates none. Run it with the daemon's configuration and environment (the \
+                     same --config, --data-dir and HERALD_* variables; under systemd see \
+                     docs/operating.md), or run `herald migrate` to create an empty one"
+                );
+            }
+        }
+    }
+    let store = store::connect(&url, 2).await?;
     store.migrate().await?;
+    Ok(store)
+}
+
+pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
+    let (name, needs_existing) = match &cmd {
+        SessionsCmd::List { .. } => ("sessions list", true),
+        SessionsCmd::Show { .. } => ("sessions show", true),
+        SessionsCmd::Search { .. } => ("sessions search", true),
+        SessionsCmd::Export { .. } => ("sessions export", true),
+        SessionsCmd::Compact { .. } => ("sessions compact", true),
+        SessionsCmd::Import { .. } => ("sessions import", false),
+    };
+    let store = open_store(config, name, needs_existing).await?;
     match cmd {
         SessionsCmd::List { lane, limit } => {
             let lane = lane.map(|l| LaneKey::parse(&l));
-            for s in store.sessions_list(lane.as_ref(), limit).await? {
+            let list = store.sessions_list(lane.as_ref(), limit).await?;
+            if list.is_empty() {
+                println!("no sessions");
+            }
+            for s in list {
                 println!(
                     "{}  {}  started {}  {}",
                     s.id,
@@ -170,10 +213,11 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
                 .iter()
                 .map(|r| Role::parse(r.trim()).ok_or_else(|| anyhow::anyhow!("unknown role {r:?}")))
                 .collect::<anyhow::Result<Vec<Role>>>()?;
-            for h in store
-                .search(store::SearchScope::AllLanes, &query, &roles, limit)
-                .await?
-            {
+            let hits = store.search(store::SearchScope::AllLanes, &query, &roles, limit).await?;
+            if hits.is_empty() {
+                println!("no matches");
+            }
+            for h in hits {
                 println!(
                     "{}  #{}  {}  {}",
                     h.session_id,

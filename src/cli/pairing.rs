@@ -3,7 +3,6 @@
 use clap::Subcommand;
 
 use crate::config::Config;
-use crate::store;
 
 #[derive(Subcommand)]
 pub enum PairingCmd {
@@ -16,8 +15,13 @@ pub enum PairingCmd {
 }
 
 pub async fn pairing(config: &Config, cmd: PairingCmd) -> anyhow::Result<()> {
-    let store = store::connect(&config.store_url(), 2).await?;
-    store.migrate().await?;
+    let name = match &cmd {
+        PairingCmd::List => "pairing list",
+        PairingCmd::Approve { .. } => "pairing approve",
+        PairingCmd::Revoke { .. } => "pairing revoke",
+    };
+    // Every pairing command acts on rows only a daemon writes.
+    let store = super::open_store(config, name, true).await?;
     match cmd {
         PairingCmd::List => {
             let pending = store.pairing_pending().await?;

@@ -13,6 +13,14 @@ use super::{Config, ProviderKind, Secret, TelegramMode};
 pub enum ConfigError {
     #[error("config file {0} does not exist")]
     MissingFile(PathBuf),
+    /// The file (or a folder on its path) exists but this user may not read it: the usual
+    /// systemd mistake, a root-owned 0640 file the service's user is not a group member of.
+    #[error(
+        "config file {0} cannot be read by this user (permission denied): give the user Herald \
+         runs as read access to the file and every folder above it (e.g. `chgrp herald` and \
+         `chmod 0640` the file, `chmod 0750` its folder)"
+    )]
+    Unreadable(PathBuf),
     #[error("invalid configuration: {0}")]
     Invalid(String),
     #[error("invalid configuration: {key}: {message}")]
@@ -32,8 +40,13 @@ pub struct LoadOptions {
 pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
     let mut fig = Figment::from(Serialized::defaults(Config::default()));
     if let Some(file) = &opts.file {
-        if !file.exists() {
-            return Err(ConfigError::MissingFile(file.clone()));
+        // Not `exists()`: it answers false for a file behind a folder we may not enter.
+        if let Err(e) = std::fs::File::open(file) {
+            return Err(match e.kind() {
+                std::io::ErrorKind::PermissionDenied => ConfigError::Unreadable(file.clone()),
+                std::io::ErrorKind::NotFound => ConfigError::MissingFile(file.clone()),
+                _ => ConfigError::Invalid(format!("config file {}: {e}", file.display())),
+            });
         }
         fig = fig.merge(Toml::file_exact(file));
     }
@@ -227,6 +240,22 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             });
         }
     }
+    if c.discord.token.is_some()
+        && c.discord.ratelimiter
+        && c.discord.api_url.trim_end_matches('/')
+            != super::DiscordConfig::default()
+                .api_url
+                .trim_end_matches('/')
+    {
+        return Err(ConfigError::Key {
+            key: "discord.ratelimiter",
+            message: format!(
+                "must be false with discord.api_url = {:?}: serenity's ratelimiter ignores \
+                 api_url and would talk to discord.com directly",
+                c.discord.api_url
+            ),
+        });
+    }
     if let Some(ep) = &c.telemetry.otlp_endpoint {
         if !url::Url::parse(ep).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
             return Err(ConfigError::Key {
@@ -298,7 +327,14 @@ mod tests {
     fn example_file_parses_and_covers_every_section() {
         let text = include_str!("../../config/herald.example.toml");
         let c = from_toml(text).expect("example config parses");
-        assert_eq!(c.provider_kind(), ProviderKind::Openai);
+        // Copying the example must change nothing: every value in it is the default, so the
+        // environment (OPENAI_BASE_URL, OPENAI_MODEL, …) still fills what the operator left out.
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            serde_json::to_value(Config::default()).unwrap(),
+            "config/herald.example.toml sets a value that is not the default"
+        );
+        assert_eq!(c.provider_kind(), ProviderKind::None);
         for section in [
             "[server]",
             "[store]",

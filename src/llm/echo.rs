@@ -6,9 +6,12 @@ use async_trait::async_trait;
 use super::{ChatRequest, ChatResponse, LlmError, Provider};
 use crate::domain::Role;
 
+/// A key is optional (llama.cpp, Ollama and vLLM usually need none), so it is not listed as
+/// required; `herald doctor` shows where each model key came from.
 pub const NOT_CONFIGURED_REPLY: &str =
-    "No model is configured yet. Set OPENAI_BASE_URL (or HERALD_LLM__BASE_URL), \
-     OPENAI_API_KEY and HERALD_LLM__MODEL (or OPENAI_MODEL), then restart herald.";
+    "No model is configured yet. Set OPENAI_BASE_URL and OPENAI_MODEL (or llm.base_url and \
+     llm.model in the config file), plus OPENAI_API_KEY if the endpoint needs a key, then \
+     restart herald. `herald doctor` shows what it found.";
 
 /// Repeats the last user message. Named as what it is: never a production provider.
 pub struct EchoProvider;

@@ -124,12 +124,30 @@ pub(super) fn fts5_query(q: &str) -> String {
 /// Expands `impl Store for $ty`: the migration methods plus the backend's own `$extra` ones
 /// (the whole impl is generated so that `async_trait` sees every method). `$migrator` is the
 /// backend's embedded `sqlx::migrate::Migrator` static.
+/// Versions recorded as applied in `_sqlx_migrations`, as a set (empty when the table does not
+/// exist yet: a database nothing was applied to). Returns early with the error otherwise.
+macro_rules! applied_versions {
+    ($pool:expr) => {{
+        let rows: Result<Vec<(i64,)>, sqlx::Error> =
+            sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all($pool)
+                .await;
+        let set: std::collections::HashSet<i64> = match rows {
+            Ok(rows) => rows.into_iter().map(|(v,)| v).collect(),
+            Err(sqlx::Error::Database(_)) => Default::default(),
+            Err(e) => return Err(e.into()),
+        };
+        set
+    }};
+}
+
 macro_rules! store_impl {
     ($ty:ty, $migrator:ident, { $($extra:tt)* }) => {
         #[async_trait::async_trait]
         impl Store for $ty {
         $($extra)*
         async fn migrate(&self) -> StoreResult<()> {
+            super::common::refuse_unknown(self.migrations_unknown().await?)?;
             $migrator
                 .run(&self.pool)
                 .await
@@ -137,16 +155,7 @@ macro_rules! store_impl {
         }
 
         async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>> {
-            let applied: Result<Vec<(i64,)>, sqlx::Error> =
-                sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success")
-                    .fetch_all(&self.reader)
-                    .await;
-            let applied: std::collections::HashSet<i64> = match applied {
-                Ok(rows) => rows.into_iter().map(|(v,)| v).collect(),
-                // No bookkeeping table yet: a database nothing was applied to.
-                Err(sqlx::Error::Database(_)) => Default::default(),
-                Err(e) => return Err(e.into()),
-            };
+            let applied = super::common::applied_versions!(&self.reader);
             Ok($migrator
                 .iter()
                 .filter(|m| !m.migration_type.is_down_migration() && !applied.contains(&m.version))
@@ -157,7 +166,17 @@ macro_rules! store_impl {
                 .collect())
         }
 
+        async fn migrations_unknown(&self) -> StoreResult<Vec<i64>> {
+            let mut unknown: Vec<i64> = super::common::applied_versions!(&self.reader)
+                .into_iter()
+                .filter(|v| !$migrator.iter().any(|m| m.version == *v))
+                .collect();
+            unknown.sort_unstable();
+            Ok(unknown)
+        }
+
         async fn migrate_to(&self, version: i64) -> StoreResult<()> {
+            super::common::refuse_unknown(self.migrations_unknown().await?)?;
             $migrator
                 .run_to(version, &self.pool)
                 .await
@@ -172,7 +191,30 @@ macro_rules! store_impl {
     };
 }
 
-pub(super) use store_impl;
+pub(super) use {applied_versions, store_impl};
+
+/// A database migrated by a newer release: `serve`, `migrate` and `doctor` all refuse it with
+/// these words, since running an older binary against a newer schema risks writing rows the
+/// newer release cannot read.
+pub fn unknown_migrations_message(versions: &[i64]) -> String {
+    let list = versions
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "the database has migration {list} applied, which this binary does not know: a newer \
+         Herald release migrated it; run that release (or a newer one), not this one"
+    )
+}
+
+pub(super) fn refuse_unknown(versions: Vec<i64>) -> StoreResult<()> {
+    if versions.is_empty() {
+        Ok(())
+    } else {
+        Err(StoreError::Other(unknown_migrations_message(&versions)))
+    }
+}
 
 /// `platform IN (…)` for the outbox claim, so one statement claims for every platform this
 /// replica sends to. The names are inlined, not bound, because the two dialects bind lists

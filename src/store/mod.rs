@@ -32,6 +32,7 @@ use async_trait::async_trait;
 
 use crate::domain::Role;
 
+pub use common::unknown_migrations_message;
 pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
 pub use cron_types::*;
@@ -131,6 +132,9 @@ pub trait Store:
     /// Migrations shipped in this binary and not yet applied, oldest first (all of them on an
     /// empty database).
     async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>>;
+    /// Versions applied to the database that this binary does not ship (a newer release
+    /// migrated it), oldest first. `migrate` and `migrate_to` refuse such a database.
+    async fn migrations_unknown(&self) -> StoreResult<Vec<i64>>;
     /// Applies pending migrations up to and including `version`.
     async fn migrate_to(&self, version: i64) -> StoreResult<()>;
     /// Reachable and fully migrated.

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::Postgres;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::{Connection, Postgres};
 
 use super::common::{self, store_impl};
 use super::search;
@@ -18,6 +18,10 @@ use crate::domain::{LaneKey, MessageEvent, Role};
 /// Advisory lock key that serializes outbox claims ("heraldob" in ASCII).
 const OUTBOX_CLAIM_LOCK: i64 = 0x6865_7261_6c64_6f62;
 
+/// How long the first connection may take. A refused or unresolvable address fails at once;
+/// this bounds only a host that does not answer.
+const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 pub struct PgStore {
@@ -28,11 +32,43 @@ pub struct PgStore {
 }
 
 impl PgStore {
+    /// One direct connection first, so an unreachable database fails within
+    /// [`FIRST_CONNECT_TIMEOUT`] with its own error and the address it tried, rather than
+    /// after the pool's 15 s of silent retries with "pool timed out".
     pub async fn connect(url: &str, max_connections: u32) -> StoreResult<PgStore> {
+        let opts: PgConnectOptions = url
+            .parse()
+            .map_err(|e| StoreError::Other(format!("store.url is not a Postgres URL: {e}")))?;
+        let target = match opts.get_socket() {
+            Some(socket) => format!("socket {}", socket.display()),
+            None => format!("{}:{}", opts.get_host(), opts.get_port()),
+        };
+        let target = format!(
+            "Postgres at {target} (database {}, user {})",
+            opts.get_database().unwrap_or(opts.get_username()),
+            opts.get_username()
+        );
+        tracing::info!(store = %target, "connecting to the store");
+        match tokio::time::timeout(FIRST_CONNECT_TIMEOUT, PgConnection::connect_with(&opts)).await {
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+            }
+            Ok(Err(e)) => {
+                return Err(StoreError::Unavailable(format!(
+                    "cannot connect to {target}: {e}"
+                )))
+            }
+            Err(_) => {
+                return Err(StoreError::Unavailable(format!(
+                    "no answer from {target} within {} s",
+                    FIRST_CONNECT_TIMEOUT.as_secs()
+                )))
+            }
+        }
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(2))
             .acquire_timeout(Duration::from_secs(15))
-            .connect(url)
+            .connect_with(opts)
             .await?;
         Ok(PgStore {
             reader: pool.clone(),

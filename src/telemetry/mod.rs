@@ -57,7 +57,14 @@ pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&cfg.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_target(false);
+    // Colour codes only for a person at a terminal: journald, files, pipes and log shippers
+    // get plain lines, and NO_COLOR (https://no-color.org) turns them off everywhere.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_target(false)
+        .with_ansi(colour(
+            std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            std::env::var_os("NO_COLOR"),
+        ));
     let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = vec![match cfg.format {
         LogFormat::Json => fmt.json().flatten_event(true).with_filter(filter).boxed(),
         LogFormat::Human => fmt.with_filter(filter).boxed(),
@@ -69,4 +76,23 @@ pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
         .try_init()
         .is_ok();
     (handle, installed)
+}
+
+/// Whether human log lines carry ANSI colour: only on a terminal, and never when `NO_COLOR`
+/// is set to anything but the empty string.
+fn colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some("".into())));
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None));
+    }
 }

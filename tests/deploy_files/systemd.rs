@@ -125,3 +125,81 @@ fn verify(unit: &std::path::Path) -> String {
     }
     lines.join("\n")
 }
+
+/// The install recipe in the unit's header, replayed on paper: the folders and files it
+/// creates with their owner, group and mode, and the unit's `User=` must be able to open the
+/// `--config` file of `ExecStart` (a 0750 root folder and a 0640 root file cannot).
+#[test]
+fn the_install_recipe_leaves_the_config_readable_by_the_service_user() {
+    let text = read("deploy/systemd/herald.service");
+    let unit = unit_entries(&text);
+    let service = |k: &str| {
+        unit.get(&("Service".to_string(), k.to_string()))
+            .map(|v| v.join(" "))
+            .unwrap_or_else(|| panic!("[Service] {k}"))
+    };
+    let user = service("User");
+    let group = service("Group");
+    let exec = service("ExecStart");
+    let config = exec
+        .split_whitespace()
+        .skip_while(|w| *w != "--config")
+        .nth(1)
+        .expect("ExecStart names --config");
+    // path -> (owner, group, mode)
+    let mut made: BTreeMap<String, (String, String, u32)> = BTreeMap::new();
+    for line in text.lines() {
+        let Some(cmd) = line.trim_start_matches('#').trim().strip_prefix("install ") else {
+            continue;
+        };
+        let words: Vec<&str> = cmd.split('#').next().unwrap().split_whitespace().collect();
+        let (mut owner, mut grp, mut mode, mut dir) = ("root", "root", 0o755, false);
+        let mut rest = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            match words[i] {
+                "-d" => dir = true,
+                "-o" => {
+                    owner = words[i + 1];
+                    i += 1;
+                }
+                "-g" => {
+                    grp = words[i + 1];
+                    i += 1;
+                }
+                "-m" => {
+                    mode = u32::from_str_radix(words[i + 1], 8).expect("octal mode");
+                    i += 1;
+                }
+                w => rest.push(w),
+            }
+            i += 1;
+        }
+        let target = if dir { rest[0] } else { rest[rest.len() - 1] };
+        made.insert(target.to_string(), (owner.into(), grp.into(), mode));
+    }
+    let can = |path: &str, bit: u32| {
+        let (owner, grp, mode) = made
+            .get(path)
+            .unwrap_or_else(|| panic!("the recipe does not create {path}"));
+        let shift = if *owner == user {
+            6
+        } else if *grp == group {
+            3
+        } else {
+            0
+        };
+        mode >> shift & bit != 0
+    };
+    let folder = std::path::Path::new(config).parent().unwrap();
+    assert!(
+        can(folder.to_str().unwrap(), 0o1),
+        "{user} cannot enter {}",
+        folder.display()
+    );
+    assert!(can(config, 0o4), "{user} cannot read {config}");
+    assert!(
+        !can(config, 0o2),
+        "{user} must not be able to rewrite {config}"
+    );
+}

@@ -219,3 +219,33 @@ async fn webhook_mode_checks_the_secret_and_answers_after_the_inbox() {
 fn support_message(user: i64, text: &str) -> serde_json::Value {
     super::support::fake_telegram::message_json(77, user, user, text)
 }
+
+/// A reverse proxy forwards `https://host/bots/tg-7f3a` to the same path on the daemon: the
+/// local route is the configured URL's path, not a fixed one.
+#[tokio::test]
+async fn webhook_is_served_on_the_path_of_webhook_url() {
+    let (tg, llm, data) = fakes().await;
+    let mut c = tg_config(&tg, &llm, &data);
+    c.telegram.mode = TelegramMode::Webhook;
+    c.telegram.webhook_url = Some("https://herald.example.org/bots/tg-7f3a".into());
+    c.telegram.webhook_secret = Some(Secret::new("hook-secret"));
+    let app = App::start(c).await.unwrap();
+    wait_until("setWebhook", WAIT, || async {
+        !tg.calls("setWebhook").is_empty()
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let post = |path: &str| {
+        let update = json!({ "update_id": 501, "message": support_message(USER, "via my path") });
+        http.post(format!("http://{}{path}", app.addr))
+            .header("content-type", "application/json")
+            .header("X-Telegram-Bot-Api-Secret-Token", "hook-secret")
+            .body(update.to_string())
+            .send()
+    };
+    assert_eq!(post("/telegram/webhook").await.unwrap().status(), 404);
+    assert_eq!(post("/bots/tg-7f3a").await.unwrap().status(), 200);
+    let sent = tg.wait_for_sent(1, WAIT).await;
+    assert_eq!(sent[0].text, "reply to: via my path");
+    app.shutdown().await;
+}

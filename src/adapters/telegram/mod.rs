@@ -124,7 +124,9 @@ impl TelegramAdapter {
             return None;
         }
         let secret = self.config.webhook_secret.as_ref()?.expose();
-        Some(webhook::routes(secret, self.receiver.clone()))
+        let path = webhook::local_path(self.config.webhook_url.as_deref()?);
+        tracing::info!(path = %path, "telegram webhook updates are received on this local path");
+        Some(webhook::routes(&path, secret, self.receiver.clone()))
     }
 
     /// Starts receiving (poller or webhook registration) as tracked, cancellable tasks.

@@ -1,4 +1,6 @@
-//! Webhook mode: `POST /telegram/webhook`, merged into the daemon's HTTP server.
+//! Webhook mode: `POST <path of telegram.webhook_url>` (`/telegram/webhook` when that URL has
+//! no path), merged into the daemon's HTTP server. The local route is the public URL's path,
+//! so a reverse proxy that forwards the path unchanged needs no rewrite rule.
 //!
 //! Telegram redelivers an update until it gets a 2xx, so the answer is the acknowledgement:
 //! 200 only once the update is in the inbox (or deliberately skipped, malformed ones included,
@@ -17,7 +19,17 @@ use axum::Router;
 
 use super::receive::Receiver;
 
+/// The route when `telegram.webhook_url` has no path of its own.
 pub const WEBHOOK_PATH: &str = "/telegram/webhook";
+
+/// The local route for a public webhook URL: its path, or [`WEBHOOK_PATH`] when it has none
+/// (`https://host/`), which would otherwise shadow the chat page.
+pub fn local_path(webhook_url: &str) -> String {
+    match url::Url::parse(webhook_url) {
+        Ok(u) if u.path() != "/" && !u.path().is_empty() => u.path().to_string(),
+        _ => WEBHOOK_PATH.to_string(),
+    }
+}
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 
 #[derive(Clone)]
@@ -27,9 +39,9 @@ struct WebhookState {
     receiver: Arc<OnceLock<Arc<Receiver>>>,
 }
 
-pub fn routes(secret: &str, receiver: Arc<OnceLock<Arc<Receiver>>>) -> Router {
+pub fn routes(path: &str, secret: &str, receiver: Arc<OnceLock<Arc<Receiver>>>) -> Router {
     Router::new()
-        .route(WEBHOOK_PATH, post(handle))
+        .route(path, post(handle))
         .with_state(WebhookState {
             secret: Arc::from(secret),
             receiver,
@@ -70,4 +82,22 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_path;
+
+    #[test]
+    fn the_route_is_the_public_urls_path() {
+        for (url, path) in [
+            ("https://h.example/telegram/webhook", "/telegram/webhook"),
+            ("https://h.example/bots/tg-7f3a", "/bots/tg-7f3a"),
+            ("https://h.example/hook?x=1", "/hook"),
+            ("https://h.example/", "/telegram/webhook"),
+            ("https://h.example", "/telegram/webhook"),
+        ] {
+            assert_eq!(local_path(url), path, "{url}");
+        }
+    }
 }

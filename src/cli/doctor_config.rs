@@ -1,0 +1,120 @@
+//! The doctor's reading of a configuration that loaded: where each model key came from and
+//! whether anyone can talk to the bot. Both are mistakes that pass validation and show only as
+//! a silent or wrong bot — a copied example file that beats `OPENAI_*`, an empty allowlist.
+//!
+//! Must not print a secret (the API key is shown as `***`) or touch the network.
+
+use figment::providers::{Format, Toml};
+use figment::Figment;
+
+use super::doctor::Check;
+use crate::config::{Config, LoadOptions};
+
+/// Where one `[llm]` key got its value, in the loader's precedence: `HERALD_LLM__<KEY>`, then
+/// the file, then the conventional `OPENAI_<KEY>`, then the default.
+fn source(opts: &LoadOptions, key: &str, conventional: Option<&str>, set: bool) -> String {
+    let env = |name: &str| opts.use_env && std::env::var_os(name).is_some();
+    let herald = format!("HERALD_LLM__{}", key.to_uppercase());
+    if env(&herald) {
+        return herald;
+    }
+    if let Some(file) = &opts.file {
+        let in_file = Figment::from(Toml::file_exact(file))
+            .find_value(&format!("llm.{key}"))
+            .is_ok();
+        if in_file {
+            return file.display().to_string();
+        }
+    }
+    if let Some(name) = conventional {
+        let nonempty = opts.use_env && std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+        if nonempty && set {
+            return name.to_string();
+        }
+    }
+    "default".to_string()
+}
+
+/// One line: each model key's value (the key masked) and its source.
+pub fn model_sources(opts: &LoadOptions, config: &Config) -> Check {
+    let llm = &config.llm;
+    let provider = format!("{:?}", llm.provider).to_lowercase();
+    let effective = format!("{:?}", config.provider_kind()).to_lowercase();
+    let shown = |v: Option<&str>| v.map_or("unset".to_string(), str::to_string);
+    let parts = [
+        format!(
+            "provider {provider}{} ({})",
+            if provider == effective {
+                String::new()
+            } else {
+                format!(" → {effective}")
+            },
+            source(opts, "provider", None, true)
+        ),
+        format!(
+            "base_url {} ({})",
+            shown(llm.base_url.as_deref()),
+            source(
+                opts,
+                "base_url",
+                Some("OPENAI_BASE_URL"),
+                llm.base_url.is_some()
+            )
+        ),
+        format!(
+            "model {} ({})",
+            shown(llm.model.as_deref()),
+            source(opts, "model", Some("OPENAI_MODEL"), llm.model.is_some())
+        ),
+        format!(
+            "api_key {} ({})",
+            if llm.api_key.is_some() {
+                "***"
+            } else {
+                "unset"
+            },
+            source(
+                opts,
+                "api_key",
+                Some("OPENAI_API_KEY"),
+                llm.api_key.is_some()
+            )
+        ),
+    ];
+    Check::Ok(parts.join("; "))
+}
+
+/// A `!` line per chat platform nobody can reach: deny by default means an adapter with an
+/// empty allowlist answers only senders approved through pairing.
+pub fn access(config: &Config) -> Vec<(&'static str, Check)> {
+    let pairing = if config.pairing.enabled {
+        "only senders you approve with `herald pairing approve` can talk to the bot"
+    } else {
+        "nobody can talk to the bot (pairing is off too)"
+    };
+    let mut out = Vec::new();
+    let tg = &config.telegram;
+    if tg.token.is_some() && !tg.allow_all_users && tg.allowed_users.is_empty() {
+        out.push((
+            "telegram access",
+            Check::Warn(format!(
+                "telegram.allowed_users is empty: {pairing}; add your user id to it"
+            )),
+        ));
+    }
+    let dc = &config.discord;
+    if dc.token.is_some()
+        && !dc.allow_all_users
+        && dc.allowed_users.is_empty()
+        && dc.allowed_roles.is_empty()
+    {
+        out.push((
+            "discord access",
+            Check::Warn(format!(
+                "discord.allowed_users and discord.allowed_roles are empty: {pairing}; add your \
+                 user id to discord.allowed_users"
+            )),
+        ));
+    }
+    out
+}
