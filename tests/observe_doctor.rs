@@ -211,7 +211,8 @@ fn an_unreadable_config_is_not_reported_as_missing() {
     let file = locked.join("herald.toml");
     std::fs::write(&file, "").unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // No one but root may enter (not even the owner, for a run as an ordinary user).
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     // root reads everything: run as nobody, as the service's own user would.
     let root = std::fs::read_to_string("/proc/self/status")
@@ -256,6 +257,8 @@ fn an_unreadable_config_is_not_reported_as_missing() {
     let (code, out) = run(&["--config", missing.to_str().unwrap(), "serve"]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("does not exist"), "{out}");
+    // So the temporary folder can be removed.
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// serve, migrate and doctor agree about a database a newer release migrated.

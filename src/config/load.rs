@@ -239,6 +239,25 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
                     .into(),
             });
         }
+        // The webhook is served on the URL's path: it must not be one of the daemon's own.
+        if let Some(path) = c.telegram.webhook_url.as_deref().and_then(|u| {
+            url::Url::parse(u)
+                .ok()
+                .map(|u| u.path().trim_end_matches('/').to_string())
+        }) {
+            let own = ["/admin", "/healthz", "/readyz", "/metrics"].contains(&path.as_str())
+                || path == "/api"
+                || path.starts_with("/api/");
+            if c.telegram.mode == TelegramMode::Webhook && own {
+                return Err(ConfigError::Key {
+                    key: "telegram.webhook_url",
+                    message: format!(
+                        "its path {path:?} is one of Herald's own routes; updates are received \
+                         on that path, so choose another (e.g. /telegram/webhook)"
+                    ),
+                });
+            }
+        }
     }
     if c.discord.token.is_some()
         && c.discord.ratelimiter
@@ -374,6 +393,15 @@ mod tests {
                 "lanes.heartbeat_secs",
             ),
             ("[store]\nurl = \"mysql://x\"", "store.url"),
+            (
+                "[telegram]\ntoken = \"1:a\"\nmode = \"webhook\"\nwebhook_secret = \"s\"\n\
+                 webhook_url = \"https://h.example/healthz\"",
+                "telegram.webhook_url",
+            ),
+            (
+                "[discord]\ntoken = \"t\"\napi_url = \"http://127.0.0.1:9\"",
+                "discord.ratelimiter",
+            ),
             ("[llm]\ntimeout_secs = \"soon\"", "timeout_secs"),
             ("[lanes]\nunknown_key = 1", "unknown_key"),
             (
