@@ -213,7 +213,9 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
                 .iter()
                 .map(|r| Role::parse(r.trim()).ok_or_else(|| anyhow::anyhow!("unknown role {r:?}")))
                 .collect::<anyhow::Result<Vec<Role>>>()?;
-            let hits = store.search(store::SearchScope::AllLanes, &query, &roles, limit).await?;
+            let hits = store
+                .search(store::SearchScope::AllLanes, &query, &roles, limit)
+                .await?;
             if hits.is_empty() {
                 println!("no matches");
             }
