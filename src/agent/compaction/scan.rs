@@ -192,8 +192,16 @@ fn csi_ends_at(b: &[u8], p: usize) -> bool {
 
 /// Whether a word or path token starts at `p` although the byte before it is a word byte: after
 /// an escape (`\n`) or a control sequence (`\u001b[31m`).
+///
+/// Path tokens are walked back byte by byte through this check, so it first rules out what
+/// neither can end with, inline: both end in a letter after a `\`, a parameter byte, `[`, the
+/// C1 byte or the `b` of `\u009b`, and inside a word a letter follows a letter.
+#[inline(always)]
 fn boundary_at(b: &[u8], p: usize) -> bool {
-    escape_ends_at(b, p) || csi_ends_at(b, p)
+    p >= 2
+        && b[p - 1].is_ascii_alphabetic()
+        && matches!(b[p - 2], b'\\' | 0x30..=0x3F | b'[' | 0x9B | b'b' | b'B')
+        && (escape_ends_at(b, p) || csi_ends_at(b, p))
 }
 
 /// Whether a word starts at `p`: after a non-word byte, an escape or a control sequence.
