@@ -89,6 +89,53 @@ fn every_fact_within_the_caps_is_kept() {
     assert_eq!(wrong_ids, 0, "entries citing another than the true id");
 }
 
+/// The entry lines of one section of a projection.
+fn section<'a>(projection: &'a str, heading: &str) -> Vec<&'a str> {
+    projection
+        .lines()
+        .skip_while(|l| *l != heading)
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("- [#"))
+        .collect()
+}
+
+/// Two kinds of fact the checks above demand, planted in every transcript and listed: an error
+/// name in terminal colours (raw, and spelled as JSON escapes in a JSON-wrapped result), and
+/// the path of a write whose arguments were cut by pruning, left only in the result's stub.
+#[test]
+fn coloured_names_and_pruned_writes_are_kept() {
+    let (mut raw, mut json, mut pruned) = (0, 0, 0);
+    for seed in SEEDS {
+        let (p, projection, _) = run(seed, TOKENS, roomy_budget());
+        let content = |id: i64| {
+            p.messages
+                .iter()
+                .find(|m| m.id == id)
+                .map_or("", |m| m.content.as_str())
+        };
+        let names = section(&projection, "## Error names");
+        for (name, id) in &p.truth.names {
+            let listed = names.iter().any(|l| l.ends_with(&format!("] {name}")));
+            if !listed {
+                continue;
+            }
+            raw += usize::from(content(*id).contains(&format!("\u{1b}[31m{name}\u{1b}[0m")));
+            json += usize::from(content(*id).contains(&format!("\\u001b[31m{name}\\u001b[0m")));
+        }
+        let files = section(&projection, "## Files");
+        for t in &p.truth.touches {
+            if content(t.id).starts_with("[write_file] wrote to ") {
+                let cited = format!("- [#{}] {} — written", t.id, t.path);
+                pruned += usize::from(files.iter().any(|l| *l == cited));
+            }
+        }
+    }
+    assert!(raw > 0, "no coloured name listed");
+    assert!(json > 0, "no JSON-escaped coloured name listed");
+    assert!(pruned > 0, "no pruned write listed");
+}
+
 #[test]
 fn every_stated_outcome_is_the_true_one() {
     for seed in SEEDS {

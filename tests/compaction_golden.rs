@@ -160,6 +160,43 @@ fn golden_second_compaction_merges_the_first() {
 }
 
 #[test]
+fn golden_error_name_coloured_inside_json_output() {
+    // `{"output": "...\u001b[31mTypeError\u001b[0m: ..."}`: the escapes are six characters
+    // each; the colour's `m` is not part of the name or of the path after it, and quotes drop
+    // the escapes as they drop raw ones.
+    let (got, _) = run_golden("e_coloured_json_error");
+    assert!(got.contains("- [#2002] TypeError\n"), "{got}");
+    assert!(got.contains("`npm start` — failed (exit 1): TypeError: Cannot read properties"));
+    assert!(got.contains("] ← terminal exit 1: TypeError: Cannot read properties"));
+    assert!(
+        got.contains("] /home/u/api/src/routes/user.js — read, modified, mentioned in an error\n")
+    );
+    assert!(got.contains("] node_modules/express/lib/router/layer.js — mentioned in an error\n"));
+    assert!(
+        !got.contains("31mTypeError\n") && !got.contains("36m/home"),
+        "{got}"
+    );
+    assert!(
+        !got.contains('\u{1b}') && !got.contains("u001b"),
+        "colours left: {got}"
+    );
+}
+
+#[test]
+fn golden_write_pruned_to_a_stub() {
+    // Arguments cut to 200 characters (no longer JSON) and a `[write_file] wrote to …` stub:
+    // the path survives, cited by the stub; a stub-like line in a terminal's output does not.
+    let (got, _) = run_golden("f_pruned_write");
+    assert!(
+        got.contains("- [#3002] scripts/report.py — written\n"),
+        "{got}"
+    );
+    assert!(got.contains("- [#3005] docs/report.md — written\n"));
+    assert!(!got.contains("/etc/shadow —"));
+    assert!(got.contains("`python scripts/report.py data.csv` — ok (exit 0)"));
+}
+
+#[test]
 fn faithfulness_check_catches_a_planted_word() {
     let (got, all) = run_golden("b_long_debugging");
     let mut caught = 0;

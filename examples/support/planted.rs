@@ -25,7 +25,8 @@ pub struct Run {
 }
 
 /// A path touched by a file tool (cited by the call's id) or named in a failed run's output
-/// (cited by the result's id).
+/// (cited by the result's id). A write whose arguments were cut by pruning is cited by its
+/// result, whose stub is then the only message that still holds the path.
 #[derive(Debug, Clone)]
 pub struct Touch {
     pub path: String,
@@ -120,9 +121,13 @@ impl Gen {
 
     /// An assistant message with one tool call and the tool's result; returns both ids.
     fn call(&mut self, tool: &str, args: serde_json::Value, output: String) -> (i64, i64) {
+        self.call_raw(tool, args.to_string(), output)
+    }
+
+    /// [`Gen::call`] with arguments as stored, which need not be JSON (pruning cuts them).
+    fn call_raw(&mut self, tool: &str, arguments: String, output: String) -> (i64, i64) {
         self.call += 1;
         let call_id = format!("call_{}", self.call);
-        let arguments = args.to_string();
         let call_msg = self.push(Role::Assistant, String::new());
         self.used += estimate_tokens(&arguments);
         let last = self.messages.last_mut().expect("just pushed");
@@ -268,9 +273,12 @@ impl Gen {
                 let path = format!("app/handlers/shard{n}.py");
                 let line = r % 70 + 1;
                 // The traceback, then pytest's short `path:line:` form at the start of a line.
+                // The name is coloured, as pytest prints it on a terminal; a JSON-wrapped result
+                // spells the escapes as six characters each (`\u001b[31mValueError\u001b[0m`).
                 let out = format!(
                     "Traceback (most recent call last):\n  File \"{path}\", line {line}, in handle\n\
-                     {name}: shard {n} is not ready\n{path}:{line}: in handle\n1 failed, 4 passed\n"
+                     \u{1b}[31m{name}\u{1b}[0m: shard {n} is not ready\n{path}:{line}: in handle\n\
+                     1 failed, 4 passed\n"
                 );
                 (path, vec![name.into()], out, Some(1))
             }
@@ -364,6 +372,21 @@ impl Gen {
                     "The file has been edited.".into(),
                 );
                 self.touch(&read, "modified", id);
+            }
+            1 if n % 2 == 0 => {
+                // Pruned as Hermes prunes old turns: the long arguments cut to 200 characters
+                // (no longer JSON), the result replaced by a one-line stub that keeps the path.
+                let new = format!("docs/shard{n}.md");
+                let content: String = (1..=32)
+                    .map(|k| format!("Shard {n} notes, line {k}\n"))
+                    .collect();
+                let args = json!({ "path": new, "content": content }).to_string();
+                let (_, id) = self.call_raw(
+                    "write_file",
+                    format!("{}...[truncated]", &args[..200]),
+                    format!("[write_file] wrote to {new} (32 lines)"),
+                );
+                self.touch(&new, "written", id);
             }
             1 => {
                 let new = format!("docs/shard{n}.md");

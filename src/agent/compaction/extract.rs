@@ -254,6 +254,24 @@ fn patch_paths(text: &str) -> Vec<(String, FileAction)> {
     out
 }
 
+/// The path a pruned `write_file` result names. Hermes-style pruning replaces an old result with
+/// a one-line stub, `[write_file] wrote to <path> (32 lines)`, and cuts the call's long arguments
+/// (the file's content) to a prefix that no longer parses: the stub is then the only readable
+/// record of the path. `None` for anything but the whole stub, or for its `?` (no path known).
+pub fn pruned_write_path(content: &str) -> Option<Cow<'_, str>> {
+    let rest = content.trim().strip_prefix("[write_file] wrote to ")?;
+    let (path, size) = rest.rsplit_once(" (")?;
+    let (count, unit) = size.strip_suffix(')')?.split_once(' ')?;
+    let count_ok = count == "?"
+        || (count.starts_with(|c: char| c.is_ascii_digit())
+            && count.bytes().all(|c| c.is_ascii_digit() || c == b','));
+    if !count_ok || !matches!(unit, "lines" | "chars") || path.contains(['\n', '\r']) {
+        return None;
+    }
+    let path = one_line_cow(path);
+    (!path.is_empty() && path != "?").then_some(path)
+}
+
 /// Reads the outcome of a tool result. `is_command` decides what a result without an exit code
 /// and without an error means: a command "ran", any other tool is "ok".
 pub fn result_outcome(content: &str, is_command: bool) -> Outcome {

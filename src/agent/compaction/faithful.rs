@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::parse::cited;
-use super::sanitize::{is_unspaced_script, one_line};
+use super::sanitize::{is_unspaced_script, one_line, strip_json_csi};
 use super::sections::{HEADINGS, SESSION_LOG};
 use super::ProjMessage;
 
@@ -70,6 +70,9 @@ impl Source {
                 .replace("\\t", " ")
                 .replace("\\r", " ");
             parts.push(one_line(&unescaped));
+            // Tool output is quoted without its JSON-escaped colour codes (`excerpt_output`).
+            parts.push(one_line(&strip_json_csi(&m.content)));
+            parts.push(one_line(&strip_json_csi(&unescaped)));
         }
         parts.extend(m.tool_name.as_deref().map(one_line));
         for tc in &m.tool_calls {

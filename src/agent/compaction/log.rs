@@ -13,7 +13,7 @@ use foldhash::fast::RandomState;
 use crate::domain::Role;
 
 use super::extract::{call_facts, result_outcome, CallFacts, Outcome};
-use super::sanitize::{excerpt, one_line, shorten};
+use super::sanitize::{excerpt, excerpt_output, one_line, shorten};
 use super::scan::error_line;
 use super::sections::{key_part, push_cite};
 use super::ProjMessage;
@@ -241,9 +241,9 @@ pub fn log_lines(
                 .map_or_else(|| result_outcome(&m.content, false), |r| r.outcome);
             let text = if outcome.is_failed() {
                 error_line(&m.content, first_name, LOG_QUOTE_CHARS)
-                    .unwrap_or_else(|| excerpt(&m.content, LOG_QUOTE_CHARS))
+                    .unwrap_or_else(|| excerpt_output(&m.content, LOG_QUOTE_CHARS))
             } else {
-                excerpt(&m.content, LOG_QUOTE_CHARS)
+                excerpt_output(&m.content, LOG_QUOTE_CHARS)
             };
             let label = ["← ", &tool_label(name), " ", &outcome.label()];
             out.push(cited_line(m.id, &label, &[&text]));

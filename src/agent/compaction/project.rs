@@ -12,7 +12,7 @@ use foldhash::fast::RandomState;
 
 use crate::domain::Role;
 
-use super::extract::FileAction;
+use super::extract::{pruned_write_path, FileAction};
 use super::fit::{fit, Log};
 use super::log::{pair_calls, Pairing};
 use super::parse::parse_previous;
@@ -134,6 +134,13 @@ fn fold<'a>(
         let content = &messages[result.msg_index].content;
         for (path, action) in &call.facts.files {
             touch_file(facts, &mut files, path.clone(), *action, call.call_msg_id);
+        }
+        // Arguments cut by pruning name no file; the pruned result still does. Only a
+        // `write_file` call's own result is read so: a stub quoted in other output is just text.
+        if call.facts.files.is_empty() && call.tool == "write_file" {
+            if let Some(path) = pruned_write_path(content) {
+                touch_file(facts, &mut files, path, FileAction::Written, result.msg_id);
+            }
         }
         if result.outcome.is_failed() {
             for path in mentioned_paths(content) {

@@ -4,7 +4,9 @@
 use crate::domain::{Role, ToolCall};
 
 use super::budget::select_middle;
-use super::extract::{call_facts, exit_code, result_outcome, FileAction, Outcome};
+use super::extract::{
+    call_facts, exit_code, pruned_write_path, result_outcome, FileAction, Outcome,
+};
 use super::scan::{error_names, mentioned_paths};
 use super::ProjMessage;
 
@@ -87,6 +89,110 @@ fn error_names_table() {
             "SIGSEGV"
         ]
     );
+}
+
+/// A terminal colour right before a name or path, raw or JSON-escaped, is not part of it:
+/// `\u001b[31mTypeError` (the ESC spelled as six characters inside a JSON-wrapped result) names
+/// `TypeError`. Brackets and letters without an escape stay one word.
+#[test]
+fn colour_codes_before_a_name_or_path_are_not_part_of_it() {
+    let table: &[(&str, &[&str])] = &[
+        (
+            r#"{"output":"\u001b[31mTypeError\u001b[0m: x is undefined"}"#,
+            &["TypeError"],
+        ),
+        (
+            r#"{"output":"\u001B[1;31mKeyError\u001B[0m"}"#,
+            &["KeyError"],
+        ),
+        (r#"{"error":"\u009b31mValueError"}"#, &["ValueError"]),
+        ("\u{1b}[31mTypeError\u{1b}[0m: x", &["TypeError"]),
+        (
+            "\u{1b}[mE0382 \u{9b}1mECONNREFUSED",
+            &["E0382", "ECONNREFUSED"],
+        ),
+        (
+            "\u{1b}[38;5;196mNullPointerException",
+            &["NullPointerException"],
+        ),
+        // An escaped backslash: the six characters are text, not an escape.
+        (r#"{"output":"\\u001b[31mTypeError"}"#, &[]),
+        ("[31mTypeError x[0mKeyError u001b[31mValueError", &[]),
+    ];
+    for (text, want) in table {
+        assert_eq!(error_names(text), *want, "text {text:?}");
+    }
+    assert_eq!(
+        mentioned_paths(
+            "\u{1b}[0m\u{1b}[1m\u{1b}[38;5;12m--> \u{1b}[0msrc/lib.rs:2:5 \u{1b}[1mapp/x.py\u{1b}[0m"
+        ),
+        ["src/lib.rs", "app/x.py"]
+    );
+    assert_eq!(
+        mentioned_paths(r#"{"output":"\u001b[36mlib/db/pool.js\u001b[0m:88:13"}"#),
+        ["lib/db/pool.js"]
+    );
+}
+
+/// Only the whole stub of a pruned `write_file` result names its path.
+#[test]
+fn pruned_write_stubs_name_their_path() {
+    let table: &[(&str, Option<&str>)] = &[
+        (
+            "[write_file] wrote to src/app.py (32 lines)",
+            Some("src/app.py"),
+        ),
+        (
+            "[write_file] wrote to /home/u/my notes (v2).md (1,204 lines)\n",
+            Some("/home/u/my notes (v2).md"),
+        ),
+        (
+            "[write_file] wrote to docs/a.md (3,400 chars)",
+            Some("docs/a.md"),
+        ),
+        (
+            "[write_file] wrote to docs/b.md (? lines)",
+            Some("docs/b.md"),
+        ),
+        ("[write_file] wrote to ? (? lines)", None),
+        ("[write_file] wrote to  (3 lines)", None),
+        ("[write_file] wrote to a.md", None),
+        ("[write_file] wrote to a.md (many lines)", None),
+        ("[write_file] wrote to a.md (3 lines) and more", None),
+        ("[write_file] wrote to a\nb.md (3 lines)", None),
+        ("ok: [write_file] wrote to a.md (3 lines)", None),
+        ("[read_file] read a.md from line 1 (30 chars)", None),
+    ];
+    for (text, want) in table {
+        assert_eq!(pruned_write_path(text).as_deref(), *want, "text {text:?}");
+    }
+}
+
+/// A `write_file` call whose arguments were cut by pruning (no longer JSON) still lists its
+/// file, from its result's stub, cited there; a stub in another tool's output lists nothing.
+#[test]
+fn a_pruned_write_keeps_its_path() {
+    let cut = format!(
+        "{}...[truncated]",
+        &r#"{"path": "src/report.py", "content": "import os\n"#
+    );
+    let mut write = msg(10, Role::Assistant, "");
+    write.tool_calls.push(ToolCall {
+        id: "w".into(),
+        name: "write_file".into(),
+        arguments: cut,
+    });
+    let mut echo = call(12, "e");
+    echo.tool_calls[0].arguments = r#"{"command":"cat log"}"#.into();
+    let messages = [
+        write,
+        result(11, "w", "[write_file] wrote to src/report.py (32 lines)"),
+        echo,
+        result(13, "e", "[write_file] wrote to /etc/passwd (1 lines)"),
+    ];
+    let got = super::project(&messages, None, 4_000);
+    assert!(got.contains("- [#11] src/report.py — written\n"), "{got}");
+    assert!(!got.contains("/etc/passwd —"), "{got}");
 }
 
 #[test]

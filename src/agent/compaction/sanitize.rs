@@ -154,6 +154,18 @@ fn is_clean_line(text: &str) -> bool {
 /// prefix cleans to more than `max` + [`EXCERPT_SLACK`] characters, its excerpt is the excerpt
 /// of the whole text, byte for byte. A 100 KB tool result then costs a few hundred bytes.
 pub fn excerpt(text: &str, max: usize) -> String {
+    excerpt_with(text, max, false)
+}
+
+/// [`excerpt`] of a tool's output, where terminal control sequences spelled as JSON escapes go
+/// too (see [`strip_json_csi`]): a result stored as JSON carries its colours so, and they are
+/// the same escapes as the raw ones [`one_line`] drops. Only output: a command or a request that
+/// spells one is quoted as written.
+pub fn excerpt_output(text: &str, max: usize) -> String {
+    excerpt_with(text, max, true)
+}
+
+fn excerpt_with(text: &str, max: usize, output: bool) -> String {
     // Plain text cleans to about its own length, so the first try usually suffices.
     let mut take = max.saturating_add(3 * EXCERPT_SLACK);
     while take < text.len() {
@@ -161,13 +173,71 @@ pub fn excerpt(text: &str, max: usize) -> String {
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        let line = one_line_upto(&text[..cut], max.saturating_add(EXCERPT_SLACK));
+        // A prefix strips to a prefix of the whole text's stripping, as it cleans to one.
+        let prefix = strip_if(&text[..cut], output);
+        let line = one_line_upto(&prefix, max.saturating_add(EXCERPT_SLACK));
         if line.chars().count() > max.saturating_add(EXCERPT_SLACK) {
             return shorten_cow(line, max);
         }
         take = take.saturating_mul(4);
     }
-    shorten_cow(one_line_cow(text), max)
+    shorten_cow(one_line_cow(&strip_if(text, output)), max)
+}
+
+fn strip_if(text: &str, output: bool) -> Cow<'_, str> {
+    if output {
+        strip_json_csi(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Drops CSI sequences spelled as JSON escapes: `\u001b[` or `\u009b`, parameter and
+/// intermediate bytes, one final byte. A sequence cut off by the end of the text goes to its
+/// end (so a prefix strips to a prefix of the whole); a backslash that is itself escaped
+/// (`\\u001b`) starts no escape. Borrows `text` when there is nothing to drop.
+pub(super) fn strip_json_csi(text: &str) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    let (mut out, mut copied, mut from) = (String::new(), 0, 0);
+    // Backslashes are few outside JSON and one per escape inside it: a `memchr` from each costs
+    // less than setting up a substring search per quote.
+    while let Some(at) = memchr::memchr(b'\\', &b[from..]).map(|p| from + p) {
+        let len = json_csi_len(&b[at..]);
+        let escaped = b[..at].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1;
+        if len == 0 || escaped {
+            from = at + 1;
+            continue;
+        }
+        out.push_str(&text[copied..at]);
+        copied = at + len;
+        from = copied;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// Length of the JSON-escaped CSI sequence at the start of `s`, 0 when there is none. A `"`
+/// would end the JSON string and a `\\` starts the next escape: neither belongs to it.
+fn json_csi_len(s: &[u8]) -> usize {
+    let starts =
+        |intro: &[u8]| s.len() >= intro.len() && s[..intro.len()].eq_ignore_ascii_case(intro);
+    let mut n = if starts(b"\\u001b[") {
+        7
+    } else if starts(b"\\u009b") {
+        6
+    } else {
+        return 0;
+    };
+    while n < s.len() && (0x20..=0x3F).contains(&s[n]) && s[n] != b'"' {
+        n += 1;
+    }
+    match s.get(n) {
+        Some(&c) if (0x40..=0x7E).contains(&c) && c != b'\\' => n + 1,
+        _ => n,
+    }
 }
 
 /// More than the characters a cut can change at the end of a cleaned prefix: the longest

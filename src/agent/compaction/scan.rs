@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use aho_corasick::{packed, AhoCorasick};
 use memchr::{memchr, memchr3_iter, memmem};
 
-use super::sanitize::excerpt;
+use super::sanitize::excerpt_output;
 
 const ERROR_WORDS: &[&str] = &[
     "error",
@@ -45,7 +45,8 @@ pub fn error_line(content: &str, first_name: Option<usize>, max: usize) -> Optio
         Some(start) => Some(line_at(content, start)),
         None => first_error_word_line(content),
     };
-    line.map(|l| excerpt(l, max)).filter(|l| !l.is_empty())
+    line.map(|l| excerpt_output(l, max))
+        .filter(|l| !l.is_empty())
 }
 
 fn first_error_word_line(content: &str) -> Option<&str> {
@@ -146,9 +147,66 @@ fn escape_ends_at(b: &[u8], p: usize) -> bool {
     backslashes % 2 == 1
 }
 
-/// Whether a word starts at `p`: after a non-word byte or after an escape.
+/// Whether a terminal control sequence (CSI: `ESC [`, parameter bytes, a final letter) ends at
+/// `p`, written raw, as its C1 form (U+009B), or as the JSON escape of either (`\u001b[31m`,
+/// six characters for the ESC, as a tool result stored as JSON carries it). Coloured output
+/// puts the final `m` of a colour right before a word: `\u001b[31mTypeError` names
+/// `TypeError`, not `31mTypeError`.
+///
+/// Only a letter can end a sequence and glue onto a word, and inside a word the byte before a
+/// letter is a letter, none of `[`, a parameter byte, the C1 byte or the `b` of `\u009b`: the
+/// check costs a few compares there.
+fn csi_ends_at(b: &[u8], p: usize) -> bool {
+    if p < 2 || !b[p - 1].is_ascii_alphabetic() {
+        return false;
+    }
+    let params = b[..p - 1]
+        .iter()
+        .rev()
+        .take_while(|c| (0x30..=0x3F).contains(*c))
+        .count();
+    let before = &b[..p - 1 - params];
+    let (intro, json): (&[u8], &[u8]) = match before.last() {
+        Some(b'[') => {
+            let intro = &before[..before.len() - 1];
+            if intro.ends_with(b"\x1b") {
+                return true;
+            }
+            (intro, b"\\u001b")
+        }
+        Some(0x9B) => return before.ends_with("\u{9b}".as_bytes()),
+        Some(b'b' | b'B') => (before, b"\\u009b"),
+        _ => return false,
+    };
+    let Some(at) = intro.len().checked_sub(json.len()) else {
+        return false;
+    };
+    // The JSON form counts only when its backslash is not itself escaped (`\\u001b` is text).
+    let backslashes = intro[..at]
+        .iter()
+        .rev()
+        .take_while(|&&c| c == b'\\')
+        .count();
+    intro[at..].eq_ignore_ascii_case(json) && backslashes % 2 == 0
+}
+
+/// Whether a word or path token starts at `p` although the byte before it is a word byte: after
+/// an escape (`\n`) or a control sequence (`\u001b[31m`).
+///
+/// Path tokens are walked back byte by byte through this check, so it first rules out what
+/// neither can end with, inline: both end in a letter after a `\`, a parameter byte, `[`, the
+/// C1 byte or the `b` of `\u009b`, and inside a word a letter follows a letter.
+#[inline(always)]
+fn boundary_at(b: &[u8], p: usize) -> bool {
+    p >= 2
+        && b[p - 1].is_ascii_alphabetic()
+        && matches!(b[p - 2], b'\\' | 0x30..=0x3F | b'[' | 0x9B | b'b' | b'B')
+        && (escape_ends_at(b, p) || csi_ends_at(b, p))
+}
+
+/// Whether a word starts at `p`: after a non-word byte, an escape or a control sequence.
 fn starts_word(b: &[u8], p: usize) -> bool {
-    p == 0 || !is_word_byte(b[p - 1]) || escape_ends_at(b, p)
+    p == 0 || !is_word_byte(b[p - 1]) || boundary_at(b, p)
 }
 
 /// Named errors in `text`, in order of first appearance: `ModuleNotFoundError`,
@@ -303,7 +361,7 @@ fn paths_at(text: &str, candidates: impl Iterator<Item = usize>) -> Vec<&str> {
             continue;
         }
         let mut start = at;
-        while start > 0 && is_token_byte(b[start - 1]) && !escape_ends_at(b, start) {
+        while start > 0 && is_token_byte(b[start - 1]) && !boundary_at(b, start) {
             start -= 1;
         }
         token_end = at + b[at..].iter().take_while(|&&c| is_token_byte(c)).count();
@@ -357,70 +415,4 @@ fn is_source_extension(ext: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    use crate::test_rng::Rng;
-
-    #[test]
-    fn an_escaped_line_break_ends_the_word_after_it() {
-        // JSON text of a tool result: `\n` is a line break, `\\n` a backslash and an `n`.
-        let json =
-            r#"{"output":"boom\nValueError: x\napp/h.py:12: in f\n\tTimeoutError\\nkept.py"}"#;
-        assert_eq!(error_names(json), ["ValueError", "TimeoutError"]);
-        assert_eq!(mentioned_paths(json), ["app/h.py", "nkept.py"]);
-        let first = json.find("ValueError");
-        assert_eq!(
-            error_line(json, first, 80).as_deref(),
-            Some("ValueError: x")
-        );
-        let header =
-            r#"{"out":"log\nTraceback (most recent call last):\n  File \"a.py\"\nfailed: y\n"}"#;
-        assert_eq!(error_line(header, None, 80).as_deref(), Some("failed: y"));
-    }
-
-    #[test]
-    fn every_source_extension_is_found_and_only_those() {
-        for ext in SOURCE_EXTENSIONS {
-            assert!(is_source_extension(ext), "{ext}");
-            assert_eq!(
-                token_path(&format!("src/a.{ext}:3")),
-                Some(&*format!("src/a.{ext}"))
-            );
-        }
-        for other in ["", "r", "rss", "RS", "exe", "toml2", "longextension"] {
-            assert!(!is_source_extension(other), "{other}");
-        }
-        assert_eq!(token_path("lib/x.rs..."), Some("lib/x.rs"));
-        assert_eq!(token_path("./.rs"), None);
-        assert_eq!(token_path("v1.2.rs:9"), Some("v1.2.rs"));
-        assert_eq!(token_path("123.rs"), None);
-    }
-
-    /// The SIMD extension search must find exactly what the dot walk finds, so a machine
-    /// without it projects the same bytes.
-    #[test]
-    fn extension_search_and_dot_walk_agree() {
-        let Some(finder) = &*EXTENSION_FINDER else {
-            panic!("this machine has no packed search; the agreement cannot be checked here");
-        };
-        let alphabet: &[&str] = &[
-            "src/", "lib", ".rs", ".r", ".", "..", "...", ":12", ":", " ", "\n", "a.b", ".cpp",
-            ".c", ".PY", ".py", "x", "/", "-", "é", ".json.", "mod", ".lock", "~",
-        ];
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-        for _ in 0..20_000 {
-            let mut text = String::new();
-            for _ in 0..rng.below(24) {
-                text.push_str(rng.pick(alphabet));
-            }
-            let simd = paths_at(&text, finder.find_iter(&text).map(|m| m.start()));
-            let walk = paths_at(&text, dots_before_letters(text.as_bytes()));
-            assert_eq!(simd, walk, "text {text:?}");
-        }
-        assert_eq!(
-            mentioned_paths("at src/lib.rs:12:5 and tests/a.py... test x ... ok src/lib.rs"),
-            ["src/lib.rs", "tests/a.py"]
-        );
-    }
-}
+mod tests;

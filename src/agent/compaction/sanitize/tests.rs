@@ -100,3 +100,67 @@ fn shorten_cuts_on_word_boundaries() {
     assert_eq!(shorten("unbreakableword", 5), "…");
     assert!(shorten("日本語のテキストです", 6).chars().count() <= 6);
 }
+
+/// Colours spelled as JSON escapes leave a tool's quoted output, whole sequences only; text
+/// around them, other escapes and an escaped backslash stay.
+#[test]
+fn json_escaped_colours_leave_quoted_output() {
+    let table: &[(&str, &str)] = &[
+        (r"\u001b[31mTypeError\u001b[0m: boom", "TypeError: boom"),
+        (r"\u001B[1;38;5;196mred\u001b[m.", "red."),
+        (r"a \u009b2Kb", "a b"),
+        (
+            r"keep \u0041 and \\u001b[31m",
+            r"keep \u0041 and \\u001b[31m",
+        ),
+        (r"cut \u001b[38;5", "cut "),
+        (r"cut \u001", r"cut \u001"),
+        (r#"{"o": "\u001b["}"#, r#"{"o": ""}"#),
+        (r"x\u001b[\ny", r"x\ny"),
+    ];
+    for (text, want) in table {
+        assert_eq!(strip_json_csi(text), *want, "text {text:?}");
+    }
+    assert_eq!(
+        excerpt_output(r#"{"output": "\u001b[31mTypeError\u001b[0m: x"}"#, 100),
+        r#"{"output": "TypeError: x"}"#
+    );
+    assert_eq!(
+        excerpt(r"\u001b[31mred", 100),
+        r"\u001b[31mred",
+        "only output"
+    );
+}
+
+/// A long output is quoted from a prefix: that must give the excerpt of the whole text, also
+/// when a cut falls inside an escape.
+#[test]
+fn output_excerpt_of_a_prefix_is_the_excerpt_of_the_whole() {
+    let pieces: &[&str] = &[
+        "word ",
+        "x",
+        r"\u001b[31m",
+        r"\u001b[0m",
+        r"\u001b[38;5;196m",
+        r"\u009b1m",
+        r"\\u001b[2m",
+        r"\n",
+        " ",
+        "\u{1b}[0m",
+        "é",
+    ];
+    let mut rng = Rng(0x5EED_0BAD_C0DE_0001);
+    for _ in 0..3_000 {
+        let mut text = String::new();
+        for _ in 0..rng.below(400) {
+            text.push_str(rng.pick(pieces));
+        }
+        let max = 1 + rng.below(120);
+        let whole = shorten(&one_line(&strip_json_csi(&text)), max).into_owned();
+        assert_eq!(
+            excerpt_output(&text, max),
+            whole,
+            "max {max}, text {text:?}"
+        );
+    }
+}
