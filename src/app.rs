@@ -18,18 +18,17 @@ use tokio_util::task::TaskTracker;
 use crate::adapters::discord::DiscordAdapter;
 use crate::adapters::telegram::TelegramAdapter;
 use crate::adapters::web::WebOutbound;
+use crate::adapters::Edge;
 use crate::agent::tools::{SessionSearch, Tools};
 use crate::config::{Config, ProviderKind};
 use crate::cron::Scheduler;
 use crate::delivery::sender::Sender;
 use crate::delivery::Outbounds;
-use crate::handoff::{writer_chain, Builder, HandoffHook, HandoffInject, NightlyCloser};
+use crate::handoff::{Builder, HandoffHook, HandoffInject, NightlyCloser};
 use crate::hooks::{build_pre_dispatch, Authorizer, PreLlmChain};
 use crate::http::{self, HttpState};
-use crate::lanes::{Deps, LaneRouter};
-use crate::llm::{
-    EchoProvider, OpenAiProvider, Provider, ProviderChain, RetryPolicy, UnconfiguredProvider,
-};
+use crate::lanes::{Deps, Ingest, LaneRouter};
+use crate::llm::{writer_chain, ProviderChain};
 use crate::store::{self, Store};
 
 /// A running Herald.
@@ -37,7 +36,10 @@ pub struct App {
     pub addr: SocketAddr,
     pub store: Arc<dyn Store>,
     pub router: Arc<LaneRouter>,
+    /// Writes an event to the inbox and wakes its lane, as an adapter would.
+    pub ingest: Ingest,
     pub replica_id: String,
+    delivery_platforms: Vec<crate::domain::Platform>,
     /// The nightly handoff closer (its scheduled loop runs when `handoff.nightly` is set);
     /// tests and operators run a pass through it.
     pub nightly: Arc<NightlyCloser>,
@@ -54,35 +56,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
+/// The main provider chain (see `llm::main_chain`).
 pub fn build_chain(config: &Config) -> anyhow::Result<ProviderChain> {
-    let timeout = Duration::from_secs(config.llm.timeout_secs);
-    let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
-    match config.provider_kind() {
-        ProviderKind::Openai => providers.push(Arc::new(OpenAiProvider::new(
-            config.llm.base_url.as_deref().unwrap_or_default(),
-            config.llm.api_key.clone(),
-            config.llm.model.as_deref().unwrap_or_default(),
-            timeout,
-        )?)),
-        ProviderKind::Echo => providers.push(Arc::new(EchoProvider)),
-        ProviderKind::None | ProviderKind::Auto => providers.push(Arc::new(UnconfiguredProvider)),
-    }
-    for f in &config.llm.fallbacks {
-        providers.push(Arc::new(OpenAiProvider::new(
-            &f.base_url,
-            f.api_key.clone(),
-            &f.model,
-            timeout,
-        )?));
-    }
-    Ok(ProviderChain::new(
-        providers,
-        RetryPolicy {
-            max_retries: config.llm.max_retries,
-            max_retry_after: Duration::from_secs(config.llm.max_retry_after_secs),
-            ..RetryPolicy::default()
-        },
-    ))
+    Ok(crate::llm::main_chain(config)?)
 }
 
 impl App {
@@ -96,7 +72,12 @@ impl App {
         let store_url = config.store_url();
         let store = store::connect(&store_url, config.store.max_connections)
             .await
-            .with_context(|| format!("opening the store ({})", redact_url(&store_url)))?;
+            .with_context(|| {
+                format!(
+                    "opening the store ({})",
+                    crate::config::redact_url(&store_url)
+                )
+            })?;
         store.migrate().await.context("applying migrations")?;
 
         let chain = build_chain(&config)?;
@@ -143,13 +124,16 @@ impl App {
         let (finished, _) = broadcast::channel(1024);
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
+        let auth = Authorizer::from_config(&config);
+        // The edges' one handle on the core; the router drains its wakes once it exists.
+        let (ingest, wakes) = Ingest::new(store.clone(), auth.clone(), finished.clone());
         let handoff = Arc::new(Builder::new(
             store.clone(),
             writer_chain(&config, &chain).context("handoff writer")?,
             config.handoff.clone(),
             replica_id.clone(),
+            ingest.clone(),
         ));
-        let auth = Authorizer::from_config(&config);
         let handoff_hook = HandoffHook::new(
             auth.clone(),
             handoff.clone(),
@@ -162,7 +146,6 @@ impl App {
             chain,
             tools,
             pre_dispatch: build_pre_dispatch(&config, store.clone(), vec![Arc::new(handoff_hook)]),
-            auth,
             pre_llm: PreLlmChain::new(vec![Arc::new(HandoffInject::new(
                 store.clone(),
                 config.handoff.inject,
@@ -173,12 +156,16 @@ impl App {
             finished,
         });
 
-        let router = LaneRouter::new(deps.clone(), tracker.clone());
-        handoff.set_router(&router);
+        let router = LaneRouter::new(deps.clone(), &tracker, wakes, &cancel);
         let nightly = Arc::new(NightlyCloser::new(handoff.clone(), &config.handoff)?);
         let cron = if config.cron.enabled {
             let holder = format!("{replica_id}/cron");
-            let s = Scheduler::new(store.clone(), router.clone(), &holder);
+            let s = Scheduler::new(
+                store.clone(),
+                ingest.clone(),
+                config.delivery_platforms(),
+                &holder,
+            );
             s.sync_config(&config.cron.jobs)
                 .await
                 .context("storing [[cron.jobs]]")?;
@@ -214,10 +201,15 @@ impl App {
             .await
             .with_context(|| format!("binding server.listen {}", config.server.listen))?;
         let mut extra_routes = Vec::new();
-        extra_routes.extend(telegram.as_ref().and_then(|a| a.routes(router.clone())));
-        extra_routes.extend(discord.as_ref().and_then(|a| a.routes(router.clone())));
+        extra_routes.extend(telegram.as_ref().and_then(|a| a.routes()));
+        extra_routes.extend(discord.as_ref().and_then(|a| a.routes()));
         let state = HttpState {
-            router: router.clone(),
+            config: config.clone(),
+            store: store.clone(),
+            ingest: ingest.clone(),
+            lanes: router.view(),
+            replica_id: replica_id.clone(),
+            model: deps.chain.primary_name(),
             metrics,
             access: Arc::new(http::Access::from_config(&config)),
         };
@@ -238,11 +230,17 @@ impl App {
         if config.handoff.enabled {
             tracker.spawn(nightly.clone().run(cancel.child_token()));
         }
+        let edge = Edge {
+            ingest: ingest.clone(),
+            store: store.clone(),
+            replica_id: replica_id.clone(),
+            config: config.clone(),
+        };
         if let Some(a) = telegram {
-            a.spawn(router.clone(), &tracker, cancel.child_token());
+            a.spawn(edge.clone(), &tracker, cancel.child_token());
         }
         if let Some(a) = discord {
-            a.spawn(router.clone(), &tracker, cancel.child_token());
+            a.spawn(edge, &tracker, cancel.child_token());
         }
         tracing::info!(
             %addr,
@@ -257,12 +255,24 @@ impl App {
             addr,
             store,
             router,
+            ingest,
             replica_id,
+            delivery_platforms: config.delivery_platforms(),
             nightly,
             cancel,
             tracker,
             grace: Duration::from_secs(config.server.shutdown_grace_secs),
         })
+    }
+
+    /// A cron scheduler on this app's store and inbox (tests drive one with their own clock).
+    pub fn scheduler(&self, holder: &str) -> Scheduler {
+        Scheduler::new(
+            self.store.clone(),
+            self.ingest.clone(),
+            self.delivery_platforms.clone(),
+            holder,
+        )
     }
 
     /// Stops taking work, lets running turns finish within the grace period, releases leases,
@@ -281,16 +291,5 @@ impl App {
         }
         self.store.close().await;
         tracing::info!("stopped");
-    }
-}
-
-/// A store URL without its password, for messages.
-fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_string(),
     }
 }

@@ -17,6 +17,7 @@ pub mod http;
 pub mod lanes;
 pub mod llm;
 pub mod store;
+pub mod tasks;
 pub mod telemetry;
 
 /// The seeded generator of the unit tests, shared with `tests/` and `examples/`.

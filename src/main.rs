@@ -106,13 +106,17 @@ fn main() -> std::process::ExitCode {
     let result = rt.block_on(async move {
         match cli.command {
             Command::Serve { .. } => {
+                // The signal is awaited next to the daemon, not in a task of its own.
                 let shutdown = CancellationToken::new();
-                let signal = shutdown.clone();
-                tokio::spawn(async move {
-                    cli::wait_for_signal().await;
-                    signal.cancel();
-                });
-                herald::app::run(config, shutdown).await
+                let run = herald::app::run(config, shutdown.clone());
+                tokio::pin!(run);
+                tokio::select! {
+                    r = &mut run => r,
+                    _ = cli::wait_for_signal() => {
+                        shutdown.cancel();
+                        run.await
+                    }
+                }
             }
             Command::Migrate => cli::migrate(&config).await,
             Command::Doctor => unreachable!("handled before the config is loaded"),

@@ -41,7 +41,8 @@ async fn start(
     let app = App::start(config).await.unwrap();
     let now = Arc::new(Mutex::new(t0()));
     let clock = now.clone();
-    let sched = Scheduler::new(app.store.clone(), app.router.clone(), "test/cron")
+    let sched = app
+        .scheduler("test/cron")
         .with_clock(Arc::new(move || *clock.lock().unwrap()));
     (app, now, sched)
 }
@@ -136,7 +137,8 @@ async fn two_schedulers_racing_on_one_store_claim_each_fire_once() {
     let data = tempfile::tempdir().unwrap();
     let (app, now, a) = start(&llm, &data).await;
     let clock = now.clone();
-    let b = Scheduler::new(app.store.clone(), app.router.clone(), "other/cron")
+    let b = app
+        .scheduler("other/cron")
         .with_clock(Arc::new(move || *clock.lock().unwrap()));
     for name in ["j1", "j2", "j3"] {
         let spec = job(name, "every 1m", &["web:alice"], None);

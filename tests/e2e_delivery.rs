@@ -56,7 +56,7 @@ async fn a_brief_reaches_every_target_and_is_mirrored_into_its_transcript() {
     let client = Client::new(&app);
 
     let id = app
-        .router
+        .ingest
         .ingest(&fire(
             "morning",
             "fire:morning:1",
@@ -115,7 +115,7 @@ async fn a_silent_reply_delivers_nothing() {
     let app = App::start(test_config(&llm, &data)).await.unwrap();
     let client = Client::new(&app);
     let id = app
-        .router
+        .ingest
         .ingest(&fire(
             "check",
             "fire:check:1",
@@ -159,7 +159,7 @@ async fn the_mirror_waits_for_an_in_flight_turn_and_lands_after_it() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         llm.push(Step::Reply("the brief".into()));
         let id = app
-            .router
+            .ingest
             .ingest(&fire("noon", "fire:noon:1", "brief", &["web:alice"]))
             .await
             .unwrap()

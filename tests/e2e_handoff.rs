@@ -260,7 +260,7 @@ async fn an_unauthorized_handoff_builds_nothing_and_calls_no_model() {
     let app = App::start(config).await.unwrap();
     let client = Client::new(&app);
     let stranger = MessageEvent::text(Platform::Telegram, "777", "777", "handoff");
-    let id = app.router.ingest(&stranger).await.unwrap().id();
+    let id = app.ingest.ingest(&stranger).await.unwrap().id();
     let row = settled(&*app.store, id).await;
     assert_eq!(row.status, InboxStatus::Skipped);
     assert_eq!(row.note.as_deref(), Some("auth: unauthorized"));

@@ -22,7 +22,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     let app = App::start(test_config(&llm, &data)).await.unwrap();
 
     // First message: a code, no model call.
-    let id = app.router.ingest(&dm("555", "hello?")).await.unwrap().id();
+    let id = app.ingest.ingest(&dm("555", "hello?")).await.unwrap().id();
     assert_eq!(settled(&*app.store, id).await.status, InboxStatus::Skipped);
     let reply = app.store.outbox_for_inbox(id).await.unwrap();
     assert_eq!(reply.len(), 1);
@@ -35,7 +35,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     assert_eq!(code.len(), 8);
 
     // Writing again right away: no new code and no reminder spam.
-    let id2 = app.router.ingest(&dm("555", "hello??")).await.unwrap().id();
+    let id2 = app.ingest.ingest(&dm("555", "hello??")).await.unwrap().id();
     assert_eq!(settled(&*app.store, id2).await.status, InboxStatus::Skipped);
     assert!(app.store.outbox_for_inbox(id2).await.unwrap().is_empty());
     assert_eq!(app.store.pairing_pending().await.unwrap().len(), 1);
@@ -44,7 +44,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     let mut group = dm("777", "hi all");
     group.chat_id = "-100".into();
     group.chat_type = ChatType::Group;
-    let id3 = app.router.ingest(&group).await.unwrap().id();
+    let id3 = app.ingest.ingest(&group).await.unwrap().id();
     assert_eq!(settled(&*app.store, id3).await.status, InboxStatus::Skipped);
     assert!(app.store.outbox_for_inbox(id3).await.unwrap().is_empty());
     assert_eq!(llm.request_count(), 0);
@@ -67,7 +67,7 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("approved telegram sender 555"));
 
-    let id4 = app.router.ingest(&dm("555", "now?")).await.unwrap().id();
+    let id4 = app.ingest.ingest(&dm("555", "now?")).await.unwrap().id();
     assert_eq!(settled(&*app.store, id4).await.status, InboxStatus::Done);
     assert_eq!(llm.request_count(), 1);
     assert_eq!(
@@ -100,7 +100,7 @@ async fn pending_codes_are_capped() {
     let app = App::start(config).await.unwrap();
     let mut replies = Vec::new();
     for sender in ["1", "2", "3"] {
-        let id = app.router.ingest(&dm(sender, "hi")).await.unwrap().id();
+        let id = app.ingest.ingest(&dm(sender, "hi")).await.unwrap().id();
         settled(&*app.store, id).await;
         replies.push(app.store.outbox_for_inbox(id).await.unwrap().len());
     }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use herald::app::App;
-use herald::cron::{JobSpec, Scheduler};
+use herald::cron::JobSpec;
 use herald::domain::LaneKey;
 use herald::store::FireStatus;
 use serde_json::Value;
@@ -97,7 +97,8 @@ async fn a_brief_before_the_person_writes_keeps_the_capsule(db: Db) {
     // which opens the new session with a synthetic user row.
     let now = Arc::new(Mutex::new(t0()));
     let clock = now.clone();
-    let sched = Scheduler::new(app.store.clone(), app.router.clone(), "test/cron")
+    let sched = app
+        .scheduler("test/cron")
         .with_clock(Arc::new(move || *clock.lock().unwrap()));
     let spec = JobSpec {
         name: "morning".into(),

@@ -135,9 +135,9 @@ async fn unauthorized_sender_costs_no_model_call_and_leaves_no_transcript() {
     let app = App::start(config).await.unwrap();
 
     let stranger = MessageEvent::text(Platform::Telegram, "777", "777", "let me in");
-    let inbox_id = app.router.ingest(&stranger).await.unwrap().id();
+    let inbox_id = app.ingest.ingest(&stranger).await.unwrap().id();
     let friend = MessageEvent::text(Platform::Telegram, "42", "42", "hello");
-    let friend_id = app.router.ingest(&friend).await.unwrap().id();
+    let friend_id = app.ingest.ingest(&friend).await.unwrap().id();
 
     let a = settled(&*app.store, inbox_id).await;
     assert_eq!(a.status, InboxStatus::Skipped);

@@ -140,7 +140,7 @@ fn scrubbed(c: Check, scrub: &impl Fn(String) -> String) -> Check {
 
 async fn check_store(config: &Config, report: &mut Report) {
     let url = config.store_url();
-    let shown = redact_url(&url);
+    let shown = crate::config::redact_url(&url);
     if let Some(path) = sqlite_path(&url) {
         if !std::path::Path::new(&path).exists() {
             report.0.push((
@@ -192,16 +192,6 @@ pub(crate) fn sqlite_path(url: &str) -> Option<String> {
         .or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next().unwrap_or_default();
     (!path.is_empty() && path != ":memory:").then(|| path.to_string())
-}
-
-fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_string(),
-    }
 }
 
 /// `GET {base_url}/models` with the key, as every OpenAI-compatible server offers.

@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::domain::LaneKey;
-use crate::handoff::{writer_chain, Builder, NightlyCloser, PassKind};
+use crate::handoff::{Builder, NightlyCloser, PassKind};
+use crate::llm::writer_chain;
 use crate::store;
 
 #[derive(Subcommand)]
@@ -77,11 +78,16 @@ async fn nightly(
 ) -> anyhow::Result<()> {
     let chain = crate::app::build_chain(config)?;
     let replica = format!("cli-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    // No router here: the events land in the inbox and the daemon's rescan takes them.
+    let (finished, _) = tokio::sync::broadcast::channel(1);
+    let auth = crate::hooks::Authorizer::from_config(config);
+    let (ingest, _wakes) = crate::lanes::Ingest::new(store.clone(), auth, finished);
     let builder = Arc::new(Builder::new(
         store,
         writer_chain(config, &chain)?,
         config.handoff.clone(),
         replica,
+        ingest,
     ));
     let closer = NightlyCloser::new(builder, &config.handoff)?;
     let now = chrono::Utc::now();

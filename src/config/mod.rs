@@ -19,7 +19,7 @@ pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, validate, ConfigError, LoadOptions};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
-pub use secret::Secret;
+pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

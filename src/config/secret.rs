@@ -35,6 +35,17 @@ impl<'de> Deserialize<'de> for Secret {
     }
 }
 
+/// A URL without its password, for messages and logs (`postgres://u:***@host/db`).
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

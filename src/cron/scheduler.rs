@@ -20,7 +20,7 @@ use super::job::{JobSpec, ValidJob};
 use super::ledger::{fire_event, fire_key, outcome};
 use super::{due_fires, Due};
 use crate::domain::Platform;
-use crate::lanes::LaneRouter;
+use crate::lanes::Ingest;
 use crate::store::{CronFire, CronJobRow, NewFire, Store, StoreResult};
 
 /// How long a claim may go without its inbox event before another scheduler takes it over.
@@ -36,7 +36,8 @@ pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 pub struct Scheduler {
     store: Arc<dyn Store>,
-    router: Arc<LaneRouter>,
+    /// Fires become inbox events of the job's lane through this, like any adapter's.
+    ingest: Ingest,
     holder: String,
     clock: Clock,
     platforms: Vec<Platform>,
@@ -66,11 +67,17 @@ fn from_ms(ms: i64) -> DateTime<Utc> {
 }
 
 impl Scheduler {
-    pub fn new(store: Arc<dyn Store>, router: Arc<LaneRouter>, holder: &str) -> Scheduler {
-        let platforms = router.deps().config.delivery_platforms();
+    /// A scheduler delivering to `platforms` (the deployment's, see
+    /// `Config::delivery_platforms`).
+    pub fn new(
+        store: Arc<dyn Store>,
+        ingest: Ingest,
+        platforms: Vec<Platform>,
+        holder: &str,
+    ) -> Scheduler {
         Scheduler {
             store,
-            router,
+            ingest,
             holder: holder.to_string(),
             clock: Arc::new(Utc::now),
             platforms,
@@ -228,7 +235,7 @@ impl Scheduler {
     async fn ingest(&self, fire: i64, job: &ValidJob, at_ms: i64, manual: bool) -> StoreResult<()> {
         let key = fire_key(&job.name, at_ms, manual);
         let inbox = self
-            .router
+            .ingest
             .ingest(&fire_event(job, &key, from_ms(at_ms)))
             .await?
             .id();
@@ -296,7 +303,7 @@ impl Scheduler {
     /// The scheduler loop: a pass, then sleep until the next fire (at most [`MAX_SLEEP`]),
     /// a run of ours finishing, or cancellation.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
-        let mut finished = self.router.deps().finished.subscribe();
+        let mut finished = self.ingest.subscribe_finished();
         loop {
             let wait = match self.tick().await {
                 Ok(pass) => {

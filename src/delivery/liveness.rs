@@ -34,9 +34,8 @@ pub async fn start(
     };
     tracker.spawn(async move {
         loop {
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(RENEW_EVERY) => {}
+            if !crate::tasks::sleep_or_cancel(RENEW_EVERY, &cancel).await {
+                break;
             }
             if let Err(e) = store.lease_renew(&lease, TTL).await {
                 tracing::warn!(error = %e, "replica lease renewal failed");

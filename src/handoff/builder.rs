@@ -8,8 +8,7 @@
 //! chat. A confidential lane never falls back to the transcript.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
@@ -18,10 +17,10 @@ use super::{
     validate_writer_output, writer_input, writer_input_count, writer_prompt, BuildStatus,
     TranscriptLine,
 };
-use crate::config::{Config, HandoffConfig};
+use crate::config::HandoffConfig;
 use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role};
-use crate::lanes::LaneRouter;
-use crate::llm::{ChatMessage, ChatRequest, OpenAiProvider, Provider, ProviderChain, RetryPolicy};
+use crate::lanes::Ingest;
+use crate::llm::{ChatMessage, ChatRequest, ProviderChain};
 use crate::store::{NewCapsule, Store, StoreError};
 
 /// Which conversation and session a build is for. The chat coordinates are kept so that the
@@ -90,33 +89,8 @@ pub struct Builder {
     pub(super) config: HandoffConfig,
     /// This replica's name, the prefix of every build claim's holder.
     pub(super) replica_id: String,
-    /// Set once the router exists (the router's hooks hold this builder, so the link is weak).
-    router: OnceLock<Weak<LaneRouter>>,
-}
-
-/// The writer chain: `[[handoff.writer]]` endpoints when configured, otherwise the main chain.
-pub fn writer_chain(config: &Config, main: &ProviderChain) -> anyhow::Result<ProviderChain> {
-    if config.handoff.writer.is_empty() {
-        return Ok(main.clone());
-    }
-    let timeout = Duration::from_secs(config.llm.timeout_secs);
-    let mut providers: Vec<Arc<dyn Provider>> = Vec::new();
-    for e in &config.handoff.writer {
-        providers.push(Arc::new(OpenAiProvider::new(
-            &e.base_url,
-            e.api_key.clone(),
-            &e.model,
-            timeout,
-        )?));
-    }
-    Ok(ProviderChain::new(
-        providers,
-        RetryPolicy {
-            max_retries: config.llm.max_retries,
-            max_retry_after: Duration::from_secs(config.llm.max_retry_after_secs),
-            ..RetryPolicy::default()
-        },
-    ))
+    /// Queues the rotation and the notes as inbox events of the lane.
+    ingest: Ingest,
 }
 
 impl Builder {
@@ -125,24 +99,15 @@ impl Builder {
         writer: ProviderChain,
         config: HandoffConfig,
         replica_id: String,
+        ingest: Ingest,
     ) -> Builder {
         Builder {
             store,
             writer,
             config,
             replica_id,
-            router: OnceLock::new(),
+            ingest,
         }
-    }
-
-    /// Lets builds wake the lane at once after queueing the rotation (without it the rescan
-    /// picks the event up within `lanes.rescan_secs`).
-    pub fn set_router(&self, router: &Arc<LaneRouter>) {
-        let _ = self.router.set(Arc::downgrade(router));
-    }
-
-    fn router(&self) -> Option<Arc<LaneRouter>> {
-        self.router.get().and_then(Weak::upgrade)
     }
 
     /// The session's user/assistant lines as the writer sees them: the whole session,
@@ -287,10 +252,7 @@ impl Builder {
                 reason: job.trigger.end_reason().into(),
             },
         );
-        match self.router() {
-            Some(router) => router.ingest(&ev).await.map(|_| ()),
-            None => self.store.inbox_insert(&ev).await.map(|_| ()),
-        }
+        self.ingest.ingest(&ev).await.map(|_| ())
     }
 
     /// Tells the chat, through the lane's inbox: the worker queues the note under the lane's
@@ -307,10 +269,7 @@ impl Builder {
                 text: text.to_string(),
             },
         );
-        let queued = match self.router() {
-            Some(router) => router.ingest(&ev).await.map(|_| ()),
-            None => self.store.inbox_insert(&ev).await.map(|_| ()),
-        };
+        let queued = self.ingest.ingest(&ev).await.map(|_| ());
         if let Err(e) = queued {
             tracing::warn!(lane = %job.lane, error = %e, "could not queue the handoff note");
         }

@@ -20,7 +20,7 @@ mod scrub;
 mod trigger;
 mod trim;
 
-pub use builder::{writer_chain, BuildJob, BuildReport, Builder, Trigger};
+pub use builder::{BuildJob, BuildReport, Builder, Trigger};
 pub use hook::{is_handoff_request, HandoffHook, ACK, ALREADY};
 pub use inject::HandoffInject;
 pub use nightly::{NightlyCloser, NightlyRules, PassKind, PassReport, CATCH_UP, NIGHTLY_LEASE};

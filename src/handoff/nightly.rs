@@ -280,9 +280,8 @@ impl NightlyCloser {
                 .and_then(|next| (next - Utc::now()).to_std().ok())
                 .unwrap_or(MAX_SLEEP)
                 .min(MAX_SLEEP);
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(wait) => {}
+            if !crate::tasks::sleep_or_cancel(wait, &cancel).await {
+                return;
             }
         }
     }

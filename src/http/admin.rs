@@ -91,12 +91,12 @@ struct LaneView {
 
 async fn lane_views(state: &HttpState, limit: i64) -> Result<Vec<LaneView>, StoreError> {
     let busy: HashSet<String> = state
-        .router
+        .lanes
         .busy_lanes()
         .into_iter()
         .map(|l| l.as_str().to_string())
         .collect();
-    let rows = state.router.deps().store.lanes_overview(limit).await?;
+    let rows = state.store.lanes_overview(limit).await?;
     Ok(rows
         .into_iter()
         .map(|l| LaneView {
@@ -125,19 +125,18 @@ async fn lanes(State(state): State<HttpState>, Query(q): Query<Limit>) -> Respon
 
 /// Everything the page's first screen needs, in one call.
 async fn overview(State(state): State<HttpState>) -> Response {
-    let deps = state.router.deps();
     let lanes = match lane_views(&state, 200).await {
         Ok(l) => l,
         Err(e) => return store_error(e),
     };
-    let outbox = match deps.store.outbox_counts().await {
+    let outbox = match state.store.outbox_counts().await {
         Ok(c) => c,
         Err(e) => return store_error(e),
     };
     Json(json!({
-        "replica": deps.replica_id,
-        "store": deps.store.backend(),
-        "model": deps.chain.primary_name(),
+        "replica": state.replica_id,
+        "store": state.store.backend(),
+        "model": state.model,
         "now": now_ms(),
         "lanes": lanes,
         "outbox": outbox,
@@ -150,7 +149,7 @@ async fn lane_turns(
     Path(lane): Path<String>,
     Query(q): Query<Limit>,
 ) -> Response {
-    let store = &state.router.deps().store;
+    let store = &state.store;
     match store.turns(&LaneKey::parse(&lane), q.get(50)).await {
         Ok(turns) => Json(json!({ "lane": lane, "turns": turns })).into_response(),
         Err(e) => store_error(e),
@@ -171,7 +170,7 @@ struct SessionView {
 
 async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
     let lane = q.lane.as_deref().map(LaneKey::parse);
-    let store = &state.router.deps().store;
+    let store = &state.store;
     match store.sessions_list(lane.as_ref(), q.get(100)).await {
         Ok(list) => {
             let list: Vec<SessionView> = list
@@ -197,7 +196,7 @@ async fn session_messages(
     Path(id): Path<String>,
     Query(q): Query<Limit>,
 ) -> Response {
-    let store = &state.router.deps().store;
+    let store = &state.store;
     let session = match store.session_get(&id).await {
         Ok(Some(s)) => s,
         Ok(None) => return api_error(StatusCode::NOT_FOUND, format!("no session {id}")),
@@ -221,7 +220,7 @@ async fn session_messages(
 }
 
 async fn outbox(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
-    let store = &state.router.deps().store;
+    let store = &state.store;
     let counts = match store.outbox_counts().await {
         Ok(c) => c,
         Err(e) => return store_error(e),
@@ -235,7 +234,7 @@ async fn outbox(State(state): State<HttpState>, Query(q): Query<Limit>) -> Respo
 /// The latest handoff build of each recent lane. `status` is its own field (`ok`, `degraded`,
 /// …) so that a fallback capsule is visible without opening it; the text is left out.
 async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
-    let store = &state.router.deps().store;
+    let store = &state.store;
     let lanes = match store.lanes_overview(q.get(200)).await {
         Ok(l) => l,
         Err(e) => return store_error(e),
@@ -262,7 +261,7 @@ async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Res
 
 /// Each cron job with its last fire (time, status) and its next scheduled time.
 async fn cron(State(state): State<HttpState>) -> Response {
-    let store = &state.router.deps().store;
+    let store = &state.store;
     let jobs = match store.cron_jobs().await {
         Ok(j) => j,
         Err(e) => return store_error(e),

@@ -16,7 +16,7 @@ pub(super) async fn lane_capsule(
     Path(lane): Path<String>,
 ) -> Response {
     let lane = LaneKey::parse(&lane);
-    match state.router.deps().store.capsule_latest(&lane).await {
+    match state.store.capsule_latest(&lane).await {
         Ok(Some(c)) => Json(json!({
             "lane": c.lane,
             "status": c.status,

@@ -66,7 +66,6 @@ pub(super) async fn post_chat(
             )
         }
     };
-    let deps = state.router.deps().clone();
     let name = req.lane.strip_prefix("web:").unwrap_or(&req.lane).trim();
     if name.is_empty() {
         return api_error(
@@ -95,7 +94,7 @@ pub(super) async fn post_chat(
     if req.text.trim().is_empty() {
         return api_error(StatusCode::BAD_REQUEST, "text is empty");
     }
-    let max = deps.config.web.max_message_chars;
+    let max = state.config.web.max_message_chars;
     let chars = req.text.chars().count();
     if chars > max {
         return api_error(
@@ -131,8 +130,8 @@ pub(super) async fn post_chat(
         sender_roles: Vec::new(),
     };
     // Subscribe before the insert so the finish signal cannot slip past.
-    let mut finished = deps.finished.subscribe();
-    let (inbox_id, fresh) = match state.router.ingest(&ev).await {
+    let mut finished = state.ingest.subscribe_finished();
+    let (inbox_id, fresh) = match state.ingest.ingest(&ev).await {
         Ok(r @ InboxInsert::Inserted(_)) => (r.id(), true),
         Ok(r) => (r.id(), false),
         Err(e) => {
@@ -143,16 +142,16 @@ pub(super) async fn post_chat(
         }
     };
     let deadline =
-        tokio::time::Instant::now() + Duration::from_secs(deps.config.web.reply_timeout_secs);
+        tokio::time::Instant::now() + Duration::from_secs(state.config.web.reply_timeout_secs);
     // A row inserted just now is pending: wait for the finish signal before the first read.
     if fresh {
         wait_finished(&mut finished, inbox_id).await;
     }
     loop {
-        match deps.store.inbox_get(inbox_id).await {
+        match state.store.inbox_get(inbox_id).await {
             Ok(Some(row)) if row.status != InboxStatus::Pending => {
                 return reply(
-                    &*deps.store,
+                    &*state.store,
                     inbox_id,
                     row.status,
                     row.session_id,
@@ -241,7 +240,7 @@ pub(super) async fn lane_messages(
     State(state): State<HttpState>,
     Path(lane): Path<String>,
 ) -> Response {
-    let store = &state.router.deps().store;
+    let store = &state.store;
     let lane = LaneKey::parse(&lane);
     let session = match store.session_current(&lane).await {
         Ok(Some(s)) => s,

@@ -21,7 +21,7 @@ const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 /// Asks the store whether it answers and every migration is applied, and records the answer
 /// in `herald_store_up`.
 async fn store_check(state: &HttpState) -> Result<bool, String> {
-    let answer = tokio::time::timeout(STORE_CHECK_TIMEOUT, state.router.deps().store.ready())
+    let answer = tokio::time::timeout(STORE_CHECK_TIMEOUT, state.store.ready())
         .await
         .map_err(|_| format!("no answer within {STORE_CHECK_TIMEOUT:?}"))
         .and_then(|r| r.map_err(|e| e.to_string()));
@@ -51,7 +51,7 @@ pub(super) async fn metrics(State(state): State<HttpState>) -> impl IntoResponse
     if matches!(store_check(&state).await, Ok(true)) {
         store_gauges(&state).await;
     }
-    metrics::gauge!("herald_lanes_busy").set(state.router.busy_lanes().len() as f64);
+    metrics::gauge!("herald_lanes_busy").set(state.lanes.busy_lanes().len() as f64);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -63,8 +63,7 @@ pub(super) async fn metrics(State(state): State<HttpState>) -> impl IntoResponse
 
 /// Gauges read from the store at scrape time (all replicas' rows).
 async fn store_gauges(state: &HttpState) {
-    let deps = state.router.deps();
-    if let Ok(c) = deps.store.outbox_counts().await {
+    if let Ok(c) = state.store.outbox_counts().await {
         for (status, n) in [
             ("pending", c.pending),
             ("sending", c.sending),
@@ -76,7 +75,7 @@ async fn store_gauges(state: &HttpState) {
     }
     // Queue depth per lane state: a lane is active while some replica holds its lease. The
     // overview is capped so that a scrape stays cheap on a store with many old lanes.
-    if let Ok(lanes) = deps.store.lanes_overview(1000).await {
+    if let Ok(lanes) = state.store.lanes_overview(1000).await {
         let mut by_state = [("active", 0i64, 0i64), ("idle", 0, 0)];
         for l in &lanes {
             let s = &mut by_state[usize::from(l.lease_holder.is_none())];

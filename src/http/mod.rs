@@ -16,6 +16,7 @@ mod pairing;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::extract::FromRef;
 use axum::http::{Method, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -27,11 +28,24 @@ use serde_json::json;
 pub use access::{Access, Caller, Guard};
 
 use crate::config::Config;
-use crate::lanes::LaneRouter;
+use crate::lanes::{Ingest, LaneView};
+use crate::store::Store;
 
-#[derive(Clone)]
+/// What the handlers use, each named: the server gets no router and no dependency bag, so a
+/// handler cannot reach a worker or another edge through it.
+#[derive(Clone, FromRef)]
 pub struct HttpState {
-    pub router: Arc<LaneRouter>,
+    pub config: Arc<Config>,
+    pub store: Arc<dyn Store>,
+    /// Writes chat events to the inbox and wakes their lane.
+    pub ingest: Ingest,
+    /// Which lanes have a turn running here (admin page, the busy gauge).
+    pub lanes: LaneView,
+    /// Names shown on the admin page.
+    #[from_ref(skip)]
+    pub replica_id: String,
+    #[from_ref(skip)]
+    pub model: String,
     pub metrics: PrometheusHandle,
     pub access: Arc<Access>,
 }

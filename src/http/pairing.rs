@@ -11,7 +11,7 @@ use super::{api_error, HttpState};
 use crate::store::StoreError;
 
 pub(super) async fn pending(State(state): State<HttpState>) -> Response {
-    match state.router.deps().store.pairing_pending().await {
+    match state.store.pairing_pending().await {
         Ok(p) => Json(serde_json::json!({ "pending": p })).into_response(),
         Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
@@ -25,13 +25,7 @@ pub(super) struct Approve {
 
 pub(super) async fn approve(State(state): State<HttpState>, Json(req): Json<Approve>) -> Response {
     let code = req.code.trim().to_ascii_uppercase();
-    match state
-        .router
-        .deps()
-        .store
-        .pairing_approve(&req.platform, &code)
-        .await
-    {
+    match state.store.pairing_approve(&req.platform, &code).await {
         Ok(r) => {
             tracing::info!(platform = %r.platform, sender = %r.sender_id, "pairing approved");
             Json(serde_json::json!({ "approved": r })).into_response()

@@ -9,6 +9,7 @@ mod control;
 #[doc(hidden)]
 pub mod fault;
 mod guard;
+mod ingest;
 mod media;
 mod router;
 mod turn;
@@ -21,11 +22,12 @@ use tokio::sync::{broadcast, Notify};
 use crate::agent::tools::Tools;
 use crate::config::Config;
 use crate::delivery::Outbounds;
-use crate::hooks::{Authorizer, HookChain, PreLlmChain};
+use crate::hooks::{HookChain, PreLlmChain};
 use crate::llm::ProviderChain;
 use crate::store::Store;
 
-pub use router::LaneRouter;
+pub use ingest::{Ingest, Wakes};
+pub use router::{LaneRouter, LaneView};
 
 /// Everything a lane worker needs, built once in `app`.
 pub struct Deps {
@@ -34,9 +36,6 @@ pub struct Deps {
     pub chain: ProviderChain,
     pub tools: Tools,
     pub pre_dispatch: HookChain,
-    /// The allowlists, for the one decision taken before the inbox: `/stop` cancels a running
-    /// turn at ingest, so only a sender the auth hook would let through may do it.
-    pub auth: Authorizer,
     pub pre_llm: PreLlmChain,
     pub outbounds: Outbounds,
     /// This replica's name; lease holders are `<replica>/<worker>`.

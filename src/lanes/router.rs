@@ -14,10 +14,10 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::ingest::{Wake, Wakes};
 use super::worker::Worker;
 use super::Deps;
-use crate::domain::{LaneKey, MessageEvent};
-use crate::store::{InboxInsert, StoreError};
+use crate::domain::LaneKey;
 
 pub struct LaneRouter {
     pub(super) deps: Arc<Deps>,
@@ -29,7 +29,8 @@ pub struct LaneRouter {
     /// have messages waiting.
     pub(super) slot_waiters: AtomicUsize,
     pub(super) slot_wanted: Notify,
-    tracker: TaskTracker,
+    /// The lane workers, and only them: shutdown waits on this tracker for them to finish.
+    workers_tracker: TaskTracker,
     /// Stop taking new events (graceful shutdown, phase one).
     pub(super) stop_taking: CancellationToken,
     /// Abort in-flight turns (graceful shutdown, phase two).
@@ -37,48 +38,51 @@ pub struct LaneRouter {
 }
 
 impl LaneRouter {
-    pub fn new(deps: Arc<Deps>, tracker: TaskTracker) -> Arc<LaneRouter> {
+    /// The router, draining `wakes` (from every [`super::Ingest`]) on `tracker` until it
+    /// stops taking events. Its two shutdown phases are children of the app's `root` token:
+    /// cancelling the root stops and aborts everything here too.
+    pub fn new(
+        deps: Arc<Deps>,
+        tracker: &TaskTracker,
+        wakes: Wakes,
+        root: &CancellationToken,
+    ) -> Arc<LaneRouter> {
         let slots = Arc::new(Semaphore::new(deps.config.lanes.max_workers));
-        Arc::new(LaneRouter {
+        let router = Arc::new(LaneRouter {
             deps,
             workers: Mutex::new(HashMap::new()),
             running_turns: Mutex::new(HashMap::new()),
             slots,
             slot_waiters: AtomicUsize::new(0),
             slot_wanted: Notify::new(),
-            tracker,
-            stop_taking: CancellationToken::new(),
-            abort: CancellationToken::new(),
-        })
+            workers_tracker: TaskTracker::new(),
+            stop_taking: root.child_token(),
+            abort: root.child_token(),
+        });
+        tracker.spawn(router.clone().drain(wakes));
+        router
     }
 
-    pub fn deps(&self) -> &Arc<Deps> {
-        &self.deps
-    }
-
-    /// Writes an inbound event to the inbox and wakes its lane. The caller may acknowledge the
-    /// platform once this returns `Ok`.
-    pub async fn ingest(self: &Arc<Self>, ev: &MessageEvent) -> Result<InboxInsert, StoreError> {
-        let lane = ev.lane();
-        // `/stop` acts before the worker's auth hook runs: check the sender the same way here
-        // (a refused sender's command is recorded below and dropped by the hook, never run).
-        if !ev.internal
-            && super::commands::parse_command(&ev.text, None)
-                == Some(super::commands::Command::Stop)
-            && self
-                .deps
-                .auth
-                .is_allowed_or_paired(ev, &*self.deps.store)
-                .await
-        {
-            self.cancel_turn(&lane);
+    /// Carries the wakes of every `Ingest` to the workers.
+    async fn drain(self: Arc<Self>, mut wakes: Wakes) {
+        loop {
+            let wake = tokio::select! {
+                w = wakes.0.recv() => w,
+                _ = self.stop_taking.cancelled() => return,
+            };
+            match wake {
+                Some(Wake::Lane(lane)) => self.dispatch(lane),
+                Some(Wake::StopTurn(lane)) => {
+                    self.cancel_turn(&lane);
+                }
+                None => return,
+            }
         }
-        let res = self.deps.store.inbox_insert(ev).await?;
-        metrics::counter!("herald_inbound_events_total", "platform" => ev.platform.as_str(),
-            "outcome" => if matches!(res, InboxInsert::Inserted(_)) { "new" } else { "duplicate" })
-        .increment(1);
-        self.dispatch(lane);
-        Ok(res)
+    }
+
+    /// A read-only view for the admin page and the metrics.
+    pub fn view(self: &Arc<Self>) -> LaneView {
+        LaneView(self.clone())
     }
 
     /// Makes sure a worker will look at the lane's inbox soon.
@@ -97,7 +101,7 @@ impl LaneRouter {
         workers.insert(lane.clone(), tx.clone());
         metrics::gauge!("herald_lane_workers").set(workers.len() as f64);
         let worker = Worker::new(self.clone(), lane, tx, rx);
-        self.tracker.spawn(worker.run());
+        self.workers_tracker.spawn(worker.run());
     }
 
     /// Cancels the lane's running turn in this process (`/stop`). Returns whether one ran.
@@ -136,9 +140,8 @@ impl LaneRouter {
                 }
                 Err(e) => tracing::warn!(error = %e, "inbox rescan failed"),
             }
-            tokio::select! {
-                _ = self.stop_taking.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
+            if !crate::tasks::sleep_or_cancel(every, &self.stop_taking).await {
+                return;
             }
         }
     }
@@ -151,16 +154,28 @@ impl LaneRouter {
         for tx in self.workers.lock().expect("router lock").values() {
             let _ = tx.try_send(());
         }
-        let deadline = tokio::time::Instant::now() + grace;
-        while self.active_workers() > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if self.active_workers() > 0 {
+        // No worker starts after `stop_taking`, so closing the tracker here is final.
+        self.workers_tracker.close();
+        if tokio::time::timeout(grace, self.workers_tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!(
                 workers = self.active_workers(),
                 "grace period over; aborting running turns"
             );
             self.abort.cancel();
+            self.workers_tracker.wait().await;
         }
+    }
+}
+
+/// What the admin page and the metrics may see of the router: which lanes are busy here.
+#[derive(Clone)]
+pub struct LaneView(Arc<LaneRouter>);
+
+impl LaneView {
+    pub fn busy_lanes(&self) -> Vec<LaneKey> {
+        self.0.busy_lanes()
     }
 }

@@ -288,9 +288,8 @@ impl Worker {
             let Some(o) = outbound else { return };
             loop {
                 o.typing(&chat, thread.as_deref()).await;
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(4)) => {}
+                if !crate::tasks::sleep_or_cancel(Duration::from_secs(4), &stop).await {
+                    return;
                 }
             }
         })

@@ -158,9 +158,13 @@ impl Worker {
             {
                 return None;
             }
-            tokio::select! {
-                _ = self.router.abort.cancelled() => return None,
-                _ = tokio::time::sleep(Duration::from_millis(100 * (attempt as u64 + 1).min(10))) => {}
+            if !crate::tasks::sleep_or_cancel(
+                Duration::from_millis(100 * (attempt as u64 + 1).min(10)),
+                &self.router.abort,
+            )
+            .await
+            {
+                return None;
             }
         }
         None
@@ -398,9 +402,8 @@ async fn heartbeat(
     let every = Duration::from_secs(deps.config.lanes.heartbeat_secs);
     let ttl = Duration::from_secs(deps.config.lanes.lease_ttl_secs);
     loop {
-        tokio::select! {
-            _ = abort.cancelled() => return,
-            _ = tokio::time::sleep(every) => {}
+        if !crate::tasks::sleep_or_cancel(every, &abort).await {
+            return;
         }
         match deps.store.lease_renew(&lease, ttl).await {
             Ok(()) => {}

@@ -5,6 +5,7 @@
 //! and retry (rate limits, timeouts, 5xx), move to the next provider, or give up with a clear
 //! line to the user. Usage is normalized into fresh input / output / cache read / cache write.
 
+mod build;
 mod chain;
 mod echo;
 mod openai;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{Role, ToolCall};
 
+pub use build::{main_chain, writer_chain};
 pub use chain::{ProviderChain, RetryPolicy};
 pub use echo::{EchoProvider, UnconfiguredProvider, NOT_CONFIGURED_REPLY};
 pub use openai::OpenAiProvider;

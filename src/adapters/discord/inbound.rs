@@ -6,14 +6,13 @@
 //! call to `LaneRouter::ingest`.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serenity::all::{ChannelId, Message, MessageType, UserId};
 
 use crate::config::DiscordConfig;
 use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Platform};
-use crate::lanes::LaneRouter;
+use crate::lanes::Ingest;
 
 /// What kind of place a channel id is. A thread is its own lane under its parent channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,10 +151,10 @@ const INGEST_ATTEMPTS: u32 = 6;
 
 /// Stores the event, retrying through a brief store outage. Discord never redelivers a
 /// gateway event, so a final failure is a lost message and is logged as one.
-pub(super) async fn ingest_with_retry(router: &Arc<LaneRouter>, ev: &MessageEvent) -> bool {
+pub(super) async fn ingest_with_retry(ingest: &Ingest, ev: &MessageEvent) -> bool {
     let mut delay = Duration::from_millis(200);
     for attempt in 1..=INGEST_ATTEMPTS {
-        match router.ingest(ev).await {
+        match ingest.ingest(ev).await {
             Ok(_) => return true,
             Err(e) if attempt < INGEST_ATTEMPTS => {
                 tracing::warn!(error = %e, attempt, message_id = %ev.platform_message_id,

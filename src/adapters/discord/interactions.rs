@@ -6,17 +6,15 @@
 //! the normal reply flow. Here we only defer at once (ephemeral "thinking…") and then replace
 //! that with a short acknowledgement. This file must not run commands itself.
 
-use std::sync::Arc;
-
 use serenity::all::{
     Command, CommandInteraction, Context, CreateCommand, CreateInteractionResponse,
     CreateInteractionResponseMessage, EditInteractionResponse, Http,
 };
 
+use super::super::Edge;
 use super::inbound::{ingest_with_retry, Place};
 use crate::domain::{ChatType, MessageEvent, MessageKind, Platform};
 use crate::hooks::Authorizer;
-use crate::lanes::LaneRouter;
 
 /// (name, description, acknowledgement shown to the person who used it).
 const COMMANDS: &[(&str, &str, &str)] = &[
@@ -109,7 +107,7 @@ pub(super) async fn finish(
     ctx: &Context,
     cmd: &CommandInteraction,
     place: Place,
-    router: &Arc<LaneRouter>,
+    edge: &Edge,
     auth: &Authorizer,
 ) {
     let ev = event_for(cmd, place);
@@ -117,13 +115,13 @@ pub(super) async fn finish(
         None => "Unknown command.",
         // The full check, as the core's auth hook makes it: senders approved through pairing
         // are allowed too.
-        Some(_) if !auth.is_allowed_or_paired(&ev, &*router.deps().store).await => {
+        Some(_) if !auth.is_allowed_or_paired(&ev, &*edge.store).await => {
             // Still recorded: the core's auth hook drops it, as it does a typed message.
-            ingest_with_retry(router, &ev).await;
+            ingest_with_retry(&edge.ingest, &ev).await;
             NOT_ALLOWED
         }
         Some(ack) => {
-            if ingest_with_retry(router, &ev).await {
+            if ingest_with_retry(&edge.ingest, &ev).await {
                 ack
             } else {
                 NOT_TAKEN

@@ -33,10 +33,10 @@ use tokio_util::task::TaskTracker;
 
 use self::inbound::{Gate, Place};
 use self::outbound::DiscordOutbound;
+use super::Edge;
 use crate::config::DiscordConfig;
 use crate::delivery::Outbound;
 use crate::hooks::Authorizer;
-use crate::lanes::LaneRouter;
 
 const DISCORD_API: &str = "https://discord.com";
 
@@ -91,17 +91,17 @@ impl DiscordAdapter {
     }
 
     /// Extra HTTP routes: none (Discord talks to us over the gateway only).
-    pub fn routes(&self, _router: Arc<LaneRouter>) -> Option<axum::Router> {
+    pub fn routes(&self) -> Option<axum::Router> {
         None
     }
 
     /// Starts receiving: this replica's share of the gateway shards, as tracked, cancellable
     /// tasks.
-    pub fn spawn(self, router: Arc<LaneRouter>, tracker: &TaskTracker, cancel: CancellationToken) {
+    pub fn spawn(self, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken) {
         let owner = shards::Owner {
-            holder: format!("{}/discord", router.deps().replica_id),
+            holder: format!("{}/discord", edge.replica_id),
             config: self.config,
-            router,
+            edge,
             tracker: tracker.clone(),
         };
         tracker.spawn(owner.run(cancel));
@@ -112,14 +112,14 @@ impl DiscordAdapter {
 /// that stops for a reason other than a bad token is built again after a pause.
 async fn run(
     config: DiscordConfig,
-    router: Arc<LaneRouter>,
+    edge: Edge,
     tracker: TaskTracker,
     cancel: CancellationToken,
     shard: (u32, u32),
 ) {
     let mut pause = Duration::from_secs(1);
     while !cancel.is_cancelled() {
-        match run_once(&config, &router, &tracker, &cancel, shard).await {
+        match run_once(&config, &edge, &tracker, &cancel, shard).await {
             Ok(()) => return,
             Err(Fatal(e)) => {
                 tracing::error!(error = %e, shard = shard.0, "discord shard stopped; its messages will not be received");
@@ -129,9 +129,8 @@ async fn run(
                 tracing::warn!(error = %e, shard = shard.0, pause_secs = pause.as_secs(), "discord client stopped; starting it again");
             }
         }
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(pause) => {}
+        if !crate::tasks::sleep_or_cancel(pause, &cancel).await {
+            return;
         }
         pause = (pause * 2).min(Duration::from_secs(60));
     }
@@ -145,7 +144,7 @@ use Stop::{Fatal, Retry};
 
 async fn run_once(
     config: &DiscordConfig,
-    router: &Arc<LaneRouter>,
+    edge: &Edge,
     tracker: &TaskTracker,
     cancel: &CancellationToken,
     (shard, total): (u32, u32),
@@ -153,9 +152,9 @@ async fn run_once(
     let http = build_http(config).map_err(|e| Fatal(e.to_string()))?;
     let signs = Arc::new(watchdog::LifeSigns::default());
     let handler = Handler {
-        router: router.clone(),
+        edge: edge.clone(),
         gate: Gate::from_config(config),
-        auth: Authorizer::from_config(&router.deps().config),
+        auth: Authorizer::from_config(&edge.config),
         // Commands are global: one shard (shard 0, on whichever replica) registers them.
         register_commands: config.register_commands && shard == 0,
         registered: AtomicBool::new(false),
@@ -208,7 +207,7 @@ impl serenity::all::RawEventHandler for ArcSigns {
 }
 
 struct Handler {
-    router: Arc<LaneRouter>,
+    edge: Edge,
     gate: Gate,
     auth: Authorizer,
     register_commands: bool,
@@ -292,7 +291,7 @@ impl EventHandler for Handler {
             return;
         };
         tracing::debug!(lane = %ev.lane(), message_id = %ev.platform_message_id, "discord message received");
-        inbound::ingest_with_retry(&self.router, &ev).await;
+        inbound::ingest_with_retry(&self.edge.ingest, &ev).await;
     }
 
     async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
@@ -307,6 +306,6 @@ impl EventHandler for Handler {
             },
             _ => self.place(&ctx, cmd.guild_id, cmd.channel_id).await,
         };
-        interactions::finish(&ctx, &cmd, place, &self.router, &self.auth).await;
+        interactions::finish(&ctx, &cmd, place, &self.edge, &self.auth).await;
     }
 }

@@ -21,8 +21,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::super::Edge;
 use crate::config::{DiscordConfig, ShardCount};
-use crate::lanes::LaneRouter;
 use crate::store::{Lease, Store, StoreError};
 
 pub const SHARD_LEASE_PREFIX: &str = "role:discord-shard-";
@@ -59,14 +59,14 @@ struct Owned {
 
 pub(super) struct Owner {
     pub config: DiscordConfig,
-    pub router: Arc<LaneRouter>,
+    pub edge: Edge,
     pub tracker: TaskTracker,
     pub holder: String,
 }
 
 impl Owner {
     fn store(&self) -> &Arc<dyn Store> {
-        &self.router.deps().store
+        &self.edge.store
     }
 
     /// Resolves the shard count, then keeps this replica's share of shards running until
@@ -90,9 +90,8 @@ impl Owner {
                 }
             }
             metrics::gauge!("herald_discord_shards_owned").set(owned.len() as f64);
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(TICK) => {}
+            if !crate::tasks::sleep_or_cancel(TICK, &cancel).await {
+                break;
             }
         }
         for (shard, o) in std::mem::take(&mut owned) {
@@ -121,9 +120,8 @@ impl Owner {
                     tracing::warn!(error = %e, "cannot read Discord's recommended shard count; retrying")
                 }
             }
-            tokio::select! {
-                _ = cancel.cancelled() => return None,
-                _ = tokio::time::sleep(pause) => {}
+            if !crate::tasks::sleep_or_cancel(pause, &cancel).await {
+                return None;
             }
             pause = (pause * 2).min(Duration::from_secs(60));
         }
@@ -188,7 +186,7 @@ impl Owner {
                     let stop = CancellationToken::new();
                     let task = self.tracker.spawn(super::run(
                         self.config.clone(),
-                        self.router.clone(),
+                        self.edge.clone(),
                         self.tracker.clone(),
                         stop.clone(),
                         (shard, total),

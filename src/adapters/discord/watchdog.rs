@@ -86,9 +86,8 @@ pub(super) async fn run(
     let tick = (limit / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
     let mut seen: HashMap<ShardId, Seen> = HashMap::new();
     loop {
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(tick) => {}
+        if !crate::tasks::sleep_or_cancel(tick, &cancel).await {
+            return;
         }
         let now = Instant::now();
         let snapshot: Vec<(ShardId, Option<Duration>, ConnectionStage)> = {

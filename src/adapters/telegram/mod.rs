@@ -31,9 +31,9 @@ use teloxide::Bot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::Edge;
 use crate::config::{TelegramConfig, TelegramMode};
 use crate::delivery::Outbound;
-use crate::lanes::LaneRouter;
 use inbound::BotIdentity;
 use outbound::{TelegramOutbound, ThrottleWorker};
 use receive::Receiver;
@@ -119,7 +119,7 @@ impl TelegramAdapter {
     }
 
     /// Extra HTTP routes (the webhook), merged into the daemon's server.
-    pub fn routes(&self, _router: Arc<LaneRouter>) -> Option<axum::Router> {
+    pub fn routes(&self) -> Option<axum::Router> {
         if self.config.mode != TelegramMode::Webhook {
             return None;
         }
@@ -130,7 +130,7 @@ impl TelegramAdapter {
     }
 
     /// Starts receiving (poller or webhook registration) as tracked, cancellable tasks.
-    pub fn spawn(self, router: Arc<LaneRouter>, tracker: &TaskTracker, cancel: CancellationToken) {
+    pub fn spawn(self, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken) {
         let worker = self.throttle_worker;
         let worker_cancel = cancel.clone();
         // The throttle's worker ends only when every sender is gone; shutdown ends it instead.
@@ -146,7 +146,7 @@ impl TelegramAdapter {
             bot: self.bot,
             poll_bot: self.poll_bot,
             receiver: self.receiver,
-            router,
+            edge,
         };
         tracker.spawn(start.run(cancel));
     }
@@ -159,7 +159,7 @@ struct Start {
     bot: Bot,
     poll_bot: Bot,
     receiver: Arc<OnceLock<Arc<Receiver>>>,
-    router: Arc<LaneRouter>,
+    edge: Edge,
 }
 
 impl Start {
@@ -169,7 +169,7 @@ impl Start {
         };
         tracing::info!(bot = %me.username, mode = ?self.config.mode, "telegram adapter starting");
         let receiver = Arc::new(Receiver {
-            router: self.router.clone(),
+            ingest: self.edge.ingest.clone(),
             me,
             free_response_chats: self
                 .config
@@ -182,7 +182,7 @@ impl Start {
         self.register_commands().await;
         match self.config.mode {
             TelegramMode::Polling => {
-                let deps = self.router.deps();
+                let deps = &self.edge;
                 let poller = poller::Poller {
                     bot: self.poll_bot.clone(),
                     token: self.token.clone(),
@@ -213,9 +213,8 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram getMe failed; retrying")
                 }
             }
-            tokio::select! {
-                _ = cancel.cancelled() => return None,
-                _ = tokio::time::sleep(backoff) => {}
+            if !crate::tasks::sleep_or_cancel(backoff, &cancel).await {
+                return None;
             }
             backoff = (backoff * 2).min(Duration::from_secs(60));
         }
@@ -263,9 +262,8 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram setWebhook failed; retrying")
                 }
             }
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(backoff) => {}
+            if !crate::tasks::sleep_or_cancel(backoff, &cancel).await {
+                return;
             }
             backoff = (backoff * 2).min(Duration::from_secs(60));
         }

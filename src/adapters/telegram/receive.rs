@@ -8,18 +8,17 @@
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
 use teloxide::types::{Update, UpdateKind};
 
 use super::inbound::{decide, BotIdentity, Decision, Rules};
-use crate::lanes::LaneRouter;
+use crate::lanes::Ingest;
 use crate::store::{InboxInsert, StoreError};
 
 pub struct Receiver {
-    pub router: Arc<LaneRouter>,
+    pub ingest: Ingest,
     pub me: BotIdentity,
     pub free_response_chats: HashSet<String>,
 }
@@ -53,7 +52,7 @@ impl Receiver {
                 Ok(Received::Ignored)
             }
             Decision::Ingest(ev) => {
-                let res = self.router.ingest(&ev).await?;
+                let res = self.ingest.ingest(&ev).await?;
                 metrics::counter!("herald_telegram_updates_total", "outcome" => "ingested")
                     .increment(1);
                 Ok(match res {

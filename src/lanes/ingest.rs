@@ -1,0 +1,84 @@
+//! The one capability the edges of the daemon get: write an event to the inbox and wake its
+//! lane.
+//!
+//! Adapters, the cron scheduler, the handoff builder and the HTTP handlers hold an [`Ingest`],
+//! never the router: they cannot reach its workers, its dependencies or each other through
+//! it. The wake travels over a channel the router drains, so an `Ingest` exists before the
+//! router does — the handoff builder, which the router's own hooks hold, needs no back link.
+
+use std::sync::Arc;
+
+use tokio::sync::{broadcast, mpsc};
+
+use super::commands::{parse_command, Command};
+use crate::domain::{LaneKey, MessageEvent};
+use crate::hooks::Authorizer;
+use crate::store::{InboxInsert, Store, StoreError};
+
+/// What the router is asked to do.
+#[derive(Debug)]
+pub(super) enum Wake {
+    /// Look at this lane's inbox soon.
+    Lane(LaneKey),
+    /// Cancel this lane's running turn in this process (`/stop`), then look at the inbox.
+    StopTurn(LaneKey),
+}
+
+/// The receiving end, handed to [`super::LaneRouter::new`].
+pub struct Wakes(pub(super) mpsc::UnboundedReceiver<Wake>);
+
+#[derive(Clone)]
+pub struct Ingest {
+    store: Arc<dyn Store>,
+    auth: Authorizer,
+    wakes: mpsc::UnboundedSender<Wake>,
+    finished: broadcast::Sender<i64>,
+}
+
+impl Ingest {
+    /// A handle and the wake channel's receiving end. `finished` carries the ids of inbox
+    /// events whose processing ended (answered, failed or skipped).
+    pub fn new(
+        store: Arc<dyn Store>,
+        auth: Authorizer,
+        finished: broadcast::Sender<i64>,
+    ) -> (Ingest, Wakes) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Ingest {
+                store,
+                auth,
+                wakes: tx,
+                finished,
+            },
+            Wakes(rx),
+        )
+    }
+
+    /// Writes an inbound event to the inbox and wakes its lane. The caller may acknowledge the
+    /// platform once this returns `Ok`.
+    pub async fn ingest(&self, ev: &MessageEvent) -> Result<InboxInsert, StoreError> {
+        let lane = ev.lane();
+        // `/stop` acts before the worker's auth hook runs: check the sender the same way here
+        // (a refused sender's command is recorded below and dropped by the hook, never run).
+        if !ev.internal
+            && parse_command(&ev.text, None) == Some(Command::Stop)
+            && self.auth.is_allowed_or_paired(ev, &*self.store).await
+        {
+            let _ = self.wakes.send(Wake::StopTurn(lane.clone()));
+        }
+        let res = self.store.inbox_insert(ev).await?;
+        metrics::counter!("herald_inbound_events_total", "platform" => ev.platform.as_str(),
+            "outcome" => if matches!(res, InboxInsert::Inserted(_)) { "new" } else { "duplicate" })
+        .increment(1);
+        // A closed channel means the router is shutting down; the rescan of the next start
+        // (or another replica) picks the event up from the inbox.
+        let _ = self.wakes.send(Wake::Lane(lane));
+        Ok(res)
+    }
+
+    /// Ids of inbox events as their processing ends; subscribe before ingesting to wait for one.
+    pub fn subscribe_finished(&self) -> broadcast::Receiver<i64> {
+        self.finished.subscribe()
+    }
+}
