@@ -28,7 +28,7 @@ use crate::handoff::{Builder, HandoffHook, HandoffInject, NightlyCloser};
 use crate::hooks::{build_pre_dispatch, Authorizer, PreLlmChain};
 use crate::http::{self, HttpState};
 use crate::lanes::{Deps, Ingest, LaneRouter};
-use crate::llm::{writer_chain, ProviderChain};
+use crate::llm::writer_chain;
 use crate::store::{self, Store};
 
 /// A running Herald.
@@ -56,11 +56,6 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
-/// The main provider chain (see `llm::main_chain`).
-pub fn build_chain(config: &Config) -> anyhow::Result<ProviderChain> {
-    Ok(crate::llm::main_chain(config)?)
-}
-
 impl App {
     pub async fn start(config: Config) -> anyhow::Result<App> {
         let started = std::time::Instant::now();
@@ -80,7 +75,7 @@ impl App {
             })?;
         store.migrate().await.context("applying migrations")?;
 
-        let chain = build_chain(&config)?;
+        let chain = crate::llm::main_chain(&config)?;
         if config.provider_kind() == ProviderKind::None {
             tracing::warn!("no model configured: chats will be answered with setup instructions");
         }

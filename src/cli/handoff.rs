@@ -76,7 +76,7 @@ async fn nightly(
     store: Arc<dyn store::Store>,
     dry_run: bool,
 ) -> anyhow::Result<()> {
-    let chain = crate::app::build_chain(config)?;
+    let chain = crate::llm::main_chain(config)?;
     let replica = format!("cli-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     // No router here: the events land in the inbox and the daemon's rescan takes them.
     let (finished, _) = tokio::sync::broadcast::channel(1);

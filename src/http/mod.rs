@@ -15,8 +15,14 @@ mod pairing;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::FromRef;
+use tower::ServiceBuilder;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use axum::extract::{FromRef, MatchedPath};
 use axum::http::{Method, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -144,7 +150,28 @@ pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
     for r in extra {
         app = app.merge(r);
     }
-    app.layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+    // A chat request waits for its reply up to `web.reply_timeout_secs`; nothing else comes
+    // close. The span names the matched route, never the raw URI (a webhook path or a query
+    // may carry something private).
+    let deadline = Duration::from_secs(config.web.reply_timeout_secs.saturating_add(30));
+    let layers = ServiceBuilder::new()
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                let route = req
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_else(|| "(unmatched)".into());
+                tracing::debug_span!("http", method = %req.method(), route = %route)
+            }),
+        )
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            deadline,
+        ))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
+    app.layer(layers)
 }
 
 /// Serves until `shutdown` fires; returns the bound address through `bound`.

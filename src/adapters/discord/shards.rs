@@ -120,7 +120,7 @@ impl Owner {
                     tracing::warn!(error = %e, "cannot read Discord's recommended shard count; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(pause, &cancel).await {
+            if !crate::tasks::sleep_or_cancel(pause, cancel).await {
                 return None;
             }
             pause = (pause * 2).min(Duration::from_secs(60));

@@ -213,7 +213,7 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram getMe failed; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(backoff, &cancel).await {
+            if !crate::tasks::sleep_or_cancel(backoff, cancel).await {
                 return None;
             }
             backoff = (backoff * 2).min(Duration::from_secs(60));
@@ -262,7 +262,7 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram setWebhook failed; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(backoff, &cancel).await {
+            if !crate::tasks::sleep_or_cancel(backoff, cancel).await {
                 return;
             }
             backoff = (backoff * 2).min(Duration::from_secs(60));
