@@ -1,5 +1,5 @@
 //! End to end through the Discord adapter: the real serenity client against the fake Discord in
-//! `tests/support/fake_discord`, the real core (`App::start`) against the fake model, SQLite.
+//! `test-support/src/fake_discord`, the real core (`App::start`) against the fake model, SQLite.
 //!
 //! Each test starts its own fake, model and daemon, and runs under a time bound, so a broken
 //! adapter fails a test instead of hanging the suite. Assertions are on what a Discord user

@@ -1,4 +1,4 @@
-//! Proves the fake Discord in `tests/support/fake_discord` against the real serenity 0.12.5
+//! Proves the fake Discord in `test-support/src/fake_discord` against the real serenity 0.12.5
 //! client, so adapter tests built on it test serenity's real behaviour and not the fake's.
 //!
 //! Each test starts its own fake and client. Every wait is bounded: a broken fake fails a test,

@@ -4,7 +4,7 @@
 //! these outcomes; a backend that passes here can be swapped in without them noticing.
 //!
 //! This file holds the list of contracts and their fixtures; the contracts themselves live in
-//! `tests/store_contract/`, the per-backend runner in `tests/support/backends.rs`. Nothing here mocks the store: every test runs real SQL.
+//! `tests/it/store_contract/`, the per-backend runner in `test-support/src/backends.rs`. Nothing here mocks the store: every test runs real SQL.
 
 use std::sync::Arc;
 use std::time::Duration;

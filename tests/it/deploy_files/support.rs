@@ -1,4 +1,4 @@
-//! Helpers for tests/deploy_files.rs: reading repo files, YAML as JSON, and building a
+//! Helpers for tests/it/deploy_files.rs: reading repo files, YAML as JSON, and building a
 //! `Config` the way the daemon does from a TOML file plus `HERALD_*` variables.
 
 use std::path::{Path, PathBuf};
