@@ -1,16 +1,15 @@
 //! A fixed-seed xorshift64* generator for tests and checks that want varied inputs which
-//! reproduce on every run and machine, with no dependency. The unit tests use it as
-//! `crate::test_rng` (`src/lib.rs`: the splitter's, the projector's scanner and cleaner); through
-//! `herald_test_support::rng`, `tests/it/compaction_golden.rs`, `examples/compaction_corpus.rs`
-//! and the fidelity transcripts (`test-support/src/fidelity/planted.rs`) do: the corpus digest
-//! and the fidelity figures depend on this exact sequence, so a change here changes every seeded
-//! case in all of them. A crate of its own, without herald, so the unit tests can link it.
+//! reproduce on every run and machine, with no dependency. Used as `crate::test_rng`
+//! for the unit tests (`src/lib.rs`: the splitter's, the projector's scanner and cleaner), and by
+//! `tests/it/compaction_golden.rs`, `examples/compaction_corpus.rs` and the fidelity transcripts
+//! (`test-support/src/fidelity/planted.rs`): the corpus digest and the fidelity figures depend on this
+//! exact sequence, so a change here changes every seeded case in all of them.
+//! A crate of its own, with no herald in it, so that herald's unit tests can link it too.
+#![allow(clippy::should_implement_trait)] // `next` is not `Iterator::next`: it never ends.
 
 pub struct Rng(pub u64);
 
 impl Rng {
-    /// Not `Iterator::next`: the generator never ends, and every caller wants the bare `u64`.
-    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
