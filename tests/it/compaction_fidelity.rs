@@ -5,13 +5,9 @@
 
 use herald::agent::compaction::{project, projection_budget_chars};
 
-use herald_test_support::fidelity::planted;
-use herald_test_support::fidelity::residue;
-use herald_test_support::fidelity::score;
-
-use planted::{planted, Planted};
-use residue::residue;
-use score::{score, Kind, Score};
+use herald_test_support::fidelity::planted::{planted, Planted};
+use herald_test_support::fidelity::residue::residue;
+use herald_test_support::fidelity::score::{score, Kind, Score};
 
 const SEEDS: [u64; 4] = [1, 2, 3, 4];
 /// Large enough that every section overflows its cap, small enough for a debug build.

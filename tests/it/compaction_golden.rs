@@ -11,8 +11,7 @@ use herald::agent::compaction::{carrier, check_faithful, project, ProjMessage};
 use herald::domain::{Role, ToolCall};
 use serde::Deserialize;
 
-use herald_test_support::rng;
-use rng::Rng;
+use herald_test_support::rng::Rng;
 
 const HEADINGS: [&str; 6] = [
     "## Goal",

@@ -7,11 +7,9 @@
 //! users' own view (replies recorded by the fake) must agree.
 //! `cargo run --example crash_loop` runs the long version and writes a report.
 
-use herald_test_support::promise;
-
 use std::time::Duration;
 
-use promise::crash::{run, CrashSpec, Via};
+use herald_test_support::promise::crash::{run, CrashSpec, Via};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_sigkills_under_load_lose_and_duplicate_nothing() {

@@ -4,12 +4,11 @@
 //! run out (the inbox row then ends `failed`) — and the failures must show in `/metrics` and in
 //! the log, where an operator looks.
 
-use herald_test_support::fake_llm;
-use herald_test_support::promise;
-
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
+
+use herald_test_support::{fake_llm, promise};
 
 use fake_llm::{FakeLlm, Step};
 use promise::census;

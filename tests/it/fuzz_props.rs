@@ -13,14 +13,13 @@ use herald::handoff::{is_handoff_word, is_wrapup_command, trim_capsule};
 use proptest::prelude::*;
 
 // The invariant checks, shared with the cargo-fuzz targets in fuzz/.
-use herald_test_support::invariants;
-use invariants::{
+use herald_test_support::invariants::{
     check_capsule_trim, check_event_round_trip, check_handoff_trigger, check_lane_key,
-    check_projection, check_split,
+    check_projection, check_split, Verdict,
 };
 
 /// A broken invariant as a proptest failure (shrunk and reported with its input).
-fn holds(verdict: invariants::Verdict) -> Result<(), TestCaseError> {
+fn holds(verdict: Verdict) -> Result<(), TestCaseError> {
     verdict.map_err(TestCaseError::fail)
 }
 

@@ -2,11 +2,9 @@
 //! debug `herald` binary, in both ways in (polling and webhook), at a size the suite affords.
 //! Every message must be answered exactly once.
 
-use herald_test_support::telegram_load;
-
 use std::time::Duration;
 
-use telegram_load::{Plan, Rig, Shape};
+use herald_test_support::telegram_load::{Plan, Rig, Shape};
 
 async fn closed_loop(webhook: bool, chats: usize, messages: usize) {
     let rig = Rig::start(webhook, None, &[]).await;

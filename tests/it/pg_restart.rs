@@ -9,14 +9,13 @@
 //! `initdb`/`pg_ctl` are found under /usr/lib/postgresql/*/bin; otherwise it prints why it
 //! skipped.
 
-use herald_test_support::fake_llm;
-use herald_test_support::promise;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use herald_test_support::{fake_llm, promise};
 
 use fake_llm::FakeLlm;
 use promise::census;

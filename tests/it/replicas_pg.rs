@@ -5,12 +5,11 @@
 //!
 //! Runs only when `DATABASE_URL` is set (CI sets it; `scripts/test` starts a private server).
 
-use herald_test_support::fake_llm;
-use herald_test_support::promise;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use herald_test_support::{fake_llm, promise};
 
 use fake_llm::FakeLlm;
 use promise::census::{self, Kill};
