@@ -251,7 +251,13 @@ fn dockerfile_env_is_real_config_and_needs_a_token() {
     }
     assert!(repo("deploy/docker/healthcheck").exists());
     let ignore = read(".dockerignore");
-    for copied in ["src/", "migrations/", "config/", "deploy/docker/"] {
+    for copied in [
+        "src/",
+        "migrations/",
+        "config/",
+        "deploy/docker/",
+        "test-support/",
+    ] {
         assert!(
             ignore.contains(&format!("!{copied}")),
             ".dockerignore keeps {copied}"
