@@ -15,6 +15,8 @@ COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY migrations ./migrations
 COPY config ./config
+# The dev-only test-support crates are workspace members: cargo loads them, never builds them here.
+COPY test-support ./test-support
 # Cache mounts keep the registry and the target dir between builds (BuildKit); the binary is
 # copied out because a cache mount is not part of the image layer.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -9,18 +9,9 @@
 //! --messages 20`. Prints a summary and writes `bench-results/load-<store>-<mode>.json` with a
 //! latency histogram and a throughput plot (SVG) beside it. docs/BENCHMARKS.md has the method.
 
-#[path = "../tests/support/fake_llm.rs"]
-#[allow(dead_code)]
-mod fake_llm;
-#[path = "../tests/support/fake_telegram/mod.rs"]
-#[allow(dead_code)]
-mod fake_telegram;
 #[path = "load/plot.rs"]
 mod plot;
-#[path = "../tests/support/promise/mod.rs"]
-mod promise;
-#[path = "../tests/support/telegram_load/mod.rs"]
-mod telegram_load;
+use herald_test_support::telegram_load;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

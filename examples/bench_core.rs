@@ -4,14 +4,10 @@
 //! Run: `cargo run --release --example bench_core` (build the binary first:
 //! `cargo build --release`). Prints a table and writes `bench-results/core.json`.
 
-#[path = "../tests/support/fake_llm.rs"]
-#[allow(dead_code)]
-mod fake_llm;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fake_llm::FakeLlm;
+use herald_test_support::fake_llm::FakeLlm;
 use serde_json::json;
 
 fn free_port() -> u16 {

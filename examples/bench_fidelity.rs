@@ -11,14 +11,7 @@
 use herald::agent::compaction::{project, projection_budget_chars};
 use serde_json::{json, Value};
 
-#[path = "support/cites.rs"]
-mod cites;
-#[path = "support/planted.rs"]
-mod planted;
-#[path = "support/residue.rs"]
-mod residue;
-#[path = "support/score.rs"]
-mod score;
+use herald_test_support::fidelity::{planted, score};
 
 use score::{Kind, Score};
 

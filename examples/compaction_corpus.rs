@@ -8,14 +8,12 @@
 //! `cargo run --release --example compaction_corpus > before.txt`.
 //! `CORPUS_CASES=N` sets the number of random cases (default 4,000).
 
-#[path = "../tests/support/rng.rs"]
-mod rng;
 #[path = "support/transcripts.rs"]
 mod transcripts;
 
 use herald::agent::compaction::{carrier, project, projection_budget_chars, ProjMessage};
 use herald::domain::{Role, ToolCall};
-use rng::Rng;
+use herald_test_support::rng::Rng;
 
 const FRAGMENTS: &[&str] = &[
     "error[E0382]: borrow of moved value",

@@ -8,14 +8,7 @@
 //! load comes through the fake Bot API server and its recorded replies are counted too).
 //! Prints a summary and writes `bench-results/crash_loop[_telegram][_postgres].json`.
 
-#[path = "../tests/support/fake_llm.rs"]
-#[allow(dead_code)]
-mod fake_llm;
-#[path = "../tests/support/fake_telegram/mod.rs"]
-#[allow(dead_code)]
-mod fake_telegram;
-#[path = "../tests/support/promise/mod.rs"]
-mod promise;
+use herald_test_support::promise;
 
 use std::time::Duration;
 

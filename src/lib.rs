@@ -20,7 +20,7 @@ pub mod store;
 pub mod tasks;
 pub mod telemetry;
 
-/// The seeded generator of the unit tests, shared with `tests/` and `examples/`.
+/// The seeded generator of the unit tests (`herald-test-rng`, a dev-dependency without herald
+/// in it), the same one `tests/` and `examples/` get through `herald_test_support::rng`.
 #[cfg(test)]
-#[path = "../tests/support/rng.rs"]
-mod test_rng;
+use herald_test_rng as test_rng;

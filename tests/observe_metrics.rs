@@ -1,14 +1,16 @@
 //! `/metrics` as a Prometheus scraper reads it, after a scripted conversation: the counters an
 //! operator alerts on move by exactly the amounts the conversation implies.
-
-mod support;
+//!
+//! Its own test binary, outside `tests/it/`: the Prometheus recorder is process-global, and
+//! the exact deltas and gauges asserted here would count the turns and outbox rows of every
+//! other app running in the same process.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use herald::app::App;
-use support::fake_llm::{FakeLlm, Step};
-use support::harness::{init, test_config, Client};
+use herald_test_support::fake_llm::{FakeLlm, Step};
+use herald_test_support::harness::{init, test_config, Client};
 
 type Labels<'a> = &'a [(&'a str, &'a str)];
 

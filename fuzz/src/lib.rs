@@ -1,13 +1,12 @@
-//! Helpers shared by the fuzz targets: the invariant checks (the same file
-//! `tests/fuzz_props.rs` uses, so each invariant is written once) and the shaping of raw
+//! Helpers shared by the fuzz targets: the invariant checks (herald-test-support's
+//! `invariants`, which `tests/it/fuzz_props.rs` uses too, so each invariant is written once) and the shaping of raw
 //! fuzzer bytes into structured inputs. No herald behaviour is reimplemented here.
 
 use herald::agent::compaction::ProjMessage;
 use herald::domain::{Role, ToolCall};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 
-#[path = "../../tests/support/invariants.rs"]
-pub mod invariants;
+pub use herald_test_support::invariants;
 
 /// Fails the fuzz run on a broken invariant: the panic is what libFuzzer records as a crash.
 pub fn holds(verdict: invariants::Verdict) {

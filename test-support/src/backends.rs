@@ -1,0 +1,117 @@
+//! Runs one store test body on every backend: SQLite (a fresh temp file per test) and Postgres
+//! (a fresh schema per test in the `DATABASE_URL` database, skipped when it is unset). Shared
+//! by the store contract files (`store_contract`, `handoff_store`, `handoff_nightly_store` in
+//! `tests/it/`) through `contract!`.
+//!
+//! Nothing here mocks the store: every body runs real SQL. A failing body's schema is still
+//! dropped before its panic is re-raised.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use herald::store::Store;
+use sqlx::{Connection, Executor};
+
+/// Pool size per test store: enough for the race contracts to run queries side by side.
+pub const POOL: u32 = 4;
+
+/// Runs `body` against a fresh SQLite file. `migrate` is false only for the migration
+/// contracts, which need a store on which `migrate` never ran.
+pub async fn on_sqlite<F, Fut>(migrate: bool, body: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("herald.db").display());
+    let store = herald::store::connect(&url, POOL)
+        .await
+        .expect("open sqlite");
+    let outcome = run_catching(store, migrate, body).await;
+    drop(dir);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Runs `body` against a fresh schema in the `DATABASE_URL` database, dropped afterwards
+/// (also when the body panics).
+pub async fn on_postgres<F, Fut>(migrate: bool, body: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Ok(admin_url) = std::env::var("DATABASE_URL") else {
+        println!("skipping postgres: DATABASE_URL not set");
+        return;
+    };
+    let schema = format!("herald_test_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(&admin_url)
+        .await
+        .expect("connect to DATABASE_URL");
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .await
+        .expect("create test schema");
+    // Every pooled connection starts with only the test schema on its search path, so the
+    // migrations and all queries land there.
+    let sep = if admin_url.contains('?') { '&' } else { '?' };
+    let url = format!("{admin_url}{sep}options[search_path]={schema}");
+    let store = herald::store::connect(&url, POOL)
+        .await
+        .expect("open postgres");
+    let outcome = run_catching(store, migrate, body).await;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+        .await
+        .expect("drop test schema");
+    let _ = admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Runs the body on its own task so that a failed assertion comes back as a value and the
+/// caller can still clean up before re-raising it.
+async fn run_catching<F, Fut>(
+    store: Arc<dyn Store>,
+    migrate: bool,
+    body: F,
+) -> Result<(), Box<dyn std::any::Any + Send>>
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    if migrate {
+        store.migrate().await.expect("migrate");
+    }
+    let outcome = tokio::spawn(body(store.clone())).await;
+    store.close().await;
+    outcome.map_err(|e| match e.try_into_panic() {
+        Ok(panic) => panic,
+        Err(e) => Box::new(format!("test task did not finish: {e}")),
+    })
+}
+
+/// One contract, two tests: `contract!(sqlite_name, postgres_name, path::to::body)`.
+/// `contract!(unmigrated ...)` hands the body a store on which `migrate` never ran. Four
+/// worker threads, so the race contracts really run their contenders side by side.
+#[macro_export]
+macro_rules! contract {
+    (unmigrated $sqlite:ident, $postgres:ident, $body:path) => {
+        $crate::contract!(@emit false, $sqlite, $postgres, $body);
+    };
+    ($sqlite:ident, $postgres:ident, $body:path) => {
+        $crate::contract!(@emit true, $sqlite, $postgres, $body);
+    };
+    (@emit $migrate:expr, $sqlite:ident, $postgres:ident, $body:path) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            $crate::backends::on_sqlite($migrate, $body).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            $crate::backends::on_postgres($migrate, $body).await;
+        }
+    };
+}

@@ -1,0 +1,84 @@
+//! End-to-end tests on each store backend: `App::start` on SQLite (the harness default, a file
+//! in the test's data folder) or on a fresh Postgres schema in the `DATABASE_URL` database,
+//! dropped afterwards, also when the test panics. Without `DATABASE_URL` the Postgres variant
+//! says so and passes, like the store contract tests.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use herald::config::{Config, Secret};
+use sqlx::{Connection, Executor};
+
+#[derive(Debug, Clone)]
+pub enum Db {
+    Sqlite,
+    /// A connection URL whose search path is the test's own schema.
+    Postgres(String),
+}
+
+impl Db {
+    /// Points `config` at this backend.
+    pub fn apply(&self, config: &mut Config) {
+        if let Db::Postgres(url) = self {
+            config.store.url = Some(Secret::new(url.clone()));
+        }
+    }
+}
+
+/// Runs `body` on SQLite.
+pub async fn on_sqlite<F, Fut>(body: F)
+where
+    F: FnOnce(Db) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    body(Db::Sqlite).await
+}
+
+/// Runs `body` on a fresh Postgres schema, dropped afterwards.
+pub async fn on_postgres<F, Fut>(body: F)
+where
+    F: FnOnce(Db) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let Ok(admin_url) = std::env::var("DATABASE_URL") else {
+        println!("skipping postgres: DATABASE_URL not set");
+        return;
+    };
+    let schema = format!("herald_e2e_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(&admin_url)
+        .await
+        .expect("connect to DATABASE_URL");
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .await
+        .expect("create test schema");
+    let sep = if admin_url.contains('?') { '&' } else { '?' };
+    let url = format!("{admin_url}{sep}options[search_path]={schema}");
+    let outcome = AssertUnwindSafe(body(Db::Postgres(url)))
+        .catch_unwind()
+        .await;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+        .await
+        .expect("drop test schema");
+    let _ = admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// `on_each_backend!(sqlite_test, postgres_test, body)`: one body, a test per backend.
+#[macro_export]
+macro_rules! on_each_backend {
+    ($sqlite:ident, $postgres:ident, $body:path) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $sqlite() {
+            $crate::db::on_sqlite($body).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $postgres() {
+            $crate::db::on_postgres($body).await;
+        }
+    };
+}

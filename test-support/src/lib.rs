@@ -1,0 +1,39 @@
+//! Test support, one dev-only crate shared by the integration tests (`tests/it/`), the examples
+//! and the load bench: fake servers that speak the real wire formats, the harnesses that start
+//! the real daemon core (or the real `herald` binary) against them, the store runners for both
+//! backends, the invariants of the pure rules, and the seeded fidelity transcripts.
+//!
+//! It exists so that this code is compiled once, not included by `#[path]` into every test
+//! binary. It depends on herald, so herald's own unit tests (`cfg(test)` in src/) must not use
+//! it: they would see a second herald. They take the generator from `herald-test-rng`, which
+//! this crate re-exports as [`rng`]. It must not reach into the daemon's memory beyond herald's
+//! public API.
+//!
+//! Without the default `fakes` feature only [`invariants`] and [`rng`] are built (fuzz/ uses
+//! that).
+
+#[cfg(feature = "fakes")]
+pub mod backends;
+#[cfg(feature = "fakes")]
+pub mod db;
+#[cfg(feature = "fakes")]
+pub mod fake_discord;
+#[cfg(feature = "fakes")]
+pub mod fake_llm;
+#[cfg(feature = "fakes")]
+pub mod fake_telegram;
+#[cfg(feature = "fakes")]
+pub mod fidelity;
+#[cfg(feature = "fakes")]
+pub mod handoff;
+#[cfg(feature = "fakes")]
+pub mod harness;
+pub mod invariants;
+#[cfg(feature = "fakes")]
+pub mod promise;
+#[cfg(feature = "fakes")]
+pub mod telegram;
+#[cfg(feature = "fakes")]
+pub mod telegram_load;
+
+pub use herald_test_rng as rng;

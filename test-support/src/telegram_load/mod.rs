@@ -1,0 +1,306 @@
+//! The Telegram load driver: the real `herald` binary as a child process, the fake Bot API
+//! server and the instant fake model in this process, and chats that talk to the daemon either
+//! in a closed loop (each chat sends its next message when the previous reply arrived) or an
+//! open loop (messages due at a fixed aggregate rate, whether or not earlier ones were
+//! answered, so latency includes queueing).
+//!
+//! Shared by `benches/load.rs` (which adds reports and plots) and `tests/it/load_smoke.rs` (which
+//! keeps it from rotting). It drives the daemon through this crate's `fake_telegram`, `fake_llm`
+//! and `promise` (for the daemon process and the store backend).
+//!
+//! Must not: reach into the daemon: it sees what Telegram would see, plus /proc.
+
+pub mod proc;
+pub mod tracker;
+pub mod transport;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use crate::fake_llm::FakeLlm;
+use crate::fake_telegram::FakeTelegram;
+use crate::promise::daemon::{free_port, herald_bin, Backend, Daemon, Spec};
+#[allow(unused_imports)] // Sample is for the bench's plots.
+pub use tracker::{Sample, Tally, Tracker};
+pub use transport::Transport;
+
+const TOKEN: &str = "123456:LOAD-bench-token";
+
+/// How the messages are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shape {
+    /// Every chat sends `messages`, each after the previous reply arrived.
+    Closed { messages: usize },
+    /// `rate` messages per second across the chats for `duration`; gaps are exponential
+    /// (Poisson arrivals) or all equal.
+    Open {
+        rate: f64,
+        duration: Duration,
+        poisson: bool,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Chat ids `first_chat .. first_chat + chats`.
+    pub chats: usize,
+    pub first_chat: i64,
+    pub shape: Shape,
+    /// A message with no reply this long after it went out is lost.
+    pub reply_timeout: Duration,
+}
+
+/// The daemon, the fakes and the way in, ready for load.
+pub struct Rig {
+    pub backend: Backend,
+    pub tg: Arc<FakeTelegram>,
+    pub llm: FakeLlm,
+    pub daemon: Daemon,
+    pub transport: Transport,
+    pub tracker: Tracker,
+    /// From spawn to the first 200 on /readyz.
+    pub ready_ms: f64,
+    /// From spawn until the Telegram adapter polls or has registered its webhook.
+    pub telegram_ready_ms: f64,
+}
+
+impl Rig {
+    /// Starts the fakes and `bin` (the `herald` next to the running binary when `None`) on a
+    /// fresh store: SQLite in a temp dir, or a fresh schema when `DATABASE_URL` is set. `env`
+    /// adds `HERALD_*` settings; Telegram pacing is off (the fakes have no flood limits).
+    pub async fn start(
+        webhook: bool,
+        bin: Option<std::path::PathBuf>,
+        env: &[(&str, &str)],
+    ) -> Rig {
+        crate::promise::init();
+        let backend = Backend::from_env().await;
+        let tg = Arc::new(FakeTelegram::start(TOKEN).await);
+        let llm = FakeLlm::start().await;
+        let data_dir = backend.dir.path().join("load");
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        let port = free_port();
+        let base_url = format!("http://127.0.0.1:{port}");
+        let mut settings: Vec<(String, String)> = vec![
+            ("HERALD_TELEGRAM__TOKEN".into(), TOKEN.into()),
+            ("HERALD_TELEGRAM__API_URL".into(), tg.url()),
+            ("HERALD_TELEGRAM__ALLOW_ALL_USERS".into(), "true".into()),
+            ("HERALD_TELEGRAM__PACING".into(), "false".into()),
+        ];
+        if webhook {
+            settings.extend([
+                ("HERALD_TELEGRAM__MODE".into(), "webhook".into()),
+                (
+                    "HERALD_TELEGRAM__WEBHOOK_URL".into(),
+                    format!("{base_url}/telegram/webhook"),
+                ),
+                (
+                    "HERALD_TELEGRAM__WEBHOOK_SECRET".into(),
+                    transport::WEBHOOK_SECRET.into(),
+                ),
+            ]);
+        }
+        // The caller's HERALD_* environment, then explicit settings, win over the defaults.
+        let owned = ["HERALD_STORE__URL", "HERALD_LLM__BASE_URL"];
+        settings.extend(
+            std::env::vars()
+                .filter(|(k, _)| k.starts_with("HERALD_") && !owned.contains(&k.as_str())),
+        );
+        settings.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let spec = Spec {
+            bin: bin.unwrap_or_else(herald_bin),
+            name: "load".into(),
+            port,
+            store_url: backend.url.clone(),
+            data_dir,
+            llm_url: llm.base_url(),
+            env: settings,
+        };
+        let started = Instant::now();
+        let daemon = Daemon::start(&spec, 0).await;
+        let ready_ms = daemon.ready_ms;
+        let deadline = started + Duration::from_secs(30);
+        loop {
+            let up = if webhook {
+                !tg.calls("setwebhook").is_empty()
+            } else {
+                !tg.calls("getupdates").is_empty()
+            };
+            if up {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the Telegram adapter never started; log:\n{}",
+                daemon.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let telegram_ready_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let transport = if webhook {
+            Transport::webhook(&base_url)
+        } else {
+            Transport::Polling(tg.clone())
+        };
+        let tracker = Tracker::start(tg.subscribe_sent());
+        Rig {
+            backend,
+            tg,
+            llm,
+            daemon,
+            transport,
+            tracker,
+            ready_ms,
+            telegram_ready_ms,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.daemon.pid()
+    }
+
+    /// Runs `plan` and returns its samples; what got no reply within the timeout is lost.
+    /// `grace` is waited afterwards so a late duplicate is still counted.
+    pub async fn run(&self, plan: &Plan, grace: Duration) -> Outcome {
+        let started_s = self.tracker.now_s();
+        let send_errors = match plan.shape {
+            Shape::Closed { messages } => self.closed(plan, messages).await,
+            Shape::Open {
+                rate,
+                duration,
+                poisson,
+            } => self.open(plan, rate, duration, poisson).await,
+        };
+        tokio::time::sleep(grace).await;
+        let mut tally = self.tracker.take();
+        for s in &mut tally.samples {
+            s.sent_s -= started_s;
+            s.done_s -= started_s;
+        }
+        Outcome { tally, send_errors }
+    }
+
+    async fn closed(&self, plan: &Plan, messages: usize) -> usize {
+        let mut chats = Vec::with_capacity(plan.chats);
+        for i in 0..plan.chats {
+            let chat = plan.first_chat + i as i64;
+            let (tracker, transport, timeout) = (
+                self.tracker.clone(),
+                self.transport.clone(),
+                plan.reply_timeout,
+            );
+            chats.push(tokio::spawn(async move {
+                let mut errors = 0;
+                for k in 0..messages {
+                    let text = format!("load c{chat} m{k}");
+                    let answered = tracker.expect(&text, Instant::now());
+                    if transport.send(chat, &text).await.is_err() {
+                        errors += 1;
+                    }
+                    // A timeout leaves the message registered: it is lost unless it arrives
+                    // before the end.
+                    let _ = tokio::time::timeout(timeout, answered).await;
+                }
+                errors
+            }));
+        }
+        let mut errors = 0;
+        for chat in chats {
+            errors += chat.await.unwrap_or(1);
+        }
+        errors
+    }
+
+    async fn open(&self, plan: &Plan, rate: f64, duration: Duration, poisson: bool) -> usize {
+        let start = tokio::time::Instant::now();
+        let end = start + duration;
+        let mut due = start;
+        let mut sends = Vec::new();
+        let mut k = 0usize;
+        while due < end {
+            tokio::time::sleep_until(due).await;
+            let chat = plan.first_chat + (k % plan.chats.max(1)) as i64;
+            let text = format!("load c{chat} m{k}");
+            // Latency counts from when the message was due, so a driver that falls behind
+            // shows up as queueing instead of hiding it.
+            // Nobody waits on this message's reply; the tracker still times and counts it.
+            drop(self.tracker.expect(&text, due.into_std()));
+            let transport = self.transport.clone();
+            sends.push(tokio::spawn(async move {
+                transport.send(chat, &text).await.is_err()
+            }));
+            k += 1;
+            let gap = if poisson {
+                let u: f64 = rand::rng().random_range(f64::EPSILON..1.0);
+                -u.ln() / rate
+            } else {
+                1.0 / rate
+            };
+            due += Duration::from_secs_f64(gap);
+        }
+        let mut errors = 0;
+        for send in sends {
+            errors += usize::from(send.await.unwrap_or(true));
+        }
+        let deadline = tokio::time::Instant::now() + plan.reply_timeout;
+        while self.tracker.outstanding() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        errors
+    }
+
+    /// Stops the daemon and drops the Postgres schema, if any.
+    pub async fn finish(self) {
+        drop(self.daemon);
+        self.backend.cleanup().await;
+    }
+}
+
+/// One phase's result.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub tally: Tally,
+    /// Messages the transport could not hand over (webhook never answered 200).
+    pub send_errors: usize,
+}
+
+impl Outcome {
+    pub fn replies(&self) -> usize {
+        self.tally.samples.len()
+    }
+
+    /// Sorted latencies in milliseconds.
+    pub fn latencies_ms(&self) -> Vec<f64> {
+        let mut l: Vec<f64> = self.tally.samples.iter().map(|s| s.latency_ms).collect();
+        l.sort_by(f64::total_cmp);
+        l
+    }
+
+    /// From the first message out to the last reply in, in seconds.
+    pub fn span_s(&self) -> f64 {
+        let first = self
+            .tally
+            .samples
+            .iter()
+            .map(|s| s.sent_s)
+            .fold(f64::MAX, f64::min);
+        let last = self
+            .tally
+            .samples
+            .iter()
+            .map(|s| s.done_s)
+            .fold(0.0, f64::max);
+        (last - first).max(f64::EPSILON)
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}

@@ -1,0 +1,145 @@
+//! A real crash: the `herald` binary is killed with SIGKILL in the middle of a turn and started
+//! again on the same data folder. The message must be answered exactly once.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use herald_test_support::fake_llm::{FakeLlm, Step};
+use herald_test_support::harness::{init, Client};
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn spawn_daemon(data: &std::path::Path, port: u16, llm: &FakeLlm) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(data)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HERALD_LLM__BASE_URL", llm.base_url())
+        .env("HERALD_LLM__MODEL", "fake-model")
+        .env("HERALD_LLM__TIMEOUT_SECS", "60")
+        .env("HERALD_LANES__LEASE_TTL_SECS", "2")
+        .env("HERALD_LANES__HEARTBEAT_SECS", "1")
+        .env("HERALD_LANES__RESCAN_SECS", "1")
+        .env("HERALD_LOG__LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start herald")
+}
+
+async fn wait_ready(client: &Client) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(r) = reqwest::get(format!("{}/readyz", client.base)).await {
+            if r.status().is_success() {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "daemon never became ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn sigkill_mid_turn_then_restart_answers_exactly_once() {
+    init();
+    let llm = FakeLlm::start().await;
+    llm.push(Step::Hang);
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let client = Client::for_addr(&format!("127.0.0.1:{port}"));
+
+    let mut first = spawn_daemon(data.path(), port, &llm);
+    wait_ready(&client).await;
+    let base = client.base.clone();
+    let pending = tokio::spawn(async move {
+        let _ = reqwest::Client::new()
+            .post(format!("{base}/api/v1/chat"))
+            .json(&serde_json::json!({"lane": "web:crash", "text": "survive this"}))
+            .send()
+            .await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while llm.request_count() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the turn never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().expect("SIGKILL");
+    first.wait().unwrap();
+    pending.abort();
+
+    // Restart on the same data folder; the model answers now.
+    let mut second = spawn_daemon(data.path(), port, &llm);
+    wait_ready(&client).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let transcript = loop {
+        let t = client.transcript("web:crash").await;
+        if t.len() >= 2 {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "no answer after restart: {t:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Give a duplicate every chance to appear before counting.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let transcript_after = client.transcript("web:crash").await;
+    assert_eq!(transcript_after, transcript);
+    assert_eq!(
+        transcript,
+        vec![
+            ("user".to_string(), "survive this".to_string()),
+            (
+                "assistant".to_string(),
+                "reply to: survive this".to_string()
+            ),
+        ]
+    );
+    assert_eq!(llm.request_count(), 2, "one call per process, no more");
+
+    // The same question through the API again: the store says it was answered once.
+    let (_, body) = client.chat("web:crash", "and now?").await;
+    assert_eq!(body["reply"], Value::from("reply to: and now?"));
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    let store = herald::store::connect(
+        &format!("sqlite://{}", data.path().join("herald.db").display()),
+        1,
+    )
+    .await
+    .unwrap();
+    let rows = store.outbox_recent(10).await.unwrap();
+    let answers: Vec<_> = rows
+        .iter()
+        .filter(|r| r.text == "reply to: survive this")
+        .collect();
+    assert_eq!(answers.len(), 1, "one outbox row for the answer");
+    assert_eq!(answers[0].status, "sent");
+    let inbox = store
+        .inbox_get(answers[0].inbox_id.unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(inbox.attempts, 2, "first attempt died with the process");
+    let turns = store
+        .turns(&herald::domain::LaneKey::new("web:crash"), 10)
+        .await
+        .unwrap();
+    assert_eq!(turns[0].status, "running", "the killed turn never finished");
+    assert!(
+        turns[1].token > turns[0].token,
+        "the restart took the lease over"
+    );
+}

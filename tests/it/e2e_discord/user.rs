@@ -1,0 +1,122 @@
+//! Discord, as a user meets it (issue 15): a media-only message is answered, not dropped; a
+//! slash command from a sender approved through pairing runs like a typed one; a refused
+//! sender's `/stop` stops nothing. Same harness as the parent file.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{bounded, start, CHANNEL, DM, GUILD, STRANGER, USER, WAIT};
+use herald_test_support::fake_discord::payloads::{message, MessageParts};
+use herald_test_support::fake_llm::Step;
+
+#[tokio::test]
+async fn an_image_or_a_sticker_alone_gets_an_answer() {
+    bounded("media", async {
+        let env = start(|_| {}).await;
+        let mut m = message(MessageParts {
+            id: 9_000_001,
+            channel_id: DM,
+            guild_id: None,
+            author_id: USER,
+            content: "",
+            mentions: vec![],
+            reference: None,
+        });
+        m["attachments"] = json!([{
+            "id": "5001", "filename": "cat.png", "size": 1024,
+            "url": "https://cdn.example/cat.png", "proxy_url": "https://cdn.example/cat.png",
+            "content_type": "image/png", "width": 10, "height": 10
+        }]);
+        env.fake.dispatch("MESSAGE_CREATE", m.clone());
+        m["id"] = json!("9000002");
+        m["attachments"] = json!([]);
+        m["sticker_items"] = json!([{"id": "7001", "name": "wave", "format_type": 1}]);
+        env.fake.dispatch("MESSAGE_CREATE", m);
+        let sent = env.sent_settled(2).await;
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        for (s, what) in sent.iter().zip(["an image", "a sticker"]) {
+            assert!(
+                s.content
+                    .starts_with(&format!("I received {what} but I can only read text")),
+                "{}",
+                s.content
+            );
+        }
+        assert_eq!(env.llm.request_count(), 0);
+        env.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() {
+    bounded("slash auth", async {
+        let env = start(|_| {}).await;
+        env.fake
+            .wait_for("slash commands registered", WAIT, |f| {
+                (f.registered_commands().len() >= 4).then_some(())
+            })
+            .await;
+        // The stranger asks in a DM, gets a code, and the operator approves it.
+        env.fake
+            .dispatch_message_create(DM + 1, None, STRANGER, "let me in", false, None);
+        env.fake.wait_for_sent(1, WAIT).await;
+        let store = env.app().store.clone();
+        let code = store.pairing_pending().await.unwrap()[0].code.clone();
+        store.pairing_approve("discord", &code).await.unwrap();
+
+        let (_, token) =
+            env.fake
+                .dispatch_interaction_create(DM + 1, None, STRANGER, "status", &[]);
+        let ack = env
+            .fake
+            .wait_for("the acknowledgement", WAIT, |f| {
+                f.followups().into_iter().find(|x| x.token == token)
+            })
+            .await;
+        assert_eq!(
+            ack.body["content"],
+            "Checking; the status follows in this channel."
+        );
+        let sent = env.sent_settled(2).await;
+        assert!(sent[1].content.starts_with("No session yet"), "{sent:?}");
+
+        // A turn runs in the guild channel; someone not allowed tries to stop it.
+        env.llm.push(Step::Delay(
+            Duration::from_millis(1_500),
+            Box::new(Step::Reply("the long answer".into())),
+        ));
+        env.fake.dispatch_message_create(
+            CHANNEL,
+            Some(GUILD),
+            USER,
+            &format!(
+                "<@{}> think hard",
+                herald_test_support::fake_discord::BOT_USER_ID
+            ),
+            true,
+            None,
+        );
+        let llm = env.llm.clone();
+        env.fake
+            .wait_for("the turn to start", WAIT, move |_| {
+                (llm.request_count() >= 1).then_some(())
+            })
+            .await;
+        let (_, token) =
+            env.fake
+                .dispatch_interaction_create(CHANNEL, Some(GUILD), STRANGER + 1, "stop", &[]);
+        let ack = env
+            .fake
+            .wait_for("the refusal", WAIT, |f| {
+                f.followups().into_iter().find(|x| x.token == token)
+            })
+            .await;
+        assert_eq!(ack.body["content"], "You are not allowed to use this bot.");
+        let sent = env.sent_settled(3).await;
+        assert_eq!(sent[2].content, "the long answer", "{sent:?}");
+        env.stop().await;
+    })
+    .await;
+}

@@ -1,0 +1,113 @@
+//! Pairing: an unknown user who writes in a private chat gets a one-time code; the operator
+//! approves it with the CLI; from then on the user talks to the agent. Groups stay silent.
+
+use herald::app::App;
+use herald::domain::{ChatType, MessageEvent, Platform};
+use herald::store::InboxStatus;
+use herald_test_support::fake_llm::FakeLlm;
+use herald_test_support::harness::{init, settled, test_config};
+
+fn dm(sender: &str, text: &str) -> MessageEvent {
+    let mut ev = MessageEvent::text(Platform::Telegram, sender, sender, text);
+    ev.sender_name = format!("user {sender}");
+    ev
+}
+
+#[tokio::test]
+async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = App::start(test_config(&llm, &data)).await.unwrap();
+
+    // First message: a code, no model call.
+    let id = app.ingest.ingest(&dm("555", "hello?")).await.unwrap().id();
+    assert_eq!(settled(&*app.store, id).await.status, InboxStatus::Skipped);
+    let reply = app.store.outbox_for_inbox(id).await.unwrap();
+    assert_eq!(reply.len(), 1);
+    let text = &reply[0].text;
+    assert!(text.contains("pairing code"), "{text}");
+    let pending = app.store.pairing_pending().await.unwrap();
+    assert_eq!(pending.len(), 1);
+    let code = pending[0].code.clone();
+    assert!(text.contains(&code) && text.contains("herald pairing approve telegram"));
+    assert_eq!(code.len(), 8);
+
+    // Writing again right away: no new code and no reminder spam.
+    let id2 = app.ingest.ingest(&dm("555", "hello??")).await.unwrap().id();
+    assert_eq!(settled(&*app.store, id2).await.status, InboxStatus::Skipped);
+    assert!(app.store.outbox_for_inbox(id2).await.unwrap().is_empty());
+    assert_eq!(app.store.pairing_pending().await.unwrap().len(), 1);
+
+    // A stranger in a group gets nothing at all.
+    let mut group = dm("777", "hi all");
+    group.chat_id = "-100".into();
+    group.chat_type = ChatType::Group;
+    let id3 = app.ingest.ingest(&group).await.unwrap().id();
+    assert_eq!(settled(&*app.store, id3).await.status, InboxStatus::Skipped);
+    assert!(app.store.outbox_for_inbox(id3).await.unwrap().is_empty());
+    assert_eq!(llm.request_count(), 0);
+
+    // The operator approves with the CLI (lower-case input is accepted). The child is awaited,
+    // not waited for: a blocking wait would freeze this runtime, and with it an app task that
+    // may be inside a write transaction, until the CLI's busy timeout ran out.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["pairing", "approve", "telegram", &code.to_lowercase()])
+        .env_clear()
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("approved telegram sender 555"));
+
+    let id4 = app.ingest.ingest(&dm("555", "now?")).await.unwrap().id();
+    assert_eq!(settled(&*app.store, id4).await.status, InboxStatus::Done);
+    assert_eq!(llm.request_count(), 1);
+    assert_eq!(
+        app.store.outbox_for_inbox(id4).await.unwrap()[0].text,
+        "reply to: now?"
+    );
+
+    // The same code cannot be approved twice.
+    let again = tokio::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["pairing", "approve", "telegram", &code])
+        .env_clear()
+        .output()
+        .await
+        .unwrap();
+    assert!(!again.status.success());
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("no pending, unexpired pairing code"), "{err}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn pending_codes_are_capped() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut config = test_config(&llm, &data);
+    config.pairing.max_pending = 2;
+    let app = App::start(config).await.unwrap();
+    let mut replies = Vec::new();
+    for sender in ["1", "2", "3"] {
+        let id = app.ingest.ingest(&dm(sender, "hi")).await.unwrap().id();
+        settled(&*app.store, id).await;
+        replies.push(app.store.outbox_for_inbox(id).await.unwrap().len());
+    }
+    assert_eq!(
+        replies,
+        [1, 1, 0],
+        "the third unknown sender is not answered"
+    );
+    assert_eq!(app.store.pairing_pending().await.unwrap().len(), 2);
+    app.shutdown().await;
+}

@@ -1,0 +1,271 @@
+//! The handoff part of the store contract, on SQLite (a fresh temp file per test) and on
+//! Postgres (a fresh schema per test, when `DATABASE_URL` is set): one pending marker per lane,
+//! taken once and never by the session it summarizes, stale markers deleted unread, and at most
+//! one build per lane across replicas.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald::domain::LaneKey;
+use herald::store::{now_ms, NewCapsule, Store};
+
+use herald_test_support::contract;
+
+const HOUR_MS: i64 = 3_600_000;
+const MAX_AGE: Duration = Duration::from_secs(36 * 3600);
+
+contract!(sqlite_marker_rules, postgres_marker_rules, marker_rules);
+contract!(
+    sqlite_new_capsule_replaces_marker,
+    postgres_new_capsule_replaces_marker,
+    replaces
+);
+contract!(
+    sqlite_stale_marker_deleted_unread,
+    postgres_stale_marker_deleted_unread,
+    stale
+);
+contract!(
+    sqlite_consume_race_exactly_once,
+    postgres_consume_race_exactly_once,
+    race
+);
+contract!(
+    sqlite_one_build_per_lane,
+    postgres_one_build_per_lane,
+    build_claim
+);
+
+fn capsule(lane: &LaneKey, session: &str, status: &str, text: &str, age_ms: i64) -> NewCapsule {
+    NewCapsule {
+        lane: lane.to_string(),
+        session_id: session.into(),
+        status: status.into(),
+        text: text.into(),
+        message_count: 6,
+        confidential: false,
+        created_at: now_ms() - age_ms,
+    }
+}
+
+async fn marker_rules(store: Arc<dyn Store>) {
+    let lane = LaneKey::new("web:rules");
+    let id = store
+        .capsule_put(
+            &capsule(&lane, "s1", "ok", "## Working on\nmirror fix", 0),
+            true,
+        )
+        .await
+        .unwrap();
+    // The summarized session asks: nothing, and the marker stays.
+    let own = store
+        .pending_consume(&lane, "s1", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(own.capsule, None);
+    assert!(store.capsule_latest(&lane).await.unwrap().unwrap().pending);
+    // Another lane's session never sees it.
+    let other = LaneKey::new("web:elsewhere");
+    assert_eq!(
+        store
+            .pending_consume(&other, "s2", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
+    // A new session gets it once.
+    let got = store
+        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    let c = got.capsule.expect("the new session receives the capsule");
+    assert_eq!(
+        (c.id, c.text.as_str(), c.session_id.as_str()),
+        (id, "## Working on\nmirror fix", "s1")
+    );
+    // Its first turn was abandoned before committing (killed, lease lost): the retried first
+    // turn of the same session receives the same capsule, not nothing.
+    let again = store
+        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(again.capsule.map(|c| c.id), Some(id));
+    assert_eq!(
+        store
+            .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
+    let latest = store.capsule_latest(&lane).await.unwrap().unwrap();
+    assert_eq!((latest.status.as_str(), latest.pending), ("ok", false));
+
+    // A failed build is recorded for operators but is not a capsule to hand over or build on.
+    store
+        .capsule_put(&capsule(&lane, "s3", "too_short", "", 0), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.capsule_latest(&lane).await.unwrap().unwrap().status,
+        "too_short"
+    );
+    assert_eq!(
+        store
+            .capsule_latest_written(&lane)
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        id
+    );
+    assert_eq!(
+        store
+            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
+}
+
+async fn replaces(store: Arc<dyn Store>) {
+    let lane = LaneKey::new("telegram:42");
+    store
+        .capsule_put(&capsule(&lane, "s1", "ok", "first", 0), true)
+        .await
+        .unwrap();
+    let second = store
+        .capsule_put(&capsule(&lane, "s2", "degraded", "second", 0), true)
+        .await
+        .unwrap();
+    let got = store
+        .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(
+        got.capsule.map(|c| (c.id, c.text)),
+        Some((second, "second".to_string()))
+    );
+    assert_eq!(
+        store
+            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .await
+            .unwrap()
+            .capsule,
+        None
+    );
+}
+
+async fn stale(store: Arc<dyn Store>) {
+    let old = LaneKey::new("web:old");
+    store
+        .capsule_put(
+            &capsule(&old, "s1", "ok", "last week's plan", 37 * HOUR_MS),
+            true,
+        )
+        .await
+        .unwrap();
+    let got = store
+        .pending_consume(&old, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(
+        (got.capsule, got.expired),
+        (None, 1),
+        "a 37 h old marker is deleted unread"
+    );
+    assert!(!store.capsule_latest(&old).await.unwrap().unwrap().pending);
+
+    let recent = LaneKey::new("web:recent");
+    store
+        .capsule_put(
+            &capsule(&recent, "s1", "ok", "yesterday", 35 * HOUR_MS),
+            true,
+        )
+        .await
+        .unwrap();
+    let got = store
+        .pending_consume(&recent, "s2", MAX_AGE, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(got.capsule.map(|c| c.text), Some("yesterday".to_string()));
+}
+
+async fn race(store: Arc<dyn Store>) {
+    const LANES: usize = 12;
+    for i in 0..LANES {
+        let lane = LaneKey::new(&format!("web:race{i}"));
+        store
+            .capsule_put(&capsule(&lane, "old", "ok", "x", 0), true)
+            .await
+            .unwrap();
+    }
+    let mut tasks = Vec::new();
+    for i in 0..LANES {
+        for worker in ["replica-a", "replica-b"] {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let lane = LaneKey::new(&format!("web:race{i}"));
+                let got = store
+                    .pending_consume(&lane, &format!("{worker}-session"), MAX_AGE, now_ms())
+                    .await
+                    .unwrap();
+                (i, got.capsule.is_some())
+            }));
+        }
+    }
+    let mut taken = [0usize; LANES];
+    for t in tasks {
+        let (i, got) = t.await.unwrap();
+        taken[i] += usize::from(got);
+    }
+    assert_eq!(taken, [1; LANES], "every marker is taken exactly once");
+}
+
+async fn build_claim(store: Arc<dyn Store>) {
+    let lane = LaneKey::new("web:claim");
+    let long = Duration::from_secs(60);
+    assert!(store.handoff_claim(&lane, "a/1", long).await.unwrap());
+    assert!(
+        !store.handoff_claim(&lane, "b/1", long).await.unwrap(),
+        "one build per lane"
+    );
+    store.handoff_release(&lane, "b/1").await.unwrap();
+    assert!(
+        !store.handoff_claim(&lane, "b/1", long).await.unwrap(),
+        "only the holder releases"
+    );
+    store.handoff_release(&lane, "a/1").await.unwrap();
+    assert!(store.handoff_claim(&lane, "b/1", long).await.unwrap());
+
+    // A claim from a crashed replica expires.
+    let other = LaneKey::new("web:crashed");
+    assert!(store
+        .handoff_claim(&other, "dead/1", Duration::ZERO)
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(store.handoff_claim(&other, "live/1", long).await.unwrap());
+
+    // Racing claims: exactly one wins.
+    let raced = LaneKey::new("web:raced");
+    let tasks: Vec<_> = (0..6)
+        .map(|i| {
+            let store = store.clone();
+            let lane = raced.clone();
+            tokio::spawn(async move {
+                store
+                    .handoff_claim(&lane, &format!("r/{i}"), long)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut wins = 0;
+    for t in tasks {
+        wins += usize::from(t.await.unwrap());
+    }
+    assert_eq!(wins, 1);
+}

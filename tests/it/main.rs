@@ -1,0 +1,50 @@
+//! The integration tests, one binary: one module per area (each was its own test binary once).
+//! A single binary links herald and the dependencies once instead of once per file, which is
+//! most of a cold test build's time and of target/'s size. The fakes and harnesses the modules
+//! share live in the `herald-test-support` crate (test-support/), not in this folder.
+//!
+//! The modules run as threads of one process, so none may change process-global state another
+//! module can see: no `std::env::set_var`, no change of the current directory, no fixed ports,
+//! no metrics recorder or tracing subscriber of its own (the daemon's are installed once and
+//! shared; `harness::init` tolerates an existing subscriber). Asserting exact values of the
+//! process-global Prometheus recorder is the one thing that cannot share a process with other
+//! apps: that test is `tests/observe_metrics.rs`, its own binary.
+//!
+//! `cargo test --test it <module>::` runs one area, e.g. `cargo test --test it e2e_telegram::`.
+
+mod compaction_fidelity;
+mod compaction_golden;
+mod context_store;
+mod crash_loop;
+mod crash_restart;
+mod deploy_files;
+mod e2e_context;
+mod e2e_cron;
+mod e2e_cron_replicas;
+mod e2e_delivery;
+mod e2e_discord;
+mod e2e_discord_shards;
+mod e2e_handoff;
+mod e2e_handoff_nightly;
+mod e2e_pairing;
+mod e2e_prompt;
+mod e2e_security;
+mod e2e_telegram;
+mod e2e_user;
+mod e2e_web;
+mod fake_discord_selftest;
+mod fake_telegram_selftest;
+mod faults;
+mod fuzz_props;
+mod handoff_nightly_store;
+mod handoff_store;
+mod load_smoke;
+mod observe_admin;
+mod observe_doctor;
+mod observe_logs;
+mod observe_traces;
+mod ops_cli;
+mod pg_restart;
+mod replicas_pg;
+mod store_contract;
+mod tidy;
