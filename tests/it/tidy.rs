@@ -104,7 +104,13 @@ pub fn check(rel: &str, text: &str) -> Vec<String> {
         }
         if module == "domain" {
             for io in [
-                "tokio", "sqlx", "reqwest", "axum", "std::fs", "std::net", "hyper",
+                "tokio::",
+                "sqlx::",
+                "reqwest::",
+                "axum::",
+                "std::fs",
+                "std::net",
+                "hyper::",
             ] {
                 if words(line, io) {
                     out.push(format!("{rel}:{n}: {io} in src/domain (pure types only)"));
