@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{api_error, row, Guard, HttpState, RouteRow};
-use crate::cron::parse_schedule;
+use crate::domain::cron::parse_schedule;
 use crate::domain::LaneKey;
 use crate::store::{now_ms, StoreError};
 

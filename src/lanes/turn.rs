@@ -15,7 +15,7 @@ use crate::agent::context::{ContextEngine, Known, Prepared};
 use crate::agent::prompt::{build_system_prompt, load_sources, PromptParts};
 use crate::agent::tools::ToolContext;
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
-use crate::cron::{is_silent, parse_target, Target};
+use crate::domain::cron::{is_silent, Target};
 use crate::domain::{Control, MessageEvent, Platform, Role};
 use crate::hooks::PreLlmContext;
 use crate::store::{
@@ -334,15 +334,8 @@ impl Worker {
             return;
         }
         let label = ev.chat_id.clone();
-        for spec in &ev.deliver_to {
-            let target = match parse_target(spec) {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::warn!(target = %spec, error = %e, "skipping an invalid delivery target");
-                    continue;
-                }
-            };
-            let (platform, chat, thread) = match &target {
+        for target in &ev.deliver_to {
+            let (platform, chat, thread) = match target {
                 Target::Telegram { chat, thread } => {
                     (Platform::Telegram, chat.clone(), thread.clone())
                 }

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::cron_types::*;
-use super::{PgStore, SqliteStore, StoreError, StoreResult};
-use crate::cron::JobSpec;
+use super::{StoreError, StoreResult};
+use crate::domain::cron::JobSpec;
 
 #[async_trait]
 pub trait CronStore: Send + Sync {
@@ -56,11 +56,13 @@ pub trait CronStore: Send + Sync {
     async fn cron_fires(&self, job: Option<&str>, limit: i64) -> StoreResult<Vec<CronFire>>;
 }
 
-const JOB_COLS: &str = "name, spec, source, paused, anchor_at, resumed_at, created_at, updated_at";
-const FIRE_COLS: &str = "id, job, scheduled_at, manual, status, claimed_by, claim_until, \
+pub(super) const JOB_COLS: &str =
+    "name, spec, source, paused, anchor_at, resumed_at, created_at, updated_at";
+pub(super) const FIRE_COLS: &str =
+    "id, job, scheduled_at, manual, status, claimed_by, claim_until, \
      attempts, inbox_id, started_at, ended_at, missed_count, deliveries, note, created_at";
 
-const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
+pub(super) const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
        (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at) \
      VALUES ($1, $2, $3, 'config', 0, $4, $4, $4) \
      ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, \
@@ -69,7 +71,7 @@ const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
        schedule_key = excluded.schedule_key \
      WHERE cron_jobs.source = 'config' AND cron_jobs.spec <> excluded.spec";
 
-const FIRE_INSERT: &str = "INSERT INTO cron_fires \
+pub(super) const FIRE_INSERT: &str = "INSERT INTO cron_fires \
        (job, scheduled_at, manual, status, claimed_by, claim_until, attempts, started_at, \
         missed_count, note, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
@@ -77,7 +79,7 @@ const FIRE_INSERT: &str = "INSERT INTO cron_fires \
 
 /// What decides whether a config change moves the schedule's anchor. `enabled` is part of it:
 /// a job switched back on starts afresh instead of catching up the time it was off.
-fn schedule_key(spec: &JobSpec) -> String {
+pub(super) fn schedule_key(spec: &JobSpec) -> String {
     format!(
         "{}|{}|{}",
         spec.schedule.trim(),
@@ -86,7 +88,7 @@ fn schedule_key(spec: &JobSpec) -> String {
     )
 }
 
-fn job_from_row<R: Row>(row: &R) -> Result<CronJobRow, StoreError>
+pub(super) fn job_from_row<R: Row>(row: &R) -> Result<CronJobRow, StoreError>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
@@ -107,7 +109,7 @@ where
     })
 }
 
-fn fire_from_row<R: Row>(row: &R) -> Result<CronFire, StoreError>
+pub(super) fn fire_from_row<R: Row>(row: &R) -> Result<CronFire, StoreError>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
@@ -137,7 +139,13 @@ where
 
 macro_rules! cron_store_impl {
     ($ty:ty) => {
-        #[async_trait]
+        // An anonymous const gives the expansion its own imports: it runs in the backend
+        // module, but its body names this file's items.
+        const _: () = {
+        use super::cron::*;
+        use super::cron_types::*;
+        use crate::domain::cron::JobSpec;
+        #[async_trait::async_trait]
         impl CronStore for $ty {
             async fn cron_sync_config(&self, jobs: &[JobSpec], now: i64) -> StoreResult<()> {
                 for spec in jobs {
@@ -344,8 +352,8 @@ macro_rules! cron_store_impl {
                 rows.iter().map(fire_from_row).collect()
             }
         }
+        };
     };
 }
 
-cron_store_impl!(SqliteStore);
-cron_store_impl!(PgStore);
+pub(super) use cron_store_impl;
