@@ -73,7 +73,7 @@ pub async fn outcome(
         .outbox_for_inbox(inbox.id)
         .await?
         .into_iter()
-        .map(|r| r.lane)
+        .map(|r| r.lane.to_string())
         .collect();
     lanes.sort();
     lanes.dedup();

@@ -41,6 +41,25 @@ impl Platform {
     }
 }
 
+/// A platform name this binary does not know (a row written by a newer release, or a typo).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown platform {0:?}")]
+pub struct UnknownPlatform(pub String);
+
+impl TryFrom<String> for Platform {
+    type Error = UnknownPlatform;
+    fn try_from(s: String) -> Result<Platform, UnknownPlatform> {
+        Platform::parse(&s).ok_or(UnknownPlatform(s))
+    }
+}
+
+/// Rows compare with the platform's name (`row.platform == "telegram"`).
+impl PartialEq<&str> for Platform {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 impl std::fmt::Display for Platform {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

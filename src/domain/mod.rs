@@ -8,6 +8,8 @@ mod event;
 mod lane;
 mod message;
 
-pub use event::{Attachment, ChatType, Control, MessageEvent, MessageKind, Platform};
+pub use event::{
+    Attachment, ChatType, Control, MessageEvent, MessageKind, Platform, UnknownPlatform,
+};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use message::{Role, ToolCall};

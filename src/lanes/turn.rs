@@ -308,8 +308,8 @@ impl Worker {
             .enumerate()
             .map(|(i, chunk)| NewOutbox {
                 idem_key: format!("{}:{}:{kind}:{i}", self.lane, row.id),
-                lane: self.lane.to_string(),
-                platform: ev.platform.as_str().to_string(),
+                lane: self.lane.clone(),
+                platform: ev.platform,
                 chat_id: ev.chat_id.clone(),
                 thread_id: ev.thread_id.clone(),
                 reply_to: Some(ev.platform_message_id.clone()),
@@ -355,8 +355,8 @@ impl Worker {
             {
                 commit.outbox.push(NewOutbox {
                     idem_key: format!("{lane}:{}:{}:brief:{i}", self.lane, row.id),
-                    lane: lane.to_string(),
-                    platform: platform.as_str().to_string(),
+                    lane: lane.clone(),
+                    platform,
                     chat_id: chat.clone(),
                     thread_id: thread.clone(),
                     reply_to: None,

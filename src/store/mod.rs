@@ -20,6 +20,7 @@ mod pairing;
 mod postgres;
 mod search;
 mod sqlite;
+mod status;
 mod transcript;
 mod turns;
 mod tx;

@@ -192,7 +192,7 @@ macro_rules! outbox_store_impl {
                  AND substr(idem_key, 1, CAST($5 AS INTEGER)) = $6",
             )
             .bind("not sent: an earlier chunk of this reply failed for good")
-            .bind(&failed.lane)
+            .bind(failed.lane.as_str())
             .bind(failed.id)
             .bind(failed.chunk_index)
             .bind(reply_key.chars().count() as i64)

@@ -147,8 +147,8 @@ macro_rules! store_tx_helpers {
                  ON CONFLICT (idem_key) DO NOTHING",
             )
             .bind(&o.idem_key)
-            .bind(&o.lane)
-            .bind(&o.platform)
+            .bind(o.lane.as_str())
+            .bind(o.platform.as_str())
             .bind(&o.chat_id)
             .bind(&o.thread_id)
             .bind(&o.reply_to)
