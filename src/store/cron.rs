@@ -4,7 +4,8 @@
 //! an `INSERT … ON CONFLICT DO NOTHING RETURNING`, so of any number of schedulers (threads,
 //! processes, replicas on one Postgres) exactly one gets the id back and runs the fire. This
 //! module holds SQL only; when to fire and what a run's outcome means is `crate::cron`'s work.
-//! The SQL text is shared by both backends (`$N` placeholders, epoch-ms integers).
+//! The SQL text is shared by both backends (`$N` placeholders, epoch-ms integers) through
+//! [`cron_store_impl`], expanded in `sqlite.rs` and `postgres.rs` like every store impl macro.
 
 use async_trait::async_trait;
 use sqlx::Row;

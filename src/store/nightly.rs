@@ -5,7 +5,8 @@
 //! never fills up with rows a later filter would drop. The budget is an atomic upsert on the
 //! `kv` table: however many passes (a restart mid-pass, a second replica whose role lease
 //! expired) draw from one night, the count never passes the cap. What a capsule says and when
-//! a pass runs is `crate::handoff::nightly`'s work, not this module's.
+//! a pass runs is `crate::handoff::nightly`'s work, not this module's. The impl is
+//! [`nightly_store_impl`], expanded in `sqlite.rs` and `postgres.rs` like every store impl macro.
 
 use async_trait::async_trait;
 use serde::Serialize;

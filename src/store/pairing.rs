@@ -1,5 +1,6 @@
 //! Pairing requests and the store-kept allowlist they feed. A separate trait (a supertrait of
-//! `Store`) so that the feature's SQL stays in one file; both backends share the text.
+//! `Store`) so that the feature's SQL stays in one file; both backends share the text through
+//! [`pairing_store_impl`], expanded in `sqlite.rs` and `postgres.rs` like every store impl macro.
 
 use async_trait::async_trait;
 use serde::Serialize;
