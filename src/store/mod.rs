@@ -177,6 +177,14 @@ pub async fn connect(url: &str, max_connections: u32) -> StoreResult<Arc<dyn Sto
     }
 }
 
+/// A backend's pools, for the store code that is ordinary generic code over `sqlx::Database`
+/// (`kv.rs`): writes go to `writer`, reads that may run beside it to `reader`.
+pub(crate) trait Pools: Send + Sync {
+    type Db: sqlx::Database;
+    fn writer(&self) -> &sqlx::Pool<Self::Db>;
+    fn reader(&self) -> &sqlx::Pool<Self::Db>;
+}
+
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }

@@ -81,15 +81,23 @@ impl PgStore {
     }
 }
 
+impl super::Pools for PgStore {
+    type Db = Postgres;
+    fn writer(&self) -> &PgPool {
+        &self.pool
+    }
+    fn reader(&self) -> &PgPool {
+        &self.reader
+    }
+}
+
 store_tx_helpers!(Postgres);
 super::handoff::handoff_store_impl!(PgStore);
 super::context::context_store_impl!(PgStore, Postgres);
 super::inbox::inbox_store_impl!(PgStore);
-super::leases::lease_store_impl!(PgStore);
 super::transcript::transcript_store_impl!(PgStore);
 super::turns::turn_store_impl!(PgStore);
 super::outbox::outbox_store_impl!(PgStore);
-super::kv::kv_store_impl!(PgStore);
 super::pairing::pairing_store_impl!(PgStore);
 super::nightly::nightly_store_impl!(PgStore);
 super::cron::cron_store_impl!(PgStore);

@@ -81,15 +81,23 @@ impl SqliteStore {
     }
 }
 
+impl super::Pools for SqliteStore {
+    type Db = Sqlite;
+    fn writer(&self) -> &SqlitePool {
+        &self.pool
+    }
+    fn reader(&self) -> &SqlitePool {
+        &self.reader
+    }
+}
+
 store_tx_helpers!(Sqlite);
 super::handoff::handoff_store_impl!(SqliteStore);
 super::context::context_store_impl!(SqliteStore, Sqlite);
 super::inbox::inbox_store_impl!(SqliteStore);
-super::leases::lease_store_impl!(SqliteStore);
 super::transcript::transcript_store_impl!(SqliteStore);
 super::turns::turn_store_impl!(SqliteStore);
 super::outbox::outbox_store_impl!(SqliteStore);
-super::kv::kv_store_impl!(SqliteStore);
 super::pairing::pairing_store_impl!(SqliteStore);
 super::nightly::nightly_store_impl!(SqliteStore);
 super::cron::cron_store_impl!(SqliteStore);
