@@ -5,13 +5,14 @@
 //! never fills up with rows a later filter would drop. The budget is an atomic upsert on the
 //! `kv` table: however many passes (a restart mid-pass, a second replica whose role lease
 //! expired) draw from one night, the count never passes the cap. What a capsule says and when
-//! a pass runs is `crate::handoff::nightly`'s work, not this module's. The impl is
-//! [`nightly_store_impl`], expanded in `sqlite.rs` and `postgres.rs` like every store impl macro.
+//! a pass runs is `crate::handoff::nightly`'s work, not this module's. Ordinary generic code over
+//! `sqlx::Database`: one impl for every backend that names its pools ([`super::Pools`]).
 
 use async_trait::async_trait;
 use serde::Serialize;
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
-use super::StoreResult;
+use super::{Pools, StoreResult};
 use crate::domain::{LaneKey, MessageEvent};
 
 /// The guard rails of one pass, as absolute bounds (epoch ms) so the caller owns the clock.
@@ -74,74 +75,59 @@ pub(super) const RESERVE: &str = "INSERT INTO kv (key, value, updated_at) VALUES
      ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(kv.value AS BIGINT) + 1 AS TEXT), \
      updated_at = excluded.updated_at WHERE CAST(kv.value AS BIGINT) < $2 RETURNING value";
 
-macro_rules! nightly_store_impl {
-    ($ty:ty) => {
-        // An anonymous const gives the expansion its own imports: it runs in the backend
-        // module, but its body names this file's items.
-        const _: () = {
-            use super::nightly::*;
-            use crate::domain::{LaneKey, MessageEvent};
-            #[async_trait::async_trait]
-            impl NightlyStore for $ty {
-                async fn nightly_candidates(
-                    &self,
-                    q: &CandidateQuery,
-                ) -> StoreResult<Vec<NightlyCandidate>> {
-                    let rows: Vec<(String, String, i64, i64)> =
-                        sqlx::query_as(sqlx::AssertSqlSafe(candidates_sql()))
-                            .bind(q.min_messages)
-                            .bind(q.active_since)
-                            .bind(q.idle_before)
-                            .bind(q.limit)
-                            .fetch_all(&self.pool)
-                            .await?;
-                    Ok(rows
-                        .into_iter()
-                        .map(|(lane, session_id, messages, last_at)| NightlyCandidate {
-                            lane,
-                            session_id,
-                            messages,
-                            last_at,
-                        })
-                        .collect())
-                }
+#[async_trait]
+impl<S> NightlyStore for S
+where
+    S: Pools,
+    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
+    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
+    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
+    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
+    (String,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+    (String, String, i64, i64): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+{
+    async fn nightly_candidates(&self, q: &CandidateQuery) -> StoreResult<Vec<NightlyCandidate>> {
+        let rows: Vec<(String, String, i64, i64)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(candidates_sql()))
+                .bind(q.min_messages)
+                .bind(q.active_since)
+                .bind(q.idle_before)
+                .bind(q.limit)
+                .fetch_all(self.writer())
+                .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(lane, session_id, messages, last_at)| NightlyCandidate {
+                lane,
+                session_id,
+                messages,
+                last_at,
+            })
+            .collect())
+    }
 
-                async fn lane_last_event(
-                    &self,
-                    lane: &LaneKey,
-                ) -> StoreResult<Option<MessageEvent>> {
-                    let row: Option<(String,)> = sqlx::query_as(
-                        "SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1",
-                    )
-                    .bind(lane.as_str())
-                    .fetch_optional(&self.pool)
-                    .await?;
-                    match row {
-                        Some((json,)) => Ok(Some(serde_json::from_str(&json)?)),
-                        None => Ok(None),
-                    }
-                }
+    async fn lane_last_event(&self, lane: &LaneKey) -> StoreResult<Option<MessageEvent>> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1")
+                .bind(lane.as_str())
+                .fetch_optional(self.writer())
+                .await?;
+        match row {
+            Some((json,)) => Ok(Some(serde_json::from_str(&json)?)),
+            None => Ok(None),
+        }
+    }
 
-                async fn nightly_reserve(
-                    &self,
-                    key: &str,
-                    cap: i64,
-                    now: i64,
-                ) -> StoreResult<Option<i64>> {
-                    if cap < 1 {
-                        return Ok(None);
-                    }
-                    let row: Option<(String,)> = sqlx::query_as(RESERVE)
-                        .bind(key)
-                        .bind(cap)
-                        .bind(now)
-                        .fetch_optional(&self.pool)
-                        .await?;
-                    Ok(row.and_then(|(v,)| v.parse().ok()))
-                }
-            }
-        };
-    };
+    async fn nightly_reserve(&self, key: &str, cap: i64, now: i64) -> StoreResult<Option<i64>> {
+        if cap < 1 {
+            return Ok(None);
+        }
+        let row: Option<(String,)> = sqlx::query_as(RESERVE)
+            .bind(key)
+            .bind(cap)
+            .bind(now)
+            .fetch_optional(self.writer())
+            .await?;
+        Ok(row.and_then(|(v,)| v.parse().ok()))
+    }
 }
-
-pub(super) use nightly_store_impl;
