@@ -185,6 +185,24 @@ pub(crate) trait Pools: Send + Sync {
     fn reader(&self) -> &sqlx::Pool<Self::Db>;
 }
 
+/// The count of rows a statement changed, which sqlx keeps on each backend's own result type
+/// rather than behind a trait; generic store code bounds on this.
+pub(crate) trait RowsAffected {
+    fn rows_affected(&self) -> u64;
+}
+
+impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
+    fn rows_affected(&self) -> u64 {
+        sqlx::sqlite::SqliteQueryResult::rows_affected(self)
+    }
+}
+
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn rows_affected(&self) -> u64 {
+        sqlx::postgres::PgQueryResult::rows_affected(self)
+    }
+}
+
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }

@@ -99,7 +99,6 @@ super::transcript::transcript_store_impl!(PgStore);
 super::turns::turn_store_impl!(PgStore);
 super::outbox::outbox_store_impl!(PgStore);
 super::pairing::pairing_store_impl!(PgStore);
-super::cron::cron_store_impl!(PgStore);
 
 store_impl!(PgStore, MIGRATOR, {
     fn backend(&self) -> &'static str {

@@ -99,7 +99,6 @@ super::transcript::transcript_store_impl!(SqliteStore);
 super::turns::turn_store_impl!(SqliteStore);
 super::outbox::outbox_store_impl!(SqliteStore);
 super::pairing::pairing_store_impl!(SqliteStore);
-super::cron::cron_store_impl!(SqliteStore);
 
 store_impl!(SqliteStore, MIGRATOR, {
     fn backend(&self) -> &'static str {
