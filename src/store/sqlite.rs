@@ -16,7 +16,9 @@ use sqlx::{Sqlite, SqlitePool};
 
 use super::common::{self, store_impl};
 use super::search;
-use super::tx::store_tx_helpers;
+use super::tx::{
+    check_lease, check_session_write, insert_inbox, insert_message, insert_outbox, set_flags,
+};
 use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
@@ -91,7 +93,6 @@ impl super::Pools for SqliteStore {
     }
 }
 
-store_tx_helpers!(Sqlite);
 super::handoff::handoff_store_impl!(SqliteStore);
 super::context::context_store_impl!(SqliteStore, Sqlite);
 super::inbox::inbox_store_impl!(SqliteStore);
