@@ -79,8 +79,8 @@ pub trait ContextStore: Send + Sync {
     ) -> StoreResult<Vec<i64>>;
 }
 
-/// Expands `impl ContextStore for $ty`; must be invoked in a backend module, after
-/// `store_tx_helpers!`, where `self.pool`, `self.begin()` and the helpers are in scope.
+/// Expands `impl ContextStore for $ty`; must be invoked in a backend module, where
+/// `self.pool`, `self.begin()` and the `tx.rs` helpers are in scope.
 macro_rules! context_store_impl {
     ($ty:ty, $db:ty) => {
         #[async_trait::async_trait]
