@@ -1,11 +1,11 @@
-//! Cron-delivered briefs: the scheduling rules, the fire ledger's rules and the scheduler task.
+//! Cron-delivered briefs: the fire ledger's rules and the scheduler task.
 //!
 //! A job (`[[cron.jobs]]`) is validated once, its schedule says when it fires, the catch-up
 //! rule says what to run after downtime, and its targets say where the reply goes: that pure
-//! half is `crate::domain::cron`, because config, store and lanes name those types. The [`scheduler`]
-//! task and the [`ledger`] rules are the I/O half: each fire is claimed once through a unique
-//! (job, scheduled_at) ledger row and becomes an inbox event in the job's lane; the lane
-//! workers run and deliver it. Nothing here sends a message.
+//! half is `crate::domain::cron`, because config, store and lanes name those types. The
+//! [`scheduler`] task and the [`ledger`] rules are the I/O half: each fire is claimed once
+//! through a unique (job, scheduled_at) ledger row and becomes an inbox event in the job's
+//! lane; the lane workers run and deliver it. Nothing here sends a message.
 
 pub mod ledger;
 pub mod scheduler;
