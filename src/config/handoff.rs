@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use crate::cron::{parse_schedule, Schedule, ScheduleError};
+use crate::domain::cron::{parse_schedule, Schedule, ScheduleError};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -286,7 +286,7 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     if let Err((key, message)) = c.handoff.nightly_schedule() {
         return Err(ConfigError::Key { key, message });
     }
-    if let Err((i, e)) = crate::cron::check_jobs(&c.cron.jobs, &c.delivery_platforms()) {
+    if let Err((i, e)) = crate::domain::cron::check_jobs(&c.cron.jobs, &c.delivery_platforms()) {
         return Err(ConfigError::Invalid(format!(
             "cron.jobs[{i}].{}: {e}",
             e.key()

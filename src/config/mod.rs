@@ -279,7 +279,7 @@ impl Default for PairingConfig {
 pub struct CronConfig {
     /// Run the scheduler in this process (every replica may: each fire is claimed once).
     pub enabled: bool,
-    pub jobs: Vec<crate::cron::JobSpec>,
+    pub jobs: Vec<crate::domain::cron::JobSpec>,
 }
 
 impl Default for CronConfig {

@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::job::ValidJob;
+use crate::domain::cron::ValidJob;
 use crate::domain::{MessageEvent, Platform};
 use crate::store::{
     CronFire, FireOutcome, FireStatus, InboxRow, InboxStatus, NewFire, Store, StoreError,
@@ -33,7 +33,7 @@ pub fn fire_event(job: &ValidJob, key: &str, scheduled_at: DateTime<Utc>) -> Mes
     ev.platform_message_id = key.to_string();
     ev.internal = true;
     ev.timestamp = scheduled_at;
-    ev.deliver_to = job.targets.iter().map(|t| t.to_string()).collect();
+    ev.deliver_to = job.targets.clone();
     ev
 }
 
@@ -73,7 +73,7 @@ pub async fn outcome(
         .outbox_for_inbox(inbox.id)
         .await?
         .into_iter()
-        .map(|r| r.lane)
+        .map(|r| r.lane.to_string())
         .collect();
     lanes.sort();
     lanes.dedup();
@@ -189,6 +189,7 @@ mod tests {
         assert_eq!(ev.lane().as_str(), "cron:brief");
         assert!(ev.internal);
         assert_eq!(ev.text, "Write it.");
-        assert_eq!(ev.deliver_to, ["telegram:-100:7", "web:main"]);
+        let targets: Vec<String> = ev.deliver_to.iter().map(|t| t.to_string()).collect();
+        assert_eq!(targets, ["telegram:-100:7", "web:main"]);
     }
 }

@@ -15,10 +15,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::check::check_job;
-use super::job::{JobSpec, ValidJob};
 use super::ledger::{fire_event, fire_key, outcome};
-use super::{due_fires, Due};
+use crate::domain::cron::{check_job, due_fires, Due, JobSpec, ValidJob};
 use crate::domain::Platform;
 use crate::lanes::Ingest;
 use crate::store::{CronFire, CronJobRow, NewFire, Store, StoreResult};

@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::{Outbounds, SendError};
-use crate::domain::Platform;
 use crate::store::{now_ms, NewOutbox, OutboxRow, Store, StoreError};
 
 pub struct Sender {
@@ -95,7 +94,7 @@ impl Sender {
     async fn deliver(&self, rows: Vec<OutboxRow>) {
         let mut by_lane: BTreeMap<String, Vec<OutboxRow>> = BTreeMap::new();
         for r in rows {
-            by_lane.entry(r.lane.clone()).or_default().push(r);
+            by_lane.entry(r.lane.to_string()).or_default().push(r);
         }
         let lanes = by_lane.into_values().map(|rows| self.deliver_lane(rows));
         futures::future::join_all(lanes).await;
@@ -151,7 +150,7 @@ impl Sender {
         let notice = NewOutbox {
             idem_key: format!("{reply_key}notice:0"),
             lane: row.lane.clone(),
-            platform: row.platform.clone(),
+            platform: row.platform,
             chat_id: row.chat_id.clone(),
             thread_id: row.thread_id.clone(),
             reply_to: row.reply_to.clone(),
@@ -166,7 +165,7 @@ impl Sender {
         {
             Ok(stopped) => {
                 if stopped > 0 || row.chunk_index > 0 {
-                    metrics::counter!("herald_outbox_replies_cut_total", "platform" => row.platform.clone()).increment(1);
+                    metrics::counter!("herald_outbox_replies_cut_total", "platform" => row.platform.as_str()).increment(1);
                     tracing::warn!(lane = %row.lane, outbox_id = row.id, stopped, "a reply chunk failed for good; the rest of the reply is replaced by a notice");
                 }
             }
@@ -179,9 +178,7 @@ impl Sender {
 
     /// Whether the row was sent, failed for good, or stays queued (holding back its lane).
     async fn deliver_one(&self, row: &OutboxRow) -> Delivery {
-        let Some(platform) = Platform::parse(&row.platform) else {
-            return self.give_up(row, "unknown platform").await;
-        };
+        let platform = row.platform;
         let Some(outbound) = self.outbounds.get(platform) else {
             let _ = self.store.outbox_release(row.id).await;
             return Delivery::Held;
@@ -189,9 +186,9 @@ impl Sender {
         let started = std::time::Instant::now();
         match outbound.send(row).await {
             Ok(platform_id) => {
-                metrics::counter!("herald_outbox_sent_total", "platform" => row.platform.clone())
+                metrics::counter!("herald_outbox_sent_total", "platform" => row.platform.as_str())
                     .increment(1);
-                metrics::histogram!("herald_send_duration_seconds", "platform" => row.platform.clone())
+                metrics::histogram!("herald_send_duration_seconds", "platform" => row.platform.as_str())
                     .record(started.elapsed().as_secs_f64());
                 if let Err(e) = self.mark_sent(row.id, &platform_id).await {
                     tracing::error!(error = %e, outbox_id = row.id, "sent but could not record it");
@@ -200,20 +197,20 @@ impl Sender {
                 Delivery::Sent
             }
             Err(err) => {
-                metrics::counter!("herald_platform_send_errors_total", "platform" => row.platform.clone(), "kind" => error_kind(&err)).increment(1);
+                metrics::counter!("herald_platform_send_errors_total", "platform" => row.platform.as_str(), "kind" => error_kind(&err)).increment(1);
                 let attempts = row.attempts + 1;
                 let give_up =
                     matches!(err, SendError::Permanent(_)) || attempts >= self.max_attempts;
                 let wait = match &err {
                     SendError::RetryAfter(d) => {
-                        metrics::counter!("herald_rate_limit_waits_total", "platform" => row.platform.clone()).increment(1);
+                        metrics::counter!("herald_rate_limit_waits_total", "platform" => row.platform.as_str()).increment(1);
                         *d
                     }
                     _ => backoff(attempts),
                 };
                 tracing::warn!(lane = %row.lane, outbox_id = row.id, attempts, error = %err, give_up, "reply chunk not delivered");
                 if give_up {
-                    metrics::counter!("herald_outbox_failed_total", "platform" => row.platform.clone()).increment(1);
+                    metrics::counter!("herald_outbox_failed_total", "platform" => row.platform.as_str()).increment(1);
                 }
                 let next = now_ms() + wait.as_millis() as i64;
                 if let Err(e) = self
@@ -230,14 +227,6 @@ impl Sender {
                 }
             }
         }
-    }
-
-    async fn give_up(&self, row: &OutboxRow, why: &str) -> Delivery {
-        let _ = self
-            .store
-            .outbox_mark_retry(row.id, why, now_ms(), true)
-            .await;
-        Delivery::GaveUp
     }
 
     /// Recording a send must survive a brief store outage: retry a few times.

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::cron::{deserialize_targets, Target};
 use super::LaneKey;
 
 /// Where an event came from (and where its replies go).
@@ -37,6 +38,25 @@ impl Platform {
             "cron" => Some(Platform::Cron),
             _ => None,
         }
+    }
+}
+
+/// A platform name this binary does not know (a row written by a newer release, or a typo).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown platform {0:?}")]
+pub struct UnknownPlatform(pub String);
+
+impl TryFrom<String> for Platform {
+    type Error = UnknownPlatform;
+    fn try_from(s: String) -> Result<Platform, UnknownPlatform> {
+        Platform::parse(&s).ok_or(UnknownPlatform(s))
+    }
+}
+
+/// Rows compare with the platform's name (`row.platform == "telegram"`).
+impl PartialEq<&str> for Platform {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -119,9 +139,10 @@ pub struct MessageEvent {
     #[serde(default)]
     pub control: Option<Control>,
     /// Deliver the reply to these targets (`telegram:<chat>[:<thread>]`, `web:<name>`, …)
-    /// instead of the originating chat: scheduled runs use it.
-    #[serde(default)]
-    pub deliver_to: Vec<String>,
+    /// instead of the originating chat: scheduled runs use it. Parsed once, where the event is
+    /// made; stored as the targets' string form.
+    #[serde(default, deserialize_with = "deserialize_targets")]
+    pub deliver_to: Vec<Target>,
     /// The sender's role ids where the platform has roles (Discord guild members); checked
     /// against a role allowlist by the auth hook.
     #[serde(default)]

@@ -78,6 +78,26 @@ impl LaneKey {
     }
 }
 
+/// A key read back from the store (or typed by an operator); see [`LaneKey::parse`].
+impl From<String> for LaneKey {
+    fn from(s: String) -> LaneKey {
+        LaneKey::parse(&s)
+    }
+}
+
+/// Rows compare with the key's text (`row.lane == "web:main"`).
+impl PartialEq<&str> for LaneKey {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for LaneKey {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
 impl fmt::Display for LaneKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -1,12 +1,15 @@
-//! Pure domain types shared by every layer: events, lanes, messages.
+//! Pure domain types shared by every layer: events, lanes, messages, cron jobs and targets.
 //!
 //! Nothing here does I/O or names a platform crate or sqlx; adapters and the store translate
 //! to and from these types at their edges.
 
+pub mod cron;
 mod event;
 mod lane;
 mod message;
 
-pub use event::{Attachment, ChatType, Control, MessageEvent, MessageKind, Platform};
+pub use event::{
+    Attachment, ChatType, Control, MessageEvent, MessageKind, Platform, UnknownPlatform,
+};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use message::{Role, ToolCall};

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::builder::{BuildJob, Builder, Trigger};
 use crate::config::HandoffConfig;
-use crate::cron::Schedule;
+use crate::domain::cron::Schedule;
 use crate::domain::LaneKey;
 use crate::store::{CandidateQuery, NightlyCandidate, StoreError};
 

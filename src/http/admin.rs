@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{api_error, row, Guard, HttpState, RouteRow};
-use crate::cron::parse_schedule;
+use crate::domain::cron::parse_schedule;
 use crate::domain::LaneKey;
 use crate::store::{now_ms, StoreError};
 
@@ -105,13 +105,13 @@ async fn lane_views(state: &HttpState, limit: i64) -> Result<Vec<LaneView>, Stor
             } else {
                 "idle"
             },
-            busy_here: busy.contains(&l.lane),
+            busy_here: busy.contains(l.lane.as_str()),
             lease_holder: l.lease_holder,
             lease_expires_at: l.lease_expires_at,
             queue: l.pending,
             last_activity: l.last_activity,
             session_id: l.session_id,
-            lane: l.lane,
+            lane: l.lane.to_string(),
         })
         .collect())
 }
@@ -241,7 +241,7 @@ async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Res
     };
     let mut out = Vec::new();
     for l in lanes {
-        match store.capsule_latest(&LaneKey::parse(&l.lane)).await {
+        match store.capsule_latest(&l.lane).await {
             Ok(Some(c)) => out.push(json!({
                 "lane": c.lane,
                 "status": c.status,

@@ -94,8 +94,8 @@ impl Worker {
             Control::Notice { key, text } => {
                 let notice = NewOutbox {
                     idem_key: key.clone(),
-                    lane: self.lane.to_string(),
-                    platform: ev.platform.as_str().to_string(),
+                    lane: self.lane.clone(),
+                    platform: ev.platform,
                     chat_id: ev.chat_id.clone(),
                     thread_id: ev.thread_id.clone(),
                     // Not a reply: the control event's id is no platform message.

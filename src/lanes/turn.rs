@@ -15,7 +15,7 @@ use crate::agent::context::{ContextEngine, Known, Prepared};
 use crate::agent::prompt::{build_system_prompt, load_sources, PromptParts};
 use crate::agent::tools::ToolContext;
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
-use crate::cron::{is_silent, parse_target, Target};
+use crate::domain::cron::{is_silent, Target};
 use crate::domain::{Control, MessageEvent, Platform, Role};
 use crate::hooks::PreLlmContext;
 use crate::store::{
@@ -307,8 +307,8 @@ impl Worker {
             .enumerate()
             .map(|(i, chunk)| NewOutbox {
                 idem_key: format!("{}:{}:{kind}:{i}", self.lane, row.id),
-                lane: self.lane.to_string(),
-                platform: ev.platform.as_str().to_string(),
+                lane: self.lane.clone(),
+                platform: ev.platform,
                 chat_id: ev.chat_id.clone(),
                 thread_id: ev.thread_id.clone(),
                 reply_to: Some(ev.platform_message_id.clone()),
@@ -333,15 +333,8 @@ impl Worker {
             return;
         }
         let label = ev.chat_id.clone();
-        for spec in &ev.deliver_to {
-            let target = match parse_target(spec) {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::warn!(target = %spec, error = %e, "skipping an invalid delivery target");
-                    continue;
-                }
-            };
-            let (platform, chat, thread) = match &target {
+        for target in &ev.deliver_to {
+            let (platform, chat, thread) = match target {
                 Target::Telegram { chat, thread } => {
                     (Platform::Telegram, chat.clone(), thread.clone())
                 }
@@ -361,8 +354,8 @@ impl Worker {
             {
                 commit.outbox.push(NewOutbox {
                     idem_key: format!("{lane}:{}:{}:brief:{i}", self.lane, row.id),
-                    lane: lane.to_string(),
-                    platform: platform.as_str().to_string(),
+                    lane: lane.clone(),
+                    platform,
                     chat_id: chat.clone(),
                     thread_id: thread.clone(),
                     reply_to: None,

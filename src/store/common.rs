@@ -12,7 +12,7 @@ use sqlx::Row;
 
 use super::types::*;
 use super::{StoreError, StoreResult};
-use crate::domain::{MessageEvent, Role, ToolCall};
+use crate::domain::{LaneKey, MessageEvent, Role, ToolCall};
 
 pub(super) const INBOX_COLS: &str =
     "id, lane, event, status, attempts, note, session_id, reply_message_id, received_at";
@@ -52,11 +52,12 @@ where
     let event: String = row.try_get("event")?;
     let event: MessageEvent = serde_json::from_str(&event)?;
     let status: String = row.try_get("status")?;
+    let lane: String = row.try_get("lane")?;
     Ok(InboxRow {
         id: row.try_get("id")?,
-        lane: row.try_get("lane")?,
+        lane: LaneKey::parse(&lane),
         event,
-        status: InboxStatus::parse(&status),
+        status: InboxStatus::parse(&status)?,
         attempts: row.try_get("attempts")?,
         note: row.try_get("note")?,
         session_id: row.try_get("session_id")?,

@@ -4,7 +4,7 @@
 //!
 //! A separate trait (a supertrait of [`super::Store`]) so that other pieces add their own
 //! store methods the same way without touching one long trait. The SQL is shared by both
-//! backends through [`context_impl!`], expanded inside `sqlite.rs` and `postgres.rs` where the
+//! backends through [`context_store_impl!`], expanded inside `sqlite.rs` and `postgres.rs` where the
 //! pool and the transaction helpers live. It must not decide anything: the rules (when to
 //! compact, when the breaker trips) are in `agent::context`.
 
@@ -79,9 +79,9 @@ pub trait ContextStore: Send + Sync {
     ) -> StoreResult<Vec<i64>>;
 }
 
-/// Expands `impl ContextStore for $ty`; must be invoked in a backend module, after
-/// `store_tx_helpers!`, where `self.pool`, `self.begin()` and the helpers are in scope.
-macro_rules! context_impl {
+/// Expands `impl ContextStore for $ty`; must be invoked in a backend module, where
+/// `self.pool`, `self.begin()` and the `tx.rs` helpers are in scope.
+macro_rules! context_store_impl {
     ($ty:ty, $db:ty) => {
         #[async_trait::async_trait]
         impl super::context::ContextStore for $ty {
@@ -234,4 +234,4 @@ macro_rules! context_impl {
     };
 }
 
-pub(super) use context_impl;
+pub(super) use context_store_impl;

@@ -4,14 +4,17 @@
 //! an `INSERT … ON CONFLICT DO NOTHING RETURNING`, so of any number of schedulers (threads,
 //! processes, replicas on one Postgres) exactly one gets the id back and runs the fire. This
 //! module holds SQL only; when to fire and what a run's outcome means is `crate::cron`'s work.
-//! The SQL text is shared by both backends (`$N` placeholders, epoch-ms integers).
+//! The SQL text is shared by both backends (`$N` placeholders, epoch-ms integers): ordinary
+//! generic code over `sqlx::Database`, one impl for every backend that names its pools
+//! ([`super::Pools`]).
 
 use async_trait::async_trait;
 use sqlx::Row;
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::cron_types::*;
-use super::{PgStore, SqliteStore, StoreError, StoreResult};
-use crate::cron::JobSpec;
+use super::{Pools, RowsAffected, StoreError, StoreResult};
+use crate::domain::cron::JobSpec;
 
 #[async_trait]
 pub trait CronStore: Send + Sync {
@@ -56,11 +59,13 @@ pub trait CronStore: Send + Sync {
     async fn cron_fires(&self, job: Option<&str>, limit: i64) -> StoreResult<Vec<CronFire>>;
 }
 
-const JOB_COLS: &str = "name, spec, source, paused, anchor_at, resumed_at, created_at, updated_at";
-const FIRE_COLS: &str = "id, job, scheduled_at, manual, status, claimed_by, claim_until, \
+pub(super) const JOB_COLS: &str =
+    "name, spec, source, paused, anchor_at, resumed_at, created_at, updated_at";
+pub(super) const FIRE_COLS: &str =
+    "id, job, scheduled_at, manual, status, claimed_by, claim_until, \
      attempts, inbox_id, started_at, ended_at, missed_count, deliveries, note, created_at";
 
-const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
+pub(super) const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
        (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at) \
      VALUES ($1, $2, $3, 'config', 0, $4, $4, $4) \
      ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at, \
@@ -69,7 +74,7 @@ const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
        schedule_key = excluded.schedule_key \
      WHERE cron_jobs.source = 'config' AND cron_jobs.spec <> excluded.spec";
 
-const FIRE_INSERT: &str = "INSERT INTO cron_fires \
+pub(super) const FIRE_INSERT: &str = "INSERT INTO cron_fires \
        (job, scheduled_at, manual, status, claimed_by, claim_until, attempts, started_at, \
         missed_count, note, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
@@ -77,7 +82,7 @@ const FIRE_INSERT: &str = "INSERT INTO cron_fires \
 
 /// What decides whether a config change moves the schedule's anchor. `enabled` is part of it:
 /// a job switched back on starts afresh instead of catching up the time it was off.
-fn schedule_key(spec: &JobSpec) -> String {
+pub(super) fn schedule_key(spec: &JobSpec) -> String {
     format!(
         "{}|{}|{}",
         spec.schedule.trim(),
@@ -86,7 +91,7 @@ fn schedule_key(spec: &JobSpec) -> String {
     )
 }
 
-fn job_from_row<R: Row>(row: &R) -> Result<CronJobRow, StoreError>
+pub(super) fn job_from_row<R: Row>(row: &R) -> Result<CronJobRow, StoreError>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
@@ -107,7 +112,7 @@ where
     })
 }
 
-fn fire_from_row<R: Row>(row: &R) -> Result<CronFire, StoreError>
+pub(super) fn fire_from_row<R: Row>(row: &R) -> Result<CronFire, StoreError>
 where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
@@ -135,217 +140,221 @@ where
     })
 }
 
-macro_rules! cron_store_impl {
-    ($ty:ty) => {
-        #[async_trait]
-        impl CronStore for $ty {
-            async fn cron_sync_config(&self, jobs: &[JobSpec], now: i64) -> StoreResult<()> {
-                for spec in jobs {
-                    sqlx::query(SYNC_UPSERT)
-                        .bind(&spec.name)
-                        .bind(serde_json::to_string(spec)?)
-                        .bind(schedule_key(spec))
-                        .bind(now)
-                        .execute(&self.pool)
-                        .await?;
-                }
-                let stored: Vec<(String,)> =
-                    sqlx::query_as("SELECT name FROM cron_jobs WHERE source = 'config'")
-                        .fetch_all(&self.pool)
-                        .await?;
-                for (name,) in stored {
-                    if !jobs.iter().any(|j| j.name == name) {
-                        sqlx::query("DELETE FROM cron_jobs WHERE name = $1 AND source = 'config'")
-                            .bind(&name)
-                            .execute(&self.pool)
-                            .await?;
-                    }
-                }
-                Ok(())
-            }
-
-            async fn cron_job_add(&self, spec: &JobSpec, now: i64) -> StoreResult<bool> {
-                let res = sqlx::query(
-                    "INSERT INTO cron_jobs \
-                       (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at) \
-                     VALUES ($1, $2, $3, 'cli', 0, $4, $4, $4) ON CONFLICT (name) DO NOTHING",
-                )
+#[async_trait]
+impl<S> CronStore for S
+where
+    S: Pools,
+    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
+    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
+    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
+    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
+    String: for<'q> Encode<'q, S::Db> + Type<S::Db> + for<'r> sqlx::Decode<'r, S::Db>,
+    i64: for<'r> sqlx::Decode<'r, S::Db>,
+    for<'a> &'a str: sqlx::ColumnIndex<<S::Db as Database>::Row>,
+    <S::Db as Database>::QueryResult: RowsAffected,
+    Option<i64>: for<'q> Encode<'q, S::Db>,
+    Option<String>: for<'q> Encode<'q, S::Db>,
+    (String,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+    (i64,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+    (Option<i64>,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+{
+    async fn cron_sync_config(&self, jobs: &[JobSpec], now: i64) -> StoreResult<()> {
+        for spec in jobs {
+            sqlx::query(SYNC_UPSERT)
                 .bind(&spec.name)
                 .bind(serde_json::to_string(spec)?)
                 .bind(schedule_key(spec))
                 .bind(now)
-                .execute(&self.pool)
+                .execute(self.writer())
                 .await?;
-                Ok(res.rows_affected() == 1)
-            }
-
-            async fn cron_job_get(&self, name: &str) -> StoreResult<Option<CronJobRow>> {
-                let sql = format!("SELECT {JOB_COLS} FROM cron_jobs WHERE name = $1");
-                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(name)
-                    .fetch_optional(&self.pool)
-                    .await?;
-                row.as_ref().map(job_from_row).transpose()
-            }
-
-            async fn cron_jobs(&self) -> StoreResult<Vec<CronJobRow>> {
-                let sql = format!("SELECT {JOB_COLS} FROM cron_jobs ORDER BY name");
-                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .fetch_all(&self.pool)
-                    .await?;
-                rows.iter().map(job_from_row).collect()
-            }
-
-            async fn cron_job_remove(&self, name: &str) -> StoreResult<bool> {
-                let res = sqlx::query("DELETE FROM cron_jobs WHERE name = $1")
-                    .bind(name)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(res.rows_affected() == 1)
-            }
-
-            async fn cron_job_set_paused(
-                &self,
-                name: &str,
-                paused: bool,
-                now: i64,
-            ) -> StoreResult<bool> {
-                let res = sqlx::query(
-                    "UPDATE cron_jobs SET paused = $2, updated_at = $3, \
-                       resumed_at = CASE WHEN $2 = 0 AND paused <> 0 THEN $3 ELSE resumed_at END \
-                     WHERE name = $1",
-                )
-                .bind(name)
-                .bind(i64::from(paused))
-                .bind(now)
-                .execute(&self.pool)
+        }
+        let stored: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM cron_jobs WHERE source = 'config'")
+                .fetch_all(self.writer())
                 .await?;
-                Ok(res.rows_affected() == 1)
-            }
-
-            async fn cron_last_scheduled(&self, job: &str) -> StoreResult<Option<i64>> {
-                let (last,): (Option<i64>,) = sqlx::query_as(
-                    "SELECT MAX(scheduled_at) FROM cron_fires WHERE job = $1 AND manual = 0",
-                )
-                .bind(job)
-                .fetch_one(&self.pool)
-                .await?;
-                Ok(last)
-            }
-
-            async fn cron_fire_claim(&self, f: &NewFire) -> StoreResult<Option<i64>> {
-                let id: Option<(i64,)> = sqlx::query_as(FIRE_INSERT)
-                    .bind(&f.job)
-                    .bind(f.scheduled_at)
-                    .bind(i64::from(f.manual))
-                    .bind(FireStatus::Claimed.as_str())
-                    .bind(&f.holder)
-                    .bind(f.claim_until)
-                    .bind(1_i64)
-                    .bind(Some(super::now_ms()))
-                    .bind(f.missed_count)
-                    .bind(&f.note)
-                    .bind(super::now_ms())
-                    .fetch_optional(&self.pool)
+        for (name,) in stored {
+            if !jobs.iter().any(|j| j.name == name) {
+                sqlx::query("DELETE FROM cron_jobs WHERE name = $1 AND source = 'config'")
+                    .bind(&name)
+                    .execute(self.writer())
                     .await?;
-                Ok(id.map(|(id,)| id))
-            }
-
-            async fn cron_fire_skip(&self, f: &NewFire) -> StoreResult<bool> {
-                let id: Option<(i64,)> = sqlx::query_as(FIRE_INSERT)
-                    .bind(&f.job)
-                    .bind(f.scheduled_at)
-                    .bind(i64::from(f.manual))
-                    .bind(FireStatus::Skipped.as_str())
-                    .bind(&f.holder)
-                    .bind(None::<i64>)
-                    .bind(0_i64)
-                    .bind(None::<i64>)
-                    .bind(f.missed_count)
-                    .bind(&f.note)
-                    .bind(super::now_ms())
-                    .fetch_optional(&self.pool)
-                    .await?;
-                Ok(id.is_some())
-            }
-
-            async fn cron_fire_reclaim(
-                &self,
-                id: i64,
-                holder: &str,
-                claim_until: i64,
-                now: i64,
-            ) -> StoreResult<bool> {
-                let res = sqlx::query(
-                    "UPDATE cron_fires SET claimed_by = $2, claim_until = $3, \
-                       attempts = attempts + 1 \
-                     WHERE id = $1 AND status = 'claimed' AND inbox_id IS NULL \
-                       AND claim_until < $4",
-                )
-                .bind(id)
-                .bind(holder)
-                .bind(claim_until)
-                .bind(now)
-                .execute(&self.pool)
-                .await?;
-                Ok(res.rows_affected() == 1)
-            }
-
-            async fn cron_fire_set_inbox(&self, id: i64, inbox_id: i64) -> StoreResult<()> {
-                sqlx::query("UPDATE cron_fires SET inbox_id = $2 WHERE id = $1")
-                    .bind(id)
-                    .bind(inbox_id)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(())
-            }
-
-            async fn cron_fire_finish(&self, id: i64, o: &FireOutcome) -> StoreResult<bool> {
-                let res = sqlx::query(
-                    "UPDATE cron_fires SET status = $2, attempts = $3, \
-                       started_at = COALESCE($4, started_at), ended_at = $5, deliveries = $6, \
-                       note = $7, claim_until = NULL \
-                     WHERE id = $1 AND status = 'claimed'",
-                )
-                .bind(id)
-                .bind(o.status.as_str())
-                .bind(o.attempts)
-                .bind(o.started_at)
-                .bind(o.ended_at)
-                .bind(o.deliveries)
-                .bind(&o.note)
-                .execute(&self.pool)
-                .await?;
-                Ok(res.rows_affected() == 1)
-            }
-
-            async fn cron_fires_open(&self, limit: i64) -> StoreResult<Vec<CronFire>> {
-                let sql = format!(
-                    "SELECT {FIRE_COLS} FROM cron_fires WHERE status = 'claimed' \
-                     ORDER BY id LIMIT $1"
-                );
-                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(limit)
-                    .fetch_all(&self.pool)
-                    .await?;
-                rows.iter().map(fire_from_row).collect()
-            }
-
-            async fn cron_fires(&self, job: Option<&str>, limit: i64) -> StoreResult<Vec<CronFire>> {
-                let sql = format!(
-                    "SELECT {FIRE_COLS} FROM cron_fires WHERE ($1 = '' OR job = $1) \
-                     ORDER BY id DESC LIMIT $2"
-                );
-                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(job.unwrap_or(""))
-                    .bind(limit)
-                    .fetch_all(&self.pool)
-                    .await?;
-                rows.iter().map(fire_from_row).collect()
             }
         }
-    };
-}
+        Ok(())
+    }
 
-cron_store_impl!(SqliteStore);
-cron_store_impl!(PgStore);
+    async fn cron_job_add(&self, spec: &JobSpec, now: i64) -> StoreResult<bool> {
+        let res = sqlx::query(
+            "INSERT INTO cron_jobs \
+           (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'cli', 0, $4, $4, $4) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(&spec.name)
+        .bind(serde_json::to_string(spec)?)
+        .bind(schedule_key(spec))
+        .bind(now)
+        .execute(self.writer())
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    async fn cron_job_get(&self, name: &str) -> StoreResult<Option<CronJobRow>> {
+        let sql = format!("SELECT {JOB_COLS} FROM cron_jobs WHERE name = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(name)
+            .fetch_optional(self.writer())
+            .await?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn cron_jobs(&self) -> StoreResult<Vec<CronJobRow>> {
+        let sql = format!("SELECT {JOB_COLS} FROM cron_jobs ORDER BY name");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .fetch_all(self.writer())
+            .await?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    async fn cron_job_remove(&self, name: &str) -> StoreResult<bool> {
+        let res = sqlx::query("DELETE FROM cron_jobs WHERE name = $1")
+            .bind(name)
+            .execute(self.writer())
+            .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    async fn cron_job_set_paused(&self, name: &str, paused: bool, now: i64) -> StoreResult<bool> {
+        let res = sqlx::query(
+            "UPDATE cron_jobs SET paused = $2, updated_at = $3, \
+           resumed_at = CASE WHEN $2 = 0 AND paused <> 0 THEN $3 ELSE resumed_at END \
+         WHERE name = $1",
+        )
+        .bind(name)
+        .bind(i64::from(paused))
+        .bind(now)
+        .execute(self.writer())
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    async fn cron_last_scheduled(&self, job: &str) -> StoreResult<Option<i64>> {
+        let (last,): (Option<i64>,) = sqlx::query_as(
+            "SELECT MAX(scheduled_at) FROM cron_fires WHERE job = $1 AND manual = 0",
+        )
+        .bind(job)
+        .fetch_one(self.writer())
+        .await?;
+        Ok(last)
+    }
+
+    async fn cron_fire_claim(&self, f: &NewFire) -> StoreResult<Option<i64>> {
+        let id: Option<(i64,)> = sqlx::query_as(FIRE_INSERT)
+            .bind(&f.job)
+            .bind(f.scheduled_at)
+            .bind(i64::from(f.manual))
+            .bind(FireStatus::Claimed.as_str())
+            .bind(&f.holder)
+            .bind(f.claim_until)
+            .bind(1_i64)
+            .bind(Some(super::now_ms()))
+            .bind(f.missed_count)
+            .bind(&f.note)
+            .bind(super::now_ms())
+            .fetch_optional(self.writer())
+            .await?;
+        Ok(id.map(|(id,)| id))
+    }
+
+    async fn cron_fire_skip(&self, f: &NewFire) -> StoreResult<bool> {
+        let id: Option<(i64,)> = sqlx::query_as(FIRE_INSERT)
+            .bind(&f.job)
+            .bind(f.scheduled_at)
+            .bind(i64::from(f.manual))
+            .bind(FireStatus::Skipped.as_str())
+            .bind(&f.holder)
+            .bind(None::<i64>)
+            .bind(0_i64)
+            .bind(None::<i64>)
+            .bind(f.missed_count)
+            .bind(&f.note)
+            .bind(super::now_ms())
+            .fetch_optional(self.writer())
+            .await?;
+        Ok(id.is_some())
+    }
+
+    async fn cron_fire_reclaim(
+        &self,
+        id: i64,
+        holder: &str,
+        claim_until: i64,
+        now: i64,
+    ) -> StoreResult<bool> {
+        let res = sqlx::query(
+            "UPDATE cron_fires SET claimed_by = $2, claim_until = $3, \
+           attempts = attempts + 1 \
+         WHERE id = $1 AND status = 'claimed' AND inbox_id IS NULL \
+           AND claim_until < $4",
+        )
+        .bind(id)
+        .bind(holder)
+        .bind(claim_until)
+        .bind(now)
+        .execute(self.writer())
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    async fn cron_fire_set_inbox(&self, id: i64, inbox_id: i64) -> StoreResult<()> {
+        sqlx::query("UPDATE cron_fires SET inbox_id = $2 WHERE id = $1")
+            .bind(id)
+            .bind(inbox_id)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
+
+    async fn cron_fire_finish(&self, id: i64, o: &FireOutcome) -> StoreResult<bool> {
+        let res = sqlx::query(
+            "UPDATE cron_fires SET status = $2, attempts = $3, \
+           started_at = COALESCE($4, started_at), ended_at = $5, deliveries = $6, \
+           note = $7, claim_until = NULL \
+         WHERE id = $1 AND status = 'claimed'",
+        )
+        .bind(id)
+        .bind(o.status.as_str())
+        .bind(o.attempts)
+        .bind(o.started_at)
+        .bind(o.ended_at)
+        .bind(o.deliveries)
+        .bind(&o.note)
+        .execute(self.writer())
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    async fn cron_fires_open(&self, limit: i64) -> StoreResult<Vec<CronFire>> {
+        let sql = format!(
+            "SELECT {FIRE_COLS} FROM cron_fires WHERE status = 'claimed' \
+         ORDER BY id LIMIT $1"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .fetch_all(self.writer())
+            .await?;
+        rows.iter().map(fire_from_row).collect()
+    }
+
+    async fn cron_fires(&self, job: Option<&str>, limit: i64) -> StoreResult<Vec<CronFire>> {
+        let sql = format!(
+            "SELECT {FIRE_COLS} FROM cron_fires WHERE ($1 = '' OR job = $1) \
+         ORDER BY id DESC LIMIT $2"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(job.unwrap_or(""))
+            .bind(limit)
+            .fetch_all(self.writer())
+            .await?;
+        rows.iter().map(fire_from_row).collect()
+    }
+}

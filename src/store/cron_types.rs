@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::cron::JobSpec;
+use crate::domain::cron::JobSpec;
 
 /// Where a job was declared. Config jobs are replaced at every start; CLI jobs stay until
 /// `herald cron remove`.

@@ -6,7 +6,8 @@
 //!
 //! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
 //! written once and expanded for both backends by [`inbox_store_impl`], invoked in `sqlite.rs`
-//! and `postgres.rs`, where the pools and the transaction helpers (`tx.rs`) live.
+//! and `postgres.rs`, where the pools live
+//! and the transaction helpers (`tx.rs`) are imported.
 
 use async_trait::async_trait;
 

@@ -1,13 +1,14 @@
 //! A key/value table for small state that needs no table of its own (the Telegram update
 //! offset, the nightly closer's done marks).
 //!
-//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
-//! written once and expanded for both backends by [`kv_store_impl`]. Keys are owned by their
-//! callers; nothing here interprets a value.
+//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. Ordinary
+//! generic code: one impl for every backend that names its pools ([`super::Pools`]), the SQL
+//! written once. Keys are owned by their callers; nothing here interprets a value.
 
 use async_trait::async_trait;
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
-use super::StoreResult;
+use super::{now_ms, Pools, StoreResult};
 
 #[async_trait]
 pub trait KvStore: Send + Sync {
@@ -15,33 +16,34 @@ pub trait KvStore: Send + Sync {
     async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()>;
 }
 
-/// Expands `impl KvStore for $ty`; the type must have `pool` (writes) and `reader` (reads).
-macro_rules! kv_store_impl {
-    ($ty:ty) => {
-        #[async_trait::async_trait]
-        impl super::kv::KvStore for $ty {
-        async fn kv_get(&self, key: &str) -> StoreResult<Option<String>> {
-            let row: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
-                .bind(key)
-                .fetch_optional(&self.reader)
-                .await?;
-            Ok(row.map(|(v,)| v))
-        }
-
-        async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()> {
-            sqlx::query(
-                "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            )
+#[async_trait]
+impl<S> KvStore for S
+where
+    S: Pools,
+    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
+    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
+    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
+    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
+    (String,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+{
+    async fn kv_get(&self, key: &str) -> StoreResult<Option<String>> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
             .bind(key)
-            .bind(value)
-            .bind(now_ms())
-            .execute(&self.pool)
+            .fetch_optional(self.reader())
             .await?;
-            Ok(())
-        }
-        }
-    };
-}
+        Ok(row.map(|(v,)| v))
+    }
 
-pub(super) use kv_store_impl;
+    async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(key)
+        .bind(value)
+        .bind(now_ms())
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+}

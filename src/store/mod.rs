@@ -20,6 +20,7 @@ mod pairing;
 mod postgres;
 mod search;
 mod sqlite;
+mod status;
 mod transcript;
 mod turns;
 mod tx;
@@ -173,6 +174,32 @@ pub async fn connect(url: &str, max_connections: u32) -> StoreResult<Arc<dyn Sto
         Err(StoreError::Other(format!(
             "store.url must start with sqlite:// or postgres://, got {url:?}"
         )))
+    }
+}
+
+/// A backend's pools, for the store code that is ordinary generic code over `sqlx::Database`
+/// (`kv.rs`): writes go to `writer`, reads that may run beside it to `reader`.
+pub(crate) trait Pools: Send + Sync {
+    type Db: sqlx::Database;
+    fn writer(&self) -> &sqlx::Pool<Self::Db>;
+    fn reader(&self) -> &sqlx::Pool<Self::Db>;
+}
+
+/// The count of rows a statement changed, which sqlx keeps on each backend's own result type
+/// rather than behind a trait; generic store code bounds on this.
+pub(crate) trait RowsAffected {
+    fn rows_affected(&self) -> u64;
+}
+
+impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
+    fn rows_affected(&self) -> u64 {
+        sqlx::sqlite::SqliteQueryResult::rows_affected(self)
+    }
+}
+
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn rows_affected(&self) -> u64 {
+        sqlx::postgres::PgQueryResult::rows_affected(self)
     }
 }
 

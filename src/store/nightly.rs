@@ -5,12 +5,14 @@
 //! never fills up with rows a later filter would drop. The budget is an atomic upsert on the
 //! `kv` table: however many passes (a restart mid-pass, a second replica whose role lease
 //! expired) draw from one night, the count never passes the cap. What a capsule says and when
-//! a pass runs is `crate::handoff::nightly`'s work, not this module's.
+//! a pass runs is `crate::handoff::nightly`'s work, not this module's. Ordinary generic code over
+//! `sqlx::Database`: one impl for every backend that names its pools ([`super::Pools`]).
 
 use async_trait::async_trait;
 use serde::Serialize;
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
-use super::{PgStore, SqliteStore, StoreResult};
+use super::{Pools, StoreResult};
 use crate::domain::{LaneKey, MessageEvent};
 
 /// The guard rails of one pass, as absolute bounds (epoch ms) so the caller owns the clock.
@@ -51,10 +53,11 @@ pub trait NightlyStore: Send + Sync {
 
 /// Counted per message so `COUNT` (BIGINT on both backends) only sees the dialogue the writer
 /// would read; `MAX(created_at)` sees every message, tool traffic included.
-const DIALOGUE: &str = "COUNT(CASE WHEN m.active = 1 AND m.role IN ('user', 'assistant') \
+pub(super) const DIALOGUE: &str =
+    "COUNT(CASE WHEN m.active = 1 AND m.role IN ('user', 'assistant') \
      AND m.tool_calls IS NULL AND TRIM(m.content) <> '' THEN 1 END)";
 
-fn candidates_sql() -> String {
+pub(super) fn candidates_sql() -> String {
     format!(
         "SELECT s.lane, s.id, {DIALOGUE} AS dialogue, MAX(m.created_at) AS last_at \
          FROM sessions s JOIN messages m ON m.session_id = s.id \
@@ -68,70 +71,63 @@ fn candidates_sql() -> String {
     )
 }
 
-const RESERVE: &str = "INSERT INTO kv (key, value, updated_at) VALUES ($1, '1', $3) \
+pub(super) const RESERVE: &str = "INSERT INTO kv (key, value, updated_at) VALUES ($1, '1', $3) \
      ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(kv.value AS BIGINT) + 1 AS TEXT), \
      updated_at = excluded.updated_at WHERE CAST(kv.value AS BIGINT) < $2 RETURNING value";
 
-macro_rules! nightly_store_impl {
-    ($ty:ty) => {
-        #[async_trait]
-        impl NightlyStore for $ty {
-            async fn nightly_candidates(
-                &self,
-                q: &CandidateQuery,
-            ) -> StoreResult<Vec<NightlyCandidate>> {
-                let rows: Vec<(String, String, i64, i64)> =
-                    sqlx::query_as(sqlx::AssertSqlSafe(candidates_sql()))
-                        .bind(q.min_messages)
-                        .bind(q.active_since)
-                        .bind(q.idle_before)
-                        .bind(q.limit)
-                        .fetch_all(&self.pool)
-                        .await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(lane, session_id, messages, last_at)| NightlyCandidate {
-                        lane,
-                        session_id,
-                        messages,
-                        last_at,
-                    })
-                    .collect())
-            }
-
-            async fn lane_last_event(&self, lane: &LaneKey) -> StoreResult<Option<MessageEvent>> {
-                let row: Option<(String,)> = sqlx::query_as(
-                    "SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1",
-                )
-                .bind(lane.as_str())
-                .fetch_optional(&self.pool)
+#[async_trait]
+impl<S> NightlyStore for S
+where
+    S: Pools,
+    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
+    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
+    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
+    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
+    (String,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+    (String, String, i64, i64): for<'r> FromRow<'r, <S::Db as Database>::Row>,
+{
+    async fn nightly_candidates(&self, q: &CandidateQuery) -> StoreResult<Vec<NightlyCandidate>> {
+        let rows: Vec<(String, String, i64, i64)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(candidates_sql()))
+                .bind(q.min_messages)
+                .bind(q.active_since)
+                .bind(q.idle_before)
+                .bind(q.limit)
+                .fetch_all(self.writer())
                 .await?;
-                match row {
-                    Some((json,)) => Ok(Some(serde_json::from_str(&json)?)),
-                    None => Ok(None),
-                }
-            }
+        Ok(rows
+            .into_iter()
+            .map(|(lane, session_id, messages, last_at)| NightlyCandidate {
+                lane,
+                session_id,
+                messages,
+                last_at,
+            })
+            .collect())
+    }
 
-            async fn nightly_reserve(
-                &self,
-                key: &str,
-                cap: i64,
-                now: i64,
-            ) -> StoreResult<Option<i64>> {
-                if cap < 1 {
-                    return Ok(None);
-                }
-                let row: Option<(String,)> = sqlx::query_as(RESERVE)
-                    .bind(key)
-                    .bind(cap)
-                    .bind(now)
-                    .fetch_optional(&self.pool)
-                    .await?;
-                Ok(row.and_then(|(v,)| v.parse().ok()))
-            }
+    async fn lane_last_event(&self, lane: &LaneKey) -> StoreResult<Option<MessageEvent>> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1")
+                .bind(lane.as_str())
+                .fetch_optional(self.writer())
+                .await?;
+        match row {
+            Some((json,)) => Ok(Some(serde_json::from_str(&json)?)),
+            None => Ok(None),
         }
-    };
-}
+    }
 
-nightly_store_impl!(SqliteStore);
-nightly_store_impl!(PgStore);
+    async fn nightly_reserve(&self, key: &str, cap: i64, now: i64) -> StoreResult<Option<i64>> {
+        if cap < 1 {
+            return Ok(None);
+        }
+        let row: Option<(String,)> = sqlx::query_as(RESERVE)
+            .bind(key)
+            .bind(cap)
+            .bind(now)
+            .fetch_optional(self.writer())
+            .await?;
+        Ok(row.and_then(|(v,)| v.parse().ok()))
+    }
+}

@@ -7,7 +7,8 @@
 //!
 //! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
 //! written once and expanded for both backends by [`outbox_store_impl`], invoked in `sqlite.rs`
-//! and `postgres.rs`, where the pools and the transaction helpers (`tx.rs`) live.
+//! and `postgres.rs`, where the pools live
+//! and the transaction helpers (`tx.rs`) are imported.
 
 use async_trait::async_trait;
 
@@ -192,7 +193,7 @@ macro_rules! outbox_store_impl {
                  AND substr(idem_key, 1, CAST($5 AS INTEGER)) = $6",
             )
             .bind("not sent: an earlier chunk of this reply failed for good")
-            .bind(&failed.lane)
+            .bind(failed.lane.as_str())
             .bind(failed.id)
             .bind(failed.chunk_index)
             .bind(reply_key.chars().count() as i64)

@@ -1,10 +1,11 @@
 //! Pairing requests and the store-kept allowlist they feed. A separate trait (a supertrait of
-//! `Store`) so that the feature's SQL stays in one file; both backends share the text.
+//! `Store`) so that the feature's SQL stays in one file; both backends share the text through
+//! [`pairing_store_impl`], expanded in `sqlite.rs` and `postgres.rs` like every store impl macro.
 
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::{now_ms, PgStore, SqliteStore, StoreError, StoreResult};
+use super::StoreResult;
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct PairingRequest {
@@ -56,12 +57,18 @@ pub trait PairingStore {
     async fn sender_revoke(&self, platform: &str, sender_id: &str) -> StoreResult<bool>;
 }
 
-const COLS: &str = "platform, code, sender_id, sender_name, chat_id, created_at, expires_at, \
+pub(super) const COLS: &str =
+    "platform, code, sender_id, sender_name, chat_id, created_at, expires_at, \
      last_reply_at, status";
 
-macro_rules! pairing_impl {
+macro_rules! pairing_store_impl {
     ($ty:ty) => {
-        #[async_trait]
+        // An anonymous const gives the expansion its own imports: it runs in the backend
+        // module, but its body names this file's items.
+        const _: () = {
+        use super::pairing::*;
+        use super::{now_ms, StoreError};
+        #[async_trait::async_trait]
         impl PairingStore for $ty {
             async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
                 let row: Option<(String,)> = sqlx::query_as(
@@ -196,8 +203,8 @@ macro_rules! pairing_impl {
                 Ok(res.rows_affected() > 0)
             }
         }
+        };
     };
 }
 
-pairing_impl!(SqliteStore);
-pairing_impl!(PgStore);
+pub(super) use pairing_store_impl;

@@ -10,7 +10,9 @@ use sqlx::{Connection, Postgres};
 
 use super::common::{self, store_impl};
 use super::search;
-use super::tx::store_tx_helpers;
+use super::tx::{
+    check_lease, check_session_write, insert_inbox, insert_message, insert_outbox, set_flags,
+};
 use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
@@ -81,15 +83,23 @@ impl PgStore {
     }
 }
 
-store_tx_helpers!(Postgres);
+impl super::Pools for PgStore {
+    type Db = Postgres;
+    fn writer(&self) -> &PgPool {
+        &self.pool
+    }
+    fn reader(&self) -> &PgPool {
+        &self.reader
+    }
+}
+
 super::handoff::handoff_store_impl!(PgStore);
-super::context::context_impl!(PgStore, Postgres);
+super::context::context_store_impl!(PgStore, Postgres);
 super::inbox::inbox_store_impl!(PgStore);
-super::leases::lease_store_impl!(PgStore);
 super::transcript::transcript_store_impl!(PgStore);
 super::turns::turn_store_impl!(PgStore);
 super::outbox::outbox_store_impl!(PgStore);
-super::kv::kv_store_impl!(PgStore);
+super::pairing::pairing_store_impl!(PgStore);
 
 store_impl!(PgStore, MIGRATOR, {
     fn backend(&self) -> &'static str {

@@ -16,7 +16,9 @@ use sqlx::{Sqlite, SqlitePool};
 
 use super::common::{self, store_impl};
 use super::search;
-use super::tx::store_tx_helpers;
+use super::tx::{
+    check_lease, check_session_write, insert_inbox, insert_message, insert_outbox, set_flags,
+};
 use super::types::*;
 use super::{now_ms, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
@@ -81,15 +83,23 @@ impl SqliteStore {
     }
 }
 
-store_tx_helpers!(Sqlite);
+impl super::Pools for SqliteStore {
+    type Db = Sqlite;
+    fn writer(&self) -> &SqlitePool {
+        &self.pool
+    }
+    fn reader(&self) -> &SqlitePool {
+        &self.reader
+    }
+}
+
 super::handoff::handoff_store_impl!(SqliteStore);
-super::context::context_impl!(SqliteStore, Sqlite);
+super::context::context_store_impl!(SqliteStore, Sqlite);
 super::inbox::inbox_store_impl!(SqliteStore);
-super::leases::lease_store_impl!(SqliteStore);
 super::transcript::transcript_store_impl!(SqliteStore);
 super::turns::turn_store_impl!(SqliteStore);
 super::outbox::outbox_store_impl!(SqliteStore);
-super::kv::kv_store_impl!(SqliteStore);
+super::pairing::pairing_store_impl!(SqliteStore);
 
 store_impl!(SqliteStore, MIGRATOR, {
     fn backend(&self) -> &'static str {

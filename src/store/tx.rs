@@ -2,165 +2,242 @@
 //! inside its transaction, and the inserts of messages, inbox events and outbox rows that
 //! turns, skips and compactions reuse.
 //!
-//! A macro because a transaction's type names its backend: [`store_tx_helpers`] is expanded
-//! in `sqlite.rs` and `postgres.rs`, and the per-concern impl macros (`inbox.rs`,
-//! `transcript.rs`, `turns.rs`, `outbox.rs`, `context.rs`) call the functions it defines there.
+//! Generic over the sqlx database: the per-concern impl macros (`inbox.rs`, `transcript.rs`,
+//! `turns.rs`, `outbox.rs`, `context.rs`) call these with their backend's transaction.
 //! Nothing here commits: the caller owns the transaction.
 
-/// Expands the transaction helpers for one backend (`$db` is the sqlx database type).
-macro_rules! store_tx_helpers {
-    ($db:ty) => {
-        async fn check_lease(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            lease: &Lease,
-        ) -> StoreResult<()> {
-            let res = sqlx::query(common::LEASE_CHECK)
-                .bind(&lease.name)
-                .bind(&lease.holder)
-                .bind(lease.token)
-                .execute(&mut **tx)
-                .await?;
-            if res.rows_affected() == 1 {
-                Ok(())
-            } else {
-                Err(StoreError::LeaseLost {
-                    name: lease.name.clone(),
-                })
-            }
-        }
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Transaction, Type};
 
-        /// The lease check for a write into one session: the lease must be current *and* be
-        /// the lease of the session's lane (a lease name is the lane key), so holding one
-        /// lane's lease never lets a worker write into another lane's transcript.
-        async fn check_session_write(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            lease: &Lease,
-            session_id: &str,
-        ) -> StoreResult<()> {
-            // One statement on the hot path; the two reads below only name the failure.
-            let res = sqlx::query(common::LEASE_CHECK_SESSION)
-                .bind(&lease.name)
-                .bind(&lease.holder)
-                .bind(lease.token)
-                .bind(session_id)
-                .execute(&mut **tx)
-                .await?;
-            if res.rows_affected() == 1 {
-                return Ok(());
-            }
-            check_lease(tx, lease).await?;
-            let lane: Option<(String,)> = sqlx::query_as("SELECT lane FROM sessions WHERE id = $1")
-                .bind(session_id)
-                .fetch_optional(&mut **tx)
-                .await?;
-            match lane {
-                Some((lane,)) => Err(common::wrong_lane(session_id, &lane, lease)),
-                None => Err(StoreError::NotFound(format!("session {session_id}"))),
-            }
-        }
+use super::common;
+use super::types::{Lease, NewMessage, NewOutbox};
+use super::{now_ms, RowsAffected, StoreError, StoreResult};
+use crate::domain::MessageEvent;
 
-        async fn insert_message(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            lane: &str,
-            session_id: &str,
-            turn_id: Option<i64>,
-            m: &NewMessage,
-        ) -> StoreResult<i64> {
-            let (id,): (i64,) = sqlx::query_as(
-                "INSERT INTO messages (session_id, lane, turn_id, role, content, api_content, \
-                 tool_calls, tool_call_id, tool_name, platform_message_id, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
-            )
-            .bind(session_id)
-            .bind(lane)
-            .bind(turn_id)
-            .bind(m.role.as_str())
-            .bind(&m.content)
-            .bind(&m.api_content)
-            .bind(common::tool_calls_json(m))
-            .bind(&m.tool_call_id)
-            .bind(&m.tool_name)
-            .bind(&m.platform_message_id)
-            .bind(now_ms())
-            .fetch_one(&mut **tx)
-            .await?;
-            Ok(id)
-        }
-
-        /// Takes live rows of a session out of the model's view: `compacted` 1 keeps them
-        /// searchable (compaction), 0 retracts them. Only content changes touch the search
-        /// index, so this costs no index work.
-        async fn set_flags(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            session_id: &str,
-            ids: &[i64],
-            compacted: i64,
-        ) -> StoreResult<()> {
-            for id in ids {
-                let res = sqlx::query(
-                    "UPDATE messages SET active = 0, compacted = $1 \
-                     WHERE id = $2 AND session_id = $3 AND active = 1",
-                )
-                .bind(compacted)
-                .bind(id)
-                .bind(session_id)
-                .execute(&mut **tx)
-                .await?;
-                if res.rows_affected() != 1 {
-                    return Err(StoreError::NotFound(format!(
-                        "live message {id} in session {session_id}"
-                    )));
-                }
-            }
-            Ok(())
-        }
-
-        /// Idempotent like the adapters' inbox writes: a known (platform, lane, message id) is left
-        /// as it is.
-        async fn insert_inbox(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            ev: &MessageEvent,
-        ) -> StoreResult<()> {
-            sqlx::query(
-                "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, lane, platform_message_id) DO NOTHING",
-            )
-            .bind(ev.platform.as_str())
-            .bind(&ev.platform_message_id)
-            .bind(ev.lane().as_str())
-            .bind(serde_json::to_string(ev)?)
-            .bind(now_ms())
-            .execute(&mut **tx)
-            .await?;
-            Ok(())
-        }
-
-        /// Idempotent: a row whose key exists is left as it is (a re-run turn cannot add a
-        /// second copy of a chunk).
-        async fn insert_outbox(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            o: &NewOutbox,
-        ) -> StoreResult<()> {
-            sqlx::query(
-                "INSERT INTO outbox (idem_key, lane, platform, chat_id, thread_id, reply_to, inbox_id, \
-                 chunk_index, text, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-                 ON CONFLICT (idem_key) DO NOTHING",
-            )
-            .bind(&o.idem_key)
-            .bind(&o.lane)
-            .bind(&o.platform)
-            .bind(&o.chat_id)
-            .bind(&o.thread_id)
-            .bind(&o.reply_to)
-            .bind(o.inbox_id)
-            .bind(o.chunk_index)
-            .bind(&o.text)
-            .bind(now_ms())
-            .execute(&mut **tx)
-            .await?;
-            Ok(())
-        }
-    };
+pub(super) async fn check_lease<DB>(
+    tx: &mut Transaction<'static, DB>,
+    lease: &Lease,
+) -> StoreResult<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB>,
+    Option<String>: for<'q> Encode<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    let res = sqlx::query(common::LEASE_CHECK)
+        .bind(&lease.name)
+        .bind(&lease.holder)
+        .bind(lease.token)
+        .execute(&mut **tx)
+        .await?;
+    if res.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::LeaseLost {
+            name: lease.name.clone(),
+        })
+    }
 }
 
-pub(super) use store_tx_helpers;
+/// The lease check for a write into one session: the lease must be current *and* be
+/// the lease of the session's lane (a lease name is the lane key), so holding one
+/// lane's lease never lets a worker write into another lane's transcript.
+pub(super) async fn check_session_write<DB>(
+    tx: &mut Transaction<'static, DB>,
+    lease: &Lease,
+    session_id: &str,
+) -> StoreResult<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB>,
+    Option<String>: for<'q> Encode<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    // One statement on the hot path; the two reads below only name the failure.
+    let res = sqlx::query(common::LEASE_CHECK_SESSION)
+        .bind(&lease.name)
+        .bind(&lease.holder)
+        .bind(lease.token)
+        .bind(session_id)
+        .execute(&mut **tx)
+        .await?;
+    if res.rows_affected() == 1 {
+        return Ok(());
+    }
+    check_lease(tx, lease).await?;
+    let lane: Option<(String,)> = sqlx::query_as("SELECT lane FROM sessions WHERE id = $1")
+        .bind(session_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    match lane {
+        Some((lane,)) => Err(common::wrong_lane(session_id, &lane, lease)),
+        None => Err(StoreError::NotFound(format!("session {session_id}"))),
+    }
+}
+
+pub(super) async fn insert_message<DB>(
+    tx: &mut Transaction<'static, DB>,
+    lane: &str,
+    session_id: &str,
+    turn_id: Option<i64>,
+    m: &NewMessage,
+) -> StoreResult<i64>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB>,
+    Option<String>: for<'q> Encode<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO messages (session_id, lane, turn_id, role, content, api_content, \
+         tool_calls, tool_call_id, tool_name, platform_message_id, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+    )
+    .bind(session_id)
+    .bind(lane)
+    .bind(turn_id)
+    .bind(m.role.as_str())
+    .bind(&m.content)
+    .bind(&m.api_content)
+    .bind(common::tool_calls_json(m))
+    .bind(&m.tool_call_id)
+    .bind(&m.tool_name)
+    .bind(&m.platform_message_id)
+    .bind(now_ms())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+/// Takes live rows of a session out of the model's view: `compacted` 1 keeps them
+/// searchable (compaction), 0 retracts them. Only content changes touch the search
+/// index, so this costs no index work.
+pub(super) async fn set_flags<DB>(
+    tx: &mut Transaction<'static, DB>,
+    session_id: &str,
+    ids: &[i64],
+    compacted: i64,
+) -> StoreResult<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB>,
+    Option<String>: for<'q> Encode<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    for id in ids {
+        let res = sqlx::query(
+            "UPDATE messages SET active = 0, compacted = $1 \
+             WHERE id = $2 AND session_id = $3 AND active = 1",
+        )
+        .bind(compacted)
+        .bind(id)
+        .bind(session_id)
+        .execute(&mut **tx)
+        .await?;
+        if res.rows_affected() != 1 {
+            return Err(StoreError::NotFound(format!(
+                "live message {id} in session {session_id}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Idempotent like the adapters' inbox writes: a known (platform, lane, message id) is left
+/// as it is.
+pub(super) async fn insert_inbox<DB>(
+    tx: &mut Transaction<'static, DB>,
+    ev: &MessageEvent,
+) -> StoreResult<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB>,
+    Option<String>: for<'q> Encode<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    sqlx::query(
+        "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, lane, platform_message_id) DO NOTHING",
+    )
+    .bind(ev.platform.as_str())
+    .bind(&ev.platform_message_id)
+    .bind(ev.lane().as_str())
+    .bind(serde_json::to_string(ev)?)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Idempotent: a row whose key exists is left as it is (a re-run turn cannot add a
+/// second copy of a chunk).
+pub(super) async fn insert_outbox<DB>(
+    tx: &mut Transaction<'static, DB>,
+    o: &NewOutbox,
+) -> StoreResult<()>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB>,
+    Option<String>: for<'q> Encode<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    sqlx::query(
+        "INSERT INTO outbox (idem_key, lane, platform, chat_id, thread_id, reply_to, inbox_id, \
+         chunk_index, text, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         ON CONFLICT (idem_key) DO NOTHING",
+    )
+    .bind(&o.idem_key)
+    .bind(o.lane.as_str())
+    .bind(o.platform.as_str())
+    .bind(&o.chat_id)
+    .bind(&o.thread_id)
+    .bind(&o.reply_to)
+    .bind(o.inbox_id)
+    .bind(o.chunk_index)
+    .bind(&o.text)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{MessageEvent, Role, ToolCall};
+pub use super::status::{InboxStatus, OutboxStatus, TurnStatus};
+use crate::domain::{LaneKey, MessageEvent, Platform, Role, ToolCall};
 
 /// Proof of holding a named lease (a lane's turn lease, or a singleton role such as the
 /// Telegram poller). The fencing token grows on every takeover: a write carrying an old token
@@ -46,39 +47,10 @@ impl InboxInsert {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InboxStatus {
-    Pending,
-    Done,
-    Failed,
-    Skipped,
-}
-
-impl InboxStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InboxStatus::Pending => "pending",
-            InboxStatus::Done => "done",
-            InboxStatus::Failed => "failed",
-            InboxStatus::Skipped => "skipped",
-        }
-    }
-
-    pub fn parse(s: &str) -> InboxStatus {
-        match s {
-            "done" => InboxStatus::Done,
-            "failed" => InboxStatus::Failed,
-            "skipped" => InboxStatus::Skipped,
-            _ => InboxStatus::Pending,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct InboxRow {
     pub id: i64,
-    pub lane: String,
+    pub lane: LaneKey,
     pub event: MessageEvent,
     pub status: InboxStatus,
     pub attempts: i64,
@@ -186,8 +158,8 @@ impl StoredMessage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewOutbox {
     pub idem_key: String,
-    pub lane: String,
-    pub platform: String,
+    pub lane: LaneKey,
+    pub platform: Platform,
     pub chat_id: String,
     pub thread_id: Option<String>,
     pub reply_to: Option<String>,
@@ -200,15 +172,18 @@ pub struct NewOutbox {
 pub struct OutboxRow {
     pub id: i64,
     pub idem_key: String,
-    pub lane: String,
-    pub platform: String,
+    #[sqlx(try_from = "String")]
+    pub lane: LaneKey,
+    #[sqlx(try_from = "String")]
+    pub platform: Platform,
     pub chat_id: String,
     pub thread_id: Option<String>,
     pub reply_to: Option<String>,
     pub inbox_id: Option<i64>,
     pub chunk_index: i64,
     pub text: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: OutboxStatus,
     pub attempts: i64,
     pub platform_message_id: Option<String>,
     pub last_error: Option<String>,
@@ -300,7 +275,8 @@ pub struct SearchHit {
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct LaneOverview {
-    pub lane: String,
+    #[sqlx(try_from = "String")]
+    pub lane: LaneKey,
     pub pending: i64,
     pub last_activity: i64,
     pub lease_holder: Option<String>,
@@ -311,12 +287,14 @@ pub struct LaneOverview {
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct TurnRow {
     pub id: i64,
-    pub lane: String,
+    #[sqlx(try_from = "String")]
+    pub lane: LaneKey,
     pub session_id: String,
     pub inbox_id: Option<i64>,
     pub holder: String,
     pub token: i64,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: TurnStatus,
     pub started_at: i64,
     pub ended_at: Option<i64>,
 }

@@ -13,7 +13,7 @@ fn fire(job: &str, key: &str, prompt: &str, targets: &[&str]) -> MessageEvent {
     let mut ev = MessageEvent::text(Platform::Cron, job, "cron", prompt);
     ev.platform_message_id = key.to_string();
     ev.internal = true;
-    ev.deliver_to = targets.iter().map(|t| t.to_string()).collect();
+    ev.deliver_to = targets.iter().map(|t| t.parse().unwrap()).collect();
     ev
 }
 

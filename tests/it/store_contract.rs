@@ -181,8 +181,8 @@ pub fn reply(lane: &str, key: &str, chunk: i64, inbox_id: Option<i64>) -> NewOut
     let (platform, chat_id) = lane.split_once(':').unwrap_or(("web", lane));
     NewOutbox {
         idem_key: key.to_string(),
-        lane: lane.to_string(),
-        platform: platform.to_string(),
+        lane: herald::domain::LaneKey::parse(lane),
+        platform: Platform::parse(platform).expect("a known platform"),
         chat_id: chat_id.to_string(),
         thread_id: None,
         reply_to: None,

@@ -131,20 +131,22 @@ impl Outbound for DiscordOutbound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{LaneKey, Platform};
+    use crate::store::OutboxStatus;
 
     fn row(chunk_index: i64, reply_to: Option<&str>) -> OutboxRow {
         OutboxRow {
             id: 1,
             idem_key: "k".into(),
-            lane: "discord:600".into(),
-            platform: "discord".into(),
+            lane: LaneKey::parse("discord:600"),
+            platform: Platform::Discord,
             chat_id: "600".into(),
             thread_id: None,
             reply_to: reply_to.map(str::to_string),
             inbox_id: None,
             chunk_index,
             text: "hi".into(),
-            status: "pending".into(),
+            status: OutboxStatus::Pending,
             attempts: 0,
             platform_message_id: None,
             last_error: None,

@@ -3,6 +3,11 @@
 //! Parsing is strict because a wrong id does not fail loudly later: a brief sent to the wrong
 //! chat, or to none, looks like success to the scheduler. This module only names a
 //! destination and its lane; it must not send anything or name a platform crate.
+//!
+//! A target (de)serializes as its string form (`telegram:-100:7`), which is how inbox events
+//! written by older versions hold `deliver_to`, so those rows still read.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::domain::{LaneKey, Platform};
 
@@ -149,6 +154,43 @@ impl std::fmt::Display for Target {
     }
 }
 
+impl std::str::FromStr for Target {
+    type Err = TargetError;
+    fn from_str(s: &str) -> Result<Target, TargetError> {
+        parse_target(s)
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Target, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_target(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Reads a stored `deliver_to` list, skipping (with a warning) an entry that no longer parses,
+/// as the lane worker did when the list was plain strings: one bad target must not make the
+/// whole inbox event unreadable.
+pub fn deserialize_targets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Target>, D::Error> {
+    let raw = Vec::<String>::deserialize(d)?;
+    Ok(raw
+        .iter()
+        .filter_map(|spec| match parse_target(spec) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(target = %spec, error = %e, "skipping an invalid delivery target");
+                None
+            }
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +294,14 @@ mod tests {
         ] {
             assert_eq!(parse_target(input).map(|t| t.platform()), Ok(want));
         }
+    }
+
+    #[test]
+    fn serde_reads_and_writes_the_string_form() {
+        let t = parse_target("telegram:-100:7").unwrap();
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"telegram:-100:7\"");
+        let back: Target = serde_json::from_str("\"telegram:-100:7\"").unwrap();
+        assert_eq!(back, t);
+        assert!(serde_json::from_str::<Target>("\"slack:1\"").is_err());
     }
 }
