@@ -254,7 +254,7 @@ fn patch_paths(text: &str) -> Vec<(String, FileAction)> {
     out
 }
 
-/// The path a pruned `write_file` result names. Hermes-style pruning replaces an old result with
+/// The path a pruned `write_file` result names. Pruning of old turns replaces an old result with
 /// a one-line stub, `[write_file] wrote to <path> (32 lines)`, and cuts the call's long arguments
 /// (the file's content) to a prefix that no longer parses: the stub is then the only readable
 /// record of the path. `None` for anything but the whole stub, or for its `?` (no path known).

@@ -369,8 +369,8 @@ impl Gen {
                 );
                 self.touch(&read, "modified", id);
             }
-            1 if n % 2 == 0 => {
-                // Pruned as Hermes prunes old turns: the long arguments cut to 200 characters
+            1 if n.is_multiple_of(2) => {
+                // Pruned as an agent harness prunes old turns: the long arguments cut to 200 characters
                 // (no longer JSON), the result replaced by a one-line stub that keeps the path.
                 let new = format!("docs/shard{n}.md");
                 let content: String = (1..=32)
