@@ -20,7 +20,7 @@ use std::time::Duration;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use axum::extract::{FromRef, MatchedPath};
 use axum::http::{Method, StatusCode};
@@ -156,14 +156,18 @@ pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
     let deadline = Duration::from_secs(config.web.reply_timeout_secs.saturating_add(30));
     let layers = ServiceBuilder::new()
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-                let route = req
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map(|p| p.as_str().to_string())
-                    .unwrap_or_else(|| "(unmatched)".into());
-                tracing::debug_span!("http", method = %req.method(), route = %route)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &axum::http::Request<_>| {
+                    let route = req
+                        .extensions()
+                        .get::<MatchedPath>()
+                        .map(|p| p.as_str().to_string())
+                        .unwrap_or_else(|| "(unmatched)".into());
+                    tracing::debug_span!("http", method = %req.method(), route = %route)
+                })
+                // A 503 from /readyz while the database is away is the probe working, not an
+                // error line every few seconds; handlers log what went wrong themselves.
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
