@@ -1,5 +1,6 @@
 //! Context benchmark: deterministic projection time for 10k, 75k and 300k-token windows
-//! (median and max over 25 runs), and `store.search` latency over a large store (SQLite, and
+//! (median and max over 25 runs), and `store.search` latency over a large store, across lanes
+//! (the operator's search) and scoped to one big and one small lane (the agent's) (SQLite, and
 //! Postgres when `DATABASE_URL` is set).
 //!
 //! Run: `cargo run --release --example bench_context` (`BENCH_ROWS=200000` for a smaller
@@ -14,8 +15,8 @@ use std::time::{Duration, Instant};
 mod transcripts;
 
 use herald::agent::compaction::{project, projection_budget_chars};
-use herald::domain::Role;
-use herald::store::{self, NewMessage, Session, Store};
+use herald::domain::{LaneKey, Role};
+use herald::store::{self, NewMessage, SearchScope, Session, Store};
 use serde_json::{json, Value};
 use transcripts::transcript;
 
@@ -68,7 +69,9 @@ const WORDS: [&str; 16] = [
     "schema", "lease", "token", "shard", "queue", "backup",
 ];
 
-async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<f64> {
+/// Fills one big lane with `rows` messages and a small lane with 20; returns the time taken and
+/// the two lane keys (the agent's search is scoped to one lane, the operator's is not).
+async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<(f64, String, String)> {
     let started = Instant::now();
     let per_session = 1_000;
     let batch = 10_000;
@@ -129,28 +132,65 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<f64> {
         store.session_close(&lease, &id, "bench").await?;
         session_no += 1;
     }
-    Ok(started.elapsed().as_secs_f64())
+    // A small conversation next to the big one: a lane-scoped search for a word that is
+    // common in the big lane must walk past its matches.
+    let small = format!("bench:small-{}", &run[..8]);
+    let small_lease = store
+        .lease_acquire(&small, "bench", Duration::from_secs(3600))
+        .await?
+        .expect("lease");
+    let id = format!("bench-small-{}", &run[..8]);
+    store
+        .session_create(
+            &small_lease,
+            &Session {
+                id: id.clone(),
+                lane: small.clone(),
+                parent_id: None,
+                started_at: 1,
+                ended_at: None,
+                end_reason: None,
+                system_prompt: String::new(),
+                model: "bench".into(),
+                compaction_strikes: 0,
+                fallback_streak: 0,
+                cooldown_until: None,
+            },
+        )
+        .await?;
+    let msgs: Vec<NewMessage> = (0..20)
+        .map(|k| NewMessage::new(Role::User, format!("{} small talk {k}", WORDS[k % 16])))
+        .collect();
+    store.append_messages(&small_lease, &id, &msgs).await?;
+    Ok((started.elapsed().as_secs_f64(), lane.to_string(), small))
 }
 
 async fn bench_search(name: &str, store: Arc<dyn Store>, rows: usize) -> anyhow::Result<Value> {
     store.migrate().await?;
-    let fill_secs = fill(&store, rows).await?;
+    let (fill_secs, big, small) = fill(&store, rows).await?;
     println!("{name}: wrote {rows} messages in {fill_secs:.1} s");
+    let (big, small) = (LaneKey::new(&big), LaneKey::new(&small));
     let mut results = Vec::new();
-    for q in ["zanzibar", "ticket4242", "parser timeout", "build"] {
-        let mut times = Vec::new();
-        let mut hits = 0;
-        for _ in 0..RUNS {
-            let t = Instant::now();
-            hits = store
-                .search(herald::store::SearchScope::AllLanes, q, &[], 5)
-                .await?
-                .len();
-            times.push(t.elapsed().as_secs_f64() * 1000.0);
+    for (scope_name, scope) in [
+        ("all lanes", SearchScope::AllLanes),
+        ("big lane", SearchScope::Lane(&big)),
+        ("small lane", SearchScope::Lane(&small)),
+    ] {
+        for q in ["zanzibar", "ticket4242", "parser timeout", "build"] {
+            let mut times = Vec::new();
+            let mut hits = 0;
+            for _ in 0..RUNS {
+                let t = Instant::now();
+                hits = store.search(scope, q, &[], 5).await?.len();
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            let (median, max) = stats(times);
+            println!(
+                "{name} search {scope_name:>10} {q:>16}: median {median:.2} ms, max {max:.2} ms ({hits} hits)"
+            );
+            results.push(json!({"scope": scope_name, "query": q, "median_ms": median,
+                "max_ms": max, "hits": hits}));
         }
-        let (median, max) = stats(times);
-        println!("{name} search {q:>16}: median {median:.2} ms, max {max:.2} ms ({hits} hits)");
-        results.push(json!({"query": q, "median_ms": median, "max_ms": max, "hits": hits}));
     }
     store.close().await;
     Ok(json!({"backend": name, "rows": rows, "fill_secs": fill_secs, "queries": results}))
