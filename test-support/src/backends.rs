@@ -41,11 +41,32 @@ where
     F: FnOnce(Arc<dyn Store>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    in_fresh_pg_schema("herald_test", |url| async move {
+        let store = herald::store::connect(&url, POOL)
+            .await
+            .expect("open postgres");
+        run_catching(store, migrate, body).await
+    })
+    .await
+}
+
+/// A body's outcome: `Err` carries its panic, re-raised after the cleanup.
+pub type Outcome = Result<(), Box<dyn std::any::Any + Send>>;
+
+/// Creates a fresh schema in the `DATABASE_URL` database, runs `body` with a URL whose every
+/// connection has only that schema on its search path (so migrations and queries land
+/// there), drops the schema, then re-raises the body's panic if it had one. Without
+/// `DATABASE_URL` it prints a skip and runs nothing.
+pub async fn in_fresh_pg_schema<F, Fut>(prefix: &str, body: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = Outcome>,
+{
     let Ok(admin_url) = std::env::var("DATABASE_URL") else {
         println!("skipping postgres: DATABASE_URL not set");
         return;
     };
-    let schema = format!("herald_test_{}", uuid::Uuid::new_v4().simple());
+    let schema = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
     let mut admin = sqlx::PgConnection::connect(&admin_url)
         .await
         .expect("connect to DATABASE_URL");
@@ -53,14 +74,8 @@ where
         .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
         .await
         .expect("create test schema");
-    // Every pooled connection starts with only the test schema on its search path, so the
-    // migrations and all queries land there.
     let sep = if admin_url.contains('?') { '&' } else { '?' };
-    let url = format!("{admin_url}{sep}options[search_path]={schema}");
-    let store = herald::store::connect(&url, POOL)
-        .await
-        .expect("open postgres");
-    let outcome = run_catching(store, migrate, body).await;
+    let outcome = body(format!("{admin_url}{sep}options[search_path]={schema}")).await;
     admin
         .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
         .await
@@ -73,11 +88,7 @@ where
 
 /// Runs the body on its own task so that a failed assertion comes back as a value and the
 /// caller can still clean up before re-raising it.
-async fn run_catching<F, Fut>(
-    store: Arc<dyn Store>,
-    migrate: bool,
-    body: F,
-) -> Result<(), Box<dyn std::any::Any + Send>>
+async fn run_catching<F, Fut>(store: Arc<dyn Store>, migrate: bool, body: F) -> Outcome
 where
     F: FnOnce(Arc<dyn Store>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,

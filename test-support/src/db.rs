@@ -8,7 +8,6 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
 use herald::config::{Config, Secret};
-use sqlx::{Connection, Executor};
 
 #[derive(Debug, Clone)]
 pub enum Db {
@@ -41,31 +40,10 @@ where
     F: FnOnce(Db) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping postgres: DATABASE_URL not set");
-        return;
-    };
-    let schema = format!("herald_e2e_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::PgConnection::connect(&admin_url)
-        .await
-        .expect("connect to DATABASE_URL");
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .await
-        .expect("create test schema");
-    let sep = if admin_url.contains('?') { '&' } else { '?' };
-    let url = format!("{admin_url}{sep}options[search_path]={schema}");
-    let outcome = AssertUnwindSafe(body(Db::Postgres(url)))
-        .catch_unwind()
-        .await;
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .await
-        .expect("drop test schema");
-    let _ = admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
+    crate::backends::in_fresh_pg_schema("herald_e2e", |url| {
+        AssertUnwindSafe(body(Db::Postgres(url))).catch_unwind()
+    })
+    .await
 }
 
 /// `on_each_backend!(sqlite_test, postgres_test, body)`: one body, a test per backend.

@@ -51,6 +51,17 @@ impl Recorded {
             .to_string()
     }
 
+    /// The newest tool result in this request: what the model was told a tool answered.
+    pub fn last_tool_result(&self) -> String {
+        self.messages()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_else(|| panic!("the request carries no tool result: {:?}", self.messages()))
+            .to_string()
+    }
+
     pub fn last_user(&self) -> String {
         self.messages()
             .iter()

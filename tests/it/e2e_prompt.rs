@@ -110,18 +110,7 @@ async fn prompt_files_and_skills_reach_the_model_screened_capped_and_frozen_per_
         json!({"name": "deploy"}).to_string(),
     ));
     client.chat("web:p", "how do I deploy?").await;
-    let reqs = llm.requests();
-    let tool = |n: usize| {
-        reqs[n]
-            .messages()
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "tool")
-            .and_then(|m| m["content"].as_str())
-            .unwrap()
-            .to_string()
-    };
-    let viewed = tool(2);
+    let viewed = llm.requests()[2].last_tool_result();
     assert!(
         viewed.contains("Watch the dashboard for 10 minutes."),
         "{viewed}"
@@ -132,15 +121,7 @@ async fn prompt_files_and_skills_reach_the_model_screened_capped_and_frozen_per_
         json!({"name": "../skills/deploy"}).to_string(),
     ));
     client.chat("web:p", "and the other one?").await;
-    let reqs = llm.requests();
-    let escaped = reqs[4]
-        .messages()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "tool")
-        .and_then(|m| m["content"].as_str())
-        .unwrap()
-        .to_string();
+    let escaped = llm.requests()[4].last_tool_result();
     assert!(escaped.contains("there is no skill named"), "{escaped}");
 
     // Files change on disk mid-session: the running session's prompt does not move.
@@ -265,15 +246,7 @@ async fn the_agent_proposes_skills_and_only_a_person_makes_them_real() {
             llm.push(Step::ToolCall("skill_manage".into(), args.to_string()));
             let n = llm.request_count();
             client.chat(lane, "please do").await;
-            let reqs = llm.requests();
-            reqs[n + 1]
-                .messages()
-                .iter()
-                .rev()
-                .find(|m| m["role"] == "tool")
-                .and_then(|m| m["content"].as_str())
-                .unwrap()
-                .to_string()
+            llm.requests()[n + 1].last_tool_result()
         }
     };
     let create = json!({"action": "create", "name": "triage",

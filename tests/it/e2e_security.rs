@@ -18,14 +18,7 @@ use serde_json::{json, Value};
 
 /// The tool message the model received in request `n` (0-based), as text.
 fn tool_result(llm: &FakeLlm, n: usize) -> String {
-    let reqs = llm.requests();
-    let msgs = reqs[n].messages();
-    msgs.iter()
-        .rev()
-        .find(|m| m["role"] == "tool")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_else(|| panic!("request {n} carries no tool result: {msgs:?}"))
-        .to_string()
+    llm.requests()[n].last_tool_result()
 }
 
 async fn session_of(app: &App, lane: &str) -> String {
