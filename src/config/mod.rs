@@ -10,6 +10,7 @@ mod load;
 mod platforms;
 mod secret;
 mod shards;
+mod validate;
 
 use std::path::PathBuf;
 
@@ -17,10 +18,11 @@ use serde::{Deserialize, Serialize};
 
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
-pub use load::{from_toml, load, validate, ConfigError, LoadOptions};
+pub use load::{from_toml, load, ConfigError, LoadOptions};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
+pub use validate::validate;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
