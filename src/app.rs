@@ -19,7 +19,7 @@ use crate::adapters::discord::DiscordAdapter;
 use crate::adapters::telegram::TelegramAdapter;
 use crate::adapters::web::WebOutbound;
 use crate::adapters::Edge;
-use crate::agent::tools::{SessionSearch, Tools};
+use crate::agent::tools::{Policy, SessionSearch, ToolCatalog};
 use crate::config::{Config, ProviderKind};
 use crate::cron::Scheduler;
 use crate::delivery::sender::Sender;
@@ -79,18 +79,28 @@ impl App {
         if config.provider_kind() == ProviderKind::None {
             tracing::warn!("no model configured: chats will be answered with setup instructions");
         }
-        let mut tools = Tools::default();
-        tools.register(Arc::new(SessionSearch {
+        // The approval policy is built here, once: nothing later can loosen it.
+        let policy = Policy::new(
+            config.approvals.bypass,
+            &config.approvals.hardline,
+            &config.approvals.deny,
+        )
+        .context("approvals: a tool-name pattern does not compile")?;
+        if policy.bypass() {
+            tracing::warn!("approvals.bypass is on: tools that ask for approval run without asking (the hardline still asks)");
+        }
+        let mut tools = ToolCatalog::new(policy);
+        tools.builtin(Arc::new(SessionSearch {
             store: store.clone(),
         }));
         // Skills need a directory to live in; without one the model is not offered the tool.
         let skills = crate::agent::prompt::skills_dir(&config);
         if skills.is_dir() {
-            tools.register(Arc::new(crate::agent::skills::SkillView {
+            tools.builtin(Arc::new(crate::agent::skills::SkillView {
                 dir: skills.clone(),
             }));
             if config.agent.skill_manage {
-                tools.register(Arc::new(crate::agent::skill_manage::SkillManage {
+                tools.builtin(Arc::new(crate::agent::skill_manage::SkillManage {
                     dir: skills,
                 }));
             }

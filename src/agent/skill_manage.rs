@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::screen::screen;
 use super::skills::{parse, valid_name};
-use super::tools::{Tool, ToolContext};
+use super::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 
 /// The folder of pending proposals inside the skills directory.
@@ -169,14 +169,12 @@ impl Tool for SkillManage {
         }
     }
 
-    async fn call(&self, ctx: &ToolContext, arguments: &str) -> String {
-        let args: Args = match serde_json::from_str(arguments) {
-            Ok(a) => a,
-            Err(e) => return format!("error: arguments are not valid JSON for skill_manage: {e}"),
-        };
-        match self.propose(ctx, &args) {
-            Ok(done) => done,
-            Err(why) => format!("error: {why}"),
-        }
+    async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+        let args: Args = serde_json::from_str(arguments).map_err(|e| {
+            ToolError::BadArguments(format!(
+                "arguments are not valid JSON for skill_manage: {e}"
+            ))
+        })?;
+        self.propose(ctx, &args).map_err(ToolError::Failed)
     }
 }

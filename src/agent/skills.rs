@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::screen::{cap_head_tail, screen};
-use super::tools::{Tool, ToolContext};
+use super::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 
 /// Longest description shown in the index, in characters.
@@ -219,13 +219,21 @@ impl Tool for SkillView {
         }
     }
 
-    async fn call(&self, _ctx: &ToolContext, arguments: &str) -> String {
+    async fn call(&self, _ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let args: ViewArgs = match serde_json::from_str(arguments) {
             Ok(a) => a,
-            Err(e) => return format!("error: arguments are not valid JSON for skill_view: {e}"),
+            Err(e) => {
+                return Err(ToolError::BadArguments(format!(
+                    "arguments are not valid JSON for skill_view: {e}"
+                )))
+            }
         };
         let name = args.name.trim();
-        let not_found = || format!("error: there is no skill named {name:?}");
+        let not_found = || {
+            Err(ToolError::Failed(format!(
+                "there is no skill named {name:?}"
+            )))
+        };
         if !valid_name(name) {
             return not_found();
         }
@@ -239,15 +247,17 @@ impl Tool for SkillView {
             return not_found();
         }
         match read_skill(&dir, name) {
-            Ok(skill) => json!({
+            Ok(skill) => Ok(json!({
                 "name": skill.name,
                 "description": skill.description,
                 "body": cap_head_tail(&skill.body, MAX_BODY_CHARS, "this skill"),
                 "files": other_files(&dir),
             })
-            .to_string(),
+            .to_string()),
             Err(why) if why.starts_with("cannot read") => not_found(),
-            Err(why) => format!("error: the skill {name:?} cannot be used: {why}"),
+            Err(why) => Err(ToolError::Failed(format!(
+                "the skill {name:?} cannot be used: {why}"
+            ))),
         }
     }
 }

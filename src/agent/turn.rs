@@ -13,7 +13,7 @@ use crate::llm::{ChatMessage, ChatRequest, LlmError, ProviderChain, Usage};
 use crate::store::{NewMessage, StoredMessage};
 
 use super::context::spill::TurnSpill;
-use super::tools::{ToolContext, Tools};
+use super::tools::{ApprovalGate, ToolContext, Tools};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TurnError {
@@ -35,6 +35,8 @@ pub struct TurnInput<'a> {
     pub spill_chars: usize,
     /// Whom the turn's tool calls serve; every tool is scoped to it.
     pub tool_ctx: &'a ToolContext,
+    /// Asks the person before a call the policy says needs approval.
+    pub approvals: &'a dyn ApprovalGate,
 }
 
 #[derive(Debug)]
@@ -84,6 +86,9 @@ pub async fn run_turn(
         model_calls: 0,
         prompt_readings: Vec::new(),
     };
+    // Counts every tool call of the turn, in order: with the inbox id it names a call across
+    // retries of the turn (the model answers the same history the same way).
+    let mut call_index = 0usize;
     for _ in 0..input.max_iterations.max(1) {
         let req = ChatRequest {
             messages: wire.clone(),
@@ -111,11 +116,19 @@ pub async fn run_turn(
             tool_call_id: None,
         });
         for call in &resp.tool_calls {
+            let index = call_index;
+            call_index += 1;
             let result = match spill.page(&call.name, &call.arguments) {
                 Some(page) => page,
                 None => {
                     tools
-                        .call(input.tool_ctx, &call.name, &call.arguments)
+                        .call(
+                            input.tool_ctx,
+                            input.approvals,
+                            index,
+                            &call.name,
+                            &call.arguments,
+                        )
                         .instrument(tracing::info_span!("tool", name = %call.name))
                         .await
                 }

@@ -10,6 +10,7 @@ mod load;
 mod platforms;
 mod secret;
 mod shards;
+mod tools;
 mod validate;
 
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ pub use load::{from_toml, load, ConfigError, LoadOptions};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
+pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
 pub use validate::validate;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -42,6 +44,8 @@ pub struct Config {
     pub cron: CronConfig,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
+    pub tools: ToolsConfig,
+    pub approvals: ApprovalsConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

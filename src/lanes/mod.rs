@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, Notify};
 
-use crate::agent::tools::Tools;
+use crate::agent::tools::ToolCatalog;
 use crate::config::Config;
 use crate::delivery::Outbounds;
 use crate::hooks::{HookChain, PreLlmChain};
@@ -34,7 +34,8 @@ pub struct Deps {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
     pub chain: ProviderChain,
-    pub tools: Tools,
+    /// Snapshotted into one turn's tool list before each turn, never during one.
+    pub tools: ToolCatalog,
     pub pre_dispatch: HookChain,
     pub pre_llm: PreLlmChain,
     pub outbounds: Outbounds,

@@ -126,12 +126,14 @@ impl Worker {
             .instrument(tracing::info_span!(parent: &span, "lease.turn_begin", lease.holder = %lease.holder, lease.token = lease.token))
             .await?;
         span.record("turn", turn_id);
+        // The turn's tool list: MCP servers that came or went since the last turn show here.
+        let tools = deps.tools.snapshot();
         let context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
         let Prepared {
             view: history,
             known: before,
         } = context
-            .prepare_with(lease, &session, &ev.text, &deps.tools, known)
+            .prepare_with(lease, &session, &ev.text, &tools, known)
             .instrument(tracing::info_span!(parent: &span, "context.prepare"))
             .await?;
         // The first turn of a session is the first request a person wrote in it: a brief
@@ -164,10 +166,11 @@ impl Worker {
             person: format!("{}:{}", ev.platform.as_str(), ev.sender_id),
             session_id: session.id.clone(),
             turn_id: Some(turn_id),
+            inbox_id: Some(row.id),
         };
         let agent = run_turn(
             &deps.chain,
-            &deps.tools,
+            &tools,
             TurnInput {
                 system_prompt: &session.system_prompt,
                 history: &history,
@@ -177,6 +180,7 @@ impl Worker {
                 session_id: &session.id,
                 spill_chars: deps.config.context.spill_chars,
                 tool_ctx: &tool_ctx,
+                approvals: &crate::agent::tools::DenyAll,
             },
         );
         let outcome = tokio::select! {

@@ -168,8 +168,9 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
         person: "web:tester".into(),
         session_id: sid.clone(),
         turn_id: None,
+        inbox_id: None,
     };
-    let found = tool.call(&ctx, r#"{"query": "quokka1"}"#).await;
+    let found = tool.call(&ctx, r#"{"query": "quokka1"}"#).await.unwrap();
     assert!(
         found.contains(&format!("\"message_id\":{}", hit.message_id)),
         "{found}"
@@ -182,7 +183,8 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
                 hit.message_id
             ),
         )
-        .await;
+        .await
+        .unwrap();
     assert!(scroll.contains("quokka1"), "{scroll}");
 
     // The next turn is judged and re-anchored: one effective compaction, no strikes.

@@ -1,64 +1,16 @@
-//! Tools the model may call, and the registry the turn loop dispatches through.
-//!
-//! A tool's result is data for the model, never an error that aborts the turn: bad arguments
-//! come back as a short explanation the model can act on.
-//!
-//! Every call carries a [`ToolContext`] — the lane, the person and the session it was made
-//! for — and a tool reads and writes only within it. The context is not optional: a tool that
-//! ignored it would have to do so visibly, and the store calls a tool makes take the lane too.
-//! An id from outside the caller's lane answers exactly like an id that does not exist.
+//! `session_search`: the agent's look back into earlier sessions of its own conversation.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::{Tool, ToolContext, ToolError};
 use crate::agent::context::spill::PAGE_CHARS;
-use crate::domain::{LaneKey, Role};
+use crate::domain::Role;
 use crate::llm::ToolSpec;
 use crate::store::{SearchScope, Store};
-
-/// Whom a tool call serves: the conversation it was made in, the person who asked, and the
-/// session and turn it belongs to. Built by the lane worker from the event it is answering,
-/// never from anything the model wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolContext {
-    pub lane: LaneKey,
-    /// The sender identity, `platform:sender_id` (e.g. `telegram:123`).
-    pub person: String,
-    pub session_id: String,
-    pub turn_id: Option<i64>,
-}
-
-#[async_trait]
-pub trait Tool: Send + Sync {
-    fn spec(&self) -> ToolSpec;
-    async fn call(&self, ctx: &ToolContext, arguments: &str) -> String;
-}
-
-#[derive(Clone, Default)]
-pub struct Tools {
-    by_name: BTreeMap<String, Arc<dyn Tool>>,
-}
-
-impl Tools {
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.by_name.insert(tool.spec().name, tool);
-    }
-
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.by_name.values().map(|t| t.spec()).collect()
-    }
-
-    pub async fn call(&self, ctx: &ToolContext, name: &str, arguments: &str) -> String {
-        match self.by_name.get(name) {
-            Some(t) => t.call(ctx, arguments).await,
-            None => format!("error: there is no tool named {name:?}"),
-        }
-    }
-}
 
 /// `session_search`: discovery (query → sessions and message ids) and scroll (session id +
 /// around_message_id → the neighbouring messages). Two call shapes, never mixed: a model that
@@ -103,11 +55,13 @@ impl Tool for SessionSearch {
         }
     }
 
-    async fn call(&self, ctx: &ToolContext, arguments: &str) -> String {
+    async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let args: SearchArgs = match serde_json::from_str(arguments) {
             Ok(a) => a,
             Err(e) => {
-                return format!("error: arguments are not valid JSON for session_search: {e}")
+                return Err(ToolError::BadArguments(format!(
+                    "arguments are not valid JSON for session_search: {e}"
+                )))
             }
         };
         let roles: Option<Vec<Role>> = args
@@ -115,8 +69,9 @@ impl Tool for SessionSearch {
             .as_deref()
             .map(|r| r.split(',').filter_map(|s| Role::parse(s.trim())).collect());
         if roles.as_ref().is_some_and(|r| r.is_empty()) {
-            return "error: role_filter names no known role; use user, assistant, tool or system"
-                .into();
+            return Err(ToolError::BadArguments(
+                "role_filter names no known role; use user, assistant, tool or system".into(),
+            ));
         }
         let role_ok = |role: Role| roles.as_ref().is_none_or(|rs| rs.contains(&role));
         match (args.query, args.session_id, args.around_message_id) {
@@ -133,40 +88,44 @@ impl Tool for SessionSearch {
                             .into_iter()
                             .map(|h| json!({"session_id": h.session_id, "message_id": h.message_id, "role": h.role, "snippet": h.snippet}))
                             .collect();
-                        json!({"results": hits}).to_string()
+                        Ok(json!({"results": hits}).to_string())
                     }
-                    Err(e) => format!("error: search failed: {e}"),
+                    Err(e) => Err(ToolError::Failed(format!("search failed: {e}"))),
                 }
             }
             (None, Some(sid), Some(around)) if args.offset.is_some() => {
                 let offset = args.offset.unwrap_or_default();
                 match self.store.messages_around(&ctx.lane, &sid, around, 0).await {
                     Ok(msgs) => match msgs.into_iter().find(|m| m.id == around) {
-                        Some(m) => page(&sid, &m.content, around, offset),
-                        None => format!("error: no message {around} in session {sid}"),
+                        Some(m) => Ok(page(&sid, &m.content, around, offset)),
+                        None => Err(ToolError::Failed(format!(
+                            "no message {around} in session {sid}"
+                        ))),
                     },
-                    Err(e) => format!("error: scroll failed: {e}"),
+                    Err(e) => Err(ToolError::Failed(format!("scroll failed: {e}"))),
                 }
             }
             (None, Some(sid), Some(around)) => {
                 match self.store.messages_around(&ctx.lane, &sid, around, 5).await {
-                    Ok(msgs) if msgs.is_empty() => {
-                        format!("error: no message {around} in session {sid}")
-                    }
+                    Ok(msgs) if msgs.is_empty() => Err(ToolError::Failed(format!(
+                        "no message {around} in session {sid}"
+                    ))),
                     Ok(msgs) => {
                         let msgs: Vec<_> = msgs
                             .into_iter()
                             .filter(|m| role_ok(m.role))
                             .map(|m| json!({"message_id": m.id, "role": m.role, "content": capped(&m.content)}))
                             .collect();
-                        json!({"session_id": sid, "messages": msgs}).to_string()
+                        Ok(json!({"session_id": sid, "messages": msgs}).to_string())
                     }
-                    Err(e) => format!("error: scroll failed: {e}"),
+                    Err(e) => Err(ToolError::Failed(format!("scroll failed: {e}"))),
                 }
             }
-            _ => "error: call session_search either with `query` (discovery) or with `session_id` \
-                  and `around_message_id` (scroll), not both and not neither"
-                .into(),
+            _ => Err(ToolError::BadArguments(
+                "call session_search either with `query` (discovery) or with `session_id` \
+                 and `around_message_id` (scroll), not both and not neither"
+                    .into(),
+            )),
         }
     }
 }

@@ -1,0 +1,238 @@
+//! Tools the model may call: the trait, the per-turn registry the turn loop dispatches through,
+//! and the catalog that builds that registry between turns.
+//!
+//! A tool's result is data for the model, never an error that aborts the turn: bad arguments,
+//! a failing server or a refused approval come back as a short explanation the model can act
+//! on ([`ToolError`]'s text).
+//!
+//! Every call carries a [`ToolContext`] — the lane, the person and the session it was made
+//! for — and a tool reads and writes only within it. The context is not optional: a tool that
+//! ignored it would have to do so visibly, and the store calls a tool makes take the lane too.
+//! An id from outside the caller's lane answers exactly like an id that does not exist.
+//!
+//! The tool list sits inside the cached prompt prefix, so it changes only between turns: the
+//! catalog's [`ToolCatalog::snapshot`] is the one function that builds it (builtins plus
+//! whatever the dynamic sources — MCP servers — offer right now), in name order, and a turn
+//! keeps the snapshot it started with.
+
+pub mod policy;
+mod session_search;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::domain::LaneKey;
+use crate::llm::ToolSpec;
+
+pub use policy::{ApprovalGate, ApprovalRequest, Check, Decision, DenyAll, Policy};
+pub(crate) use session_search::page;
+pub use session_search::SessionSearch;
+
+/// Whom a tool call serves: the conversation it was made in, the person who asked, and the
+/// session and turn it belongs to. Built by the lane worker from the event it is answering,
+/// never from anything the model wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolContext {
+    pub lane: LaneKey,
+    /// The sender identity, `platform:sender_id` (e.g. `telegram:123`).
+    pub person: String,
+    pub session_id: String,
+    pub turn_id: Option<i64>,
+    /// The inbox row the turn answers; with the call's position it names a call across
+    /// retries of the same turn (approvals are keyed by it).
+    pub inbox_id: Option<i64>,
+}
+
+/// Why a call produced no result. The `Display` text is what the model reads.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ToolError {
+    #[error("error: {0}")]
+    BadArguments(String),
+    #[error("error: {0}")]
+    Failed(String),
+    /// The tool's server is down or went away mid-call.
+    #[error("error: the tool is unavailable right now: {0}")]
+    Unavailable(String),
+    #[error("error: the tool did not answer within {} seconds", .0.as_secs())]
+    TimedOut(Duration),
+    /// A person said no, or nobody could be asked; no call was made.
+    #[error("denied: {0}; the tool was not called")]
+    Denied(String),
+    /// Configuration forbids this tool outright; no call was made.
+    #[error("refused: {0}; the tool was not called")]
+    Refused(String),
+}
+
+impl ToolError {
+    /// The metrics label of an outcome.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            ToolError::BadArguments(_) => "bad_arguments",
+            ToolError::Failed(_) => "error",
+            ToolError::Unavailable(_) => "unavailable",
+            ToolError::TimedOut(_) => "timeout",
+            ToolError::Denied(_) => "denied",
+            ToolError::Refused(_) => "refused",
+        }
+    }
+}
+
+/// Where a tool comes from, for `herald tools list` and the logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Builtin,
+    /// An MCP server, by its configured name.
+    Mcp(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Builtin => f.write_str("builtin"),
+            Origin::Mcp(server) => write!(f, "mcp:{server}"),
+        }
+    }
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    fn origin(&self) -> Origin {
+        Origin::Builtin
+    }
+    /// Whether its owner's configuration asks for a person's approval before each call (the
+    /// [`Policy`] may still ask for more, never for less).
+    fn requires_approval(&self) -> bool {
+        false
+    }
+    async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError>;
+}
+
+/// Tools that come and go while the process runs (an MCP server's, while it is connected).
+pub trait ToolSource: Send + Sync {
+    /// The tools available right now; an empty list while the source is down.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
+/// The tools of one turn, fixed when it starts.
+#[derive(Clone, Default)]
+pub struct Tools {
+    by_name: BTreeMap<String, Arc<dyn Tool>>,
+    policy: Arc<Policy>,
+}
+
+impl Tools {
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.by_name.insert(tool.spec().name, tool);
+    }
+
+    /// The schemas sent to the model, in name order (a stable prefix for the prompt cache).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.by_name.values().map(|t| t.spec()).collect()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.by_name.values()
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Runs one call through the policy and, when it says so, the person's approval. The
+    /// result is the text the model reads.
+    pub async fn call(
+        &self,
+        ctx: &ToolContext,
+        gate: &dyn ApprovalGate,
+        call_index: usize,
+        name: &str,
+        arguments: &str,
+    ) -> String {
+        let Some(tool) = self.by_name.get(name) else {
+            metrics::counter!("herald_tool_calls_total", "tool" => "unknown", "outcome" => "unknown_tool").increment(1);
+            return format!("error: there is no tool named {name:?}");
+        };
+        let result = match self.policy.check(name, tool.requires_approval()) {
+            Check::Refuse(why) => Err(ToolError::Refused(why)),
+            Check::Run => tool.call(ctx, arguments).await,
+            Check::Ask { hardline } => {
+                let req = ApprovalRequest {
+                    tool: name.to_string(),
+                    origin: tool.origin(),
+                    arguments: arguments.to_string(),
+                    call_index,
+                    hardline,
+                };
+                match gate.decide(ctx, &req).await {
+                    Decision::Approved { by } => {
+                        tracing::info!(tool = name, by = %by, "tool call approved");
+                        gate.run_once(ctx, &req, tool.as_ref()).await
+                    }
+                    Decision::Denied { reason } => Err(ToolError::Denied(reason)),
+                }
+            }
+        };
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.outcome(),
+        };
+        metrics::counter!("herald_tool_calls_total", "tool" => name.to_string(), "outcome" => outcome).increment(1);
+        match result {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::info!(tool = name, outcome, error = %e, "tool call gave the model an error");
+                e.to_string()
+            }
+        }
+    }
+}
+
+/// The builtins, the dynamic sources and the frozen policy; [`ToolCatalog::snapshot`] turns
+/// them into one turn's [`Tools`].
+#[derive(Clone, Default)]
+pub struct ToolCatalog {
+    builtins: Vec<Arc<dyn Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    policy: Arc<Policy>,
+}
+
+impl ToolCatalog {
+    pub fn new(policy: Policy) -> ToolCatalog {
+        ToolCatalog {
+            builtins: Vec::new(),
+            sources: Vec::new(),
+            policy: Arc::new(policy),
+        }
+    }
+
+    pub fn builtin(&mut self, tool: Arc<dyn Tool>) {
+        self.builtins.push(tool);
+    }
+
+    pub fn source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// The one function that builds a turn's tool list. Called by the lane worker before a
+    /// turn, never during one. A dynamic tool whose name collides with a builtin loses (the
+    /// MCP layer derives names that cannot collide; this is the last guard).
+    pub fn snapshot(&self) -> Tools {
+        let mut tools = Tools {
+            by_name: BTreeMap::new(),
+            policy: self.policy.clone(),
+        };
+        for source in &self.sources {
+            for tool in source.tools() {
+                tools.register(tool);
+            }
+        }
+        for tool in &self.builtins {
+            tools.register(tool.clone());
+        }
+        tools
+    }
+}

@@ -1,0 +1,78 @@
+//! The `[tools]` and `[approvals]` sections: which built-in tools the model is offered, where
+//! `send_message` may post, and the approval policy every tool call passes through.
+
+use serde::{Deserialize, Serialize};
+
+/// Tool-name patterns that always ask when the operator lists none: operations whose damage
+/// outlives the conversation.
+pub const DEFAULT_HARDLINE: &[&str] = &[
+    "*delete*",
+    "*drop*",
+    "*destroy*",
+    "*wipe*",
+    "*purge*",
+    "*erase*",
+    "*truncate*",
+    "*shutdown*",
+    "*reboot*",
+    "*format_disk*",
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// The `cron` tool: create, list, pause and remove scheduled jobs from a conversation.
+    pub cron: bool,
+    /// The `send_message` tool (it is offered only when `send_message_routes` is not empty).
+    pub send_message: bool,
+    /// Where `send_message` may post: from a lane (or `*`) to listed lanes.
+    pub send_message_routes: Vec<SendRoute>,
+    /// Built-in tools that ask the person before each call (e.g. `["cron"]`).
+    pub require_approval: Vec<String>,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            cron: true,
+            send_message: true,
+            send_message_routes: Vec::new(),
+            require_approval: Vec::new(),
+        }
+    }
+}
+
+/// One `[[tools.send_message_routes]]` entry.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SendRoute {
+    /// The lane the request comes from (`telegram:123`), or `*` for any lane.
+    pub from: String,
+    /// Lanes it may post to (`discord:456`, `telegram:-100789`, `web:ops`).
+    pub to: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// An unanswered request is denied after this many seconds.
+    pub timeout_secs: u64,
+    /// Tool-name patterns that always ask, even with `bypass` on (globs, case-insensitive).
+    pub hardline: Vec<String>,
+    /// Tool-name patterns that never run, whatever anyone answers.
+    pub deny: Vec<String>,
+    /// Run tools that ask for approval without asking (the hardline still asks). Read once at
+    /// startup; nothing at runtime can change it.
+    pub bypass: bool,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig {
+            timeout_secs: 300,
+            hardline: DEFAULT_HARDLINE.iter().map(|s| s.to_string()).collect(),
+            deny: Vec::new(),
+            bypass: false,
+        }
+    }
+}
