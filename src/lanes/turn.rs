@@ -167,6 +167,7 @@ impl Worker {
             session_id: session.id.clone(),
             turn_id: Some(turn_id),
             inbox_id: Some(row.id),
+            call_index: 0,
         };
         let agent = run_turn(
             &deps.chain,

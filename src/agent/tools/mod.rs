@@ -41,9 +41,11 @@ pub struct ToolContext {
     pub person: String,
     pub session_id: String,
     pub turn_id: Option<i64>,
-    /// The inbox row the turn answers; with the call's position it names a call across
-    /// retries of the same turn (approvals are keyed by it).
+    /// The inbox row the turn answers; with [`ToolContext::call_index`] it names a call
+    /// across retries of the same turn (approvals and sent messages are keyed by it).
     pub inbox_id: Option<i64>,
+    /// The call's position within the turn, set by [`Tools::call`].
+    pub call_index: usize,
 }
 
 /// Why a call produced no result. The `Display` text is what the model reads.
@@ -155,6 +157,10 @@ impl Tools {
         let Some(tool) = self.by_name.get(name) else {
             metrics::counter!("herald_tool_calls_total", "tool" => "unknown", "outcome" => "unknown_tool").increment(1);
             return format!("error: there is no tool named {name:?}");
+        };
+        let ctx = &ToolContext {
+            call_index,
+            ..ctx.clone()
         };
         let result = match self.policy.check(name, tool.requires_approval()) {
             Check::Refuse(why) => Err(ToolError::Refused(why)),
