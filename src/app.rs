@@ -145,6 +145,29 @@ impl App {
             tracker.clone(),
             cancel.child_token(),
         );
+        let outbox_wake = Arc::new(Notify::new());
+        let cron_poke = Arc::new(Notify::new());
+        // The built-in tools that act beyond the conversation, each switchable in `[tools]`.
+        let approval = |name: &str| config.tools.require_approval.iter().any(|t| t == name);
+        if config.tools.cron {
+            tools.builtin(Arc::new(crate::cron::CronTool {
+                store: store.clone(),
+                platforms: config.delivery_platforms(),
+                approval: approval("cron"),
+                poke: cron_poke.clone(),
+            }));
+        }
+        if config.tools.send_message && !config.tools.send_message_routes.is_empty() {
+            tools.builtin(Arc::new(crate::lanes::SendMessage {
+                store: store.clone(),
+                auth: auth.clone(),
+                ingest: ingest.clone(),
+                outbounds: outbounds.clone(),
+                outbox_wake: outbox_wake.clone(),
+                routes: config.tools.send_message_routes.clone(),
+                approval: approval("send_message"),
+            }));
+        }
         let deps = Arc::new(Deps {
             config: config.clone(),
             store: store.clone(),
@@ -157,7 +180,7 @@ impl App {
             ))]),
             outbounds: outbounds.clone(),
             replica_id: replica_id.clone(),
-            outbox_wake: Arc::new(Notify::new()),
+            outbox_wake,
             finished,
         });
 
@@ -170,7 +193,8 @@ impl App {
                 ingest.clone(),
                 config.delivery_platforms(),
                 &holder,
-            );
+            )
+            .with_poke(cron_poke);
             s.sync_config(&config.cron.jobs)
                 .await
                 .context("storing [[cron.jobs]]")?;

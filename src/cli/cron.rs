@@ -191,12 +191,16 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
             }
             None => "never".into(),
         };
+        // A chat job names the conversation that owns it (created there by the agent).
+        let source = match &row.owner {
+            Some(lane) => format!("{} {lane}", row.source.as_str()),
+            None => row.source.as_str().to_string(),
+        };
         out.push_str(&format!(
-            "{}  schedule {:?}{tz}  deliver {}  {state} ({})  last {last}  next {next}\n",
+            "{}  schedule {:?}{tz}  deliver {}  {state} ({source})  last {last}  next {next}\n",
             row.name,
             spec.schedule,
             spec.deliver.join(","),
-            row.source.as_str(),
         ));
     }
     if out.is_empty() {

@@ -9,6 +9,7 @@
 
 pub mod ledger;
 pub mod scheduler;
+pub mod tool;
 
 /// The pure half lives in `domain::cron` (config, store and lanes name these types too); it is
 /// re-exported here so `herald::cron::JobSpec` stays the one path callers know.
@@ -18,3 +19,4 @@ pub use crate::domain::cron::{
     ValidJob, ON_TIME_GRACE, SILENT_REPLY,
 };
 pub use scheduler::{Clock, Pass, Scheduler};
+pub use tool::CronTool;

@@ -43,6 +43,8 @@ pub struct Scheduler {
     open: Mutex<HashSet<i64>>,
     /// Stored jobs found invalid, warned about once.
     warned: Mutex<HashSet<String>>,
+    /// Poked when a job changes in this process (the `cron` tool), to look at once.
+    poke: Arc<tokio::sync::Notify>,
 }
 
 /// What one pass did.
@@ -81,7 +83,14 @@ impl Scheduler {
             platforms,
             open: Mutex::new(HashSet::new()),
             warned: Mutex::new(HashSet::new()),
+            poke: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// Shares the wake-up the `cron` tool pokes after it changed a job.
+    pub fn with_poke(mut self, poke: Arc<tokio::sync::Notify>) -> Scheduler {
+        self.poke = poke;
+        self
     }
 
     /// Replaces the clock (tests stand at chosen instants).
@@ -328,6 +337,7 @@ impl Scheduler {
                 tokio::select! {
                     _ = cancel.cancelled() => return,
                     _ = tokio::time::sleep_until(deadline) => break,
+                    _ = self.poke.notified() => break,
                     r = finished.recv() => match r {
                         Ok(id) if self.is_open(id) => break,
                         Ok(_) => {}

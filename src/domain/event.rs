@@ -99,6 +99,9 @@ pub enum Control {
     /// Append a message that was delivered to this chat (a cron brief) to its transcript, so
     /// the agent knows what it sent when the person answers.
     Mirror { label: String, text: String },
+    /// Append a message the agent of another conversation (`from`, a lane) sent into this
+    /// chat with `send_message`, so this conversation's agent knows what was said here.
+    Relayed { from: String, text: String },
     /// Queue a notice to the chat (a handoff build that went wrong), written under the lane's
     /// lease like every other write; `key` makes the outbox row idempotent.
     Notice { key: String, text: String },

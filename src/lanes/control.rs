@@ -111,32 +111,46 @@ impl Worker {
                 Ok(())
             }
             Control::Mirror { label, text } => {
-                let session = self.session(lease, ev).await?;
-                let history = store.messages(&session.id, true).await?;
-                let mut messages = Vec::new();
-                // Keep user/assistant alternation valid for strict chat templates.
-                if history.last().is_none_or(|m| m.role != Role::User) {
-                    messages.push(NewMessage::new(
-                        Role::User,
-                        format!("[scheduled delivery: {label}]"),
-                    ));
-                }
-                messages.push(NewMessage::new(
-                    Role::Assistant,
-                    format!("[Delivered scheduled brief \"{label}\"]\n{text}"),
-                ));
-                let attempt = InboxAttempt {
-                    id: row.id,
-                    attempt: row.attempts + 1,
-                };
-                let turn_id = store.turn_begin(lease, &session.id, Some(attempt)).await?;
-                let mut commit =
-                    TurnCommit::new(turn_id, &session.id, Some(row.id), InboxStatus::Done);
-                commit.messages = messages;
-                commit.note = Some("delivery mirror".into());
-                store.turn_commit(lease, &commit).await?;
-                Ok(())
+                let asked = format!("[scheduled delivery: {label}]");
+                let said = format!("[Delivered scheduled brief \"{label}\"]\n{text}");
+                self.mirror(lease, row, ev, asked, said).await
+            }
+            Control::Relayed { from, text } => {
+                let asked = format!("[message sent here from the conversation {from}]");
+                let said = format!("[Sent here at the request of {from}]\n{text}");
+                self.mirror(lease, row, ev, asked, said).await
             }
         }
+    }
+
+    /// Appends what was delivered to this chat from outside its own turns (`said`, preceded by
+    /// `asked` when needed to keep user/assistant alternation), as a turn of the lane.
+    async fn mirror(
+        &self,
+        lease: &Lease,
+        row: &InboxRow,
+        ev: &MessageEvent,
+        asked: String,
+        said: String,
+    ) -> Result<(), Failure> {
+        let store = &self.router.deps.store;
+        let session = self.session(lease, ev).await?;
+        let history = store.messages(&session.id, true).await?;
+        let mut messages = Vec::new();
+        // Keep user/assistant alternation valid for strict chat templates.
+        if history.last().is_none_or(|m| m.role != Role::User) {
+            messages.push(NewMessage::new(Role::User, asked));
+        }
+        messages.push(NewMessage::new(Role::Assistant, said));
+        let attempt = InboxAttempt {
+            id: row.id,
+            attempt: row.attempts + 1,
+        };
+        let turn_id = store.turn_begin(lease, &session.id, Some(attempt)).await?;
+        let mut commit = TurnCommit::new(turn_id, &session.id, Some(row.id), InboxStatus::Done);
+        commit.messages = messages;
+        commit.note = Some("delivery mirror".into());
+        store.turn_commit(lease, &commit).await?;
+        Ok(())
     }
 }

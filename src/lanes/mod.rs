@@ -12,6 +12,7 @@ mod guard;
 mod ingest;
 mod media;
 mod router;
+mod send_message;
 mod turn;
 mod worker;
 
@@ -28,6 +29,7 @@ use crate::store::Store;
 
 pub use ingest::{Ingest, Wakes};
 pub use router::{LaneRouter, LaneView};
+pub use send_message::SendMessage;
 
 /// Everything a lane worker needs, built once in `app`.
 pub struct Deps {

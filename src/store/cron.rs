@@ -25,6 +25,14 @@ pub trait CronStore: Send + Sync {
     async fn cron_sync_config(&self, jobs: &[JobSpec], now: i64) -> StoreResult<()>;
     /// Adds a CLI job anchored at `now`; `false` when a job of that name exists.
     async fn cron_job_add(&self, spec: &JobSpec, now: i64) -> StoreResult<bool>;
+    /// Adds a job created in a conversation, owned by `owner`, anchored at `now`; `false` when
+    /// a job of that name exists.
+    async fn cron_job_add_owned(
+        &self,
+        spec: &JobSpec,
+        owner: &crate::domain::LaneKey,
+        now: i64,
+    ) -> StoreResult<bool>;
     async fn cron_job_get(&self, name: &str) -> StoreResult<Option<CronJobRow>>;
     /// Every job, by name.
     async fn cron_jobs(&self) -> StoreResult<Vec<CronJobRow>>;
@@ -74,6 +82,11 @@ pub(super) const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
        schedule_key = excluded.schedule_key \
      WHERE cron_jobs.source = 'config' AND cron_jobs.spec <> excluded.spec";
 
+/// A CLI or chat job (`$5` is its source), anchored at its creation.
+const JOB_INSERT: &str = "INSERT INTO cron_jobs \
+       (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at) \
+     VALUES ($1, $2, $3, $5, 0, $4, $4, $4) ON CONFLICT (name) DO NOTHING";
+
 pub(super) const FIRE_INSERT: &str = "INSERT INTO cron_fires \
        (job, scheduled_at, manual, status, claimed_by, claim_until, attempts, started_at, \
         missed_count, note, created_at) \
@@ -104,6 +117,9 @@ where
         name: row.try_get("name")?,
         spec: serde_json::from_str(&spec)?,
         source: JobSource::parse(&source),
+        owner: source
+            .strip_prefix(CHAT_SOURCE_PREFIX)
+            .map(crate::domain::LaneKey::parse),
         paused: paused != 0,
         anchor_at: row.try_get("anchor_at")?,
         resumed_at: row.try_get("resumed_at")?,
@@ -184,17 +200,31 @@ where
     }
 
     async fn cron_job_add(&self, spec: &JobSpec, now: i64) -> StoreResult<bool> {
-        let res = sqlx::query(
-            "INSERT INTO cron_jobs \
-           (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, 'cli', 0, $4, $4, $4) ON CONFLICT (name) DO NOTHING",
-        )
-        .bind(&spec.name)
-        .bind(serde_json::to_string(spec)?)
-        .bind(schedule_key(spec))
-        .bind(now)
-        .execute(self.writer())
-        .await?;
+        let res = sqlx::query(JOB_INSERT)
+            .bind(&spec.name)
+            .bind(serde_json::to_string(spec)?)
+            .bind(schedule_key(spec))
+            .bind(now)
+            .bind("cli")
+            .execute(self.writer())
+            .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    async fn cron_job_add_owned(
+        &self,
+        spec: &JobSpec,
+        owner: &crate::domain::LaneKey,
+        now: i64,
+    ) -> StoreResult<bool> {
+        let res = sqlx::query(JOB_INSERT)
+            .bind(&spec.name)
+            .bind(serde_json::to_string(spec)?)
+            .bind(schedule_key(spec))
+            .bind(now)
+            .bind(format!("{CHAT_SOURCE_PREFIX}{owner}"))
+            .execute(self.writer())
+            .await?;
         Ok(res.rows_affected() == 1)
     }
 

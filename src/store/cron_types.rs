@@ -4,27 +4,36 @@
 use serde::Serialize;
 
 use crate::domain::cron::JobSpec;
+use crate::domain::LaneKey;
 
 /// Where a job was declared. Config jobs are replaced at every start; CLI jobs stay until
-/// `herald cron remove`.
+/// `herald cron remove`; chat jobs were created by the agent's `cron` tool in a conversation
+/// and belong to that lane ([`CronJobRow::owner`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobSource {
     Config,
     Cli,
+    Chat,
 }
+
+/// The `source` column of a chat job is this prefix and the owning lane's key.
+pub(super) const CHAT_SOURCE_PREFIX: &str = "chat:";
 
 impl JobSource {
     pub fn as_str(self) -> &'static str {
         match self {
             JobSource::Config => "config",
             JobSource::Cli => "cli",
+            JobSource::Chat => "chat",
         }
     }
 
     pub(super) fn parse(s: &str) -> JobSource {
         if s == "config" {
             JobSource::Config
+        } else if s.starts_with(CHAT_SOURCE_PREFIX) {
+            JobSource::Chat
         } else {
             JobSource::Cli
         }
@@ -37,6 +46,8 @@ pub struct CronJobRow {
     pub name: String,
     pub spec: JobSpec,
     pub source: JobSource,
+    /// The lane a chat job belongs to (only its conversation may list, pause or remove it).
+    pub owner: Option<LaneKey>,
     pub paused: bool,
     /// Start of the schedule (epoch ms): creation, or the last schedule change.
     pub anchor_at: i64,
