@@ -76,6 +76,9 @@ impl Recorded {
 #[derive(Default)]
 struct Inner {
     script: VecDeque<Step>,
+    /// Steps reserved for requests whose newest user message contains the needle, taken in
+    /// order before the script (tests with turns in several lanes at once, e.g. cron fires).
+    keyed: Vec<(String, Step)>,
     /// Applied to default replies when the script is empty.
     default_delay: Duration,
     /// Repeats forever once the script is empty (e.g. always hang).
@@ -136,6 +139,16 @@ impl FakeLlm {
         self.inner.lock().unwrap().script.push_back(step);
     }
 
+    /// Queues `step` for the next request whose newest user message contains `needle`; such
+    /// requests take their keyed steps, in order, before the shared script.
+    pub fn push_when(&self, needle: &str, step: Step) {
+        self.inner
+            .lock()
+            .unwrap()
+            .keyed
+            .push((needle.to_string(), step));
+    }
+
     pub fn set_default_delay(&self, d: Duration) {
         self.inner.lock().unwrap().default_delay = d;
     }
@@ -192,7 +205,19 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
             finished: None,
         });
         let idx = g.requests.len() - 1;
-        let step = g.script.pop_front().or_else(|| g.sticky.clone());
+        let last_user = body["messages"]
+            .as_array()
+            .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default();
+        let keyed = g
+            .keyed
+            .iter()
+            .position(|(needle, _)| last_user.contains(needle.as_str()))
+            .map(|i| g.keyed.remove(i).1);
+        let step = keyed
+            .or_else(|| g.script.pop_front())
+            .or_else(|| g.sticky.clone());
         let mut delay = g.default_delay;
         let mut fault = None;
         if step.is_none() {

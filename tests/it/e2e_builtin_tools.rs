@@ -1,0 +1,408 @@
+//! The built-in `cron` and `send_message` tools end to end, over the real teloxide client and
+//! the fake Bot API: the fake model calls them from a chat, and the test looks at what the
+//! people in the chats would see (sent messages), what the model was told (tool results) and
+//! what the store holds (jobs, transcripts).
+
+use std::time::Duration;
+
+use chrono::Utc;
+use herald::app::App;
+use herald::cli::cron::{execute, CronCmd};
+use herald::config::{Config, SendRoute};
+use herald::domain::LaneKey;
+use serde_json::{json, Value};
+
+use herald_test_support::db::Db;
+use herald_test_support::fake_llm::{FakeLlm, Step};
+use herald_test_support::fake_telegram::{FakeTelegram, SentMessage};
+use herald_test_support::harness::{init, test_config, wait_until, Client};
+use herald_test_support::telegram::{fakes, tg_config};
+
+const ALICE: i64 = 111;
+const BOB: i64 = 999;
+const GROUP: i64 = -100555;
+
+fn config(tg: &FakeTelegram, llm: &FakeLlm, data: &tempfile::TempDir, db: &Db) -> Config {
+    let mut c = tg_config(tg, llm, data);
+    c.telegram.allowed_users = vec![ALICE.to_string(), BOB.to_string()];
+    db.apply(&mut c);
+    c
+}
+
+fn call(tool: &str, args: Value) -> Step {
+    Step::ToolCall(tool.into(), args.to_string())
+}
+
+/// Messages the fake Bot API got for `chat` whose text contains `needle`.
+fn sent_to(tg: &FakeTelegram, chat: i64, needle: &str) -> Vec<SentMessage> {
+    tg.sent_messages()
+        .into_iter()
+        .filter(|m| m.chat_id == chat && m.text.contains(needle))
+        .collect()
+}
+
+async fn wait_sent(tg: &FakeTelegram, chat: i64, needle: &str, n: usize) {
+    wait_until(
+        &format!("{n} message(s) with {needle:?} in chat {chat}"),
+        Duration::from_secs(20),
+        || async { sent_to(tg, chat, needle).len() >= n },
+    )
+    .await;
+}
+
+/// What the model was told each tool call of the turn answering `needle` returned, in order.
+fn tool_results(llm: &FakeLlm, needle: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in llm.requests() {
+        if !r.last_user().contains(needle) {
+            continue;
+        }
+        let msgs = r.messages();
+        let turn = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+        let results: Vec<String> = msgs[turn..]
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| m["content"].as_str().map(str::to_string))
+            .collect();
+        if results.len() > out.len() {
+            out = results;
+        }
+    }
+    out
+}
+
+/// The transcript of `lane`'s current session, as (role, text).
+async fn transcript(app: &App, lane: &str) -> Vec<(String, String)> {
+    let Some(session) = app
+        .store
+        .session_current(&LaneKey::new(lane))
+        .await
+        .unwrap()
+    else {
+        return Vec::new();
+    };
+    app.store
+        .messages(&session.id, true)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.role.as_str().to_string(), m.content))
+        .collect()
+}
+
+// ---- cron ----
+
+async fn a_cron_job_made_in_a_chat_delivers_there_and_only_its_chat_manages_it(db: Db) {
+    let (tg, llm, data) = fakes().await;
+    let config = config(&tg, &llm, &data, &db);
+    let app = App::start(config.clone()).await.unwrap();
+    let brief = "Write the morning brief.";
+    // The first scheduled run tries to schedule more work: refused.
+    llm.push_when(
+        brief,
+        call(
+            "cron",
+            json!({"action": "create", "name": "more", "schedule": "every 1h", "prompt": "x"}),
+        ),
+    );
+    let ask = "please schedule the morning brief";
+    llm.push_when(
+        ask,
+        call(
+            "cron",
+            json!({"action": "create", "name": "morning", "schedule": "every 2s", "prompt": brief}),
+        ),
+    );
+    llm.push_when(ask, Step::Reply("Scheduled.".into()));
+    tg.push_private_text(ALICE, ALICE, ask);
+    wait_sent(&tg, ALICE, "Scheduled.", 1).await;
+    let told = tool_results(&llm, ask);
+    assert!(
+        told[0].starts_with("added cron job \"morning\""),
+        "{told:?}"
+    );
+    // Two runs delivered into the chat the job was made in (the fake model echoes the prompt).
+    wait_sent(&tg, ALICE, brief, 2).await;
+    assert!(
+        tool_results(&llm, brief)
+            .iter()
+            .any(|r| r.contains("a scheduled run cannot schedule more work")),
+        "a run scheduled more work"
+    );
+    assert!(sent_to(&tg, BOB, brief).is_empty());
+    let listed = execute(app.store.as_ref(), &config, CronCmd::List, Utc::now())
+        .await
+        .unwrap();
+    assert!(
+        listed.contains("telegram_111.morning") && listed.contains("(chat telegram:111)"),
+        "{listed}"
+    );
+    assert!(!listed.contains("more"), "{listed}");
+
+    // Bob's chat: Alice's job does not exist for it; Bob can have his own "morning".
+    let bob = "bob tries the morning job";
+    for step in [
+        call("cron", json!({"action": "list"})),
+        call("cron", json!({"action": "pause", "name": "morning"})),
+        call("cron", json!({"action": "remove", "name": "morning"})),
+        call(
+            "cron",
+            json!({"action": "create", "name": "morning", "schedule": "every 1h", "prompt": "Bob's brief."}),
+        ),
+        call("cron", json!({"action": "list"})),
+        Step::Reply("Bob done.".into()),
+    ] {
+        llm.push_when(bob, step);
+    }
+    tg.push_private_text(BOB, BOB, bob);
+    wait_sent(&tg, BOB, "Bob done.", 1).await;
+    let told = tool_results(&llm, bob);
+    assert_eq!(told[0], r#"{"jobs":[]}"#);
+    for r in &told[1..3] {
+        assert_eq!(
+            r,
+            "error: no cron job named \"morning\" (see action \"list\")"
+        );
+    }
+    assert!(
+        told[3].starts_with("added cron job \"morning\""),
+        "{told:?}"
+    );
+    let jobs: Value = serde_json::from_str(&told[4]).unwrap();
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "{jobs}");
+    assert_eq!(jobs["jobs"][0]["schedule"], "every 1h");
+    let alices = app
+        .store
+        .cron_job_get("telegram_111.morning")
+        .await
+        .unwrap()
+        .expect("Alice's job is still there");
+    assert!(!alices.paused);
+
+    // Alice pauses: no run starts after that.
+    let pause = "pause the morning brief";
+    llm.push_when(
+        pause,
+        call("cron", json!({"action": "pause", "name": "morning"})),
+    );
+    llm.push_when(pause, Step::Reply("Paused.".into()));
+    tg.push_private_text(ALICE, ALICE, pause);
+    wait_sent(&tg, ALICE, "Paused.", 1).await;
+    assert_eq!(tool_results(&llm, pause)[0], "paused cron job \"morning\"");
+    // A run claimed just before the pause may still finish.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let fires = app
+        .store
+        .cron_fires(Some("telegram_111.morning"), 100)
+        .await
+        .unwrap()
+        .len();
+    let delivered = sent_to(&tg, ALICE, brief).len();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        app.store
+            .cron_fires(Some("telegram_111.morning"), 100)
+            .await
+            .unwrap()
+            .len(),
+        fires,
+        "a paused job fired"
+    );
+    assert_eq!(sent_to(&tg, ALICE, brief).len(), delivered);
+
+    // Alice removes it; Bob's job stays.
+    let remove = "remove the morning brief";
+    llm.push_when(
+        remove,
+        call("cron", json!({"action": "remove", "name": "morning"})),
+    );
+    llm.push_when(remove, Step::Reply("Removed.".into()));
+    tg.push_private_text(ALICE, ALICE, remove);
+    wait_sent(&tg, ALICE, "Removed.", 1).await;
+    assert_eq!(
+        tool_results(&llm, remove)[0],
+        "removed cron job \"morning\""
+    );
+    assert!(app
+        .store
+        .cron_job_get("telegram_111.morning")
+        .await
+        .unwrap()
+        .is_none());
+    assert!(app
+        .store
+        .cron_job_get("telegram_999.morning")
+        .await
+        .unwrap()
+        .is_some());
+    app.shutdown().await;
+    tg.shutdown().await;
+}
+
+herald_test_support::on_each_backend!(
+    cron_job_from_a_chat_sqlite,
+    cron_job_from_a_chat_postgres,
+    a_cron_job_made_in_a_chat_delivers_there_and_only_its_chat_manages_it
+);
+
+// ---- send_message ----
+
+fn routed(mut c: Config) -> Config {
+    c.tools.send_message_routes = vec![SendRoute {
+        from: format!("telegram:{ALICE}"),
+        to: vec![format!("telegram:{GROUP}"), "web:ops".into()],
+    }];
+    c
+}
+
+async fn send_message_posts_once_where_routed_and_allowed(db: Db) {
+    let (tg, llm, data) = fakes().await;
+    let config = routed(config(&tg, &llm, &data, &db));
+    let app = App::start(config.clone()).await.unwrap();
+
+    // Allowed: a route from Alice's chat, and Alice may write in the group herself.
+    let ask = "tell the group hello";
+    llm.push_when(
+        ask,
+        call(
+            "send_message",
+            json!({"to": format!("telegram:{GROUP}"), "text": "Hello group, from Alice's agent."}),
+        ),
+    );
+    llm.push_when(ask, Step::Reply("Told them.".into()));
+    tg.push_private_text(ALICE, ALICE, ask);
+    wait_sent(&tg, ALICE, "Told them.", 1).await;
+    wait_sent(&tg, GROUP, "Hello group", 1).await;
+    assert_eq!(
+        tool_results(&llm, ask)[0],
+        format!("sent to telegram:{GROUP} (1 message(s))")
+    );
+    let group = format!("telegram:{GROUP}");
+    wait_until(
+        "the message mirrored into the group's transcript",
+        Duration::from_secs(10),
+        || async {
+            transcript(&app, &group).await.iter().any(|(role, text)| {
+                role == "assistant" && text.contains("Hello group, from Alice's agent.")
+            })
+        },
+    )
+    .await;
+
+    // Refused alike: no route to the target; a route, but to a lane Alice cannot write to (a
+    // web lane); and Bob, who has no route at all.
+    let refusal = "refused: that conversation is not one this conversation may send to; the tool was not called";
+    let probe = "try the other chats";
+    for to in ["telegram:-100777".to_string(), "web:ops".into()] {
+        llm.push_when(
+            probe,
+            call("send_message", json!({"to": to, "text": "psst"})),
+        );
+    }
+    llm.push_when(probe, Step::Reply("Could not.".into()));
+    tg.push_private_text(ALICE, ALICE, probe);
+    wait_sent(&tg, ALICE, "Could not.", 1).await;
+    assert_eq!(tool_results(&llm, probe), [refusal, refusal]);
+    let bob = "bob tells the group";
+    llm.push_when(
+        bob,
+        call(
+            "send_message",
+            json!({"to": format!("telegram:{GROUP}"), "text": "psst"}),
+        ),
+    );
+    llm.push_when(bob, Step::Reply("Bob could not.".into()));
+    tg.push_private_text(BOB, BOB, bob);
+    wait_sent(&tg, BOB, "Bob could not.", 1).await;
+    assert_eq!(tool_results(&llm, bob), [refusal]);
+    assert!(tg.sent_messages().iter().all(|m| !m.text.contains("psst")));
+    assert!(transcript(&app, "web:ops").await.is_empty());
+
+    // A turn cut off after its send_message call and retried after a restart does not send
+    // the message again.
+    let once = "relay this once";
+    let args = json!({"to": format!("telegram:{GROUP}"), "text": "Only once, please."});
+    llm.push_when(once, call("send_message", args.clone()));
+    llm.push_when(
+        once,
+        Step::Delay(
+            Duration::from_secs(60),
+            Box::new(Step::Reply("never".into())),
+        ),
+    );
+    tg.push_private_text(ALICE, ALICE, once);
+    wait_sent(&tg, GROUP, "Only once", 1).await;
+    app.shutdown().await;
+    llm.push_when(once, call("send_message", args));
+    llm.push_when(once, Step::Reply("Relayed.".into()));
+    let app = App::start(config).await.unwrap();
+    wait_sent(&tg, ALICE, "Relayed.", 1).await;
+    let told = tool_results(&llm, once);
+    assert_eq!(
+        told.last().unwrap(),
+        &format!("sent to telegram:{GROUP} (1 message(s))")
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(sent_to(&tg, GROUP, "Only once").len(), 1);
+    let mirrored = transcript(&app, &group)
+        .await
+        .iter()
+        .filter(|(_, text)| text.contains("Only once, please."))
+        .count();
+    assert_eq!(mirrored, 1);
+    app.shutdown().await;
+    tg.shutdown().await;
+}
+
+herald_test_support::on_each_backend!(
+    send_message_sqlite,
+    send_message_postgres,
+    send_message_posts_once_where_routed_and_allowed
+);
+
+// ---- switches ----
+
+fn offered(llm: &FakeLlm) -> Vec<String> {
+    let r = llm.requests().pop().expect("a model request");
+    r.body["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn builtins_switched_off_are_not_offered() {
+    init();
+    for on in [true, false] {
+        let llm = FakeLlm::start().await;
+        let data = tempfile::tempdir().unwrap();
+        let mut config = test_config(&llm, &data);
+        config.tools.send_message_routes = vec![SendRoute {
+            from: "*".into(),
+            to: vec!["web:ops".into()],
+        }];
+        config.tools.cron = on;
+        config.tools.send_message = on;
+        let app = App::start(config).await.unwrap();
+        let (status, _) = Client::new(&app).chat("web:switch", "hello").await;
+        assert_eq!(status, 200);
+        let names = offered(&llm);
+        for tool in ["cron", "send_message"] {
+            assert_eq!(names.iter().any(|n| n == tool), on, "{tool}: {names:?}");
+        }
+        app.shutdown().await;
+    }
+    // On, but no route: send_message is not offered.
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = App::start(test_config(&llm, &data)).await.unwrap();
+    Client::new(&app).chat("web:switch", "hello").await;
+    let names = offered(&llm);
+    assert!(names.iter().any(|n| n == "cron"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "send_message"), "{names:?}");
+    app.shutdown().await;
+}
