@@ -406,3 +406,129 @@ async fn builtins_switched_off_are_not_offered() {
     assert!(!names.iter().any(|n| n == "send_message"), "{names:?}");
     app.shutdown().await;
 }
+
+// ---- the cron tool's rules, against a real store ----
+
+mod cron_rules {
+    use std::sync::Arc;
+
+    use herald::agent::tools::{Tool, ToolContext};
+    use herald::cron::{check_job, CronTool, JobSpec};
+    use herald::domain::{LaneKey, Platform};
+    use herald::store::Store;
+    use serde_json::json;
+
+    fn ctx(lane: &str, person: &str) -> ToolContext {
+        ToolContext {
+            lane: LaneKey::new(lane),
+            person: person.into(),
+            session_id: "s".into(),
+            turn_id: None,
+            inbox_id: Some(1),
+            call_index: 0,
+        }
+    }
+
+    fn spec(name: &str, schedule: &str) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            schedule: schedule.into(),
+            prompt: "p".into(),
+            deliver: vec!["web:alice".into()],
+            timezone: None,
+            catch_up: None,
+            enabled: true,
+        }
+    }
+
+    async fn run(tool: &CronTool, ctx: &ToolContext, args: serde_json::Value) -> String {
+        match tool.call(ctx, &args.to_string()).await {
+            Ok(text) => text,
+            Err(e) => e.to_string(),
+        }
+    }
+
+    pub async fn cron_tool_rules(store: Arc<dyn Store>) {
+        let tool = CronTool {
+            store: store.clone(),
+            platforms: vec![Platform::Web],
+            approval: false,
+            poke: Arc::new(tokio::sync::Notify::new()),
+        };
+        let alice = ctx("web:alice", "web:local");
+        let create = |name: &str, schedule: &str| json!({"action": "create", "name": name, "schedule": schedule, "prompt": "p"});
+
+        // The operator's words for a bad job, with the model's own name.
+        let operator = check_job(&spec("j", "every 1x"), &[Platform::Web])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            run(&tool, &alice, create("j", "every 1x")).await,
+            format!("error: cannot add the job (schedule): {operator}")
+        );
+        let long = "n".repeat(41);
+        assert!(run(&tool, &alice, create(&long, "every 1h"))
+            .await
+            .starts_with("error: invalid cron job name"));
+
+        // Refused in a scheduled run and without a person; nothing stored.
+        for c in [ctx("cron:brief", "cron:cron"), ctx("web:alice", "")] {
+            assert!(run(&tool, &c, create("x", "every 1h"))
+                .await
+                .starts_with("refused: "));
+        }
+        assert!(store.cron_jobs().await.unwrap().is_empty());
+
+        // A config job and a CLI job named like Alice's scoped names are not hers.
+        store
+            .cron_sync_config(&[spec("web_alice.conf", "every 1h")], 0)
+            .await
+            .unwrap();
+        assert!(store
+            .cron_job_add(&spec("web_alice.cli", "every 1h"), 0)
+            .await
+            .unwrap());
+        for (action, name) in [("pause", "conf"), ("remove", "cli"), ("resume", "cli")] {
+            assert_eq!(
+                run(&tool, &alice, json!({"action": action, "name": name})).await,
+                format!("error: no cron job named {name:?} (see action \"list\")")
+            );
+        }
+        assert_eq!(
+            run(&tool, &alice, json!({"action": "list"})).await,
+            r#"{"jobs":[]}"#
+        );
+
+        // Twenty jobs per conversation; the next is refused, another conversation still may.
+        for i in 0..20 {
+            let out = run(&tool, &alice, create(&format!("j{i}"), "every 1h")).await;
+            assert!(out.starts_with("added cron job"), "{out}");
+        }
+        assert_eq!(
+            run(&tool, &alice, create("j20", "every 1h")).await,
+            "error: this conversation already has 20 cron jobs, the most it may have; remove one first"
+        );
+        assert_eq!(
+            run(&tool, &alice, create("j0", "every 1h")).await.as_str(),
+            "error: this conversation already has 20 cron jobs, the most it may have; remove one first"
+        );
+        let bob = ctx("web:bob", "web:local");
+        assert!(run(&tool, &bob, create("j0", "every 1h"))
+            .await
+            .starts_with("added cron job \"j0\""));
+        assert_eq!(
+            run(&tool, &bob, create("j0", "every 2h")).await,
+            "error: a cron job named \"j0\" already exists"
+        );
+        let row = store.cron_job_get("web_bob.j0").await.unwrap().unwrap();
+        assert_eq!(row.owner, Some(LaneKey::new("web:bob")));
+        assert_eq!(row.spec.deliver, ["web:bob"]);
+        assert_eq!(row.spec.schedule, "every 1h");
+    }
+
+    herald_test_support::contract!(
+        cron_tool_rules_sqlite,
+        cron_tool_rules_postgres,
+        cron_tool_rules
+    );
+}
