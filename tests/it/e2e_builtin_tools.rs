@@ -299,10 +299,34 @@ async fn send_message_posts_once_where_routed_and_allowed(db: Db) {
             call("send_message", json!({"to": to, "text": "psst"})),
         );
     }
+    // Routed and allowed, but what it says cannot go out: a credential, or too long.
+    let group_to = format!("telegram:{GROUP}");
+    llm.push_when(
+        probe,
+        call(
+            "send_message",
+            json!({"to": group_to, "text": "psst: the key is sk-abcdefghijklmnopqrstuvwxyz123456"}),
+        ),
+    );
+    llm.push_when(
+        probe,
+        call(
+            "send_message",
+            json!({"to": group_to, "text": format!("psst {}", "x".repeat(4000))}),
+        ),
+    );
     llm.push_when(probe, Step::Reply("Could not.".into()));
     tg.push_private_text(ALICE, ALICE, probe);
     wait_sent(&tg, ALICE, "Could not.", 1).await;
-    assert_eq!(tool_results(&llm, probe), [refusal, refusal]);
+    assert_eq!(
+        tool_results(&llm, probe),
+        [
+            refusal,
+            refusal,
+            "refused: the text contains what looks like a secret (OpenAI-style API key); the tool was not called",
+            "error: the text is 4005 characters; the most is 4000",
+        ]
+    );
     let bob = "bob tells the group";
     llm.push_when(
         bob,
