@@ -229,3 +229,84 @@ async fn the_hardline_asks_even_with_the_bypass_on_and_the_deny_list_never_runs(
     assert!(text.contains("always asked"), "{text}");
     app.shutdown().await;
 }
+
+fn spawn_daemon(
+    data: &Path,
+    port: u16,
+    tg: &FakeTelegram,
+    llm: &herald_test_support::fake_llm::FakeLlm,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(data)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HERALD_LLM__BASE_URL", llm.base_url())
+        .env("HERALD_LLM__MODEL", "fake-model")
+        .env("HERALD_TELEGRAM__TOKEN", tg.token())
+        .env("HERALD_TELEGRAM__API_URL", tg.url())
+        .env("HERALD_TELEGRAM__ALLOWED_USERS", format!("[\"{USER}\"]"))
+        .env("HERALD_TELEGRAM__POLL_TIMEOUT_SECS", "1")
+        .env("HERALD_TOOLS__REQUIRE_APPROVAL", "[\"skill_manage\"]")
+        .env("HERALD_LANES__LEASE_TTL_SECS", "2")
+        .env("HERALD_LANES__HEARTBEAT_SECS", "1")
+        .env("HERALD_LANES__RESCAN_SECS", "1")
+        .env("HERALD_LOG__LEVEL", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start herald")
+}
+
+#[tokio::test]
+async fn a_sigkill_during_the_wait_resumes_it_without_asking_twice_and_runs_the_call_once() {
+    let (tg, llm, data) = fakes().await;
+    std::fs::create_dir_all(data.path().join("skills")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The first attempt and the retried one ask for the same call.
+    llm.push(Step::ToolCall("skill_manage".into(), create_args("crashy")));
+    llm.push(Step::ToolCall("skill_manage".into(), create_args("crashy")));
+    let mut first = spawn_daemon(data.path(), port, &tg, &llm);
+    tg.push_private_text(USER, USER, "make a crashy skill");
+    let (qid, _, approve, _) = wait_question(&tg, 0).await;
+    first.kill().expect("SIGKILL");
+    first.wait().unwrap();
+
+    let mut second = spawn_daemon(data.path(), port, &tg, &llm);
+    // The retried turn reaches the same call and resumes the wait: no second question.
+    until(30, || llm.request_count() >= 2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let questions = tg
+        .calls("sendmessage")
+        .iter()
+        .filter(|c| c.get("reply_markup").is_some())
+        .count();
+    assert_eq!(questions, 1, "the person was asked twice");
+    assert!(!proposed(data.path(), "crashy"));
+
+    tg.push_button_press(USER, USER, qid, &approve);
+    until(30, || llm.request_count() >= 3).await;
+    let result = llm.requests()[2].last_tool_result();
+    assert!(result.contains("herald skills approve crashy"), "{result}");
+    assert!(proposed(data.path(), "crashy"));
+    until(30, || {
+        tg.sent_messages()
+            .iter()
+            .any(|m| m.text.starts_with("reply to: make a crashy skill"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let replies = tg
+        .sent_messages()
+        .iter()
+        .filter(|m| m.text.starts_with("reply to: make a crashy skill"))
+        .count();
+    assert_eq!(replies, 1);
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
