@@ -27,7 +27,7 @@ use crate::delivery::Outbounds;
 use crate::handoff::{Builder, HandoffHook, HandoffInject, NightlyCloser};
 use crate::hooks::{build_pre_dispatch, Authorizer, PreLlmChain};
 use crate::http::{self, HttpState};
-use crate::lanes::{Deps, Ingest, LaneRouter};
+use crate::lanes::{Approvals, Deps, Ingest, LaneRouter};
 use crate::llm::writer_chain;
 use crate::store::{self, Store};
 
@@ -80,12 +80,8 @@ impl App {
             tracing::warn!("no model configured: chats will be answered with setup instructions");
         }
         // The approval policy is built here, once: nothing later can loosen it.
-        let policy = Policy::new(
-            config.approvals.bypass,
-            &config.approvals.hardline,
-            &config.approvals.deny,
-        )
-        .context("approvals: a tool-name pattern does not compile")?;
+        let policy = Policy::from_config(&config)
+            .context("approvals: a tool-name pattern does not compile")?;
         if policy.bypass() {
             tracing::warn!("approvals.bypass is on: tools that ask for approval run without asking (the hardline still asks)");
         }
@@ -145,6 +141,12 @@ impl App {
             tracker.clone(),
             cancel.child_token(),
         );
+        let approvals = Approvals::new(
+            store.clone(),
+            outbounds.clone(),
+            auth.clone(),
+            Duration::from_secs(config.approvals.timeout_secs),
+        );
         let outbox_wake = Arc::new(Notify::new());
         let cron_poke = Arc::new(Notify::new());
         // The built-in tools that act beyond the conversation, each switchable in `[tools]`.
@@ -182,6 +184,7 @@ impl App {
             replica_id: replica_id.clone(),
             outbox_wake,
             finished,
+            approvals: approvals.clone(),
         });
 
         let router = LaneRouter::new(deps.clone(), &tracker, wakes, &cancel);
@@ -261,6 +264,7 @@ impl App {
         }
         let edge = Edge {
             ingest: ingest.clone(),
+            approvals: approvals.clone(),
             store: store.clone(),
             replica_id: replica_id.clone(),
             config: config.clone(),

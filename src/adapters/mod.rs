@@ -9,7 +9,7 @@ pub mod web;
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::lanes::Ingest;
+use crate::lanes::{Approvals, Ingest};
 use crate::store::Store;
 
 /// What an adapter gets of the core when it starts, and nothing more: the inbox handle, the
@@ -18,6 +18,8 @@ use crate::store::Store;
 #[derive(Clone)]
 pub struct Edge {
     pub ingest: Ingest,
+    /// Where approval button presses go.
+    pub approvals: Approvals,
     pub store: Arc<dyn Store>,
     pub replica_id: String,
     pub config: Arc<Config>,

@@ -38,6 +38,46 @@ pub trait Outbound: Send + Sync {
     async fn send(&self, row: &OutboxRow) -> Result<String, SendError>;
     /// Shows that a turn is running (best effort).
     async fn typing(&self, _chat_id: &str, _thread_id: Option<&str>) {}
+    /// Asks the person a yes/no question with Approve / Deny buttons whose data carries the
+    /// approval id ([`approval_button_data`]); returns the platform message id. A platform
+    /// without buttons cannot ask, and the call it was for is denied.
+    async fn ask(&self, _ask: &Ask<'_>) -> Result<String, SendError> {
+        Err(SendError::Permanent(
+            "this platform cannot show approval buttons".into(),
+        ))
+    }
+    /// Replaces a question's text and removes its buttons once it is answered (best effort).
+    async fn ask_closed(&self, _chat_id: &str, _message_id: &str, _text: &str) {}
+}
+
+/// An approval question for [`Outbound::ask`].
+#[derive(Debug, Clone)]
+pub struct Ask<'a> {
+    pub chat_id: &'a str,
+    pub thread_id: Option<&'a str>,
+    pub approval_id: &'a str,
+    /// Plain text, no markup.
+    pub text: &'a str,
+}
+
+/// The data of an approval button: `ap:<id>:y` or `ap:<id>:n` (at most 64 bytes, Telegram's
+/// `callback_data` limit, for ids up to 58 characters).
+pub fn approval_button_data(approval_id: &str, approve: bool) -> String {
+    format!("ap:{approval_id}:{}", if approve { "y" } else { "n" })
+}
+
+/// Reads button data written by [`approval_button_data`]: the approval id and the answer.
+pub fn parse_approval_button(data: &str) -> Option<(&str, bool)> {
+    let rest = data.strip_prefix("ap:")?;
+    let (id, answer) = rest.rsplit_once(':')?;
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    match answer {
+        "y" => Some((id, true)),
+        "n" => Some((id, false)),
+        _ => None,
+    }
 }
 
 /// The outbounds of the adapters that run in this process.

@@ -4,6 +4,8 @@
 //! a crash can delay work but never lose it. A worker holds the lane's turn lease for as long
 //! as it runs, and every transcript write it makes is checked against that lease.
 
+mod approvals;
+mod clock;
 pub mod commands;
 mod control;
 #[doc(hidden)]
@@ -27,6 +29,7 @@ use crate::hooks::{HookChain, PreLlmChain};
 use crate::llm::ProviderChain;
 use crate::store::Store;
 
+pub use approvals::{Approvals, Press, PressOutcome};
 pub use ingest::{Ingest, Wakes};
 pub use router::{LaneRouter, LaneView};
 pub use send_message::SendMessage;
@@ -47,4 +50,6 @@ pub struct Deps {
     pub outbox_wake: Arc<Notify>,
     /// Inbox ids whose processing finished (answered, failed or skipped).
     pub finished: broadcast::Sender<i64>,
+    /// Asks people before tool calls that need their word, and takes their answers.
+    pub approvals: Approvals,
 }

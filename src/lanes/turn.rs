@@ -9,6 +9,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::clock::TurnClock;
 use super::guard::AbortOnDrop;
 use super::worker::{Failure, Stop, Worker};
 use crate::agent::context::{ContextEngine, Known, Prepared};
@@ -158,9 +159,11 @@ impl Worker {
             .lock()
             .expect("turns lock")
             .insert(self.lane.clone(), stop.clone());
-        let typing = self.typing(ev, stop.clone());
-        super::fault::check(&ev.text);
         let timeout = Duration::from_secs(deps.config.agent.turn_timeout_secs);
+        let clock = std::sync::Arc::new(TurnClock::new(timeout));
+        let typing = self.typing(ev, stop.clone(), clock.clone());
+        super::fault::check(&ev.text);
+        let gate = deps.approvals.gate(ev, &clock);
         let tool_ctx = ToolContext {
             lane: self.lane.clone(),
             person: format!("{}:{}", ev.platform.as_str(), ev.sender_id),
@@ -181,14 +184,12 @@ impl Worker {
                 session_id: &session.id,
                 spill_chars: deps.config.context.spill_chars,
                 tool_ctx: &tool_ctx,
-                approvals: &crate::agent::tools::DenyAll,
+                approvals: &gate,
             },
         );
         let outcome = tokio::select! {
-            r = tokio::time::timeout(timeout, agent.instrument(span.clone())) => match r {
-                Ok(r) => Outcome::Done(r),
-                Err(_) => Outcome::TimedOut,
-            },
+            r = agent.instrument(span.clone()) => Outcome::Done(r),
+            _ = clock.expired() => Outcome::TimedOut,
             _ = stop.cancelled() => Outcome::Stopped,
             _ = lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
             _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
@@ -285,14 +286,22 @@ impl Worker {
 
     /// The typing indicator, for as long as the returned guard lives (a panicking turn drops
     /// it too).
-    fn typing(&self, ev: &MessageEvent, stop: CancellationToken) -> AbortOnDrop {
+    fn typing(
+        &self,
+        ev: &MessageEvent,
+        stop: CancellationToken,
+        clock: std::sync::Arc<TurnClock>,
+    ) -> AbortOnDrop {
         let outbound = self.router.deps.outbounds.get(ev.platform).cloned();
         let chat = ev.chat_id.clone();
         let thread = ev.thread_id.clone();
         AbortOnDrop::spawn(async move {
             let Some(o) = outbound else { return };
             loop {
-                o.typing(&chat, thread.as_deref()).await;
+                // A turn parked on a person is not typing.
+                if !clock.is_parked() {
+                    o.typing(&chat, thread.as_deref()).await;
+                }
                 if !crate::tasks::sleep_or_cancel(Duration::from_secs(4), &stop).await {
                     return;
                 }

@@ -6,6 +6,7 @@
 //! with the caller's holder and fencing token: a worker that lost its lease cannot land a row,
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
+mod approvals;
 mod common;
 mod context;
 mod cron;
@@ -33,6 +34,7 @@ use async_trait::async_trait;
 
 use crate::domain::Role;
 
+pub use approvals::{ApprovalRow, ApprovalStatus, ApprovalStore, NewApproval};
 pub use common::unknown_migrations_message;
 pub use context::{ContextRow, ContextStore, ImportedMessage};
 pub use cron::CronStore;
@@ -122,6 +124,7 @@ pub trait Store:
     + NightlyStore
     + CronStore
     + ContextStore
+    + ApprovalStore
     + Send
     + Sync
     + 'static

@@ -12,11 +12,13 @@
 use std::collections::HashSet;
 
 use teloxide::types::{
-    Me, Message, MessageEntity, MessageEntityKind, MessageEntityRef, MessageKind as TgKind, Update,
-    UpdateKind,
+    CallbackQuery, Me, Message, MessageEntity, MessageEntityKind, MessageEntityRef,
+    MessageKind as TgKind, Update, UpdateKind,
 };
 
+use crate::delivery::parse_approval_button;
 use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Platform};
+use crate::lanes::Press;
 
 /// Who the bot is (from `getMe`), needed to tell whether a group message addresses it.
 #[derive(Debug, Clone)]
@@ -38,6 +40,11 @@ impl From<&Me> for BotIdentity {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Ingest(Box<MessageEvent>),
+    /// An approval button was pressed; the query must be answered with the outcome.
+    Press {
+        press: Press,
+        query_id: String,
+    },
     /// Not for the core; the reason goes to the debug log.
     Ignore(&'static str),
 }
@@ -51,6 +58,7 @@ pub struct Rules<'a> {
 pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
     let msg = match &update.kind {
         UpdateKind::Message(m) => m,
+        UpdateKind::CallbackQuery(q) => return press(q),
         UpdateKind::EditedMessage(_) => return Decision::Ignore("edited message"),
         UpdateKind::ChannelPost(_) | UpdateKind::EditedChannelPost(_) => {
             return Decision::Ignore("channel post")
@@ -271,4 +279,25 @@ fn attachments(msg: &Message) -> Vec<Attachment> {
         add("video_note", &v.file.id.0);
     }
     out
+}
+
+/// A button press: only ours (approval data) from a message in a chat; anything else is ignored.
+fn press(q: &CallbackQuery) -> Decision {
+    let Some((id, approve)) = q.data.as_deref().and_then(parse_approval_button) else {
+        return Decision::Ignore("callback query that is not an approval button");
+    };
+    let Some(msg) = &q.message else {
+        return Decision::Ignore("callback query without its message");
+    };
+    Decision::Press {
+        press: Press {
+            approval_id: id.to_string(),
+            approve,
+            platform: Platform::Telegram,
+            chat_id: msg.chat().id.0.to_string(),
+            sender_id: q.from.id.0.to_string(),
+            sender_roles: Vec::new(),
+        },
+        query_id: q.id.0.clone(),
+    }
 }

@@ -9,6 +9,7 @@
 //! every error goes through [`redact`] and no `Bot` is ever formatted), or acknowledge an update
 //! before it is in the inbox.
 
+mod ask;
 pub mod format;
 pub mod inbound;
 pub mod outbound;
@@ -170,6 +171,9 @@ impl Start {
         tracing::info!(bot = %me.username, mode = ?self.config.mode, "telegram adapter starting");
         let receiver = Arc::new(Receiver {
             ingest: self.edge.ingest.clone(),
+            approvals: self.edge.approvals.clone(),
+            bot: self.poll_bot.clone(),
+            token: self.token.clone(),
             me,
             free_response_chats: self
                 .config
@@ -252,6 +256,7 @@ impl Start {
                 .allowed_updates(vec![
                     teloxide::types::AllowedUpdate::Message,
                     teloxide::types::AllowedUpdate::EditedMessage,
+                    teloxide::types::AllowedUpdate::CallbackQuery,
                 ]);
             match req.await {
                 Ok(_) => {

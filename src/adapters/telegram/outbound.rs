@@ -24,7 +24,7 @@ use teloxide::{ApiError, Bot, RequestError};
 use super::format::markdown_to_html;
 use super::redact;
 use crate::adapters::split::{split_message, Measure, TELEGRAM_LIMIT};
-use crate::delivery::{Outbound, SendError};
+use crate::delivery::{Ask, Outbound, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -41,12 +41,12 @@ pub fn published_limits() -> Limits {
 }
 
 pub struct TelegramOutbound {
-    bot: Client,
-    token: String,
+    pub(super) bot: Client,
+    pub(super) token: String,
 }
 
 /// Who sends: the throttle (production) or the bare bot (`telegram.pacing = false`).
-enum Client {
+pub(super) enum Client {
     Paced(Throttle<Bot>),
     Direct(Bot),
 }
@@ -196,6 +196,14 @@ impl Outbound for TelegramOutbound {
         if let Err(e) = self.bot.send_chat_action(req).await {
             tracing::debug!(error = %redact(&e, &self.token), "typing indicator not shown");
         }
+    }
+
+    async fn ask(&self, ask: &Ask<'_>) -> Result<String, SendError> {
+        self.ask_with_buttons(ask).await
+    }
+
+    async fn ask_closed(&self, chat_id: &str, message_id: &str, text: &str) {
+        self.close_question(chat_id, message_id, text).await
     }
 }
 

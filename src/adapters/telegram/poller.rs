@@ -148,7 +148,7 @@ impl Poller {
                     offset,
                     limit: 100,
                     timeout: self.timeout_secs,
-                    allowed_updates: vec!["message", "edited_message"],
+                    allowed_updates: vec!["message", "edited_message", "callback_query"],
                 },
             );
             let res = tokio::select! {

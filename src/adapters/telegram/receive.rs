@@ -11,14 +11,21 @@ use std::panic::AssertUnwindSafe;
 
 use serde::Deserialize;
 use serde_json::Value;
-use teloxide::types::{Update, UpdateKind};
+use teloxide::payloads::AnswerCallbackQuerySetters;
+use teloxide::requests::Requester;
+use teloxide::types::{CallbackQueryId, Update, UpdateKind};
+use teloxide::Bot;
 
 use super::inbound::{decide, BotIdentity, Decision, Rules};
-use crate::lanes::Ingest;
+use crate::lanes::{Approvals, Ingest};
 use crate::store::{InboxInsert, StoreError};
 
 pub struct Receiver {
     pub ingest: Ingest,
+    pub approvals: Approvals,
+    /// Answers button presses (`answerCallbackQuery`).
+    pub bot: Bot,
+    pub token: String,
     pub me: BotIdentity,
     pub free_response_chats: HashSet<String>,
 }
@@ -28,6 +35,8 @@ pub struct Receiver {
 pub enum Received {
     Ingested,
     Duplicate,
+    /// An approval button press, answered.
+    Pressed,
     Ignored,
     Malformed,
 }
@@ -50,6 +59,21 @@ impl Receiver {
                 metrics::counter!("herald_telegram_updates_total", "outcome" => "ignored")
                     .increment(1);
                 Ok(Received::Ignored)
+            }
+            Decision::Press { press, query_id } => {
+                // Recorded in the store before the update is acknowledged; the toast is best
+                // effort (a press answered here and lost there is still answered).
+                let outcome = self.approvals.press(&press).await;
+                let answer = self
+                    .bot
+                    .answer_callback_query(CallbackQueryId(query_id))
+                    .text(outcome.text());
+                if let Err(e) = answer.await {
+                    tracing::debug!(error = %super::redact(&e, &self.token), "answerCallbackQuery failed");
+                }
+                metrics::counter!("herald_telegram_updates_total", "outcome" => "pressed")
+                    .increment(1);
+                Ok(Received::Pressed)
             }
             Decision::Ingest(ev) => {
                 let res = self.ingest.ingest(&ev).await?;

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::{Origin, Tool, ToolContext, ToolError};
-use crate::config::DEFAULT_HARDLINE;
+use crate::config::{Config, DEFAULT_HARDLINE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Check {
@@ -32,6 +32,8 @@ pub struct Policy {
     bypass: bool,
     hardline: GlobSet,
     deny: GlobSet,
+    /// Built-in tools the operator wants asked about (`tools.require_approval`).
+    require: GlobSet,
 }
 
 impl Default for Policy {
@@ -53,7 +55,19 @@ impl Policy {
             bypass,
             hardline: globs(hardline)?,
             deny: globs(deny)?,
+            require: GlobSet::empty(),
         })
+    }
+
+    /// The policy of `[approvals]` and `tools.require_approval`, built once at startup.
+    pub fn from_config(config: &Config) -> Result<Policy, globset::Error> {
+        let mut p = Policy::new(
+            config.approvals.bypass,
+            &config.approvals.hardline,
+            &config.approvals.deny,
+        )?;
+        p.require = globs(&config.tools.require_approval)?;
+        Ok(p)
     }
 
     pub fn bypass(&self) -> bool {
@@ -71,7 +85,7 @@ impl Policy {
         if self.bypass {
             return Check::Run;
         }
-        if requires {
+        if requires || self.require.is_match(tool) {
             return Check::Ask { hardline: false };
         }
         Check::Run

@@ -221,6 +221,40 @@ impl FakeTelegram {
     }
 
     /// Every `sendMessage` the fake answered (or processed before dropping), in order.
+    /// A press of an inline keyboard button under the bot's message `message_id` in
+    /// `chat_id`, by `from_id`, carrying `data`; returns the update id.
+    pub fn push_button_press(
+        &self,
+        chat_id: i64,
+        from_id: i64,
+        message_id: i64,
+        data: &str,
+    ) -> i64 {
+        let mut inner = self.state.lock();
+        let update_id = inner.next_update_id;
+        inner.next_update_id += 1;
+        let message = serde_json::json!({
+            "message_id": message_id,
+            "from": bot_user_json(&self.state.token),
+            "chat": chat_json(chat_id, false),
+            "date": json::now_unix(),
+            "text": "question",
+        });
+        inner.updates.push_back(serde_json::json!({
+            "update_id": update_id,
+            "callback_query": {
+                "id": format!("cbq-{update_id}"),
+                "from": user_json(from_id),
+                "message": message,
+                "chat_instance": format!("ci-{chat_id}"),
+                "data": data,
+            }
+        }));
+        drop(inner);
+        self.state.changed.notify_waiters();
+        update_id
+    }
+
     pub fn sent_messages(&self) -> Vec<SentMessage> {
         self.state.lock().sent.clone()
     }

@@ -101,7 +101,7 @@ async fn answer(state: &State, method: &str, params: &Value) -> Response {
         "getupdates" => get_updates(state, params).await,
         "sendmessage" => send_message(state, params),
         "editmessagetext" => edit_message_text(state, params),
-        "sendchataction" | "setmycommands" => ok(json!(true)),
+        "sendchataction" | "setmycommands" | "answercallbackquery" => ok(json!(true)),
         "deletewebhook" => {
             let mut inner = state.lock();
             inner.webhook_url.clear();
