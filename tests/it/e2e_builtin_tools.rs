@@ -556,3 +556,72 @@ mod cron_rules {
         cron_tool_rules
     );
 }
+
+// ---- a builtin named in tools.require_approval asks first ----
+
+/// The last question with buttons the bot sent: (approve data, deny data, message id).
+fn question(tg: &FakeTelegram) -> Option<(String, String, i64)> {
+    let calls = tg.calls("sendmessage");
+    let sent = tg.sent_messages();
+    calls
+        .iter()
+        .zip(sent.iter())
+        .rev()
+        .find(|(c, _)| c.get("reply_markup").is_some())
+        .map(|(c, m)| {
+            let markup: Value = match &c["reply_markup"] {
+                Value::String(s) => serde_json::from_str(s).unwrap(),
+                v => v.clone(),
+            };
+            let row = &markup["inline_keyboard"][0];
+            let data = |i: usize| row[i]["callback_data"].as_str().unwrap().to_string();
+            (data(0), data(1), m.message_id)
+        })
+}
+
+#[tokio::test]
+async fn send_message_named_for_approval_asks_and_sends_only_when_approved() {
+    let (tg, llm, data) = fakes().await;
+    let mut config = routed(config(&tg, &llm, &data, &Db::Sqlite));
+    config.tools.require_approval = vec!["send_message".into()];
+    let app = App::start(config).await.unwrap();
+    let group = format!("telegram:{GROUP}");
+    let mut asked = 0;
+    for (press, text) in [(false, "Denied words."), (true, "Approved words.")] {
+        let ask = format!("relay: {text}");
+        llm.push_when(
+            &ask,
+            call("send_message", json!({"to": group, "text": text})),
+        );
+        llm.push_when(&ask, Step::Reply(format!("after {text}")));
+        tg.push_private_text(ALICE, ALICE, &ask);
+        wait_until("the question", Duration::from_secs(10), || async {
+            tg.sent_messages()
+                .iter()
+                .filter(|m| m.chat_id == ALICE && m.text.contains("send_message"))
+                .count()
+                > asked
+        })
+        .await;
+        asked += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            sent_to(&tg, GROUP, text).is_empty(),
+            "sent before an answer"
+        );
+        let (approve, deny, qid) = question(&tg).expect("a question with buttons");
+        tg.push_button_press(ALICE, ALICE, qid, if press { &approve } else { &deny });
+        wait_sent(&tg, ALICE, &format!("after {text}"), 1).await;
+        let told = tool_results(&llm, &ask);
+        if press {
+            assert_eq!(told, [format!("sent to {group} (1 message(s))")]);
+        } else {
+            assert!(told[0].starts_with("denied: "), "{told:?}");
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sent_to(&tg, GROUP, "Approved words.").len(), 1);
+    assert!(sent_to(&tg, GROUP, "Denied words.").is_empty());
+    app.shutdown().await;
+    tg.shutdown().await;
+}
