@@ -586,8 +586,10 @@ async fn send_message_named_for_approval_asks_and_sends_only_when_approved() {
     config.tools.require_approval = vec!["send_message".into()];
     let app = App::start(config).await.unwrap();
     let group = format!("telegram:{GROUP}");
-    let mut asked = 0;
-    for (press, text) in [(false, "Denied words."), (true, "Approved words.")] {
+    for (asked, (press, text)) in [(false, "Denied words."), (true, "Approved words.")]
+        .into_iter()
+        .enumerate()
+    {
         let ask = format!("relay: {text}");
         llm.push_when(
             &ask,
@@ -603,7 +605,6 @@ async fn send_message_named_for_approval_asks_and_sends_only_when_approved() {
                 > asked
         })
         .await;
-        asked += 1;
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(
             sent_to(&tg, GROUP, text).is_empty(),
