@@ -122,7 +122,11 @@ impl Approvals {
             }
         };
         // Only the approval's own chat, and only someone allowed to talk to the agent there.
-        if row.platform != p.platform.as_str() || row.chat_id != p.chat_id {
+        // A Discord button in a thread reports the thread (snowflakes are unique, so the
+        // thread id cannot name another chat).
+        let same_chat = row.chat_id == p.chat_id
+            || (p.platform == Platform::Discord && row.thread_id.as_deref() == Some(&p.chat_id));
+        if row.platform != p.platform.as_str() || !same_chat {
             return PressOutcome::NotYours;
         }
         let mut ev = MessageEvent::text(p.platform, &p.chat_id, &p.sender_id, "");
@@ -301,7 +305,8 @@ impl TurnGate<'_> {
         ) else {
             return;
         };
-        out.ask_closed(&row.chat_id, msg, text).await;
+        out.ask_closed(&row.chat_id, row.thread_id.as_deref(), msg, text)
+            .await;
     }
 }
 
