@@ -171,6 +171,36 @@ impl Approvals {
         self.store.approvals_pending(lane).await
     }
 
+    /// Closes the requests a turn left open when it ended without their answer (stopped, timed
+    /// out): they are denied, and their questions say so. A turn that lost its lease or was
+    /// shut down keeps them — its retry resumes the wait.
+    pub async fn abandon(&self, lane: &crate::domain::LaneKey, inbox_id: i64, why: &str) {
+        let rows = match self.store.approvals_abandon(lane, inbox_id, now_ms()).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot close a turn's open approval requests");
+                return;
+            }
+        };
+        for row in rows {
+            self.wake(&row.id);
+            let platform = crate::domain::Platform::parse(&row.platform);
+            let (Some(msg), Some(out)) = (
+                row.prompt_message_id.as_deref(),
+                platform.and_then(|p| self.outbounds.get(p)),
+            ) else {
+                continue;
+            };
+            out.ask_closed(
+                &row.chat_id,
+                row.thread_id.as_deref(),
+                msg,
+                &format!("⏹ {why}: {}", row.tool),
+            )
+            .await;
+        }
+    }
+
     fn wake(&self, id: &str) {
         if let Some(n) = self.waiting.lock().expect("approvals lock").get(id) {
             n.notify_waiters();

@@ -388,3 +388,37 @@ async fn the_web_chat_answers_its_own_approvals_and_no_other_conversations() {
     assert_eq!(status, 409, "answered once");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn stop_while_waiting_denies_the_request_and_closes_the_question() {
+    let (tg, llm, data) = fakes().await;
+    let app = start(&tg, &llm, &data, 60).await;
+    llm.push(Step::ToolCall(
+        "skill_manage".into(),
+        create_args("stopped"),
+    ));
+    tg.push_private_text(USER, USER, "make a skill then wait");
+    let (qid, _, approve, _) = wait_question(&tg, 0).await;
+    tg.push_private_text(USER, USER, "/stop");
+    until(10, || {
+        tg.calls("editmessagetext").iter().any(|e| {
+            e["message_id"] == json!(qid)
+                && e["text"].as_str().unwrap_or("").starts_with("⏹ Stopped")
+        })
+    })
+    .await;
+    tg.push_button_press(USER, USER, qid, &approve);
+    until(10, || !tg.calls("answercallbackquery").is_empty()).await;
+    assert_eq!(
+        tg.calls("answercallbackquery")[0]["text"],
+        "This request is no longer open."
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!proposed(data.path(), "stopped"));
+    assert_eq!(
+        llm.request_count(),
+        1,
+        "the stopped turn made no further call"
+    );
+    app.shutdown().await;
+}
