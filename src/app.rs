@@ -244,6 +244,7 @@ impl App {
             model: deps.chain.primary_name(),
             metrics,
             access: Arc::new(http::Access::from_config(&config)),
+            approvals: approvals.clone(),
         };
         let app = http::routes(state, &config, extra_routes)
             .into_make_service_with_connect_info::<SocketAddr>();

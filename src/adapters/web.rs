@@ -1,10 +1,10 @@
 //! The web chat's outbound side. Web replies are read by the waiting HTTP request (or the
 //! page's transcript view), so "sending" records delivery and keeps the whole text in one
-//! chunk.
+//! chunk; approval questions are read by the page from the pending requests.
 
 use async_trait::async_trait;
 
-use crate::delivery::{Outbound, SendError};
+use crate::delivery::{Ask, Outbound, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -22,5 +22,11 @@ impl Outbound for WebOutbound {
 
     async fn send(&self, row: &OutboxRow) -> Result<String, SendError> {
         Ok(format!("web-{}", row.id))
+    }
+
+    /// The page lists its conversation's pending requests and shows their buttons; the
+    /// question is the stored request itself.
+    async fn ask(&self, ask: &Ask<'_>) -> Result<String, SendError> {
+        Ok(format!("web-ask-{}", ask.approval_id))
     }
 }

@@ -47,7 +47,14 @@ pub trait Outbound: Send + Sync {
         ))
     }
     /// Replaces a question's text and removes its buttons once it is answered (best effort).
-    async fn ask_closed(&self, _chat_id: &str, _message_id: &str, _text: &str) {}
+    async fn ask_closed(
+        &self,
+        _chat_id: &str,
+        _thread_id: Option<&str>,
+        _message_id: &str,
+        _text: &str,
+    ) {
+    }
 }
 
 /// An approval question for [`Outbound::ask`].

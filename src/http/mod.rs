@@ -7,6 +7,7 @@
 
 mod access;
 mod admin;
+mod approvals;
 mod capsule;
 mod chat;
 mod health;
@@ -34,7 +35,7 @@ use serde_json::json;
 pub use access::{Access, Caller, Guard};
 
 use crate::config::Config;
-use crate::lanes::{Ingest, LaneView};
+use crate::lanes::{Approvals, Ingest, LaneView};
 use crate::store::Store;
 
 /// What the handlers use, each named: the server gets no router and no dependency bag, so a
@@ -54,6 +55,8 @@ pub struct HttpState {
     pub model: String,
     pub metrics: PrometheusHandle,
     pub access: Arc<Access>,
+    /// Takes answers to approval requests (the web chat's buttons).
+    pub approvals: Approvals,
 }
 
 /// Largest request body accepted anywhere; a bigger one answers 413.
@@ -114,6 +117,18 @@ pub fn table(config: &Config) -> Vec<RouteRow> {
             "/api/v1/chat",
             Api,
             post(chat::post_chat),
+        ));
+        t.push(row(
+            Method::GET,
+            "/api/v1/lanes/{lane}/approvals",
+            Api,
+            get(approvals::pending),
+        ));
+        t.push(row(
+            Method::POST,
+            "/api/v1/approvals/{id}",
+            Api,
+            post(approvals::answer),
         ));
     }
     if config.pairing.enabled {

@@ -122,7 +122,11 @@ impl Approvals {
             }
         };
         // Only the approval's own chat, and only someone allowed to talk to the agent there.
-        if row.platform != p.platform.as_str() || row.chat_id != p.chat_id {
+        // A Discord button in a thread reports the thread (snowflakes are unique, so the
+        // thread id cannot name another chat).
+        let same_chat = row.chat_id == p.chat_id
+            || (p.platform == Platform::Discord && row.thread_id.as_deref() == Some(&p.chat_id));
+        if row.platform != p.platform.as_str() || !same_chat {
             return PressOutcome::NotYours;
         }
         let mut ev = MessageEvent::text(p.platform, &p.chat_id, &p.sender_id, "");
@@ -165,6 +169,36 @@ impl Approvals {
         lane: Option<&crate::domain::LaneKey>,
     ) -> crate::store::StoreResult<Vec<ApprovalRow>> {
         self.store.approvals_pending(lane).await
+    }
+
+    /// Closes the requests a turn left open when it ended without their answer (stopped, timed
+    /// out): they are denied, and their questions say so. A turn that lost its lease or was
+    /// shut down keeps them — its retry resumes the wait.
+    pub async fn abandon(&self, lane: &crate::domain::LaneKey, inbox_id: i64, why: &str) {
+        let rows = match self.store.approvals_abandon(lane, inbox_id, now_ms()).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot close a turn's open approval requests");
+                return;
+            }
+        };
+        for row in rows {
+            self.wake(&row.id);
+            let platform = crate::domain::Platform::parse(&row.platform);
+            let (Some(msg), Some(out)) = (
+                row.prompt_message_id.as_deref(),
+                platform.and_then(|p| self.outbounds.get(p)),
+            ) else {
+                continue;
+            };
+            out.ask_closed(
+                &row.chat_id,
+                row.thread_id.as_deref(),
+                msg,
+                &format!("⏹ {why}: {}", row.tool),
+            )
+            .await;
+        }
     }
 
     fn wake(&self, id: &str) {
@@ -301,7 +335,8 @@ impl TurnGate<'_> {
         ) else {
             return;
         };
-        out.ask_closed(&row.chat_id, msg, text).await;
+        out.ask_closed(&row.chat_id, row.thread_id.as_deref(), msg, text)
+            .await;
     }
 }
 

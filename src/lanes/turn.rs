@@ -207,6 +207,13 @@ impl Worker {
         user.platform_message_id = Some(ev.platform_message_id.clone());
         let mut messages = vec![user];
         let mut readings = Vec::new();
+        if matches!(outcome, Outcome::Stopped | Outcome::TimedOut) {
+            let why = match outcome {
+                Outcome::Stopped => "Stopped",
+                _ => "The turn ran out of time",
+            };
+            deps.approvals.abandon(&self.lane, row.id, why).await;
+        }
         let (reply, status, note) = match outcome {
             Outcome::Abandoned(s) => return Err(Failure::Stop(s)),
             Outcome::Done(Ok(out)) => {

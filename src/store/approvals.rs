@@ -170,6 +170,14 @@ pub trait ApprovalStore: Send + Sync {
     async fn approval_start(&self, id: &str) -> StoreResult<bool>;
     /// Keeps the result of a finished call for any retry of the turn.
     async fn approval_finish(&self, id: &str, result: &str) -> StoreResult<()>;
+    /// Denies the still-pending requests of one turn that ended without waiting for them (it
+    /// was stopped or timed out); returns them, so their questions can be closed.
+    async fn approvals_abandon(
+        &self,
+        lane: &LaneKey,
+        inbox_id: i64,
+        now: i64,
+    ) -> StoreResult<Vec<ApprovalRow>>;
     /// Pending requests, oldest first; of one lane when given.
     async fn approvals_pending(&self, lane: Option<&LaneKey>) -> StoreResult<Vec<ApprovalRow>>;
 }
@@ -291,6 +299,37 @@ where
         .execute(self.writer())
         .await?;
         Ok(())
+    }
+
+    async fn approvals_abandon(
+        &self,
+        lane: &LaneKey,
+        inbox_id: i64,
+        now: i64,
+    ) -> StoreResult<Vec<ApprovalRow>> {
+        let raws: Vec<Raw> = sqlx::query_as(concat!(
+            cols!(),
+            "WHERE lane = $1 AND inbox_id = $2 AND status = 'pending' ORDER BY created_at, id"
+        ))
+        .bind(lane.as_str())
+        .bind(inbox_id)
+        .fetch_all(self.writer())
+        .await?;
+        let mut out = Vec::new();
+        for raw in raws {
+            let r = sqlx::query(
+                "UPDATE approvals SET status = 'expired', decided_at = $1 \
+                 WHERE id = $2 AND status = 'pending'",
+            )
+            .bind(now)
+            .bind(raw.id.as_str())
+            .execute(self.writer())
+            .await?;
+            if r.rows_affected() == 1 {
+                out.push(raw.typed()?);
+            }
+        }
+        Ok(out)
     }
 
     async fn approvals_pending(&self, lane: Option<&LaneKey>) -> StoreResult<Vec<ApprovalRow>> {

@@ -310,3 +310,115 @@ async fn a_sigkill_during_the_wait_resumes_it_without_asking_twice_and_runs_the_
     second.kill().unwrap();
     second.wait().unwrap();
 }
+
+#[tokio::test]
+async fn the_web_chat_answers_its_own_approvals_and_no_other_conversations() {
+    use herald_test_support::harness::{init, test_config, Client};
+    init();
+    let llm = herald_test_support::fake_llm::FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("skills")).unwrap();
+    let mut c = test_config(&llm, &data);
+    c.tools.require_approval = vec!["skill_manage".into()];
+    let app = App::start(c).await.unwrap();
+    let client = Client::new(&app);
+    let http = reqwest::Client::new();
+
+    llm.push(Step::ToolCall("skill_manage".into(), create_args("webby")));
+    let chat = {
+        let client = Client::new(&app);
+        tokio::spawn(async move { client.chat("web:alice", "make a web skill").await })
+    };
+    let pending = || async {
+        let r = http
+            .get(format!("{}/api/v1/lanes/web:alice/approvals", client.base))
+            .send()
+            .await
+            .unwrap();
+        r.json::<Value>().await.unwrap()["approvals"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let id = loop {
+        if let Some(a) = pending().await.first() {
+            assert_eq!(a["tool"], "skill_manage");
+            break a["id"].as_str().unwrap().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no pending approval");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Another conversation sees none of it and cannot answer it.
+    let other = http
+        .get(format!(
+            "{}/api/v1/lanes/web:mallory/approvals",
+            client.base
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(other["approvals"], json!([]));
+    let answer = |lane: &'static str| {
+        let http = http.clone();
+        let url = format!("{}/api/v1/approvals/{id}", client.base);
+        async move {
+            let r = http
+                .post(url)
+                .json(&json!({"lane": lane, "approve": true}))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = answer("web:mallory").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!proposed(data.path(), "webby"));
+    let (status, body) = answer("web:alice").await;
+    assert_eq!((status, body["outcome"].as_str()), (200, Some("approved")));
+    let (status, body) = chat.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "reply to: make a web skill");
+    assert!(proposed(data.path(), "webby"));
+    let (status, _) = answer("web:alice").await;
+    assert_eq!(status, 409, "answered once");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn stop_while_waiting_denies_the_request_and_closes_the_question() {
+    let (tg, llm, data) = fakes().await;
+    let app = start(&tg, &llm, &data, 60).await;
+    llm.push(Step::ToolCall(
+        "skill_manage".into(),
+        create_args("stopped"),
+    ));
+    tg.push_private_text(USER, USER, "make a skill then wait");
+    let (qid, _, approve, _) = wait_question(&tg, 0).await;
+    tg.push_private_text(USER, USER, "/stop");
+    until(10, || {
+        tg.calls("editmessagetext").iter().any(|e| {
+            e["message_id"] == json!(qid)
+                && e["text"].as_str().unwrap_or("").starts_with("⏹ Stopped")
+        })
+    })
+    .await;
+    tg.push_button_press(USER, USER, qid, &approve);
+    until(10, || !tg.calls("answercallbackquery").is_empty()).await;
+    assert_eq!(
+        tg.calls("answercallbackquery")[0]["text"],
+        "This request is no longer open."
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!proposed(data.path(), "stopped"));
+    assert_eq!(
+        llm.request_count(),
+        1,
+        "the stopped turn made no further call"
+    );
+    app.shutdown().await;
+}

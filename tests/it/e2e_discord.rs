@@ -5,6 +5,7 @@
 //! adapter fails a test instead of hanging the suite. Assertions are on what a Discord user
 //! would see: the messages the bot posted (as recorded by the fake), in order, once.
 
+mod approvals;
 mod faults;
 mod user;
 

@@ -13,6 +13,7 @@ use herald::domain::{MessageEvent, Platform};
 use herald::store::{InboxInsert, Lease, NewOutbox, Session, Store, StoreError};
 
 use herald_test_support::contract;
+mod approvals;
 mod inbox_leases;
 mod outbox;
 mod pairing;
@@ -111,6 +112,11 @@ contract!(
     sqlite_dead_replica_claims_return,
     postgres_dead_replica_claims_return,
     outbox::dead_replica_claims_return
+);
+contract!(
+    sqlite_approval_lifecycle,
+    postgres_approval_lifecycle,
+    approvals::approval_lifecycle
 );
 contract!(
     sqlite_pairing_lifecycle,

@@ -10,6 +10,7 @@
 //! one serenity client per shard it holds (`start_shard(n, total)`), and stops a client before
 //! letting its lease go. Sending is REST and needs no shard: every replica sends.
 
+mod ask;
 mod inbound;
 mod interactions;
 mod outbound;
@@ -295,8 +296,12 @@ impl EventHandler for Handler {
     }
 
     async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
-        let Interaction::Command(cmd) = interaction else {
-            return;
+        let cmd = match interaction {
+            Interaction::Command(cmd) => cmd,
+            Interaction::Component(c) => {
+                return ask::answer(&ctx, &c, &self.edge.approvals).await;
+            }
+            _ => return,
         };
         interactions::defer(&ctx, &cmd).await;
         let place = match &cmd.channel {

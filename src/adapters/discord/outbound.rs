@@ -15,7 +15,7 @@ use serenity::all::{
 };
 
 use crate::adapters::split::{split_message, Measure, DISCORD_LIMIT};
-use crate::delivery::{Outbound, SendError};
+use crate::delivery::{Ask, Outbound, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -125,6 +125,21 @@ impl Outbound for DiscordOutbound {
         if let Err(e) = channel.broadcast_typing(&self.http).await {
             tracing::debug!(error = %e, channel = %channel, "discord typing indicator failed");
         }
+    }
+
+    async fn ask(&self, ask: &Ask<'_>) -> Result<String, SendError> {
+        self.ask_with_buttons(ask).await
+    }
+
+    async fn ask_closed(
+        &self,
+        chat_id: &str,
+        thread_id: Option<&str>,
+        message_id: &str,
+        text: &str,
+    ) {
+        self.close_question(chat_id, thread_id, message_id, text)
+            .await
     }
 }
 

@@ -202,7 +202,13 @@ impl Outbound for TelegramOutbound {
         self.ask_with_buttons(ask).await
     }
 
-    async fn ask_closed(&self, chat_id: &str, message_id: &str, text: &str) {
+    async fn ask_closed(
+        &self,
+        chat_id: &str,
+        _thread_id: Option<&str>,
+        message_id: &str,
+        text: &str,
+    ) {
         self.close_question(chat_id, message_id, text).await
     }
 }

@@ -130,6 +130,8 @@ pub(crate) struct Session {
 #[derive(Default)]
 pub(crate) struct Inner {
     pub sent: Vec<SentMessage>,
+    /// `PATCH /channels/{c}/messages/{m}` bodies, in order: (channel, message, body).
+    pub message_edits: Vec<(u64, u64, Value)>,
     pub callbacks: Vec<InteractionCallback>,
     pub followups: Vec<Followup>,
     pub commands: Vec<RegisteredCommand>,
@@ -333,6 +335,53 @@ impl FakeDiscord {
             command,
             string_options,
         });
+        self.shared
+            .dispatch_locked(&mut inner, "INTERACTION_CREATE", d);
+        (id, token)
+    }
+
+    /// A button press (MESSAGE_COMPONENT interaction, type 3) on the bot's message
+    /// `message_id` in `channel_id`, by `user_id` with `roles`, carrying `custom_id`. Returns
+    /// (interaction id, token).
+    pub fn dispatch_button_press(
+        &self,
+        channel_id: u64,
+        guild_id: Option<u64>,
+        user_id: u64,
+        roles: &[u64],
+        message_id: u64,
+        custom_id: &str,
+    ) -> (u64, String) {
+        let id = self.shared.new_id();
+        let token = format!("itoken-{id}");
+        let mut inner = self.shared.lock();
+        inner.interaction_channels.insert(token.clone(), channel_id);
+        let message = inner.messages.get(&message_id).cloned().unwrap_or_else(|| {
+            payloads::message(payloads::MessageParts {
+                id: message_id,
+                channel_id,
+                guild_id,
+                author_id: payloads::BOT_USER_ID,
+                content: "question",
+                mentions: vec![],
+                reference: None,
+            })
+        });
+        let d = payloads::component_interaction(
+            payloads::InteractionParts {
+                id,
+                token: &token,
+                command_id: 0,
+                channel_id,
+                guild_id,
+                user_id,
+                command: "",
+                string_options: &[],
+            },
+            roles,
+            message,
+            custom_id,
+        );
         self.shared
             .dispatch_locked(&mut inner, "INTERACTION_CREATE", d);
         (id, token)

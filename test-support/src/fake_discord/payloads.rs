@@ -255,3 +255,20 @@ pub fn rate_limited(retry_after_secs: f64) -> Value {
 pub fn error(code: u64, message: &str) -> Value {
     json!({"message": message, "code": code})
 }
+
+/// A MESSAGE_COMPONENT interaction (type 3): a button with `custom_id` pressed under `message`.
+pub fn component_interaction(
+    p: InteractionParts<'_>,
+    roles: &[u64],
+    message: Value,
+    custom_id: &str,
+) -> Value {
+    let mut i = interaction(p);
+    i["type"] = json!(3);
+    i["data"] = json!({"custom_id": custom_id, "component_type": 2});
+    i["message"] = message;
+    if i.get("member").is_some() {
+        i["member"]["roles"] = json!(roles.iter().map(|r| r.to_string()).collect::<Vec<_>>());
+    }
+    i
+}

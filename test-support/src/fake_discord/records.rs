@@ -12,6 +12,11 @@ impl FakeDiscord {
         self.shared.lock().sent.clone()
     }
 
+    /// Edits of the bot's channel messages: (channel, message, request body).
+    pub fn message_edits(&self) -> Vec<(u64, u64, serde_json::Value)> {
+        self.shared.lock().message_edits.clone()
+    }
+
     pub fn interaction_callbacks(&self) -> Vec<InteractionCallback> {
         self.shared.lock().callbacks.clone()
     }

@@ -106,6 +106,22 @@ async fn handle(
             Ok(channel_id) => Json(send_message(&shared, channel_id, body)).into_response(),
             Err(_) => unknown(&shared, &method, path),
         },
+        ("PATCH", ["channels", cid, "messages", mid]) => {
+            let (Ok(cid), Ok(mid)) = (cid.parse::<u64>(), mid.parse::<u64>()) else {
+                return unknown(&shared, &method, path);
+            };
+            let mut inner = shared.lock();
+            let Some(mut msg) = inner.messages.get(&mid).cloned() else {
+                return json_status(StatusCode::NOT_FOUND, payloads::error(10008, "Unknown Message"));
+            };
+            if let Some(content) = body.get("content") {
+                msg["content"] = content.clone();
+            }
+            msg["edited_timestamp"] = json!(payloads::now_timestamp());
+            inner.messages.insert(mid, msg.clone());
+            inner.message_edits.push((cid, mid, body));
+            Json(msg).into_response()
+        }
         ("POST", ["channels", id, "typing"]) => match id.parse::<u64>() {
             Ok(channel_id) => {
                 *shared.lock().typing.entry(channel_id).or_default() += 1;
