@@ -10,6 +10,7 @@ mod load;
 mod platforms;
 mod secret;
 mod shards;
+mod streaming;
 mod validate;
 
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ pub use load::{from_toml, load, ConfigError, LoadOptions};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
+pub use streaming::{PlatformStreaming, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use validate::validate;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -42,6 +44,7 @@ pub struct Config {
     pub cron: CronConfig,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
+    pub streaming: StreamingConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -11,7 +11,9 @@ pub mod fault;
 mod guard;
 mod ingest;
 mod media;
+mod preview;
 mod router;
+mod stream_hub;
 mod turn;
 mod worker;
 
@@ -28,6 +30,7 @@ use crate::store::Store;
 
 pub use ingest::{Ingest, Wakes};
 pub use router::{LaneRouter, LaneView};
+pub use stream_hub::{StreamEvent, StreamHub, StreamKind};
 
 /// Everything a lane worker needs, built once in `app`.
 pub struct Deps {

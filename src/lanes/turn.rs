@@ -165,6 +165,7 @@ impl Worker {
             session_id: session.id.clone(),
             turn_id: Some(turn_id),
         };
+        let live = super::preview::LiveTurn::start(self, row, ev);
         let agent = run_turn(
             &deps.chain,
             &deps.tools,
@@ -177,6 +178,7 @@ impl Worker {
                 session_id: &session.id,
                 spill_chars: deps.config.context.spill_chars,
                 tool_ctx: &tool_ctx,
+                sink: live.as_ref().map(|l| l.sink()),
             },
         );
         let outcome = tokio::select! {
@@ -190,6 +192,9 @@ impl Worker {
         };
         stop.cancel();
         drop(typing);
+        if let Some(live) = live {
+            live.finish().await;
+        }
         self.router
             .running_turns
             .lock()
