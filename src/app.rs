@@ -116,6 +116,12 @@ impl App {
         for o in discord.iter().filter_map(|a| a.outbound()) {
             outbounds.register(o);
         }
+        outbounds.edit_pace = Arc::new(crate::delivery::pace::EditPace::new(
+            [crate::domain::Platform::Telegram, crate::domain::Platform::Discord]
+                .into_iter()
+                .map(|p| (p, config.streaming.edit_interval(p)))
+                .collect(),
+        ));
         let (finished, _) = broadcast::channel(1024);
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
