@@ -117,10 +117,13 @@ impl App {
             outbounds.register(o);
         }
         outbounds.edit_pace = Arc::new(crate::delivery::pace::EditPace::new(
-            [crate::domain::Platform::Telegram, crate::domain::Platform::Discord]
-                .into_iter()
-                .map(|p| (p, config.streaming.edit_interval(p)))
-                .collect(),
+            [
+                crate::domain::Platform::Telegram,
+                crate::domain::Platform::Discord,
+            ]
+            .into_iter()
+            .map(|p| (p, config.streaming.edit_interval(p)))
+            .collect(),
         ));
         let (finished, _) = broadcast::channel(1024);
         let cancel = CancellationToken::new();

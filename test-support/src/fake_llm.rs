@@ -303,7 +303,10 @@ fn streamed(
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
     tokio::spawn(async move {
         let _ = tx
-            .send(Ok(sse(&stream_chunk(json!({"role": "assistant", "content": ""}), None))))
+            .send(Ok(sse(&stream_chunk(
+                json!({"role": "assistant", "content": ""}),
+                None,
+            ))))
             .await;
         for (i, piece) in pieces.into_iter().enumerate() {
             if cut_after.is_some_and(|n| i >= n) {
@@ -315,10 +318,14 @@ fn streamed(
                 return;
             }
         }
-        let _ = tx.send(Ok(sse(&stream_chunk(json!({}), Some(finish))))).await;
         let _ = tx
-            .send(Ok(sse(&json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                                  "model": "fake-model", "choices": [], "usage": usage}))))
+            .send(Ok(sse(&stream_chunk(json!({}), Some(finish)))))
+            .await;
+        let _ = tx
+            .send(Ok(sse(
+                &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                                  "model": "fake-model", "choices": [], "usage": usage}),
+            )))
             .await;
         let _ = tx.send(Ok("data: [DONE]\n\n".to_string())).await;
     });
@@ -352,8 +359,10 @@ fn run(
                 usage,
             ),
             Step::ToolCall(name, args) if stream => streamed(
-                vec![json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                            "function": {"name": name, "arguments": args}}]})],
+                vec![
+                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                            "function": {"name": name, "arguments": args}}]}),
+                ],
                 Duration::ZERO,
                 None,
                 "tool_calls",

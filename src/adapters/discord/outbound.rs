@@ -95,9 +95,11 @@ impl DiscordOutbound {
         message_id: &str,
         text: &str,
     ) -> Result<(), serenity::Error> {
-        let id = message_id.parse::<u64>().ok().filter(|id| *id != 0).ok_or_else(|| {
-            serenity::Error::Other("not a Discord message id")
-        })?;
+        let id = message_id
+            .parse::<u64>()
+            .ok()
+            .filter(|id| *id != 0)
+            .ok_or_else(|| serenity::Error::Other("not a Discord message id"))?;
         let edit = EditMessage::new()
             .content(text)
             .allowed_mentions(allowed_mentions(false));
@@ -188,7 +190,11 @@ impl Outbound for DiscordOutbound {
             .map_err(|e| classify(&e, self.rate_limit_wait))
     }
 
-    async fn preview_delete(&self, to: &PreviewTarget<'_>, message_id: &str) -> Result<(), SendError> {
+    async fn preview_delete(
+        &self,
+        to: &PreviewTarget<'_>,
+        message_id: &str,
+    ) -> Result<(), SendError> {
         let channel = Self::channel_of(to)?;
         let Some(id) = message_id.parse::<u64>().ok().filter(|id| *id != 0) else {
             return Ok(());

@@ -70,9 +70,7 @@ impl Client {
         let (chat, id) = (payload.chat_id.clone(), payload.message_id);
         match self {
             Client::Paced(bot) => send_payload(bot.edit_message_text(chat, id, ""), payload).await,
-            Client::Direct(bot) => {
-                send_payload(bot.edit_message_text(chat, id, ""), payload).await
-            }
+            Client::Direct(bot) => send_payload(bot.edit_message_text(chat, id, ""), payload).await,
         }
     }
 
@@ -291,7 +289,11 @@ impl Outbound for TelegramOutbound {
             .map_err(|e| classify(&e, &self.token))
     }
 
-    async fn preview_delete(&self, to: &PreviewTarget<'_>, message_id: &str) -> Result<(), SendError> {
+    async fn preview_delete(
+        &self,
+        to: &PreviewTarget<'_>,
+        message_id: &str,
+    ) -> Result<(), SendError> {
         let (Some(chat), Ok(id)) = (parse_chat(to.chat_id), message_id.parse::<i32>()) else {
             return Ok(());
         };
@@ -308,9 +310,9 @@ impl Outbound for TelegramOutbound {
         match self.finalize_chunk(row, id).await {
             Ok(()) => Ok(message_id.to_string()),
             // The person deleted the preview: the chunk goes out as a message of its own.
-            Err(RequestError::Api(ApiError::MessageToEditNotFound | ApiError::MessageCantBeEdited)) => {
-                self.send(row).await
-            }
+            Err(RequestError::Api(
+                ApiError::MessageToEditNotFound | ApiError::MessageCantBeEdited,
+            )) => self.send(row).await,
             Err(e) => Err(classify(&e, &self.token)),
         }
     }

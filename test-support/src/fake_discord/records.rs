@@ -15,7 +15,12 @@ impl FakeDiscord {
     /// Every channel message the bot sent, with the instant the fake recorded it.
     pub fn sent_with_times(&self) -> Vec<(SentMessage, std::time::Instant)> {
         let inner = self.shared.lock();
-        inner.sent.iter().cloned().zip(inner.sent_at.iter().copied()).collect()
+        inner
+            .sent
+            .iter()
+            .cloned()
+            .zip(inner.sent_at.iter().copied())
+            .collect()
     }
 
     /// Every accepted message edit, in order.
@@ -33,7 +38,12 @@ impl FakeDiscord {
             .filter(|m| m.channel_id == channel_id && !inner.deleted.contains(&m.message_id))
             .map(|m| {
                 let mut m = m.clone();
-                if let Some(e) = inner.edits.iter().rev().find(|e| e.message_id == m.message_id) {
+                if let Some(e) = inner
+                    .edits
+                    .iter()
+                    .rev()
+                    .find(|e| e.message_id == m.message_id)
+                {
                     m.content = e.content.clone();
                 }
                 m

@@ -253,10 +253,16 @@ fn edit_message(shared: &Shared, channel_id: u64, message_id: u64, body: Value) 
         .iter()
         .any(|s| s.channel_id == channel_id && s.message_id == message_id);
     if !known || inner.deleted.contains(&message_id) {
-        return json_status(StatusCode::NOT_FOUND, payloads::error(10008, "Unknown Message"));
+        return json_status(
+            StatusCode::NOT_FOUND,
+            payloads::error(10008, "Unknown Message"),
+        );
     }
     let Some(msg) = inner.messages.get(&message_id).cloned() else {
-        return json_status(StatusCode::NOT_FOUND, payloads::error(10008, "Unknown Message"));
+        return json_status(
+            StatusCode::NOT_FOUND,
+            payloads::error(10008, "Unknown Message"),
+        );
     };
     let mut msg = msg;
     if let Some(content) = body["content"].as_str() {

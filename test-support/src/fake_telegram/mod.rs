@@ -265,7 +265,12 @@ impl FakeTelegram {
     /// Every `sendMessage` with the instant the fake recorded it.
     pub fn sent_with_times(&self) -> Vec<(SentMessage, Instant)> {
         let inner = self.state.lock();
-        inner.sent.iter().cloned().zip(inner.sent_at.iter().copied()).collect()
+        inner
+            .sent
+            .iter()
+            .cloned()
+            .zip(inner.sent_at.iter().copied())
+            .collect()
     }
 
     /// Every accepted `editMessageText`, in order.

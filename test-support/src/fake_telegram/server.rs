@@ -282,7 +282,11 @@ fn delete_message(state: &State, params: &Value) -> Response {
         return error(400, "Bad Request: message to delete not found");
     };
     let mut inner = state.lock();
-    if !inner.view(chat_id).iter().any(|m| m.message_id == message_id) {
+    if !inner
+        .view(chat_id)
+        .iter()
+        .any(|m| m.message_id == message_id)
+    {
         return error(400, "Bad Request: message to delete not found");
     }
     inner.deleted.push((chat_id, message_id));
