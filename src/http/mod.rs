@@ -9,6 +9,7 @@ mod access;
 mod admin;
 mod capsule;
 mod chat;
+mod chat_stream;
 mod health;
 mod page;
 mod pairing;

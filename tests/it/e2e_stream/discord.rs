@@ -35,7 +35,11 @@ async fn start(llm: &FakeLlm, data: &tempfile::TempDir) -> (FakeDiscord, App) {
 
 async fn wait_final(fake: &FakeDiscord, want: &[String]) {
     wait_until("the channel shows the final answer", WAIT, || async {
-        let view: Vec<String> = fake.channel_view(DM).into_iter().map(|m| m.content).collect();
+        let view: Vec<String> = fake
+            .channel_view(DM)
+            .into_iter()
+            .map(|m| m.content)
+            .collect();
         view == want
     })
     .await;
@@ -56,8 +60,15 @@ async fn discord_streams_one_message_edited_to_the_exact_answer() {
         let sent = fake.sent_with_times();
         assert_eq!(sent.len(), 1, "one message for the answer");
         let (first, first_at) = &sent[0];
-        assert_eq!(first.reference, Some(mid), "the preview replies to the question");
-        assert!(first.content.len() < answer.len(), "the first preview is partial");
+        assert_eq!(
+            first.reference,
+            Some(mid),
+            "the preview replies to the question"
+        );
+        assert!(
+            first.content.len() < answer.len(),
+            "the first preview is partial"
+        );
         let edits = fake.edits();
         let last = edits.last().expect("edited");
         assert!(
@@ -66,7 +77,11 @@ async fn discord_streams_one_message_edited_to_the_exact_answer() {
         );
         let mut times: Vec<Instant> = edits.iter().map(|e| e.at).collect();
         times.push(*first_at);
-        assert_eq!(too_fast(times), Vec::<Duration>::new(), "edits kept the pace");
+        assert_eq!(
+            too_fast(times),
+            Vec::<Duration>::new(),
+            "edits kept the pace"
+        );
         assert_eq!(fake.unknown_routes(), Vec::<String>::new());
         app.shutdown().await;
     })
