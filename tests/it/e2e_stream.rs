@@ -6,6 +6,7 @@
 //! What is asserted is what a person sees: the messages in the chat (the fake's view after
 //! edits and deletes), when the first words appeared, and how fast the messages changed.
 
+mod crash;
 mod discord;
 mod web;
 
