@@ -143,7 +143,7 @@ impl Run {
         Some(
             Event::default()
                 .event("done")
-                .data(String::from_utf8_lossy(&body).into_owned()),
+                .data(String::from_utf8_lossy(&body)),
         )
     }
 }
