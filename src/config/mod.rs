@@ -23,7 +23,7 @@ pub use load::{from_toml, load, ConfigError, LoadOptions};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
-pub use streaming::{PlatformStreaming, StreamingConfig, MIN_EDIT_INTERVAL_MS};
+pub use streaming::{StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use validate::validate;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

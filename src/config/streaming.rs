@@ -22,16 +22,10 @@ pub struct StreamingConfig {
     /// Show the model's reasoning text live in the preview (never stored, never in the final
     /// message).
     pub show_reasoning: bool,
-    pub telegram: PlatformStreaming,
-    pub discord: PlatformStreaming,
-}
-
-/// `[streaming.telegram]`, `[streaming.discord]`: per-platform overrides.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PlatformStreaming {
-    /// Overrides `streaming.edit_interval_ms` on this platform.
-    pub edit_interval_ms: Option<u64>,
+    /// Overrides `edit_interval_ms` in Telegram chats.
+    pub telegram_edit_interval_ms: Option<u64>,
+    /// Overrides `edit_interval_ms` in Discord channels.
+    pub discord_edit_interval_ms: Option<u64>,
 }
 
 impl Default for StreamingConfig {
@@ -40,8 +34,8 @@ impl Default for StreamingConfig {
             enabled: false,
             edit_interval_ms: 1000,
             show_reasoning: false,
-            telegram: PlatformStreaming::default(),
-            discord: PlatformStreaming::default(),
+            telegram_edit_interval_ms: None,
+            discord_edit_interval_ms: None,
         }
     }
 }
@@ -53,8 +47,8 @@ impl StreamingConfig {
     /// The pace of preview edits in one chat of `platform`.
     pub fn edit_interval(&self, platform: Platform) -> Duration {
         let own = match platform {
-            Platform::Telegram => self.telegram.edit_interval_ms,
-            Platform::Discord => self.discord.edit_interval_ms,
+            Platform::Telegram => self.telegram_edit_interval_ms,
+            Platform::Discord => self.discord_edit_interval_ms,
             _ => None,
         };
         Duration::from_millis(own.unwrap_or(self.edit_interval_ms))

@@ -48,12 +48,12 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             Some(c.streaming.edit_interval_ms),
         ),
         (
-            "streaming.telegram.edit_interval_ms",
-            c.streaming.telegram.edit_interval_ms,
+            "streaming.telegram_edit_interval_ms",
+            c.streaming.telegram_edit_interval_ms,
         ),
         (
-            "streaming.discord.edit_interval_ms",
-            c.streaming.discord.edit_interval_ms,
+            "streaming.discord_edit_interval_ms",
+            c.streaming.discord_edit_interval_ms,
         ),
     ] {
         if ms.is_some_and(|ms| !(super::MIN_EDIT_INTERVAL_MS..=60_000).contains(&ms)) {

@@ -73,7 +73,10 @@ mod tests {
         pace.wait(Platform::Telegram, "1").await;
         pace.wait(Platform::Telegram, "2").await;
         pace.wait(Platform::Discord, "1").await;
-        assert!(start.elapsed() < gap, "other chats and platforms do not wait");
+        assert!(
+            start.elapsed() < gap,
+            "other chats and platforms do not wait"
+        );
         pace.wait(Platform::Telegram, "1").await;
         assert!(start.elapsed() >= gap, "the same chat waits its turn");
         assert!(pace.ready_in(Platform::Telegram, "1") > Duration::ZERO);
