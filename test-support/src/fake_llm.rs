@@ -32,7 +32,8 @@ pub enum Step {
     Hang,
     /// A streamed answer (`stream: true`): these text pieces as server-sent events, `delay`
     /// before each; with `cut_after: Some(n)`, the connection ends after `n` pieces with no
-    /// `finish_reason` and no `[DONE]`. To a request without `stream` it answers the whole text.
+    /// `finish_reason` and no `[DONE]`. To a request without `stream` it answers the whole text
+    /// after the time streaming it would take.
     Stream {
         pieces: Vec<String>,
         delay: Duration,
@@ -379,10 +380,14 @@ fn run(
                 "stop",
                 usage,
             ),
-            Step::Stream { pieces, .. } => completion(
-                json!({"role": "assistant", "content": pieces.concat()}),
-                &usage,
-            ),
+            // Not streamed: the whole text once the model would have finished writing it.
+            Step::Stream { pieces, delay, .. } => {
+                tokio::time::sleep(delay * pieces.len() as u32).await;
+                completion(
+                    json!({"role": "assistant", "content": pieces.concat()}),
+                    &usage,
+                )
+            }
             Step::Reply(text) => completion(json!({"role": "assistant", "content": text}), &usage),
             Step::ToolCall(name, args) => completion(
                 json!({
