@@ -39,6 +39,14 @@ pub enum Step {
         delay: Duration,
         cut_after: Option<usize>,
     },
+    /// Streamed text (`delay` before each piece) that ends in a tool call (name, JSON
+    /// arguments): what a model writing "let me look that up" before calling a tool sends.
+    StreamThenTool {
+        pieces: Vec<String>,
+        delay: Duration,
+        name: String,
+        args: String,
+    },
 }
 
 impl Step {
@@ -380,6 +388,33 @@ fn run(
                 "stop",
                 usage,
             ),
+            Step::StreamThenTool {
+                pieces,
+                delay,
+                name,
+                args,
+            } if stream => {
+                let mut deltas: Vec<Value> =
+                    pieces.into_iter().map(|p| json!({"content": p})).collect();
+                deltas.push(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                   "function": {"name": name, "arguments": args}}]}));
+                streamed(deltas, delay, None, "tool_calls", usage)
+            }
+            Step::StreamThenTool {
+                pieces,
+                delay,
+                name,
+                args,
+            } => {
+                tokio::time::sleep(delay * pieces.len() as u32).await;
+                completion(
+                    json!({
+                        "role": "assistant", "content": pieces.concat(),
+                        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]
+                    }),
+                    &usage,
+                )
+            }
             // Not streamed: the whole text once the model would have finished writing it.
             Step::Stream { pieces, delay, .. } => {
                 tokio::time::sleep(delay * pieces.len() as u32).await;

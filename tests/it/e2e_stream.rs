@@ -201,3 +201,39 @@ async fn telegram_with_streaming_off_nothing_is_edited() {
     );
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn telegram_text_before_a_tool_call_does_not_stay_in_the_answer() {
+    let (tg, llm, data) = fakes().await;
+    let preamble = "Let me look that up in our earlier conversations first, one moment please.";
+    let Step::Stream { pieces, delay, .. } = Step::stream(preamble, 8, Duration::from_millis(80))
+    else {
+        unreachable!()
+    };
+    llm.push(Step::StreamThenTool {
+        pieces,
+        delay,
+        name: "session_search".into(),
+        args: r#"{"query":"holiday"}"#.into(),
+    });
+    let answer = long_answer(50);
+    llm.push(Step::stream(&answer, 20, Duration::from_millis(40)));
+    let app = start(&tg, &llm, &data).await;
+    push_private(&tg, "what did we say about the holiday?");
+
+    wait_until("a preview of the preamble", WAIT, || async {
+        tg.chat_view(USER)
+            .first()
+            .is_some_and(|m| m.text.starts_with("Let me"))
+    })
+    .await;
+    wait_final(&tg, &final_chunks(&answer)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        tg.sent_messages().len(),
+        1,
+        "the preview message became the answer"
+    );
+    assert_eq!(llm.request_count(), 2, "the tool ran between the two calls");
+    app.shutdown().await;
+}

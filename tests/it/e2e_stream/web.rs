@@ -150,3 +150,22 @@ async fn web_chat_page_in_headless_chromium_shows_the_answer_growing() {
     driver.stop().await;
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn web_chat_events_without_streaming_carry_only_done() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = App::start(test_config(&llm, &data)).await.unwrap();
+    let events = sse_chat(
+        &app,
+        json!({"lane": "web:off", "text": "hi", "stream": true}),
+        false,
+    )
+    .await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(kinds, ["done"]);
+    let done: Value = serde_json::from_str(&events[0].1).unwrap();
+    assert_eq!(done["reply"], "reply to: hi");
+    app.shutdown().await;
+}
