@@ -124,6 +124,7 @@ impl App {
             .into_iter()
             .map(|p| (p, config.streaming.edit_interval(p)))
             .collect(),
+            crate::config::StreamingConfig::overall_edit_spacing(),
         ));
         let (finished, _) = broadcast::channel(1024);
         let cancel = CancellationToken::new();

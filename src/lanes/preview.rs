@@ -180,7 +180,11 @@ impl Preview {
                 }) else {
                     break;
                 };
-                self.pace.wait(self.platform, &self.chat_id).await;
+                if i < ids.len() {
+                    self.pace.wait_shared(self.platform, &self.chat_id).await;
+                } else {
+                    self.pace.wait(self.platform, &self.chat_id).await;
+                }
                 let to = PreviewTarget {
                     chat_id: &self.chat_id,
                     thread_id: self.thread_id.as_deref(),
