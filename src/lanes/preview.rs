@@ -214,12 +214,7 @@ impl Preview {
                         ids.push(id);
                         shown.push(Some(chunks[i].clone()));
                         // Recorded at once: the outbox must find it, and so must a retry.
-                        if let Err(e) =
-                            previews::save(self.store.as_ref(), &self.lane, self.inbox_id, &ids)
-                                .await
-                        {
-                            tracing::warn!(error = %e, lane = %self.lane, "preview message not recorded; the answer may arrive as a second message");
-                        }
+                        self.record(&ids).await;
                     }
                     Err(SendError::RetryAfter(d)) => {
                         if !self.sleep(d).await {
@@ -231,6 +226,24 @@ impl Preview {
                         tracing::warn!(error = %e, lane = %self.lane, "preview failed; the answer will arrive when it is complete");
                         return;
                     }
+                }
+            }
+        }
+    }
+
+    /// Stores the preview ids, retrying a brief store outage: an unrecorded preview becomes a
+    /// second message when the outbox sends the answer.
+    async fn record(&self, ids: &[String]) {
+        let mut delay = Duration::from_millis(100);
+        for attempt in 1..=5 {
+            match previews::save(self.store.as_ref(), &self.lane, self.inbox_id, ids).await {
+                Ok(()) => return,
+                Err(e) if attempt == 5 => {
+                    tracing::warn!(error = %e, lane = %self.lane, "preview message not recorded; the answer may arrive as a second message");
+                }
+                Err(_) => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
                 }
             }
         }

@@ -39,6 +39,13 @@ pub enum Step {
         delay: Duration,
         cut_after: Option<usize>,
     },
+    /// Streamed reasoning (`reasoning_content` deltas), then streamed answer text, `delay`
+    /// before each piece; to a request without `stream`, the answer alone.
+    ThinkThenStream {
+        thoughts: Vec<String>,
+        pieces: Vec<String>,
+        delay: Duration,
+    },
     /// Streamed text (`delay` before each piece) that ends in a tool call (name, JSON
     /// arguments): what a model writing "let me look that up" before calling a tool sends.
     StreamThenTool {
@@ -415,6 +422,22 @@ fn run(
                     &usage,
                 )
             }
+            Step::ThinkThenStream {
+                thoughts,
+                pieces,
+                delay,
+            } if stream => {
+                let mut deltas: Vec<Value> = thoughts
+                    .into_iter()
+                    .map(|t| json!({"reasoning_content": t}))
+                    .collect();
+                deltas.extend(pieces.into_iter().map(|p| json!({"content": p})));
+                streamed(deltas, delay, None, "stop", usage)
+            }
+            Step::ThinkThenStream { pieces, .. } => completion(
+                json!({"role": "assistant", "content": pieces.concat()}),
+                &usage,
+            ),
             // Not streamed: the whole text once the model would have finished writing it.
             Step::Stream { pieces, delay, .. } => {
                 tokio::time::sleep(delay * pieces.len() as u32).await;

@@ -237,3 +237,45 @@ async fn telegram_text_before_a_tool_call_does_not_stay_in_the_answer() {
     assert_eq!(llm.request_count(), 2, "the tool ran between the two calls");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn telegram_reasoning_is_shown_live_when_configured_and_never_stored() {
+    let (tg, llm, data) = fakes().await;
+    let thoughts: Vec<String> = (0..12).map(|i| format!("pondering step {i}. ")).collect();
+    let answer = long_answer(30);
+    let Step::Stream { pieces, .. } = Step::stream(&answer, 25, Duration::ZERO) else {
+        unreachable!()
+    };
+    llm.push(Step::ThinkThenStream {
+        thoughts,
+        pieces,
+        delay: Duration::from_millis(120),
+    });
+    let mut c = tg_config(&tg, &llm, &data);
+    streaming_on(&mut c);
+    c.streaming.show_reasoning = true;
+    let app = App::start(c).await.unwrap();
+    push_private(&tg, "think about it");
+
+    wait_final(&tg, &final_chunks(&answer)).await;
+    let first = &tg.sent_messages()[0];
+    assert!(
+        first.text.starts_with("Thinking…") && first.text.contains("pondering"),
+        "the reasoning was shown before the answer: {:?}",
+        first.text
+    );
+    assert_eq!(tg.sent_messages().len(), 1);
+    // Never stored: the next request replays the transcript without it.
+    push_private(&tg, "and now?");
+    wait_until("the second answer", WAIT, || async {
+        llm.request_count() == 2
+    })
+    .await;
+    let replay = llm.requests()[1].body.to_string();
+    assert!(
+        !replay.contains("pondering"),
+        "reasoning reached the transcript"
+    );
+    assert!(replay.contains("word29"), "the answer is in the transcript");
+    app.shutdown().await;
+}
