@@ -104,7 +104,14 @@ impl Provider for OpenAiProvider {
         body["stream"] = json!(true);
         body["stream_options"] = json!({ "include_usage": true });
         let resp = self.post(body).await?;
-        super::openai_stream::read(resp, sink).await
+        // An excerpt of a chunk may quote the key like any body: cut it out of the error too.
+        super::openai_stream::read(resp, sink)
+            .await
+            .map_err(|e| match e {
+                LlmError::BadResponse(m) => LlmError::BadResponse(self.redacted(m)),
+                LlmError::Transient(m) => LlmError::Transient(self.redacted(m)),
+                other => other,
+            })
     }
 }
 
