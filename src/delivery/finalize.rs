@@ -21,6 +21,10 @@ impl Sender {
         outbound: &Arc<dyn Outbound>,
         row: &OutboxRow,
     ) -> Result<String, SendError> {
+        // A platform without previews (the web chat) is never asked: no extra store read.
+        if !outbound.previews() {
+            return outbound.send(row).await;
+        }
         let Some(ids) = self.previews_of(row).await else {
             return outbound.send(row).await;
         };
@@ -43,6 +47,9 @@ impl Sender {
     /// After a chunk was delivered and recorded: when it was its reply's last, the previews
     /// beyond the reply's chunks are deleted and the record forgotten.
     pub(super) async fn after_delivery(&self, row: &OutboxRow) {
+        let Some(outbound) = self.outbounds.get(row.platform).filter(|o| o.previews()) else {
+            return;
+        };
         let Some(ids) = self.previews_of(row).await else {
             return;
         };
@@ -60,16 +67,14 @@ impl Sender {
         if (row.chunk_index as usize) + 1 < chunks {
             return;
         }
-        if let Some(outbound) = self.outbounds.get(row.platform) {
-            let to = PreviewTarget {
-                chat_id: &row.chat_id,
-                thread_id: row.thread_id.as_deref(),
-                reply_to: None,
-            };
-            for id in ids.iter().skip(chunks) {
-                if let Err(e) = outbound.preview_delete(&to, id).await {
-                    tracing::warn!(error = %e, lane = %row.lane, "a preview the answer does not need could not be deleted");
-                }
+        let to = PreviewTarget {
+            chat_id: &row.chat_id,
+            thread_id: row.thread_id.as_deref(),
+            reply_to: None,
+        };
+        for id in ids.iter().skip(chunks) {
+            if let Err(e) = outbound.preview_delete(&to, id).await {
+                tracing::warn!(error = %e, lane = %row.lane, "a preview the answer does not need could not be deleted");
             }
         }
         if let Err(e) = previews::forget(self.store.as_ref(), &row.lane, inbox_id).await {
