@@ -122,6 +122,16 @@ impl App {
         for o in discord.iter().filter_map(|a| a.outbound()) {
             outbounds.register(o);
         }
+        outbounds.edit_pace = Arc::new(crate::delivery::pace::EditPace::new(
+            [
+                crate::domain::Platform::Telegram,
+                crate::domain::Platform::Discord,
+            ]
+            .into_iter()
+            .map(|p| (p, config.streaming.edit_interval(p)))
+            .collect(),
+            crate::config::StreamingConfig::overall_edit_spacing(),
+        ));
         let (finished, _) = broadcast::channel(1024);
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();

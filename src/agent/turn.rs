@@ -9,7 +9,7 @@
 use tracing::Instrument;
 
 use crate::domain::Role;
-use crate::llm::{ChatMessage, ChatRequest, LlmError, ProviderChain, Usage};
+use crate::llm::{ChatMessage, ChatRequest, DeltaSink, LlmError, ProviderChain, Usage};
 use crate::store::{NewMessage, StoredMessage};
 
 use super::context::spill::TurnSpill;
@@ -37,6 +37,10 @@ pub struct TurnInput<'a> {
     pub tool_ctx: &'a ToolContext,
     /// Asks the person before a call the policy says needs approval.
     pub approvals: &'a dyn ApprovalGate,
+    /// Shown the answer as it is written (streaming); `None` calls the model without streaming.
+    /// Text of a model call that ends in tool calls is shown, then restarted: only the final
+    /// answer remains.
+    pub sink: Option<&'a dyn DeltaSink>,
 }
 
 #[derive(Debug)]
@@ -94,16 +98,19 @@ pub async fn run_turn(
             messages: wire.clone(),
             tools: specs.clone(),
         };
-        let resp = chain.chat(&req).await?;
+        let resp = chain.chat_with(&req, input.sink).await?;
         out.model_calls += 1;
         out.usage.add(resp.usage);
         out.prompt_readings.push(resp.usage.prompt_total());
         if resp.tool_calls.is_empty() {
             if is_empty(&resp.content) && !out.messages.is_empty() {
                 // No text after tools: one more call without tools asks for the answer.
-                return final_call(chain, wire, out).await;
+                return final_call(chain, wire, out, input.sink).await;
             }
             return Ok(finish(out, resp.content));
+        }
+        if let Some(sink) = input.sink {
+            sink.restart();
         }
         let mut assistant =
             NewMessage::new(Role::Assistant, resp.content.clone().unwrap_or_default());
@@ -148,7 +155,7 @@ pub async fn run_turn(
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.
-    final_call(chain, wire, out).await
+    final_call(chain, wire, out, input.sink).await
 }
 
 /// The tools-stripped call that ends a turn with text: after the iteration budget, or when the
@@ -157,13 +164,16 @@ async fn final_call(
     chain: &ProviderChain,
     wire: Vec<ChatMessage>,
     mut out: TurnOutput,
+    sink: Option<&dyn DeltaSink>,
 ) -> Result<TurnOutput, TurnError> {
-    let resp = chain
-        .chat(&ChatRequest {
-            messages: wire,
-            tools: Vec::new(),
-        })
-        .await?;
+    if let Some(sink) = sink {
+        sink.restart();
+    }
+    let req = ChatRequest {
+        messages: wire,
+        tools: Vec::new(),
+    };
+    let resp = chain.chat_with(&req, sink).await?;
     out.model_calls += 1;
     out.usage.add(resp.usage);
     out.prompt_readings.push(resp.usage.prompt_total());

@@ -11,6 +11,7 @@ mod platforms;
 mod secret;
 mod shards;
 mod tools;
+mod streaming;
 mod validate;
 
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
+pub use streaming::{StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use validate::validate;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -46,6 +48,7 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     pub tools: ToolsConfig,
     pub approvals: ApprovalsConfig,
+    pub streaming: StreamingConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

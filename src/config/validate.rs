@@ -42,6 +42,30 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             message: "required when web.trust_loopback is false (nobody could use the API)".into(),
         });
     }
+    for (key, ms) in [
+        (
+            "streaming.edit_interval_ms",
+            Some(c.streaming.edit_interval_ms),
+        ),
+        (
+            "streaming.telegram_edit_interval_ms",
+            c.streaming.telegram_edit_interval_ms,
+        ),
+        (
+            "streaming.discord_edit_interval_ms",
+            c.streaming.discord_edit_interval_ms,
+        ),
+    ] {
+        if ms.is_some_and(|ms| !(super::MIN_EDIT_INTERVAL_MS..=60_000).contains(&ms)) {
+            return Err(ConfigError::Key {
+                key,
+                message: format!(
+                    "must be between {} and 60000 milliseconds (the platforms rate-limit edits)",
+                    super::MIN_EDIT_INTERVAL_MS
+                ),
+            });
+        }
+    }
     match c.provider_kind() {
         ProviderKind::Openai => {
             let base = c.llm.base_url.as_deref().unwrap_or("");

@@ -4,7 +4,10 @@
 //! [`sender`] loop claims outbox rows from the store and hands them to the platform's
 //! outbound, recording the platform message id so that a sent row is never sent again.
 
+mod finalize;
 pub mod liveness;
+pub mod pace;
+pub mod previews;
 pub mod sender;
 
 use std::collections::HashMap;
@@ -55,6 +58,47 @@ pub trait Outbound: Send + Sync {
         _text: &str,
     ) {
     }
+
+    /// Whether this platform shows live previews of an answer (the `preview_*` calls work).
+    fn previews(&self) -> bool {
+        false
+    }
+    /// Sends a preview message: plain text, no formatting (a half-written answer may hold
+    /// half a Markdown construct). Returns the platform's message id.
+    async fn preview_send(
+        &self,
+        _to: &PreviewTarget<'_>,
+        _text: &str,
+    ) -> Result<String, SendError> {
+        Err(SendError::Permanent(
+            "this platform shows no previews".into(),
+        ))
+    }
+    /// Replaces a preview message's text (plain).
+    async fn preview_edit(
+        &self,
+        _to: &PreviewTarget<'_>,
+        _message_id: &str,
+        _text: &str,
+    ) -> Result<(), SendError> {
+        Err(SendError::Permanent(
+            "this platform shows no previews".into(),
+        ))
+    }
+    /// Removes a preview message the final answer does not need.
+    async fn preview_delete(
+        &self,
+        _to: &PreviewTarget<'_>,
+        _message_id: &str,
+    ) -> Result<(), SendError> {
+        Ok(())
+    }
+    /// Delivers `row` by editing the preview `message_id` into it, formatted exactly as
+    /// [`Outbound::send`] would send it; a preview that is gone is replaced by a send. Returns
+    /// the platform message id now holding the chunk.
+    async fn finalize(&self, row: &OutboxRow, _message_id: &str) -> Result<String, SendError> {
+        self.send(row).await
+    }
 }
 
 /// An approval question for [`Outbound::ask`].
@@ -87,10 +131,21 @@ pub fn parse_approval_button(data: &str) -> Option<(&str, bool)> {
     }
 }
 
+/// Where a preview goes: the chat, its thread, and the message the answer replies to (only
+/// the first preview message quotes it, like the first chunk of a reply).
+#[derive(Debug, Clone, Copy)]
+pub struct PreviewTarget<'a> {
+    pub chat_id: &'a str,
+    pub thread_id: Option<&'a str>,
+    pub reply_to: Option<&'a str>,
+}
+
 /// The outbounds of the adapters that run in this process.
 #[derive(Clone, Default)]
 pub struct Outbounds {
     by_platform: HashMap<Platform, Arc<dyn Outbound>>,
+    /// The pace of edits per chat, shared by previews and the outbox's final edits.
+    pub edit_pace: Arc<pace::EditPace>,
 }
 
 impl Outbounds {

@@ -26,6 +26,9 @@ pub(super) struct ChatRequest {
     /// Optional client-chosen id: posting the same id twice yields one turn and one reply.
     #[serde(default)]
     client_id: Option<String>,
+    /// Answer with server-sent events (`chat_stream.rs`); so does `Accept: text/event-stream`.
+    #[serde(default)]
+    stream: bool,
 }
 
 #[derive(Serialize)]
@@ -44,6 +47,7 @@ const MAX_ID_CHARS: usize = 128;
 pub(super) async fn post_chat(
     State(state): State<HttpState>,
     caller: Option<Extension<Caller>>,
+    headers: axum::http::HeaderMap,
     body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Json(req) = match body {
@@ -131,6 +135,8 @@ pub(super) async fn post_chat(
     };
     // Subscribe before the insert so the finish signal cannot slip past.
     let mut finished = state.ingest.subscribe_finished();
+    let deltas = super::chat_stream::wanted(req.stream, &headers)
+        .then(|| state.lanes.stream_hub().subscribe());
     let (inbox_id, fresh) = match state.ingest.ingest(&ev).await {
         Ok(r @ InboxInsert::Inserted(_)) => (r.id(), true),
         Ok(r) => (r.id(), false),
@@ -141,6 +147,9 @@ pub(super) async fn post_chat(
             )
         }
     };
+    if let Some(deltas) = deltas {
+        return super::chat_stream::respond(state, inbox_id, fresh, deltas, finished);
+    }
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(state.config.web.reply_timeout_secs);
     // A row inserted just now is pending: wait for the finish signal before the first read.
@@ -194,7 +203,7 @@ async fn wait_finished(finished: &mut tokio::sync::broadcast::Receiver<i64>, inb
     let _ = wait.await;
 }
 
-async fn reply(
+pub(super) async fn reply(
     store: &dyn Store,
     inbox_id: i64,
     status: InboxStatus,

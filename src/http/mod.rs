@@ -10,6 +10,7 @@ mod admin;
 mod approvals;
 mod capsule;
 mod chat;
+mod chat_stream;
 mod health;
 mod page;
 mod pairing;

@@ -18,6 +18,14 @@ impl AbortOnDrop {
     }
 }
 
+impl AbortOnDrop {
+    /// Gives the task up to `within` to end by itself (it was told to stop); it is aborted
+    /// when the guard drops either way.
+    pub(super) async fn join(&mut self, within: std::time::Duration) {
+        let _ = tokio::time::timeout(within, &mut self.0).await;
+    }
+}
+
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();

@@ -13,8 +13,10 @@ pub mod fault;
 mod guard;
 mod ingest;
 mod media;
+mod preview;
 mod router;
 mod send_message;
+mod stream_hub;
 mod turn;
 mod worker;
 
@@ -33,6 +35,7 @@ pub use approvals::{Approvals, Press, PressOutcome};
 pub use ingest::{Ingest, Wakes};
 pub use router::{LaneRouter, LaneView};
 pub use send_message::SendMessage;
+pub use stream_hub::{StreamEvent, StreamHub, StreamKind};
 
 /// Everything a lane worker needs, built once in `app`.
 pub struct Deps {

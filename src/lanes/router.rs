@@ -35,6 +35,8 @@ pub struct LaneRouter {
     pub(super) stop_taking: CancellationToken,
     /// Abort in-flight turns (graceful shutdown, phase two).
     pub(super) abort: CancellationToken,
+    /// Live text of streamed turns, for the web chat's server-sent events.
+    pub(super) hub: super::StreamHub,
 }
 
 impl LaneRouter {
@@ -58,6 +60,7 @@ impl LaneRouter {
             workers_tracker: TaskTracker::new(),
             stop_taking: root.child_token(),
             abort: root.child_token(),
+            hub: super::StreamHub::default(),
         });
         tracker.spawn(router.clone().drain(wakes));
         router
@@ -175,6 +178,11 @@ impl LaneRouter {
 pub struct LaneView(Arc<LaneRouter>);
 
 impl LaneView {
+    /// Live text of this process's streamed turns, tagged by inbox id.
+    pub fn stream_hub(&self) -> super::StreamHub {
+        self.0.hub.clone()
+    }
+
     pub fn busy_lanes(&self) -> Vec<LaneKey> {
         self.0.busy_lanes()
     }

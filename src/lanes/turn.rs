@@ -172,6 +172,7 @@ impl Worker {
             inbox_id: Some(row.id),
             call_index: 0,
         };
+        let live = super::preview::LiveTurn::start(self, row, ev);
         let agent = run_turn(
             &deps.chain,
             &tools,
@@ -185,6 +186,7 @@ impl Worker {
                 spill_chars: deps.config.context.spill_chars,
                 tool_ctx: &tool_ctx,
                 approvals: &gate,
+                sink: live.as_ref().map(|l| l.sink()),
             },
         );
         let outcome = tokio::select! {
@@ -196,6 +198,9 @@ impl Worker {
         };
         stop.cancel();
         drop(typing);
+        if let Some(live) = live {
+            live.finish().await;
+        }
         self.router
             .running_turns
             .lock()

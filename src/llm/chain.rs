@@ -10,7 +10,7 @@ use backon::{ExponentialBuilder, Retryable};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::{ChatRequest, ChatResponse, LlmError, Provider};
+use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider};
 
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
@@ -51,6 +51,33 @@ impl ProviderChain {
 
     /// Sends the request to the first provider that answers, retrying each as the policy says.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.chat_with(req, None).await
+    }
+
+    /// [`ProviderChain::chat`], streamed to `sink` when there is one. Every attempt after the
+    /// first (a retry or a fallback) restarts the sink first, so what it shows is always one
+    /// attempt's text.
+    pub async fn chat_with(
+        &self,
+        req: &ChatRequest,
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<ChatResponse, LlmError> {
+        let attempts = std::sync::atomic::AtomicU32::new(0);
+        let attempt = |provider: &Arc<dyn Provider>| {
+            let provider = provider.clone();
+            let attempts = &attempts;
+            async move {
+                match sink {
+                    None => provider.chat(req).await,
+                    Some(sink) => {
+                        if attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0 {
+                            sink.restart();
+                        }
+                        provider.chat_stream(req, sink).await
+                    }
+                }
+            }
+        };
         let mut last = LlmError::NotConfigured;
         for (i, provider) in self.providers.iter().enumerate() {
             let name = provider.name();
@@ -71,7 +98,7 @@ impl ProviderChain {
                 gen_ai.usage.output_tokens = Empty,
                 gen_ai.usage.cache_read_tokens = Empty,
             );
-            let result = (|| async { provider.chat(req).await })
+            let result = (|| attempt(provider))
                 .retry(backoff)
                 .when(|e: &LlmError| e.is_retryable())
                 .adjust(move |e: &LlmError, planned: Option<Duration>| match (e, planned) {

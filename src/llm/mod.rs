@@ -9,6 +9,8 @@ mod build;
 mod chain;
 mod echo;
 mod openai;
+mod openai_stream;
+mod stream;
 
 use std::time::Duration;
 
@@ -21,6 +23,7 @@ pub use build::{main_chain, writer_chain};
 pub use chain::{ProviderChain, RetryPolicy};
 pub use echo::{EchoProvider, UnconfiguredProvider, NOT_CONFIGURED_REPLY};
 pub use openai::OpenAiProvider;
+pub use stream::{DeltaSink, NoSink};
 
 /// One message as the provider sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,4 +162,18 @@ pub trait Provider: Send + Sync {
     /// Name for logs and metrics (`openai:<model>`, `echo`).
     fn name(&self) -> String;
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// The same answer as [`Provider::chat`], its text shown to `sink` as it is written.
+    /// The default (providers that cannot stream) shows the whole text once, at the end.
+    async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let resp = self.chat(req).await?;
+        if let Some(text) = resp.content.as_deref().filter(|t| !t.is_empty()) {
+            sink.text(text);
+        }
+        Ok(resp)
+    }
 }

@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{ChatRequest, ChatResponse, LlmError, Provider, Usage};
+use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, Usage};
 use crate::config::Secret;
 use crate::domain::ToolCall;
 
@@ -90,7 +90,35 @@ impl Provider for OpenAiProvider {
     }
 
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut call = self.http.post(&self.url).json(&self.body(req));
+        let resp = self.post(self.body(req)).await?;
+        let text = self.redacted(resp.text().await.map_err(classify_transport)?);
+        parse_completion(&text)
+    }
+
+    async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut body = self.body(req);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({ "include_usage": true });
+        let resp = self.post(body).await?;
+        // An excerpt of a chunk may quote the key like any body: cut it out of the error too.
+        super::openai_stream::read(resp, sink)
+            .await
+            .map_err(|e| match e {
+                LlmError::BadResponse(m) => LlmError::BadResponse(self.redacted(m)),
+                LlmError::Transient(m) => LlmError::Transient(self.redacted(m)),
+                other => other,
+            })
+    }
+}
+
+impl OpenAiProvider {
+    /// Posts a request body; a 2xx answer comes back unread, anything else as its error.
+    async fn post(&self, body: Value) -> Result<reqwest::Response, LlmError> {
+        let mut call = self.http.post(&self.url).json(&body);
         if let Some(key) = &self.api_key {
             call = call.bearer_auth(key.expose());
         }
@@ -101,17 +129,10 @@ impl Provider for OpenAiProvider {
                 retry_after: retry_after(resp.headers()),
             });
         }
-        let mut text = resp.text().await.map_err(classify_transport)?;
-        // Any excerpt of the body may reach the log and the inbox note, whatever the status: a
-        // provider quotes the key back in an error ("Incorrect API key provided: sk-…"), a proxy
-        // answers 200 with a page echoing the request headers. The key is cut out first (a
-        // plain search: a healthy answer does not contain it), and `excerpt` masks any other
-        // bearer credential.
-        if let Some(key) = self.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
-            if text.contains(key.expose()) {
-                text = text.replace(key.expose(), "***");
-            }
+        if status.is_success() {
+            return Ok(resp);
         }
+        let text = self.redacted(resp.text().await.map_err(classify_transport)?);
         if status.as_u16() == 408 {
             return Err(LlmError::Timeout);
         }
@@ -121,17 +142,28 @@ impl Provider for OpenAiProvider {
                 excerpt(&text)
             )));
         }
-        if !status.is_success() {
-            return Err(LlmError::Rejected {
-                status: status.as_u16(),
-                message: excerpt(&text),
-            });
+        Err(LlmError::Rejected {
+            status: status.as_u16(),
+            message: excerpt(&text),
+        })
+    }
+
+    /// Any excerpt of the body may reach the log and the inbox note, whatever the status: a
+    /// provider quotes the key back in an error ("Incorrect API key provided: sk-…"), a proxy
+    /// answers 200 with a page echoing the request headers. The key is cut out first (a plain
+    /// search: a healthy answer does not contain it), and `excerpt` masks any other bearer
+    /// credential.
+    fn redacted(&self, mut text: String) -> String {
+        if let Some(key) = self.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
+            if text.contains(key.expose()) {
+                text = text.replace(key.expose(), "***");
+            }
         }
-        parse_completion(&text)
+        text
     }
 }
 
-fn classify_transport(e: reqwest::Error) -> LlmError {
+pub(super) fn classify_transport(e: reqwest::Error) -> LlmError {
     if e.is_timeout() {
         LlmError::Timeout
     } else if e.is_decode() || e.is_body() {
@@ -153,7 +185,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// The start of a provider's body for an error message, with bearer credentials masked.
-fn excerpt(s: &str) -> String {
+pub(super) fn excerpt(s: &str) -> String {
     static BEARER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(?i)(bearer\s+|api[_-]?key[\s\x22':=]+)[A-Za-z0-9._~+/=-]{6,}")
             .expect("static regex")
@@ -198,7 +230,7 @@ struct WireFunction {
 }
 
 #[derive(Deserialize, Default)]
-struct WireUsage {
+pub(super) struct WireUsage {
     #[serde(default)]
     prompt_tokens: u64,
     #[serde(default)]
@@ -208,6 +240,22 @@ struct WireUsage {
     /// Anthropic-style cache writes, reported by some compatible gateways.
     #[serde(default)]
     cache_creation_input_tokens: u64,
+}
+
+impl WireUsage {
+    pub(super) fn normalized(self) -> Usage {
+        let cache_read = self
+            .prompt_tokens_details
+            .map(|d| d.cached_tokens)
+            .unwrap_or(0);
+        let cache_write = self.cache_creation_input_tokens;
+        Usage {
+            fresh_input: self.prompt_tokens.saturating_sub(cache_read + cache_write),
+            output: self.completion_tokens,
+            cache_read,
+            cache_write,
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -224,18 +272,7 @@ pub(crate) fn parse_completion(text: &str) -> Result<ChatResponse, LlmError> {
         .into_iter()
         .next()
         .ok_or_else(|| LlmError::BadResponse("no choices in the answer".into()))?;
-    let u = c.usage.unwrap_or_default();
-    let cache_read = u
-        .prompt_tokens_details
-        .map(|d| d.cached_tokens)
-        .unwrap_or(0);
-    let cache_write = u.cache_creation_input_tokens;
-    let usage = Usage {
-        fresh_input: u.prompt_tokens.saturating_sub(cache_read + cache_write),
-        output: u.completion_tokens,
-        cache_read,
-        cache_write,
-    };
+    let usage = c.usage.unwrap_or_default().normalized();
     let tool_calls: Vec<ToolCall> = choice
         .message
         .tool_calls

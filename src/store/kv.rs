@@ -14,6 +14,7 @@ use super::{now_ms, Pools, StoreResult};
 pub trait KvStore: Send + Sync {
     async fn kv_get(&self, key: &str) -> StoreResult<Option<String>>;
     async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()>;
+    async fn kv_delete(&self, key: &str) -> StoreResult<()>;
 }
 
 #[async_trait]
@@ -44,6 +45,14 @@ where
         .bind(now_ms())
         .execute(self.writer())
         .await?;
+        Ok(())
+    }
+
+    async fn kv_delete(&self, key: &str) -> StoreResult<()> {
+        sqlx::query("DELETE FROM kv WHERE key = $1")
+            .bind(key)
+            .execute(self.writer())
+            .await?;
         Ok(())
     }
 }

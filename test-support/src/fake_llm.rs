@@ -30,6 +30,46 @@ pub enum Step {
     Delay(Duration, Box<Step>),
     /// Never answer (until the client gives up).
     Hang,
+    /// A streamed answer (`stream: true`): these text pieces as server-sent events, `delay`
+    /// before each; with `cut_after: Some(n)`, the connection ends after `n` pieces with no
+    /// `finish_reason` and no `[DONE]`. To a request without `stream` it answers the whole text
+    /// after the time streaming it would take.
+    Stream {
+        pieces: Vec<String>,
+        delay: Duration,
+        cut_after: Option<usize>,
+    },
+    /// Streamed reasoning (`reasoning_content` deltas), then streamed answer text, `delay`
+    /// before each piece; to a request without `stream`, the answer alone.
+    ThinkThenStream {
+        thoughts: Vec<String>,
+        pieces: Vec<String>,
+        delay: Duration,
+    },
+    /// Streamed text (`delay` before each piece) that ends in a tool call (name, JSON
+    /// arguments): what a model writing "let me look that up" before calling a tool sends.
+    StreamThenTool {
+        pieces: Vec<String>,
+        delay: Duration,
+        name: String,
+        args: String,
+    },
+}
+
+impl Step {
+    /// `text` streamed in pieces of about `piece_chars` characters, `delay` before each.
+    pub fn stream(text: &str, piece_chars: usize, delay: Duration) -> Step {
+        let chars: Vec<char> = text.chars().collect();
+        let pieces = chars
+            .chunks(piece_chars.max(1))
+            .map(|c| c.iter().collect())
+            .collect();
+        Step::Stream {
+            pieces,
+            delay,
+            cut_after: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -265,7 +305,8 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
             )
         }
     };
-    let resp = run(step, usage).await;
+    let streamed = body["stream"].as_bool().unwrap_or(false);
+    let resp = run(step, usage, streamed).await;
     inner.lock().unwrap().requests[idx].finished = Some(Instant::now());
     resp
 }
@@ -281,12 +322,155 @@ fn completion(message: Value, usage: &Value) -> Response {
     .into_response()
 }
 
+/// One `data:` event of a streamed answer.
+fn sse(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+fn stream_chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake-model",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+/// A streamed answer: `pieces` (each a delta) with `delay` before each, then the finish, the
+/// usage chunk and `[DONE]`, unless cut after `cut_after` pieces.
+fn streamed(
+    pieces: Vec<Value>,
+    delay: Duration,
+    cut_after: Option<usize>,
+    finish: &'static str,
+    usage: Value,
+) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
+    tokio::spawn(async move {
+        let _ = tx
+            .send(Ok(sse(&stream_chunk(
+                json!({"role": "assistant", "content": ""}),
+                None,
+            ))))
+            .await;
+        for (i, piece) in pieces.into_iter().enumerate() {
+            if cut_after.is_some_and(|n| i >= n) {
+                // The connection ends mid-answer: no finish_reason, no [DONE].
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            if tx.send(Ok(sse(&stream_chunk(piece, None)))).await.is_err() {
+                return;
+            }
+        }
+        let _ = tx
+            .send(Ok(sse(&stream_chunk(json!({}), Some(finish)))))
+            .await;
+        let _ = tx
+            .send(Ok(sse(
+                &json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                                  "model": "fake-model", "choices": [], "usage": usage}),
+            )))
+            .await;
+        let _ = tx.send(Ok("data: [DONE]\n\n".to_string())).await;
+    });
+    let body = axum::body::Body::from_stream(tokio_stream_from(rx));
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        body,
+    )
+        .into_response()
+}
+
+fn tokio_stream_from(
+    mut rx: tokio::sync::mpsc::Receiver<Result<String, std::io::Error>>,
+) -> impl futures::Stream<Item = Result<String, std::io::Error>> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
 fn run(
     step: Step,
     usage: Value,
+    stream: bool,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> {
     Box::pin(async move {
         match step {
+            Step::Reply(text) if stream => streamed(
+                vec![json!({"content": text})],
+                Duration::ZERO,
+                None,
+                "stop",
+                usage,
+            ),
+            Step::ToolCall(name, args) if stream => streamed(
+                vec![
+                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                            "function": {"name": name, "arguments": args}}]}),
+                ],
+                Duration::ZERO,
+                None,
+                "tool_calls",
+                usage,
+            ),
+            Step::Stream {
+                pieces,
+                delay,
+                cut_after,
+            } if stream => streamed(
+                pieces.into_iter().map(|p| json!({"content": p})).collect(),
+                delay,
+                cut_after,
+                "stop",
+                usage,
+            ),
+            Step::StreamThenTool {
+                pieces,
+                delay,
+                name,
+                args,
+            } if stream => {
+                let mut deltas: Vec<Value> =
+                    pieces.into_iter().map(|p| json!({"content": p})).collect();
+                deltas.push(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                   "function": {"name": name, "arguments": args}}]}));
+                streamed(deltas, delay, None, "tool_calls", usage)
+            }
+            Step::StreamThenTool {
+                pieces,
+                delay,
+                name,
+                args,
+            } => {
+                tokio::time::sleep(delay * pieces.len() as u32).await;
+                completion(
+                    json!({
+                        "role": "assistant", "content": pieces.concat(),
+                        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]
+                    }),
+                    &usage,
+                )
+            }
+            Step::ThinkThenStream {
+                thoughts,
+                pieces,
+                delay,
+            } if stream => {
+                let mut deltas: Vec<Value> = thoughts
+                    .into_iter()
+                    .map(|t| json!({"reasoning_content": t}))
+                    .collect();
+                deltas.extend(pieces.into_iter().map(|p| json!({"content": p})));
+                streamed(deltas, delay, None, "stop", usage)
+            }
+            Step::ThinkThenStream { pieces, .. } => completion(
+                json!({"role": "assistant", "content": pieces.concat()}),
+                &usage,
+            ),
+            // Not streamed: the whole text once the model would have finished writing it.
+            Step::Stream { pieces, delay, .. } => {
+                tokio::time::sleep(delay * pieces.len() as u32).await;
+                completion(
+                    json!({"role": "assistant", "content": pieces.concat()}),
+                    &usage,
+                )
+            }
             Step::Reply(text) => completion(json!({"role": "assistant", "content": text}), &usage),
             Step::ToolCall(name, args) => completion(
                 json!({
@@ -308,7 +492,7 @@ fn run(
             Step::Garbage(body) => (StatusCode::OK, body).into_response(),
             Step::Delay(d, inner) => {
                 tokio::time::sleep(d).await;
-                run(*inner, usage).await
+                run(*inner, usage, stream).await
             }
             Step::Hang => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;

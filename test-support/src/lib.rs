@@ -35,5 +35,7 @@ pub mod promise;
 pub mod telegram;
 #[cfg(feature = "fakes")]
 pub mod telegram_load;
+#[cfg(feature = "fakes")]
+pub mod webdriver;
 
 pub use herald_test_rng as rng;

@@ -31,6 +31,7 @@ mod e2e_handoff_nightly;
 mod e2e_pairing;
 mod e2e_prompt;
 mod e2e_security;
+mod e2e_stream;
 mod e2e_telegram;
 mod e2e_user;
 mod e2e_web;

@@ -2,16 +2,14 @@
 //! driven over the W3C WebDriver protocol, after a scripted conversation; plus the admin JSON
 //! API behind the bearer token.
 //!
-//! The WebDriver client is the few JSON-over-HTTP calls below (reqwest is already a
-//! dependency), not a client crate: the protocol is small and that keeps the build lighter.
-
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+//! The WebDriver client is `herald_test_support::webdriver` (shared with the streaming web
+//! chat test).
 
 use herald::app::App;
 use herald::store::{NewCapsule, PairingAsk, PairingOutcome};
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::harness::{init, test_config};
+use herald_test_support::webdriver::{find, Driver};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "admin-test-token";
@@ -122,136 +120,6 @@ async fn put_degraded_capsule(app: &App, session_id: &str) {
         )
         .await
         .unwrap();
-}
-
-/// A binary on PATH (or a known Debian location).
-fn find(names: &[&str]) -> Option<String> {
-    names.iter().find_map(|n| {
-        let out = Command::new("which").arg(n).output().ok()?;
-        let p = String::from_utf8(out.stdout).ok()?.trim().to_string();
-        (!p.is_empty()).then_some(p)
-    })
-}
-
-struct Driver {
-    child: Child,
-    url: String,
-    session: String,
-    http: reqwest::Client,
-}
-
-impl Driver {
-    async fn start(chromedriver: &str, chromium: &str) -> Driver {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver");
-        let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while http.get(format!("{url}/status")).send().await.is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let caps = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium, "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"
-            ]}
-        }}});
-        let r: Value = http
-            .post(format!("{url}/session"))
-            .json(&caps)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let session = r["value"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no WebDriver session: {r}"))
-            .to_string();
-        Driver {
-            child,
-            url,
-            session,
-            http,
-        }
-    }
-
-    async fn cmd(&self, path: &str, body: Value) -> Value {
-        let r: Value = self
-            .http
-            .post(format!("{}/session/{}/{path}", self.url, self.session))
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        r["value"].clone()
-    }
-
-    async fn find(&self, css: &str) -> String {
-        let v = self
-            .cmd("element", json!({"using": "css selector", "value": css}))
-            .await;
-        v.as_object()
-            .and_then(|o| o.values().next())
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| panic!("no element {css}: {v}"))
-            .to_string()
-    }
-
-    async fn text_of(&self, css: &str) -> String {
-        let v = self
-            .cmd(
-                "execute/sync",
-                json!({"script": "const e = document.querySelector(arguments[0]); return e ? e.innerText : null;", "args": [css]}),
-            )
-            .await;
-        v.as_str().unwrap_or_default().to_string()
-    }
-
-    /// Polls until the element's visible text satisfies `ok`.
-    async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let t = self.text_of(css).await;
-            if ok(&t) {
-                return t;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{css} never showed the expected text; it shows: {t:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn click(&self, css: &str) {
-        let el = self.find(css).await;
-        self.cmd(&format!("element/{el}/click"), json!({})).await;
-    }
-
-    async fn stop(mut self) {
-        let _ = self
-            .http
-            .delete(format!("{}/session/{}", self.url, self.session))
-            .send()
-            .await;
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test]

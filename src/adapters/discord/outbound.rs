@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serenity::all::{
-    ChannelId, CreateAllowedMentions, CreateMessage, Http, HttpError, MessageId, MessageReference,
-    MessageReferenceKind,
+    ChannelId, CreateAllowedMentions, CreateMessage, EditMessage, Http, HttpError, MessageId,
+    MessageReference, MessageReferenceKind,
 };
 
 use crate::adapters::split::{split_message, Measure, DISCORD_LIMIT};
-use crate::delivery::{Ask, Outbound, SendError};
+use crate::delivery::{Ask, Outbound, PreviewTarget, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -83,6 +83,39 @@ pub(super) fn classify(err: &serenity::Error, rate_limit_wait: Duration) -> Send
     }
 }
 
+/// Whether Discord said the message is gone (404, "Unknown Message").
+fn is_unknown_message(err: &serenity::Error) -> bool {
+    matches!(err, serenity::Error::Http(HttpError::UnsuccessfulRequest(resp)) if resp.status_code.as_u16() == 404)
+}
+
+impl DiscordOutbound {
+    async fn edit(
+        &self,
+        channel: ChannelId,
+        message_id: &str,
+        text: &str,
+    ) -> Result<(), serenity::Error> {
+        let id = message_id
+            .parse::<u64>()
+            .ok()
+            .filter(|id| *id != 0)
+            .ok_or_else(|| serenity::Error::Other("not a Discord message id"))?;
+        let edit = EditMessage::new()
+            .content(text)
+            .allowed_mentions(allowed_mentions(false));
+        channel
+            .edit_message(self.http.as_ref(), MessageId::new(id), edit)
+            .await?;
+        Ok(())
+    }
+
+    fn channel_of(to: &PreviewTarget<'_>) -> Result<ChannelId, SendError> {
+        target_channel(to.chat_id, to.thread_id).ok_or_else(|| {
+            SendError::Permanent(format!("not a Discord channel id: {:?}", to.chat_id))
+        })
+    }
+}
+
 #[async_trait]
 impl Outbound for DiscordOutbound {
     fn platform(&self) -> Platform {
@@ -114,6 +147,73 @@ impl Outbound for DiscordOutbound {
         }
         match channel.send_message(&self.http, msg).await {
             Ok(sent) => Ok(sent.id.get().to_string()),
+            Err(e) => Err(classify(&e, self.rate_limit_wait)),
+        }
+    }
+
+    fn previews(&self) -> bool {
+        true
+    }
+
+    async fn preview_send(&self, to: &PreviewTarget<'_>, text: &str) -> Result<String, SendError> {
+        let channel = Self::channel_of(to)?;
+        let reply = to
+            .reply_to
+            .and_then(|r| r.parse::<u64>().ok())
+            .filter(|id| *id != 0)
+            .map(MessageId::new);
+        let mut msg = CreateMessage::new()
+            .content(text)
+            .allowed_mentions(allowed_mentions(reply.is_some()));
+        if let Some(id) = reply {
+            msg = msg.reference_message(
+                MessageReference::new(MessageReferenceKind::Default, channel)
+                    .message_id(id)
+                    .fail_if_not_exists(false),
+            );
+        }
+        match channel.send_message(&self.http, msg).await {
+            Ok(sent) => Ok(sent.id.get().to_string()),
+            Err(e) => Err(classify(&e, self.rate_limit_wait)),
+        }
+    }
+
+    async fn preview_edit(
+        &self,
+        to: &PreviewTarget<'_>,
+        message_id: &str,
+        text: &str,
+    ) -> Result<(), SendError> {
+        let channel = Self::channel_of(to)?;
+        self.edit(channel, message_id, text)
+            .await
+            .map_err(|e| classify(&e, self.rate_limit_wait))
+    }
+
+    async fn preview_delete(
+        &self,
+        to: &PreviewTarget<'_>,
+        message_id: &str,
+    ) -> Result<(), SendError> {
+        let channel = Self::channel_of(to)?;
+        let Some(id) = message_id.parse::<u64>().ok().filter(|id| *id != 0) else {
+            return Ok(());
+        };
+        match channel.delete_message(&self.http, MessageId::new(id)).await {
+            Ok(()) => Ok(()),
+            Err(e) if is_unknown_message(&e) => Ok(()),
+            Err(e) => Err(classify(&e, self.rate_limit_wait)),
+        }
+    }
+
+    async fn finalize(&self, row: &OutboxRow, message_id: &str) -> Result<String, SendError> {
+        let Some(channel) = target_channel(&row.chat_id, row.thread_id.as_deref()) else {
+            return self.send(row).await;
+        };
+        match self.edit(channel, message_id, &row.text).await {
+            Ok(()) => Ok(message_id.to_string()),
+            // The preview was deleted: the chunk goes out as a message of its own.
+            Err(e) if is_unknown_message(&e) => self.send(row).await,
             Err(e) => Err(classify(&e, self.rate_limit_wait)),
         }
     }

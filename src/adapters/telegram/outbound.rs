@@ -13,7 +13,10 @@
 
 use async_trait::async_trait;
 use teloxide::adaptors::throttle::{Limits, Settings, Throttle};
-use teloxide::payloads::{SendChatAction, SendChatActionSetters, SendMessage, SendMessageSetters};
+use teloxide::payloads::{
+    EditMessageText, EditMessageTextSetters, SendChatAction, SendChatActionSetters, SendMessage,
+    SendMessageSetters,
+};
 use teloxide::requests::{Output, Request, Requester};
 use teloxide::types::{
     ChatAction, ChatId, LinkPreviewOptions, Message, MessageId, ParseMode, ReplyParameters,
@@ -24,7 +27,7 @@ use teloxide::{ApiError, Bot, RequestError};
 use super::format::markdown_to_html;
 use super::redact;
 use crate::adapters::split::{split_message, Measure, TELEGRAM_LIMIT};
-use crate::delivery::{Ask, Outbound, SendError};
+use crate::delivery::{Ask, Outbound, PreviewTarget, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -61,6 +64,22 @@ impl Client {
                 send_payload(bot.send_message(payload.chat_id.clone(), ""), payload).await
             }
         }
+    }
+
+    async fn edit_message_text(&self, payload: EditMessageText) -> Result<Message, RequestError> {
+        let (chat, id) = (payload.chat_id.clone(), payload.message_id);
+        match self {
+            Client::Paced(bot) => send_payload(bot.edit_message_text(chat, id, ""), payload).await,
+            Client::Direct(bot) => send_payload(bot.edit_message_text(chat, id, ""), payload).await,
+        }
+    }
+
+    async fn delete_message(&self, chat: ChatId, id: MessageId) -> Result<(), RequestError> {
+        match self {
+            Client::Paced(bot) => bot.delete_message(chat, id).await?,
+            Client::Direct(bot) => bot.delete_message(chat, id).await?,
+        };
+        Ok(())
     }
 
     async fn send_chat_action(&self, payload: SendChatAction) -> Result<(), RequestError> {
@@ -160,6 +179,49 @@ impl TelegramOutbound {
     }
 }
 
+impl TelegramOutbound {
+    /// Edits message `id` to `text`; an unchanged text counts as done.
+    async fn edit(
+        &self,
+        chat: ChatId,
+        id: i32,
+        text: String,
+        html: bool,
+    ) -> Result<(), RequestError> {
+        let mut req = EditMessageText::new(chat, MessageId(id), text).link_preview_options(
+            LinkPreviewOptions {
+                is_disabled: true,
+                url: None,
+                prefer_small_media: false,
+                prefer_large_media: false,
+                show_above_text: false,
+            },
+        );
+        if html {
+            req = req.parse_mode(ParseMode::Html);
+        }
+        match self.bot.edit_message_text(req).await {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The final edit of a preview into an outbox chunk: HTML, plain when Telegram rejects
+    /// the entities (like `send`).
+    async fn finalize_chunk(&self, row: &OutboxRow, id: i32) -> Result<(), RequestError> {
+        let chat = parse_chat(&row.chat_id).ok_or_else(|| bad_row("chat id"))?;
+        match self.edit(chat, id, markdown_to_html(&row.text), true).await {
+            Err(RequestError::Api(ApiError::CantParseEntities(why))) => {
+                tracing::warn!(outbox_id = row.id, lane = %row.lane, reason = %redact(&why, &self.token),
+                    "telegram rejected the formatting; editing the chunk in as plain text");
+                metrics::counter!("herald_telegram_plain_fallback_total").increment(1);
+                self.edit(chat, id, row.text.clone(), false).await
+            }
+            other => other,
+        }
+    }
+}
+
 #[async_trait]
 impl Outbound for TelegramOutbound {
     fn platform(&self) -> Platform {
@@ -181,6 +243,76 @@ impl Outbound for TelegramOutbound {
                     .await
                     .map_err(|e| classify(&e, &self.token))
             }
+            Err(e) => Err(classify(&e, &self.token)),
+        }
+    }
+
+    fn previews(&self) -> bool {
+        true
+    }
+
+    async fn preview_send(&self, to: &PreviewTarget<'_>, text: &str) -> Result<String, SendError> {
+        let chat = parse_chat(to.chat_id)
+            .ok_or_else(|| SendError::Permanent(format!("not a chat id: {:?}", to.chat_id)))?;
+        let mut req = SendMessage::new(chat, text).link_preview_options(LinkPreviewOptions {
+            is_disabled: true,
+            url: None,
+            prefer_small_media: false,
+            prefer_large_media: false,
+            show_above_text: false,
+        });
+        if let Some(thread) = to.thread_id.and_then(|t| t.parse::<i32>().ok()) {
+            req = req.message_thread_id(ThreadId(MessageId(thread)));
+        }
+        if let Some(id) = to.reply_to.and_then(reply_message_id) {
+            let mut reply = ReplyParameters::new(MessageId(id));
+            reply.allow_sending_without_reply = Some(true);
+            req = req.reply_parameters(reply);
+        }
+        match self.bot.send_message(req).await {
+            Ok(sent) => Ok(sent.id.0.to_string()),
+            Err(e) => Err(classify(&e, &self.token)),
+        }
+    }
+
+    async fn preview_edit(
+        &self,
+        to: &PreviewTarget<'_>,
+        message_id: &str,
+        text: &str,
+    ) -> Result<(), SendError> {
+        let (Some(chat), Ok(id)) = (parse_chat(to.chat_id), message_id.parse::<i32>()) else {
+            return Err(SendError::Permanent("not a Telegram message".into()));
+        };
+        self.edit(chat, id, text.to_string(), false)
+            .await
+            .map_err(|e| classify(&e, &self.token))
+    }
+
+    async fn preview_delete(
+        &self,
+        to: &PreviewTarget<'_>,
+        message_id: &str,
+    ) -> Result<(), SendError> {
+        let (Some(chat), Ok(id)) = (parse_chat(to.chat_id), message_id.parse::<i32>()) else {
+            return Ok(());
+        };
+        match self.bot.delete_message(chat, MessageId(id)).await {
+            Ok(()) | Err(RequestError::Api(ApiError::MessageToDeleteNotFound)) => Ok(()),
+            Err(e) => Err(classify(&e, &self.token)),
+        }
+    }
+
+    async fn finalize(&self, row: &OutboxRow, message_id: &str) -> Result<String, SendError> {
+        let Ok(id) = message_id.parse::<i32>() else {
+            return self.send(row).await;
+        };
+        match self.finalize_chunk(row, id).await {
+            Ok(()) => Ok(message_id.to_string()),
+            // The person deleted the preview: the chunk goes out as a message of its own.
+            Err(RequestError::Api(
+                ApiError::MessageToEditNotFound | ApiError::MessageCantBeEdited,
+            )) => self.send(row).await,
             Err(e) => Err(classify(&e, &self.token)),
         }
     }

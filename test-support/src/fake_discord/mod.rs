@@ -82,6 +82,17 @@ pub struct SentMessage {
     pub body: Value,
 }
 
+/// One message edit (`PATCH /channels/{c}/messages/{m}`) the fake accepted.
+#[derive(Clone, Debug)]
+pub struct EditedMessage {
+    pub channel_id: u64,
+    pub message_id: u64,
+    pub content: String,
+    pub at: std::time::Instant,
+    /// The whole request body (components, flags).
+    pub body: Value,
+}
+
 #[derive(Clone, Debug)]
 pub struct InteractionCallback {
     pub interaction_id: u64,
@@ -130,8 +141,11 @@ pub(crate) struct Session {
 #[derive(Default)]
 pub(crate) struct Inner {
     pub sent: Vec<SentMessage>,
-    /// `PATCH /channels/{c}/messages/{m}` bodies, in order: (channel, message, body).
-    pub message_edits: Vec<(u64, u64, Value)>,
+    /// When each of `sent` was recorded.
+    pub sent_at: Vec<std::time::Instant>,
+    pub edits: Vec<EditedMessage>,
+    /// Message ids removed with `DELETE /channels/{c}/messages/{m}`.
+    pub deleted: Vec<u64>,
     pub callbacks: Vec<InteractionCallback>,
     pub followups: Vec<Followup>,
     pub commands: Vec<RegisteredCommand>,

@@ -12,9 +12,43 @@ impl FakeDiscord {
         self.shared.lock().sent.clone()
     }
 
-    /// Edits of the bot's channel messages: (channel, message, request body).
-    pub fn message_edits(&self) -> Vec<(u64, u64, serde_json::Value)> {
-        self.shared.lock().message_edits.clone()
+    /// Every channel message the bot sent, with the instant the fake recorded it.
+    pub fn sent_with_times(&self) -> Vec<(SentMessage, std::time::Instant)> {
+        let inner = self.shared.lock();
+        inner
+            .sent
+            .iter()
+            .cloned()
+            .zip(inner.sent_at.iter().copied())
+            .collect()
+    }
+
+    /// Every accepted message edit, in order.
+    pub fn edits(&self) -> Vec<super::EditedMessage> {
+        self.shared.lock().edits.clone()
+    }
+
+    /// What a person sees in `channel_id` now: the bot's messages not deleted, each with its
+    /// latest content, in the order they were sent.
+    pub fn channel_view(&self, channel_id: u64) -> Vec<SentMessage> {
+        let inner = self.shared.lock();
+        inner
+            .sent
+            .iter()
+            .filter(|m| m.channel_id == channel_id && !inner.deleted.contains(&m.message_id))
+            .map(|m| {
+                let mut m = m.clone();
+                if let Some(e) = inner
+                    .edits
+                    .iter()
+                    .rev()
+                    .find(|e| e.message_id == m.message_id)
+                {
+                    m.content = e.content.clone();
+                }
+                m
+            })
+            .collect()
     }
 
     pub fn interaction_callbacks(&self) -> Vec<InteractionCallback> {

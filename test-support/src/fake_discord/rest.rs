@@ -106,21 +106,25 @@ async fn handle(
             Ok(channel_id) => Json(send_message(&shared, channel_id, body)).into_response(),
             Err(_) => unknown(&shared, &method, path),
         },
-        ("PATCH", ["channels", cid, "messages", mid]) => {
-            let (Ok(cid), Ok(mid)) = (cid.parse::<u64>(), mid.parse::<u64>()) else {
-                return unknown(&shared, &method, path);
-            };
-            let mut inner = shared.lock();
-            let Some(mut msg) = inner.messages.get(&mid).cloned() else {
-                return json_status(StatusCode::NOT_FOUND, payloads::error(10008, "Unknown Message"));
-            };
-            if let Some(content) = body.get("content") {
-                msg["content"] = content.clone();
+        ("PATCH", ["channels", channel, "messages", message]) => {
+            match (channel.parse(), message.parse()) {
+                (Ok(c), Ok(m)) => edit_message(&shared, c, m, body),
+                _ => unknown(&shared, &method, path),
             }
-            msg["edited_timestamp"] = json!(payloads::now_timestamp());
-            inner.messages.insert(mid, msg.clone());
-            inner.message_edits.push((cid, mid, body));
-            Json(msg).into_response()
+        }
+        ("DELETE", ["channels", channel, "messages", message]) => {
+            match (channel.parse::<u64>(), message.parse::<u64>()) {
+                (Ok(c), Ok(m)) => {
+                    let mut inner = shared.lock();
+                    let known = inner.sent.iter().any(|s| s.channel_id == c && s.message_id == m);
+                    if !known || inner.deleted.contains(&m) {
+                        return json_status(StatusCode::NOT_FOUND, payloads::error(10008, "Unknown Message"));
+                    }
+                    inner.deleted.push(m);
+                    no_content()
+                }
+                _ => unknown(&shared, &method, path),
+            }
         }
         ("POST", ["channels", id, "typing"]) => match id.parse::<u64>() {
             Ok(channel_id) => {
@@ -220,6 +224,7 @@ fn send_message(shared: &Shared, channel_id: u64, body: Value) -> Value {
         reference: reference.map(|r| (r, inner.messages.get(&r).cloned())),
     });
     inner.messages.insert(message_id, msg.clone());
+    inner.sent_at.push(std::time::Instant::now());
     inner.sent.push(SentMessage {
         channel_id,
         content,
@@ -237,6 +242,51 @@ fn send_message(shared: &Shared, channel_id: u64, body: Value) -> Value {
         obj.remove("guild_id");
     }
     answer
+}
+
+/// Edits a message the bot sent: Discord's 404 "Unknown Message" for anything else, and the
+/// 2,000-character content limit.
+fn edit_message(shared: &Shared, channel_id: u64, message_id: u64, body: Value) -> Response {
+    let mut inner = shared.lock();
+    let known = inner
+        .sent
+        .iter()
+        .any(|s| s.channel_id == channel_id && s.message_id == message_id);
+    if !known || inner.deleted.contains(&message_id) {
+        return json_status(
+            StatusCode::NOT_FOUND,
+            payloads::error(10008, "Unknown Message"),
+        );
+    }
+    let Some(msg) = inner.messages.get(&message_id).cloned() else {
+        return json_status(
+            StatusCode::NOT_FOUND,
+            payloads::error(10008, "Unknown Message"),
+        );
+    };
+    let mut msg = msg;
+    if let Some(content) = body["content"].as_str() {
+        if content.chars().count() > 2000 {
+            return json_status(
+                StatusCode::BAD_REQUEST,
+                payloads::error(50035, "Invalid Form Body"),
+            );
+        }
+        msg["content"] = json!(content);
+        msg["edited_timestamp"] = json!(chrono::Utc::now().to_rfc3339());
+        inner.edits.push(super::EditedMessage {
+            channel_id,
+            message_id,
+            content: content.to_string(),
+            at: std::time::Instant::now(),
+            body: body.clone(),
+        });
+    }
+    inner.messages.insert(message_id, msg.clone());
+    if let Some(obj) = msg.as_object_mut() {
+        obj.remove("guild_id");
+    }
+    Json(msg).into_response()
 }
 
 fn commands(shared: &Shared, method: &str, guild_id: Option<u64>, body: Value) -> Response {

@@ -38,6 +38,16 @@ pub struct SentMessage {
     pub message_id: i64,
 }
 
+/// One `editMessageText` the fake accepted, with the instant it did.
+#[derive(Debug, Clone)]
+pub struct EditedMessage {
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    pub at: Instant,
+}
+
 /// A failure the next call to a method meets instead of (or before) its normal answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -82,6 +92,11 @@ pub(crate) struct Inner {
     next_update_id: i64,
     next_message_id: i64,
     sent: Vec<SentMessage>,
+    /// When each of `sent` was recorded.
+    sent_at: Vec<Instant>,
+    edits: Vec<EditedMessage>,
+    /// (chat, message) pairs removed with `deleteMessage`.
+    deleted: Vec<(i64, i64)>,
     calls: HashMap<String, Vec<Value>>,
     faults: HashMap<String, VecDeque<Fault>>,
     webhook_url: String,
@@ -89,6 +104,28 @@ pub(crate) struct Inner {
     poll_generation: u64,
     /// Told of every `sendMessage` as it is recorded (see [`FakeTelegram::subscribe_sent`]).
     sent_listeners: Vec<mpsc::UnboundedSender<(SentMessage, Instant)>>,
+}
+
+impl Inner {
+    fn view(&self, chat_id: i64) -> Vec<SentMessage> {
+        self.sent
+            .iter()
+            .filter(|m| m.chat_id == chat_id && !self.deleted.contains(&(chat_id, m.message_id)))
+            .map(|m| {
+                let mut m = m.clone();
+                if let Some(e) = self
+                    .edits
+                    .iter()
+                    .rev()
+                    .find(|e| e.chat_id == chat_id && e.message_id == m.message_id)
+                {
+                    m.text = e.text.clone();
+                    m.parse_mode = e.parse_mode.clone();
+                }
+                m
+            })
+            .collect()
+    }
 }
 
 impl State {
@@ -257,6 +294,28 @@ impl FakeTelegram {
 
     pub fn sent_messages(&self) -> Vec<SentMessage> {
         self.state.lock().sent.clone()
+    }
+
+    /// Every `sendMessage` with the instant the fake recorded it.
+    pub fn sent_with_times(&self) -> Vec<(SentMessage, Instant)> {
+        let inner = self.state.lock();
+        inner
+            .sent
+            .iter()
+            .cloned()
+            .zip(inner.sent_at.iter().copied())
+            .collect()
+    }
+
+    /// Every accepted `editMessageText`, in order.
+    pub fn edits(&self) -> Vec<EditedMessage> {
+        self.state.lock().edits.clone()
+    }
+
+    /// What a person sees in `chat_id` now: the bot's messages not deleted, each with its
+    /// latest text and parse mode, in the order they were sent.
+    pub fn chat_view(&self, chat_id: i64) -> Vec<SentMessage> {
+        self.state.lock().view(chat_id)
     }
 
     /// The parameters of every request to `method` (any case), faulted ones included.

@@ -101,6 +101,7 @@ async fn answer(state: &State, method: &str, params: &Value) -> Response {
         "getupdates" => get_updates(state, params).await,
         "sendmessage" => send_message(state, params),
         "editmessagetext" => edit_message_text(state, params),
+        "deletemessage" => delete_message(state, params),
         "sendchataction" | "setmycommands" | "answercallbackquery" => ok(json!(true)),
         "deletewebhook" => {
             let mut inner = state.lock();
@@ -214,6 +215,7 @@ fn send_message(state: &State, params: &Value) -> Response {
         .sent_listeners
         .retain(|l| l.send((sent.clone(), at)).is_ok());
     inner.sent.push(sent);
+    inner.sent_at.push(at);
     drop(inner);
     let mut message = bot_message(state, message_id, chat_id, thread_id, &text);
     if let Some(reply_to) = reply_to {
@@ -239,9 +241,56 @@ fn edit_message_text(state: &State, params: &Value) -> Response {
     if text.trim().is_empty() {
         return error(400, "Bad Request: message text is empty");
     }
-    let mut message = bot_message(state, message_id, chat_id, None, &text);
+    let parse_mode = text_param(params, "parse_mode");
+    if visible_len(&text, parse_mode.as_deref()) > 4096 {
+        return error(400, "Bad Request: MESSAGE_TOO_LONG");
+    }
+    let mut inner = state.lock();
+    let current = inner
+        .view(chat_id)
+        .into_iter()
+        .find(|m| m.message_id == message_id);
+    let Some(current) = current else {
+        return error(400, "Bad Request: message to edit not found");
+    };
+    let thread_id = current.thread_id;
+    if current.text == text && current.parse_mode == parse_mode {
+        return error(
+            400,
+            "Bad Request: message is not modified: specified new message content and reply markup are \
+             exactly the same as a current content and reply markup of the message",
+        );
+    }
+    inner.edits.push(super::EditedMessage {
+        chat_id,
+        message_id,
+        text: text.clone(),
+        parse_mode,
+        at: std::time::Instant::now(),
+    });
+    drop(inner);
+    let mut message = bot_message(state, message_id, chat_id, thread_id, &text);
     message["edit_date"] = json!(now_unix());
     ok(message)
+}
+
+fn delete_message(state: &State, params: &Value) -> Response {
+    let (Some(chat_id), Some(message_id)) = (
+        int_param(params, "chat_id"),
+        int_param(params, "message_id"),
+    ) else {
+        return error(400, "Bad Request: message to delete not found");
+    };
+    let mut inner = state.lock();
+    if !inner
+        .view(chat_id)
+        .iter()
+        .any(|m| m.message_id == message_id)
+    {
+        return error(400, "Bad Request: message to delete not found");
+    }
+    inner.deleted.push((chat_id, message_id));
+    ok(json!(true))
 }
 
 fn bot_message(state: &State, id: i64, chat_id: i64, thread: Option<i64>, text: &str) -> Value {

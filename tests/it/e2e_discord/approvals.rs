@@ -79,11 +79,11 @@ async fn a_discord_press_answers_only_from_an_allowed_sender_in_the_same_channel
         let result = env.llm.requests()[1].last_tool_result();
         assert!(result.contains("herald skills approve dtriage"), "{result}");
         // The question was closed: new text, no buttons.
-        let edits = env.fake.message_edits();
-        let (_, mid, body) = edits.last().expect("the question was edited");
-        assert_eq!(*mid, question.message_id);
-        assert!(body["content"].as_str().unwrap().starts_with("✅ Approved"));
-        assert_eq!(body["components"], json!([]));
+        let edits = env.fake.edits();
+        let edit = edits.last().expect("the question was edited");
+        assert_eq!(edit.message_id, question.message_id);
+        assert!(edit.content.starts_with("✅ Approved"), "{}", edit.content);
+        assert_eq!(edit.body["components"], json!([]));
         env.stop().await;
     })
     .await;

@@ -237,6 +237,14 @@ pub async fn kv_and_lanes_overview(store: Arc<dyn Store>) {
         Some("42")
     );
     assert_eq!(store.kv_get("other").await.unwrap().as_deref(), Some("x"));
+    store.kv_delete("other").await.unwrap();
+    assert_eq!(store.kv_get("other").await.unwrap(), None, "deleted");
+    store.kv_delete("other").await.unwrap();
+    assert_eq!(
+        store.kv_get("telegram.offset").await.unwrap().as_deref(),
+        Some("42"),
+        "a delete touches its key only"
+    );
 
     let x1 = insert(&store, &event("x", "x1")).await;
     insert(&store, &event("x", "x2")).await;
