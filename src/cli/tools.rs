@@ -26,7 +26,8 @@ pub enum ToolsCmd {
 struct Row {
     name: String,
     origin: String,
-    /// `no`, `ask`, `hardline`, `denied`, or `unreachable: <reason>` for a server.
+    /// `no`, `ask`, `hardline`, `denied`, `withheld: <reason>` for a tool that failed screening,
+    /// or `unreachable: <reason>` for a server.
     approval: String,
 }
 
@@ -52,8 +53,16 @@ pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
         }
         match connect::connect(server, &tracker).await {
             Ok(mut conn) => {
-                for t in tools_of(server, &conn) {
+                let (tools, withheld) = tools_of(server, &conn);
+                for t in tools {
                     rows.push(row(&t, &policy));
+                }
+                for (name, why) in withheld {
+                    rows.push(Row {
+                        name,
+                        origin: origin.clone(),
+                        approval: format!("withheld: {why}"),
+                    });
                 }
                 let _ = conn.service.close().await;
                 if let Some(child) = conn.child.as_mut() {

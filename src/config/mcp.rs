@@ -120,6 +120,7 @@ mod tests {
     }
 
     fn toml_str(s: &str) -> McpServer {
+        use figment::providers::Format;
         figment::Figment::from(figment::providers::Toml::string(s))
             .extract()
             .unwrap()

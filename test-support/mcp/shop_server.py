@@ -102,6 +102,9 @@ def handle(args, msg):
 
 def stdio(args):
     out = sys.stdout
+    if args.mode == "garbage":
+        out.write("Welcome to the shop server v1 (banner on stdout)\n")
+        out.flush()
     for line in sys.stdin:
         if not line.strip():
             continue

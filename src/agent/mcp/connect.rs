@@ -49,7 +49,7 @@ impl Diagnostics {
         let mut parts = Vec::new();
         let junk = self.junk_lines.load(Ordering::Relaxed);
         if junk > 0 {
-            parts.push(format!("{junk} stdout lines were not JSON-RPC"));
+            parts.push(format!("{junk} line(s) on stdout were not JSON-RPC"));
         }
         let err = self.last_stderr.lock().expect("diag lock").clone();
         if !err.is_empty() {
@@ -86,6 +86,7 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
             )
         }
     };
+    let timed_out = started.is_err();
     let result = match started {
         Err(_) => Err(format!(
             "no answer to initialize and tools/list within {} s",
@@ -104,8 +105,14 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
         Err(reason) => {
             let mut reason = reason;
             if let Some(c) = child.as_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    reason = format!("the process exited ({status}) during {reason}");
+                // A closed pipe usually means the process is exiting: give it a moment to. (After
+                // a time-out the process is still there; it is killed below.)
+                if !timed_out {
+                    if let Ok(Ok(status)) =
+                        tokio::time::timeout(Duration::from_millis(200), c.wait()).await
+                    {
+                        reason = format!("the process exited ({status}) before it was ready");
+                    }
                 }
                 let _ = c.start_kill();
                 // Reap it; a child that ignores SIGKILL for a second is not worth waiting on.

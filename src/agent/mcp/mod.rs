@@ -71,23 +71,23 @@ impl McpManager {
     }
 }
 
-/// The tools of a fresh connection, in name order; a tool that fails screening is left out with
-/// a warning naming it.
-pub fn tools_of(server: &McpServer, conn: &Connection) -> Vec<Arc<dyn Tool>> {
+/// Tools left out of a server's list: (model-visible name, why).
+pub type Withheld = Vec<(String, String)>;
+
+/// The tools of a fresh connection, in name order, and the tools withheld with the reason (a
+/// screening hit in a description or schema).
+pub fn tools_of(server: &McpServer, conn: &Connection) -> (Vec<Arc<dyn Tool>>, Withheld) {
     let mut tools: Vec<McpTool> = Vec::new();
+    let mut withheld = Vec::new();
     for t in &conn.tools {
         match McpTool::build(server, t, conn.service.peer().clone()) {
             Ok(tool) => tools.push(tool),
-            Err(why) => tracing::warn!(
-                server = %server.name,
-                tool = %connect::short(&t.name),
-                "mcp tool withheld: {why}"
-            ),
+            Err(why) => withheld.push((names::tool_name(&server.name, &t.name), why)),
         }
     }
     tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
     tools.dedup_by(|a, b| a.spec.name == b.spec.name);
-    tools.into_iter().map(tool::into_dyn).collect()
+    (tools.into_iter().map(tool::into_dyn).collect(), withheld)
 }
 
 fn backoff() -> impl Iterator<Item = Duration> {
@@ -111,7 +111,10 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
         };
         match attempt {
             Ok(mut conn) => {
-                let tools = tools_of(&server, &conn);
+                let (tools, withheld) = tools_of(&server, &conn);
+                for (tool, why) in withheld {
+                    tracing::warn!(server = %name, %tool, "mcp tool withheld: {why}");
+                }
                 tracing::info!(server = %name, tools = tools.len(), "mcp server connected");
                 *slot.tools.lock().expect("mcp slot") = tools;
                 let since = Instant::now();
