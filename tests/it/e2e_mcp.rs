@@ -243,7 +243,7 @@ async fn slow_failing_and_huge_results_come_back_as_text_the_model_can_use() {
 }
 
 #[tokio::test]
-async fn a_streamable_http_server_answers_a_call_with_its_bearer_token() {
+async fn a_streamable_http_server_answers_with_its_bearer_token_and_its_tools_leave_when_it_dies() {
     init();
     let shop = HttpShop::start(Some("t0ken-for-the-shop")).await;
     let llm = FakeLlm::start().await;
@@ -278,6 +278,23 @@ async fn a_streamable_http_server_answers_a_call_with_its_bearer_token() {
     let (_, body) = client.chat("web:http", "shout hello").await;
     assert_eq!(body["reply"], "it shouted");
     assert_eq!(llm.requests().last().unwrap().last_tool_result(), "HELLO");
+
+    // The server goes away: the next call says so, and the turn after it is offered no shop tools.
+    drop(shop);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    llm.push(Step::ToolCall(
+        "shop__shout".into(),
+        r#"{"text":"anyone?"}"#.into(),
+    ));
+    llm.push(Step::Reply("the shop is gone".into()));
+    let (_, body) = client.chat("web:http", "shout again").await;
+    assert_eq!(body["reply"], "the shop is gone");
+    let told = llm.requests().last().unwrap().last_tool_result();
+    assert!(told.contains("unavailable"), "{told}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, _) = client.chat("web:http", "tools now?").await;
+    let last = llm.requests().last().unwrap().clone();
+    assert!(shop_tools(&last).is_empty(), "{:?}", offered(&last));
     app.shutdown().await;
 }
 

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backon::BackoffBuilder;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -77,10 +78,18 @@ pub type Withheld = Vec<(String, String)>;
 /// The tools of a fresh connection, in name order, and the tools withheld with the reason (a
 /// screening hit in a description or schema).
 pub fn tools_of(server: &McpServer, conn: &Connection) -> (Vec<Arc<dyn Tool>>, Withheld) {
+    tools_with(server, conn, Arc::new(Notify::new()))
+}
+
+fn tools_with(
+    server: &McpServer,
+    conn: &Connection,
+    broken: Arc<Notify>,
+) -> (Vec<Arc<dyn Tool>>, Withheld) {
     let mut tools: Vec<McpTool> = Vec::new();
     let mut withheld = Vec::new();
     for t in &conn.tools {
-        match McpTool::build(server, t, conn.service.peer().clone()) {
+        match McpTool::build(server, t, conn.service.peer().clone(), broken.clone()) {
             Ok(tool) => tools.push(tool),
             Err(why) => withheld.push((names::tool_name(&server.name, &t.name), why)),
         }
@@ -111,7 +120,8 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
         };
         match attempt {
             Ok(mut conn) => {
-                let (tools, withheld) = tools_of(&server, &conn);
+                let broken = Arc::new(Notify::new());
+                let (tools, withheld) = tools_with(&server, &conn, broken.clone());
                 for (tool, why) in withheld {
                     tracing::warn!(server = %name, %tool, "mcp tool withheld: {why}");
                 }
@@ -120,7 +130,10 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
                 let since = Instant::now();
                 let service = conn.service;
                 let ended = tokio::select! {
-                    q = service.waiting() => Some(q),
+                    _ = service.waiting() => Some(""),
+                    // A call found the connection gone (over HTTP the session can outlive the
+                    // server): drop the session and start again.
+                    _ = broken.notified() => Some(" (a call found the connection closed)"),
                     _ = cancel.cancelled() => None,
                 };
                 slot.tools.lock().expect("mcp slot").clear();
@@ -132,9 +145,9 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
                     let _ = child.start_kill();
                     let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
                 }
-                if ended.is_none() {
+                let Some(how) = ended else {
                     return;
-                }
+                };
                 if since.elapsed() >= STABLE {
                     delays = backoff();
                 }
@@ -142,7 +155,7 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
                 tracing::warn!(
                     server = %name,
                     retry_in_ms = wait.as_millis() as u64,
-                    "mcp server went away{status}{}",
+                    "mcp server went away{how}{status}{}",
                     conn.diag.suffix()
                 );
                 if !crate::tasks::sleep_or_cancel(wait, &cancel).await {

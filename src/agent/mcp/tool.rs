@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
 use rmcp::service::{Peer, RoleClient, ServiceError};
+use tokio::sync::Notify;
 
 use crate::agent::screen::{cap_head_tail, screen};
 use crate::agent::tools::{Origin, Tool, ToolContext, ToolError};
@@ -31,6 +32,8 @@ pub struct McpTool {
     pub asks: bool,
     pub timeout: Duration,
     pub peer: Peer<RoleClient>,
+    /// Told when a call finds the connection gone (over HTTP nothing else may notice).
+    pub broken: Arc<Notify>,
 }
 
 impl McpTool {
@@ -40,6 +43,7 @@ impl McpTool {
         server: &crate::config::McpServer,
         tool: &rmcp::model::Tool,
         peer: Peer<RoleClient>,
+        broken: Arc<Notify>,
     ) -> Result<McpTool, String> {
         let description = tool.description.as_deref().unwrap_or_default();
         let schema = serde_json::Value::Object((*tool.input_schema).clone());
@@ -68,6 +72,7 @@ impl McpTool {
             asks: server.require_approval.covers(&tool.name),
             timeout: Duration::from_secs(server.timeout_secs),
             peer,
+            broken,
         })
     }
 }
@@ -107,7 +112,13 @@ impl Tool for McpTool {
         let result = tokio::time::timeout(self.timeout, self.peer.call_tool(params)).await;
         match result {
             Err(_) => Err(ToolError::TimedOut(self.timeout)),
-            Ok(Err(e)) => Err(service_error(&self.server, e)),
+            Ok(Err(e)) => {
+                let e = service_error(&self.server, e);
+                if matches!(e, ToolError::Unavailable(_)) {
+                    self.broken.notify_one();
+                }
+                Err(e)
+            }
             Ok(Ok(r)) => answer(r),
         }
     }
