@@ -139,7 +139,12 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
                 slot.tools.lock().expect("mcp slot").clear();
                 let mut status = String::new();
                 if let Some(child) = conn.child.as_mut() {
-                    if let Ok(Some(s)) = child.try_wait() {
+                    // A session that ended by itself usually means the process is exiting.
+                    let grace = match ended {
+                        Some("") => Duration::from_millis(200),
+                        _ => Duration::ZERO,
+                    };
+                    if let Ok(Ok(s)) = tokio::time::timeout(grace, child.wait()).await {
                         status = format!(" (the process exited, {s})");
                     }
                     let _ = child.start_kill();
