@@ -20,6 +20,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdout};
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 use crate::config::McpServer;
@@ -34,6 +35,8 @@ pub struct Connection {
     pub tools: Vec<rmcp::model::Tool>,
     pub child: Option<Child>,
     pub diag: Arc<Diagnostics>,
+    /// Stops the stderr reader with the connection (a grandchild may hold the pipe open).
+    pub _stderr: Option<DropGuard>,
 }
 
 /// What a stdio child said besides JSON-RPC, for the reason of a failure.
@@ -67,10 +70,11 @@ impl Diagnostics {
 pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connection, String> {
     let wait = Duration::from_secs(server.init_timeout_secs);
     let diag = Arc::new(Diagnostics::default());
+    let stop = CancellationToken::new();
     let (mut child, started) = match &server.url {
         Some(url) => (None, tokio::time::timeout(wait, http(server, url)).await),
         None => {
-            let (child, stdout, stdin) = spawn(server, tracker, &diag)?;
+            let (child, stdout, stdin) = spawn(server, tracker, &diag, &stop)?;
             let transport = AsyncRwTransport::<RoleClient, _, _>::new(
                 JunkCounter {
                     inner: stdout,
@@ -101,6 +105,7 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
             tools,
             child,
             diag,
+            _stderr: Some(stop.drop_guard()),
         }),
         Err(reason) => {
             let mut reason = reason;
@@ -120,6 +125,7 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
             }
             // Give the stderr reader a moment to catch the child's last words.
             tokio::time::sleep(Duration::from_millis(20)).await;
+            stop.cancel();
             Err(format!("{reason}{}", diag.suffix()))
         }
     }
@@ -171,6 +177,7 @@ fn spawn(
     server: &McpServer,
     tracker: &TaskTracker,
     diag: &Arc<Diagnostics>,
+    stop: &CancellationToken,
 ) -> Result<(Child, ChildStdout, tokio::process::ChildStdin), String> {
     let program = server.command.as_deref().unwrap_or_default();
     let mut cmd = tokio::process::Command::new(program);
@@ -196,9 +203,10 @@ fn spawn(
     if let Some(stderr) = child.stderr.take() {
         let diag = diag.clone();
         let name = server.name.clone();
+        let stop = stop.clone();
         tracker.spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            while let Some(Ok(Some(line))) = stop.run_until_cancelled(lines.next_line()).await {
                 tracing::debug!(server = %name, "mcp server stderr: {}", short(&line));
                 if !line.trim().is_empty() {
                     *diag.last_stderr.lock().expect("diag lock") = short(&line);
