@@ -19,7 +19,8 @@ use crate::adapters::discord::DiscordAdapter;
 use crate::adapters::telegram::TelegramAdapter;
 use crate::adapters::web::WebOutbound;
 use crate::adapters::Edge;
-use crate::agent::tools::{Policy, SessionSearch, ToolCatalog};
+use crate::agent::mcp::McpManager;
+use crate::agent::tools::{approval_policy, builtin_tools, ToolCatalog};
 use crate::config::{Config, ProviderKind};
 use crate::cron::Scheduler;
 use crate::delivery::sender::Sender;
@@ -80,26 +81,13 @@ impl App {
             tracing::warn!("no model configured: chats will be answered with setup instructions");
         }
         // The approval policy is built here, once: nothing later can loosen it.
-        let policy = Policy::from_config(&config)
-            .context("approvals: a tool-name pattern does not compile")?;
+        let policy = approval_policy(&config)?;
         if policy.bypass() {
             tracing::warn!("approvals.bypass is on: tools that ask for approval run without asking (the hardline still asks)");
         }
         let mut tools = ToolCatalog::new(policy);
-        tools.builtin(Arc::new(SessionSearch {
-            store: store.clone(),
-        }));
-        // Skills need a directory to live in; without one the model is not offered the tool.
-        let skills = crate::agent::prompt::skills_dir(&config);
-        if skills.is_dir() {
-            tools.builtin(Arc::new(crate::agent::skills::SkillView {
-                dir: skills.clone(),
-            }));
-            if config.agent.skill_manage {
-                tools.builtin(Arc::new(crate::agent::skill_manage::SkillManage {
-                    dir: skills,
-                }));
-            }
+        for tool in builtin_tools(&config, store.clone()) {
+            tools.builtin(tool);
         }
         for problem in config.agent.hint_problems() {
             tracing::warn!("{problem}");
@@ -135,6 +123,8 @@ impl App {
         let (finished, _) = broadcast::channel(1024);
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
+        // MCP servers connect in the background: readiness never waits for one.
+        tools.source(McpManager::start(&config.mcp.servers, &tracker, &cancel));
         let auth = Authorizer::from_config(&config);
         // The edges' one handle on the core; the router drains its wakes once it exists.
         let (ingest, wakes) = Ingest::new(store.clone(), auth.clone(), finished.clone());

@@ -4,6 +4,7 @@
 
 pub mod compaction;
 pub mod context;
+pub mod mcp;
 pub mod prompt;
 pub mod screen;
 pub mod skill_manage;

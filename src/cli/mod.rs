@@ -9,6 +9,7 @@ pub mod progress;
 mod prompt;
 mod sessions_io;
 mod skills;
+mod tools;
 
 use std::path::PathBuf;
 
@@ -17,6 +18,7 @@ use clap::Subcommand;
 pub use pairing::{pairing, PairingCmd};
 pub use prompt::{prompt, PromptCmd};
 pub use skills::{skills, SkillsCmd};
+pub use tools::{tools, ToolsCmd};
 
 use crate::config::Config;
 use crate::domain::{LaneKey, Role};

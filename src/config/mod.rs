@@ -7,6 +7,7 @@
 mod agent;
 mod handoff;
 mod load;
+mod mcp;
 mod platforms;
 mod secret;
 mod shards;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions};
+pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
@@ -49,6 +51,7 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub approvals: ApprovalsConfig,
     pub streaming: StreamingConfig,
+    pub mcp: McpConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -215,5 +215,60 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             e.key()
         )));
     }
+    mcp_servers(&c.mcp.servers)?;
+    Ok(())
+}
+
+/// `[[mcp.servers]]`: unique safe names, stdio or HTTP (not both), `"all"` the only word.
+fn mcp_servers(servers: &[super::McpServer]) -> Result<(), ConfigError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, s) in servers.iter().enumerate() {
+        let bad = |m: String| {
+            Err(ConfigError::Invalid(format!(
+                "mcp.servers[{i}] ({:?}): {m}",
+                s.name
+            )))
+        };
+        if !super::valid_server_name(&s.name) {
+            return bad(
+                "name must be 1-32 of a-z 0-9 _ - starting with a letter, without \"__\"".into(),
+            );
+        }
+        if !seen.insert(s.name.as_str()) {
+            return bad("another server has this name".into());
+        }
+        match (&s.command, &s.url) {
+            (Some(c), None) if !c.trim().is_empty() => {
+                if s.bearer_token.is_some() || !s.headers.is_empty() {
+                    return bad("bearer_token and headers are for a url server".into());
+                }
+            }
+            (None, Some(u)) => {
+                let ok = url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+                if !ok {
+                    return bad(format!("url {u:?} is not an http(s) URL"));
+                }
+                if !s.args.is_empty() || !s.env.is_empty() {
+                    return bad("args and env are for a command server".into());
+                }
+            }
+            _ => return bad("set either command (stdio) or url (streamable HTTP)".into()),
+        }
+        if let super::RequireApproval::Word(w) = &s.require_approval {
+            if w != "all" {
+                return bad(format!(
+                    "require_approval is a list of tool names or \"all\", not {w:?}"
+                ));
+            }
+        }
+        if s.timeout_secs == 0 || s.init_timeout_secs == 0 {
+            return bad("timeout_secs and init_timeout_secs must be at least 1".into());
+        }
+        for name in s.headers.keys() {
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return bad(format!("headers: {name:?} is not a header name"));
+            }
+        }
+    }
     Ok(())
 }

@@ -55,7 +55,7 @@ pub fn init_logging(cfg: &LogConfig) -> bool {
 /// already set.
 pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
     let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&cfg.level))
+        .or_else(|_| EnvFilter::try_new(quiet_deps(&cfg.level)))
         .unwrap_or_else(|_| EnvFilter::new("info"));
     // Colour codes only for a person at a terminal: journald, files, pipes and log shippers
     // get plain lines, and NO_COLOR (https://no-color.org) turns them off everywhere.
@@ -76,6 +76,16 @@ pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
         .try_init()
         .is_ok();
     (handle, installed)
+}
+
+/// The configured level with the MCP SDK held at warn (it logs every session's start and end at
+/// info) unless the level names it.
+fn quiet_deps(level: &str) -> String {
+    if level.contains("rmcp") {
+        level.to_string()
+    } else {
+        format!("{level},rmcp=warn")
+    }
 }
 
 /// Whether human log lines carry ANSI colour: only on a terminal, and never when `NO_COLOR`

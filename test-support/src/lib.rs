@@ -30,6 +30,8 @@ pub mod handoff;
 pub mod harness;
 pub mod invariants;
 #[cfg(feature = "fakes")]
+pub mod mcp;
+#[cfg(feature = "fakes")]
 pub mod promise;
 #[cfg(feature = "fakes")]
 pub mod telegram;

@@ -15,6 +15,7 @@
 //! whatever the dynamic sources — MCP servers — offer right now), in name order, and a turn
 //! keeps the snapshot it started with.
 
+mod builtins;
 pub mod policy;
 mod session_search;
 
@@ -27,6 +28,7 @@ use async_trait::async_trait;
 use crate::domain::LaneKey;
 use crate::llm::ToolSpec;
 
+pub use builtins::{approval_policy, builtin_tools, lane_builtins};
 pub use policy::{ApprovalGate, ApprovalRequest, Check, Decision, DenyAll, Policy};
 pub(crate) use session_search::page;
 pub use session_search::SessionSearch;

@@ -1,0 +1,124 @@
+//! `herald tools list`: every tool the model could be offered, where it comes from, and what
+//! the approval policy does with a call — the same catalog the daemon builds, with each MCP
+//! server reached once (within its `init_timeout_secs`) to list what it offers now.
+
+use std::sync::Arc;
+
+use clap::Subcommand;
+use serde::Serialize;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::mcp::{connect, tools_of};
+use crate::agent::tools::{Check, Policy, Tool};
+use crate::config::Config;
+
+#[derive(Subcommand)]
+pub enum ToolsCmd {
+    /// Builtins and MCP tools with their origin and approval (MCP servers are contacted).
+    List {
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    origin: String,
+    /// `no`, `ask`, `hardline`, `denied`, `withheld: <reason>` for a tool that failed screening,
+    /// or `unreachable: <reason>` for a server.
+    approval: String,
+}
+
+pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
+    let ToolsCmd::List { json } = cmd;
+    let policy = crate::agent::tools::approval_policy(config)?;
+    let store = super::open_store(config, "tools list", false).await?;
+    let mut rows: Vec<Row> = crate::agent::tools::builtin_tools(config, store.clone())
+        .iter()
+        .map(|t| row(t, &policy))
+        .collect();
+    for name in crate::agent::tools::lane_builtins(config) {
+        rows.push(Row {
+            name: name.to_string(),
+            origin: "builtin".into(),
+            approval: approval_word(&policy.check(name, false)).into(),
+        });
+    }
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    let tracker = TaskTracker::new();
+    for server in &config.mcp.servers {
+        let origin = format!("mcp:{}", server.name);
+        if !server.enabled {
+            rows.push(Row {
+                name: "-".into(),
+                origin,
+                approval: "disabled".into(),
+            });
+            continue;
+        }
+        match connect::connect(server, &tracker).await {
+            Ok(mut conn) => {
+                let (tools, withheld) = tools_of(server, &conn);
+                for t in tools {
+                    rows.push(row(&t, &policy));
+                }
+                for (name, why) in withheld {
+                    rows.push(Row {
+                        name,
+                        origin: origin.clone(),
+                        approval: format!("withheld: {why}"),
+                    });
+                }
+                let _ = conn.service.close().await;
+                if let Some(child) = conn.child.as_mut() {
+                    let _ = child.kill().await;
+                }
+            }
+            Err(reason) => rows.push(Row {
+                name: "-".into(),
+                origin,
+                approval: format!("unreachable: {reason}"),
+            }),
+        }
+    }
+    store.close().await;
+    if json {
+        for r in &rows {
+            println!("{}", serde_json::to_string(r)?);
+        }
+    } else {
+        let w = rows.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+        let o = rows
+            .iter()
+            .map(|r| r.origin.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        println!("{:w$}  {:o$}  APPROVAL", "NAME", "ORIGIN");
+        for r in &rows {
+            println!("{:w$}  {:o$}  {}", r.name, r.origin, r.approval);
+        }
+    }
+    Ok(())
+}
+
+fn row(t: &Arc<dyn Tool>, policy: &Policy) -> Row {
+    let name = t.spec().name;
+    let approval = approval_word(&policy.check(&name, t.requires_approval()));
+    Row {
+        origin: t.origin().to_string(),
+        approval: approval.into(),
+        name,
+    }
+}
+
+fn approval_word(check: &Check) -> &'static str {
+    match check {
+        Check::Run => "no",
+        Check::Ask { hardline: false } => "ask",
+        Check::Ask { hardline: true } => "hardline",
+        Check::Refuse(_) => "denied",
+    }
+}
