@@ -83,6 +83,12 @@ impl App {
         tools.register(Arc::new(SessionSearch {
             store: store.clone(),
         }));
+        if config.memory.enabled {
+            tools.register(Arc::new(crate::agent::memory::tool::MemoryTool {
+                files: crate::agent::memory::MemoryFiles::from_config(&config),
+                people: config.people.clone(),
+            }));
+        }
         // Skills need a directory to live in; without one the model is not offered the tool.
         let skills = crate::agent::prompt::skills_dir(&config);
         if skills.is_dir() {

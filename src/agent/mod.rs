@@ -4,6 +4,7 @@
 
 pub mod compaction;
 pub mod context;
+pub mod memory;
 pub mod prompt;
 pub mod screen;
 pub mod skill_manage;

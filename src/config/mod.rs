@@ -7,6 +7,7 @@
 mod agent;
 mod handoff;
 mod load;
+mod memory;
 mod platforms;
 mod secret;
 mod shards;
@@ -19,6 +20,9 @@ use serde::{Deserialize, Serialize};
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions};
+pub use memory::{
+    check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, Person,
+};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
@@ -40,6 +44,9 @@ pub struct Config {
     pub pairing: PairingConfig,
     pub handoff: HandoffConfig,
     pub cron: CronConfig,
+    pub memory: MemoryConfig,
+    /// Named people and the sender identities linked to each (one memory across platforms).
+    pub people: Vec<Person>,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
 }
@@ -156,6 +163,10 @@ pub struct ContextConfig {
     pub spill_chars: usize,
     /// Tokens of newest messages kept verbatim after a compaction (at most half the window).
     pub tail_tokens: usize,
+    /// Between the tool calls of one long turn, compact the in-flight request when its
+    /// estimate passes this share of the window (the opening request and whole tool groups
+    /// are kept).
+    pub in_turn_threshold: f64,
 }
 
 impl Default for ContextConfig {
@@ -164,6 +175,7 @@ impl Default for ContextConfig {
             threshold: 0.75,
             spill_chars: 8_000,
             tail_tokens: 6_000,
+            in_turn_threshold: 0.85,
         }
     }
 }
@@ -362,6 +374,11 @@ impl Config {
             out.push(Platform::Discord);
         }
         out
+    }
+
+    /// The memory folder name of a sender (`None` for scheduled runs); see [`person_key`].
+    pub fn person(&self, platform: &str, sender: &str) -> Option<String> {
+        person_key(&self.people, platform, sender)
     }
 
     /// The provider actually used after `auto` is resolved.

@@ -53,7 +53,8 @@ impl Worker {
         let model = deps.chain.primary_name();
         // The prompt files are read now, once per session: an edit reaches the next session.
         let window = crate::agent::context::window::context_window(&deps.config.llm).await;
-        let sources = load_sources(&deps.config, window);
+        let mut sources = load_sources(&deps.config, window);
+        sources.memory = crate::agent::memory::snapshot_for(&deps.config, ev);
         let system_prompt = build_system_prompt(
             &deps.config.agent,
             &sources,
