@@ -12,6 +12,7 @@ use crate::domain::Role;
 use crate::llm::{ChatMessage, ChatRequest, LlmError, ProviderChain, Usage};
 use crate::store::{NewMessage, StoredMessage};
 
+use super::context::in_turn::{self, InTurnBudget};
 use super::context::spill::TurnSpill;
 use super::tools::{ToolContext, Tools};
 
@@ -35,6 +36,8 @@ pub struct TurnInput<'a> {
     pub spill_chars: usize,
     /// Whom the turn's tool calls serve; every tool is scoped to it.
     pub tool_ctx: &'a ToolContext,
+    /// The in-loop context check between tool iterations (`None`: off).
+    pub in_turn: Option<InTurnBudget>,
 }
 
 #[derive(Debug)]
@@ -132,6 +135,14 @@ pub async fn run_turn(
                 tool_calls: Vec::new(),
                 tool_call_id: Some(call.id.clone()),
             });
+        }
+        if let Some(b) = input.in_turn {
+            if let Some(s) = in_turn::shrink(&mut wire, input.history, &specs, b) {
+                metrics::counter!("herald_in_turn_compactions_total").increment(1);
+                tracing::info!(session = %input.session_id, before = s.before, after = s.after,
+                    stubbed = s.stubbed, projected = s.projected, budget = b.budget_tokens,
+                    "in-flight request shrunk between tool iterations");
+            }
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.

@@ -109,7 +109,7 @@ pub fn person_key(people: &[Person], platform: &str, sender: &str) -> Option<Str
         return None;
     }
     let id = format!("{platform}:{sender}");
-    if let Some(p) = people.iter().find(|p| p.ids.iter().any(|i| *i == id)) {
+    if let Some(p) = people.iter().find(|p| p.ids.contains(&id)) {
         return Some(p.name.clone());
     }
     Some(identity_key(platform, sender))

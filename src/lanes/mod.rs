@@ -44,4 +44,7 @@ pub struct Deps {
     pub outbox_wake: Arc<Notify>,
     /// Inbox ids whose processing finished (answered, failed or skipped).
     pub finished: broadcast::Sender<i64>,
+    /// The memory provider (`[memory.provider]`), told about compactions; it is also in
+    /// `pre_llm`.
+    pub recall: Option<Arc<crate::hooks::MemoryRecall>>,
 }

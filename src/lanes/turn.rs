@@ -11,6 +11,7 @@ use tracing::Instrument;
 
 use super::guard::AbortOnDrop;
 use super::worker::{Failure, Stop, Worker};
+use crate::agent::context::in_turn::InTurnBudget;
 use crate::agent::context::{ContextEngine, Known, Prepared};
 use crate::agent::prompt::{build_system_prompt, load_sources, PromptParts};
 use crate::agent::tools::ToolContext;
@@ -127,10 +128,18 @@ impl Worker {
             .instrument(tracing::info_span!(parent: &span, "lease.turn_begin", lease.holder = %lease.holder, lease.token = lease.token))
             .await?;
         span.record("turn", turn_id);
-        let context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        // The memory provider hears about a compaction of a private chat before it is written.
+        let person = deps.recall.as_ref().and_then(|r| r.person_of(ev));
+        let notice = |sid: &str, rows: &[StoredMessage]| {
+            if let (Some(r), Some(p)) = (&deps.recall, &person) {
+                r.notify_compaction(p, sid, rows);
+            }
+        };
+        let mut context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        context.on_compact = Some(&notice);
         let Prepared {
-            view: history,
-            known: before,
+            view: mut history,
+            known: mut before,
         } = context
             .prepare_with(lease, &session, &ev.text, &deps.tools, known)
             .instrument(tracing::info_span!(parent: &span, "context.prepare"))
@@ -166,28 +175,55 @@ impl Worker {
             session_id: session.id.clone(),
             turn_id: Some(turn_id),
         };
-        let agent = run_turn(
-            &deps.chain,
-            &deps.tools,
-            TurnInput {
-                system_prompt: &session.system_prompt,
-                history: &history,
-                user_content: &ev.text,
-                user_api_content: api_content.as_deref(),
-                max_iterations: deps.config.agent.max_iterations,
-                session_id: &session.id,
-                spill_chars: deps.config.context.spill_chars,
-                tool_ctx: &tool_ctx,
-            },
-        );
-        let outcome = tokio::select! {
-            r = tokio::time::timeout(timeout, agent.instrument(span.clone())) => match r {
-                Ok(r) => Outcome::Done(r),
-                Err(_) => Outcome::TimedOut,
-            },
-            _ = stop.cancelled() => Outcome::Stopped,
-            _ = lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
-            _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
+        let in_turn = Some(InTurnBudget {
+            budget_tokens: (context.window as f64 * deps.config.context.in_turn_threshold) as usize,
+            tail_tokens: context.tail_tokens,
+            window: context.window,
+        });
+        let mut retried = false;
+        let outcome = loop {
+            let agent = run_turn(
+                &deps.chain,
+                &deps.tools,
+                TurnInput {
+                    system_prompt: &session.system_prompt,
+                    history: &history,
+                    user_content: &ev.text,
+                    user_api_content: api_content.as_deref(),
+                    max_iterations: deps.config.agent.max_iterations,
+                    session_id: &session.id,
+                    spill_chars: deps.config.context.spill_chars,
+                    tool_ctx: &tool_ctx,
+                    in_turn,
+                },
+            );
+            let outcome = tokio::select! {
+                r = tokio::time::timeout(timeout, agent.instrument(span.clone())) => match r {
+                    Ok(r) => Outcome::Done(r),
+                    Err(_) => Outcome::TimedOut,
+                },
+                _ = stop.cancelled() => Outcome::Stopped,
+                _ = lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
+                _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
+            };
+            // A provider-confirmed overflow: compact now and retry once; a second overflow
+            // (or nothing left to compact) ends the turn with the overflow's own line.
+            if let Outcome::Done(Err(TurnError::Llm(e))) = &outcome {
+                if e.is_context_overflow() && !retried {
+                    retried = true;
+                    tracing::warn!(parent: &span, error = %e, "the provider says the prompt does not fit; compacting and retrying once");
+                    if let Some(p) = context
+                        .compact_now(lease, &session, Some(before.clone()))
+                        .instrument(tracing::info_span!(parent: &span, "context.overflow"))
+                        .await?
+                    {
+                        history = p.view;
+                        before = p.known;
+                        continue;
+                    }
+                }
+            }
+            break outcome;
         };
         stop.cancel();
         drop(typing);
