@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use herald::cli::{self, HandoffCmd, PairingCmd, PromptCmd, SessionsCmd, SkillsCmd};
+use herald::cli::{self, HandoffCmd, MemoryCmd, PairingCmd, PromptCmd, SessionsCmd, SkillsCmd};
 use herald::config::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -62,6 +62,11 @@ enum Command {
     Skills {
         #[command(subcommand)]
         command: SkillsCmd,
+    },
+    /// Long-term memory of a person: show it, or edit one file and see what would be dropped.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCmd,
     },
     /// Manage scheduled jobs (stored; a running daemon picks changes up within 30 s).
     Cron {
@@ -126,6 +131,7 @@ fn main() -> std::process::ExitCode {
             Command::Cron { command } => cli::cron::cron(&config, command).await,
             Command::Prompt { command } => cli::prompt(&config, command).await,
             Command::Skills { command } => cli::skills(&config, command).await,
+            Command::Memory { command } => cli::memory(&config, command).await,
         }
     });
     // Last: the spans of the shutdown itself are queued by now.
