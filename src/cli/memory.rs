@@ -33,7 +33,7 @@ pub enum FileArg {
 
 /// The folder name for PERSON: a `[[people]]` name, an identity `platform:sender`, or a folder
 /// name as `show` prints it (`telegram-123`).
-fn resolve(config: &Config, person: &str) -> anyhow::Result<String> {
+pub(super) fn resolve(config: &Config, person: &str) -> anyhow::Result<String> {
     if let Some((platform, sender)) = person.split_once(':') {
         if let Some(k) = config.person(platform, sender) {
             return Ok(k);

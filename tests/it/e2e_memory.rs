@@ -194,6 +194,12 @@ async fn garbage_and_huge_files_are_bounded_and_the_cli_says_what_is_dropped() {
         "{shown}"
     );
     assert!(shown.contains("past its cap") && shown.contains("64 KiB"));
+    // The layer listing shows the snapshot as a labelled volatile layer.
+    let layers = herald(&["prompt", "show", "web:ada", "--person", "web:ada"], None);
+    assert!(
+        layers.contains("── volatile · MEMORY.md of web-ada ("),
+        "{layers}"
+    );
     // `edit` through $EDITOR: the new file is saved and its bad line reported.
     let new = data.path().join("new-user.md");
     std::fs::write(
@@ -339,5 +345,78 @@ async fn a_context_overflow_is_compacted_and_retried_once_then_told_plainly() {
         "{body}"
     );
     assert_eq!(llm.request_count(), before + 4, "retried once, not more");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_long_tool_turn_is_shrunk_between_iterations_keeping_request_and_groups() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let body = format!(
+        "# Runbook\n{}",
+        "Check the pods, then the ingress. ".repeat(180)
+    );
+    write(
+        &data.path().join("skills/runbook/SKILL.md"),
+        format!("---\nname: runbook\ndescription: The on-call runbook\n---\n{body}").as_bytes(),
+    );
+    let mut c = test_config(&llm, &data);
+    c.llm.context_window = Some(3_000);
+    c.context.tail_tokens = 500;
+    let app = App::start(c).await.unwrap();
+    let client = Client::new(&app);
+    for _ in 0..3 {
+        llm.push(Step::ToolCall(
+            "skill_view".into(),
+            json!({"name": "runbook"}).to_string(),
+        ));
+    }
+    let ask = "Don't change it yet. Check the blast radius first.";
+    let (status, _) = client.chat("web:oncall", ask).await;
+    assert_eq!(status, 200);
+    let r = llm.requests();
+    assert_eq!(r.len(), 4);
+    let tool_results = |i: usize| -> Vec<String> {
+        r[i].messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // After the first call the request fits; later ones pass 85 % of the window.
+    assert!(tool_results(1)[0].contains("Check the pods"));
+    let last = tool_results(3);
+    assert_eq!(last.len(), 3, "every call still has its result");
+    assert!(
+        last[0].starts_with("[tool result left out of this request"),
+        "{last:?}"
+    );
+    assert!(last[1].starts_with("[tool result left out of this request"));
+    assert!(
+        last[2].contains("Check the pods"),
+        "the newest group is whole"
+    );
+    // The system prompt and the opening request are kept as they were.
+    assert_eq!(r[3].system(), r[0].system());
+    assert_eq!(r[3].messages()[1]["content"], ask);
+    for (i, m) in r[3].messages().iter().enumerate() {
+        if m["role"] == "assistant" && m["tool_calls"].is_array() {
+            assert_eq!(
+                r[3].messages()[i + 1]["role"],
+                "tool",
+                "a call keeps its result"
+            );
+        }
+    }
+    // Only the request shrank: the stored rows keep every whole result.
+    let lane = herald::domain::LaneKey::parse("web:oncall");
+    let session = app.store.session_current(&lane).await.unwrap().unwrap();
+    let stored = app.store.messages(&session.id, true).await.unwrap();
+    let whole = stored
+        .iter()
+        .filter(|m| m.role == herald::domain::Role::Tool && m.content.contains("Check the pods"))
+        .count();
+    assert_eq!(whole, 3);
     app.shutdown().await;
 }

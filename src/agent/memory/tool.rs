@@ -115,3 +115,48 @@ impl Tool for MemoryTool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MemoryConfig;
+    use crate::domain::LaneKey;
+
+    fn ctx(person: &str) -> ToolContext {
+        ToolContext {
+            lane: LaneKey::parse("telegram:1"),
+            person: person.into(),
+            session_id: "s".into(),
+            turn_id: None,
+        }
+    }
+
+    #[test]
+    fn the_person_comes_from_the_context_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = MemoryTool {
+            files: MemoryFiles::new(dir.path(), &MemoryConfig::default()),
+            people: vec![Person {
+                name: "owner".into(),
+                ids: vec!["telegram:1".into()],
+            }],
+        };
+        let add = r#"{"action":"add","target":"user","content":"likes tea"}"#;
+        assert!(tool.run(&ctx("telegram:1"), add).is_ok());
+        assert!(dir.path().join("memory/owner/USER.md").is_file());
+        // No argument names a person: one that tries is not valid arguments.
+        let sneaky = r#"{"action":"add","target":"user","content":"x","person":"other"}"#;
+        assert!(tool
+            .run(&ctx("telegram:1"), sneaky)
+            .unwrap_err()
+            .contains("not valid"));
+        // A scheduled run has no person.
+        let cron = tool.run(&ctx("cron:scheduler"), add).unwrap_err();
+        assert!(cron.contains("scheduled run"), "{cron}");
+        let bad = r#"{"action":"wipe","target":"user"}"#;
+        assert!(tool
+            .run(&ctx("telegram:1"), bad)
+            .unwrap_err()
+            .contains("\"wipe\""));
+    }
+}
