@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::routing::post;
@@ -218,9 +218,21 @@ async fn garbage_and_huge_files_are_bounded_and_the_cli_says_what_is_dropped() {
     );
 }
 
-/// A memory provider on 127.0.0.1: answers a recall, stalls on "stall", counts calls.
-async fn provider(calls: Arc<AtomicUsize>) -> String {
-    let app = Router::new().route(
+/// A memory provider on 127.0.0.1: answers a recall, stalls on "stall", counts calls, and
+/// keeps the pre-compaction notices it gets.
+async fn provider(calls: Arc<AtomicUsize>, notices: Arc<Mutex<Vec<Value>>>) -> String {
+    let app = Router::new()
+        .route(
+            "/recall/compaction",
+            post(move |Json(body): Json<Value>| {
+                let notices = notices.clone();
+                async move {
+                    notices.lock().unwrap().push(body);
+                    Json(json!({}))
+                }
+            }),
+        )
+        .route(
         "/recall",
         post(move |Json(body): Json<Value>| {
             let calls = calls.clone();
@@ -247,7 +259,7 @@ async fn provider_recall_reaches_api_content_and_a_stalled_provider_is_skipped()
     let data = tempfile::tempdir().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let mut c = test_config(&llm, &data);
-    c.memory.provider.url = Some(provider(calls.clone()).await);
+    c.memory.provider.url = Some(provider(calls.clone(), Arc::default()).await);
     c.memory.provider.timeout_ms = 400;
     let app = App::start(c).await.unwrap();
     let client = Client::new(&app);
@@ -305,7 +317,10 @@ async fn a_context_overflow_is_compacted_and_retried_once_then_told_plainly() {
     init();
     let llm = FakeLlm::start().await;
     let data = tempfile::tempdir().unwrap();
-    let app = App::start(test_config(&llm, &data)).await.unwrap();
+    let mut c = test_config(&llm, &data);
+    let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
+    c.memory.provider.url = Some(provider(Arc::default(), notices.clone()).await);
+    let app = App::start(c).await.unwrap();
     let client = Client::new(&app);
     let long = |i: usize| format!("step {i}: {}", "the deploy log says ok. ".repeat(150));
     for i in 0..8 {
@@ -317,7 +332,8 @@ async fn a_context_overflow_is_compacted_and_retried_once_then_told_plainly() {
     llm.push(overflow());
     let (status, body) = client.chat("web:long", "and the last step?").await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["reply"], "reply to: and the last step?");
+    let reply = body["reply"].as_str().unwrap_or_default();
+    assert!(reply.starts_with("reply to: and the last step?"), "{body}");
     let r = llm.requests();
     assert_eq!(r.len(), before + 2, "one retry");
     let retried = &r[before + 1];
@@ -333,6 +349,24 @@ async fn a_context_overflow_is_compacted_and_retried_once_then_told_plainly() {
         retried.system(),
         r[before].system(),
         "the system prompt is kept"
+    );
+    // The memory provider was told what was about to be compacted, before it was.
+    herald_test_support::harness::wait_until(
+        "a pre-compaction notice",
+        Duration::from_secs(5),
+        || {
+            let n = notices.lock().unwrap().len();
+            async move { n >= 1 }
+        },
+    )
+    .await;
+    let notice = notices.lock().unwrap()[0].clone();
+    assert_eq!(notice["person"], "web-tester");
+    let rows = notice["rows"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|m| m["content"].as_str().unwrap().starts_with("step 1:")),
+        "the middle of the conversation"
     );
 
     // Overflow again after the compaction: a clear line, not the generic refusal.
