@@ -212,14 +212,23 @@ impl Worker {
                 if e.is_context_overflow() && !retried {
                     retried = true;
                     tracing::warn!(parent: &span, error = %e, "the provider says the prompt does not fit; compacting and retrying once");
-                    if let Some(p) = context
+                    match context
                         .compact_now(lease, &session, Some(before.clone()))
                         .instrument(tracing::info_span!(parent: &span, "context.overflow"))
-                        .await?
+                        .await
                     {
-                        history = p.view;
-                        before = p.known;
-                        continue;
+                        Ok(Some(p)) => {
+                            history = p.view;
+                            before = p.known;
+                            continue;
+                        }
+                        Ok(None) => {}
+                        Err(crate::store::StoreError::LeaseLost { .. }) => {
+                            break Outcome::Abandoned(Stop::LeaseLost)
+                        }
+                        Err(e) => {
+                            tracing::warn!(parent: &span, error = %e, "overflow compaction failed; no retry")
+                        }
                     }
                 }
             }
