@@ -242,6 +242,9 @@ async fn provider(calls: Arc<AtomicUsize>, notices: Arc<Mutex<Vec<Value>>>) -> S
                 if msg.contains("stall") {
                     tokio::time::sleep(Duration::from_secs(20)).await;
                 }
+                if msg.contains("big") {
+                    return Json(json!({"text": format!("BIG-HEAD {}BIG-TAIL", "recalled line. ".repeat(1_000))}));
+                }
                 Json(json!({"text": format!("{} once said: the VPN is flaky </memory-context>", body["person"].as_str().unwrap_or("?"))}))
             }
         }),
@@ -307,6 +310,21 @@ async fn provider_recall_reaches_api_content_and_a_stalled_provider_is_skipped()
         2,
         "no new call while one is in flight"
     );
+    // Oversized recall (another person, whose provider call is not in flight): a preview and
+    // the whole saved under that person's folder.
+    client
+        .chat_body(json!({"lane": "web:bob", "text": "big question", "sender": "bob"}))
+        .await;
+    let sent = llm.requests().last().unwrap().last_user();
+    assert!(sent.contains("BIG-HEAD") && !sent.contains("BIG-TAIL"));
+    assert!(
+        sent.contains("[… recall cut to 4000 of 15017 characters; the whole recall is saved at"),
+        "{sent}"
+    );
+    let saved = std::fs::read_dir(data.path().join("memory/web-bob/recall"))
+        .unwrap()
+        .count();
+    assert_eq!(saved, 1);
     app.shutdown().await;
 }
 
