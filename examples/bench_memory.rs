@@ -152,7 +152,7 @@ fn main() {
         "in_turn shrink (40 + 12 groups)",
         time(runs, || {
             let mut w = wire.clone();
-            last = shrink(&mut w, &history, &[], budget);
+            last = shrink(&mut w, &history, &mut (history.len() + 1), &[], budget);
         }),
     );
     if let Some(s) = last {

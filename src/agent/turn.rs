@@ -79,6 +79,8 @@ pub async fn run_turn(
         input.user_api_content.unwrap_or(input.user_content),
     ));
     let specs = tools.specs();
+    // Where the opening request sits in `wire` (an in-turn shrink may fold the history).
+    let mut opening = input.history.len() + 1;
     let mut spill = TurnSpill::new(input.session_id, input.spill_chars);
     let mut out = TurnOutput {
         messages: Vec::new(),
@@ -137,7 +139,7 @@ pub async fn run_turn(
             });
         }
         if let Some(b) = input.in_turn {
-            if let Some(s) = in_turn::shrink(&mut wire, input.history, &specs, b) {
+            if let Some(s) = in_turn::shrink(&mut wire, input.history, &mut opening, &specs, b) {
                 metrics::counter!("herald_in_turn_compactions_total").increment(1);
                 tracing::info!(session = %input.session_id, before = s.before, after = s.after,
                     stubbed = s.stubbed, projected = s.projected, budget = b.budget_tokens,

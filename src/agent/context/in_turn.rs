@@ -56,19 +56,19 @@ pub fn estimate(wire: &[ChatMessage], specs: &[ToolSpec]) -> usize {
     wire.iter().map(tokens).sum::<usize>() + estimate_tokens(&specs)
 }
 
+const STUB_HEAD: &str = "[tool result left out of this request to fit the context window: ";
+
 fn stub(chars: usize) -> String {
-    format!(
-        "[tool result left out of this request to fit the context window: {chars} characters; \
-         the whole result is stored with this turn]"
-    )
+    format!("{STUB_HEAD}{chars} characters; the whole result is stored with this turn]")
 }
 
-/// Shrinks `wire` (system prompt, then `history`, then the opening request at
-/// `history.len() + 1`, then this turn's tool groups) when its estimate passes the budget.
-/// `None` when it was within the budget.
+/// Shrinks `wire` (system prompt, then `history`, then the opening request at `*opening` —
+/// `history.len() + 1` until a shrink has projected the history — then this turn's tool
+/// groups) when its estimate passes the budget. `None` when it was within the budget.
 pub fn shrink(
     wire: &mut Vec<ChatMessage>,
     history: &[StoredMessage],
+    opening_at: &mut usize,
     specs: &[ToolSpec],
     b: InTurnBudget,
 ) -> Option<Shrunk> {
@@ -76,7 +76,7 @@ pub fn shrink(
     if before <= b.budget_tokens {
         return None;
     }
-    let opening = history.len() + 1;
+    let opening = *opening_at;
     if wire.len() <= opening || wire[opening].role != Role::User {
         return None;
     }
@@ -98,7 +98,11 @@ pub fn shrink(
     }
     let mut stubbed = 0;
     for m in &mut wire[opening + 1..kept_from] {
-        if m.role == Role::Tool {
+        let stubbed_before = m
+            .content
+            .as_deref()
+            .is_some_and(|c| c.starts_with(STUB_HEAD));
+        if m.role == Role::Tool && !stubbed_before {
             let chars = m.content.as_deref().map_or(0, |c| c.chars().count());
             let s = stub(chars);
             if chars > s.chars().count() {
@@ -108,11 +112,14 @@ pub fn shrink(
         }
     }
     let mut projected = 0;
-    if estimate(wire, specs) > b.budget_tokens && !history.is_empty() {
+    // The history is still verbatim in the request (not yet one projection): fold it.
+    let verbatim = opening == history.len() + 1 && history.len() > 1;
+    if estimate(wire, specs) > b.budget_tokens && verbatim {
         let proj: Vec<ProjMessage> = history.iter().map(to_proj).collect();
         let text = project(&proj, None, projection_budget_chars(b.window));
         wire.splice(1..opening, [ChatMessage::new(Role::User, carrier(&text))]);
         projected = history.len();
+        *opening_at = 2;
     }
     Some(Shrunk {
         before,
@@ -187,7 +194,9 @@ mod tests {
             window: 8_000,
         };
         let again = wire.clone();
-        let s = shrink(&mut wire, &history, &[], b).expect("over the budget");
+        let mut opening = history.len() + 1;
+        let s = shrink(&mut wire, &history, &mut opening, &[], b).expect("over the budget");
+        assert_eq!(opening, 2);
         assert!(
             s.after < s.before && s.stubbed == 5 && s.projected == 6,
             "{s:?}"
@@ -216,7 +225,7 @@ mod tests {
             .starts_with("log 5 line"));
         // Deterministic: same input, same bytes.
         let mut w2 = again;
-        shrink(&mut w2, &history, &[], b);
+        shrink(&mut w2, &history, &mut (history.len() + 1), &[], b);
         assert_eq!(w2, wire);
         // Within the budget nothing changes.
         let before = wire.clone();
@@ -224,7 +233,18 @@ mod tests {
             budget_tokens: 1_000_000,
             ..b
         };
-        assert!(shrink(&mut wire, &history, &[], big).is_none());
+        assert!(shrink(&mut wire, &history, &mut opening, &[], big).is_none());
         assert_eq!(before, wire);
+        // The next iteration adds a group: the shrink finds the opening request where the
+        // last one left it and stubs the group that is no longer the newest.
+        group(&mut wire, 6, &format!("log 6 {}", "line ".repeat(2_000)));
+        let s = shrink(&mut wire, &history, &mut opening, &[], b).expect("over again");
+        assert_eq!((s.stubbed, s.projected), (1, 0), "{s:?}");
+        assert_eq!(
+            wire[2].content.as_deref(),
+            Some("Don't change it yet. Check the blast radius.")
+        );
+        let older = wire[wire.len() - 3].content.as_deref().unwrap();
+        assert!(older.starts_with("[tool result left out"), "{older}");
     }
 }
