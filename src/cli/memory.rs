@@ -75,7 +75,7 @@ pub async fn memory(config: &Config, cmd: MemoryCmd) -> anyhow::Result<()> {
                 println!("(memory.enabled is false: sessions get no snapshot)");
             }
             for t in [Target::Memory, Target::User] {
-                report(&files, &key, t, &files.load(&key, t));
+                report(&files, &key, t, &files.load_quiet(&key, t));
             }
             Ok(())
         }
@@ -118,7 +118,7 @@ pub async fn memory(config: &Config, cmd: MemoryCmd) -> anyhow::Result<()> {
                     .with_context(|| format!("writing {}", path.display()))?;
                 println!("saved {}", path.display());
             }
-            let l = files.load(&key, t);
+            let l = files.load_quiet(&key, t);
             report(&files, &key, t, &l);
             if l.dropped.is_empty() && !l.oversized {
                 println!("every entry will reach the next session");

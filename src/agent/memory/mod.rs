@@ -116,8 +116,18 @@ impl MemoryFiles {
         safe_segment(person).then(|| self.root.join(person).join(t.file_name()))
     }
 
-    /// Reads one file for a prompt or an edit. Missing is empty; nothing here fails.
+    /// Reads one file for a prompt or an edit, logging what is left out. Missing is empty;
+    /// nothing here fails.
     pub fn load(&self, person: &str, t: Target) -> Loaded {
+        self.read(person, t, true)
+    }
+
+    /// [`load`](Self::load) for a report that prints what is left out itself.
+    pub fn load_quiet(&self, person: &str, t: Target) -> Loaded {
+        self.read(person, t, false)
+    }
+
+    fn read(&self, person: &str, t: Target, log: bool) -> Loaded {
         let Some(path) = self.path(person, t) else {
             return Loaded::default();
         };
@@ -129,12 +139,12 @@ impl MemoryFiles {
                 return Loaded::default();
             }
         };
-        if oversized {
+        if oversized && log {
             tracing::warn!(file = %path.display(), read = READ_BYTES, "memory file is larger than what is read; the rest is left out");
         }
         let mut out = parse(&text, self.cap(t), self.entry_chars);
         out.oversized = oversized;
-        for (line, why) in &out.dropped {
+        for (line, why) in out.dropped.iter().filter(|_| log) {
             let head: String = line.chars().take(60).collect();
             tracing::warn!(file = %path.display(), entry = %head, reason = %why, "memory entry left out");
         }
