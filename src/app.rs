@@ -170,21 +170,27 @@ impl App {
                 approval: approval("send_message"),
             }));
         }
+        let recall =
+            crate::hooks::MemoryRecall::from_config(&config, tracker.clone(), cancel.child_token());
+        let mut pre_llm: Vec<Arc<dyn crate::hooks::PreLlmHook>> = vec![Arc::new(
+            HandoffInject::new(store.clone(), config.handoff.inject),
+        )];
+        if let Some(r) = &recall {
+            pre_llm.push(r.clone());
+        }
         let deps = Arc::new(Deps {
             config: config.clone(),
             store: store.clone(),
             chain,
             tools,
             pre_dispatch: build_pre_dispatch(&config, store.clone(), vec![Arc::new(handoff_hook)]),
-            pre_llm: PreLlmChain::new(vec![Arc::new(HandoffInject::new(
-                store.clone(),
-                config.handoff.inject,
-            ))]),
+            pre_llm: PreLlmChain::new(pre_llm),
             outbounds: outbounds.clone(),
             replica_id: replica_id.clone(),
             outbox_wake,
             finished,
             approvals: approvals.clone(),
+            recall,
         });
 
         let router = LaneRouter::new(deps.clone(), &tracker, wakes, &cancel);

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use herald::cli::{self, HandoffCmd, PairingCmd, PromptCmd, SessionsCmd, SkillsCmd, ToolsCmd};
+use herald::cli::{
+    self, HandoffCmd, MemoryCmd, PairingCmd, PromptCmd, SessionsCmd, SkillsCmd, ToolsCmd,
+};
 use herald::config::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -67,6 +69,11 @@ enum Command {
     Tools {
         #[command(subcommand)]
         command: ToolsCmd,
+    },
+    /// Long-term memory of a person: show it, or edit one file and see what would be dropped.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCmd,
     },
     /// Manage scheduled jobs (stored; a running daemon picks changes up within 30 s).
     Cron {
@@ -132,6 +139,7 @@ fn main() -> std::process::ExitCode {
             Command::Prompt { command } => cli::prompt(&config, command).await,
             Command::Skills { command } => cli::skills(&config, command).await,
             Command::Tools { command } => cli::tools(&config, command).await,
+            Command::Memory { command } => cli::memory(&config, command).await,
         }
     });
     // Last: the spans of the shutdown itself are queued by now.

@@ -5,6 +5,7 @@
 pub mod compaction;
 pub mod context;
 pub mod mcp;
+pub mod memory;
 pub mod prompt;
 pub mod screen;
 pub mod skill_manage;

@@ -12,6 +12,7 @@ use crate::domain::Role;
 use crate::llm::{ChatMessage, ChatRequest, DeltaSink, LlmError, ProviderChain, Usage};
 use crate::store::{NewMessage, StoredMessage};
 
+use super::context::in_turn::{self, InTurnBudget};
 use super::context::spill::TurnSpill;
 use super::tools::{ApprovalGate, ToolContext, Tools};
 
@@ -41,6 +42,8 @@ pub struct TurnInput<'a> {
     /// Text of a model call that ends in tool calls is shown, then restarted: only the final
     /// answer remains.
     pub sink: Option<&'a dyn DeltaSink>,
+    /// The in-loop context check between tool iterations (`None`: off).
+    pub in_turn: Option<InTurnBudget>,
 }
 
 #[derive(Debug)]
@@ -82,6 +85,8 @@ pub async fn run_turn(
         input.user_api_content.unwrap_or(input.user_content),
     ));
     let specs = tools.specs();
+    // Where the opening request sits in `wire` (an in-turn shrink may fold the history).
+    let mut opening = input.history.len() + 1;
     let mut spill = TurnSpill::new(input.session_id, input.spill_chars);
     let mut out = TurnOutput {
         messages: Vec::new(),
@@ -152,6 +157,14 @@ pub async fn run_turn(
                 tool_calls: Vec::new(),
                 tool_call_id: Some(call.id.clone()),
             });
+        }
+        if let Some(b) = input.in_turn {
+            if let Some(s) = in_turn::shrink(&mut wire, input.history, &mut opening, &specs, b) {
+                metrics::counter!("herald_in_turn_compactions_total").increment(1);
+                tracing::info!(session = %input.session_id, before = s.before, after = s.after,
+                    stubbed = s.stubbed, projected = s.projected, budget = b.budget_tokens,
+                    "in-flight request shrunk between tool iterations");
+            }
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.

@@ -4,6 +4,7 @@ pub mod cron;
 pub mod doctor;
 mod doctor_config;
 mod handoff;
+mod memory;
 mod pairing;
 pub mod progress;
 mod prompt;
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+pub use memory::{memory, MemoryCmd};
 pub use pairing::{pairing, PairingCmd};
 pub use prompt::{prompt, PromptCmd};
 pub use skills::{skills, SkillsCmd};

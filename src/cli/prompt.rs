@@ -21,11 +21,15 @@ pub enum PromptCmd {
         /// Print the prompt text only, exactly as sent, without labels.
         #[arg(long)]
         raw: bool,
+        /// Include the memory snapshot of PERSON (a [[people]] name or an identity such as
+        /// telegram:123), as a private session of theirs would get it.
+        #[arg(long)]
+        person: Option<String>,
     },
 }
 
 pub async fn prompt(config: &Config, cmd: PromptCmd) -> anyhow::Result<()> {
-    let PromptCmd::Show { lane, raw } = cmd;
+    let PromptCmd::Show { lane, raw, person } = cmd;
     let key = LaneKey::parse(&lane);
     let platform = Platform::parse(key.platform()).ok_or_else(|| {
         anyhow::anyhow!(
@@ -34,7 +38,13 @@ pub async fn prompt(config: &Config, cmd: PromptCmd) -> anyhow::Result<()> {
         )
     })?;
     let window = context_window(&config.llm).await;
-    let sources = load_sources(config, window);
+    let mut sources = load_sources(config, window);
+    if let Some(p) = person {
+        let key = super::memory::resolve(config, &p)?;
+        if config.memory.enabled {
+            sources.memory = crate::agent::memory::MemoryFiles::from_config(config).snapshot(&key);
+        }
+    }
     let model = config
         .llm
         .model

@@ -8,11 +8,12 @@ mod agent;
 mod handoff;
 mod load;
 mod mcp;
+mod memory;
 mod platforms;
 mod secret;
 mod shards;
-mod tools;
 mod streaming;
+mod tools;
 mod validate;
 
 use std::path::PathBuf;
@@ -23,11 +24,14 @@ pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
+pub use memory::{
+    check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, Person,
+};
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
-pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
 pub use streaming::{StreamingConfig, MIN_EDIT_INTERVAL_MS};
+pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
 pub use validate::validate;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -46,6 +50,9 @@ pub struct Config {
     pub pairing: PairingConfig,
     pub handoff: HandoffConfig,
     pub cron: CronConfig,
+    pub memory: MemoryConfig,
+    /// Named people and the sender identities linked to each (one memory across platforms).
+    pub people: Vec<Person>,
     pub log: LogConfig,
     pub telemetry: TelemetryConfig,
     pub tools: ToolsConfig,
@@ -166,6 +173,10 @@ pub struct ContextConfig {
     pub spill_chars: usize,
     /// Tokens of newest messages kept verbatim after a compaction (at most half the window).
     pub tail_tokens: usize,
+    /// Between the tool calls of one long turn, compact the in-flight request when its
+    /// estimate passes this share of the window (the opening request and whole tool groups
+    /// are kept).
+    pub in_turn_threshold: f64,
 }
 
 impl Default for ContextConfig {
@@ -174,6 +185,7 @@ impl Default for ContextConfig {
             threshold: 0.75,
             spill_chars: 8_000,
             tail_tokens: 6_000,
+            in_turn_threshold: 0.85,
         }
     }
 }
@@ -372,6 +384,11 @@ impl Config {
             out.push(Platform::Discord);
         }
         out
+    }
+
+    /// The memory folder name of a sender (`None` for scheduled runs); see [`person_key`].
+    pub fn person(&self, platform: &str, sender: &str) -> Option<String> {
+        person_key(&self.people, platform, sender)
     }
 
     /// The provider actually used after `auto` is resolved.

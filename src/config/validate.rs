@@ -206,6 +206,16 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             });
         }
     }
+    if let Err((key, message)) = c.memory.check() {
+        return Err(ConfigError::Key { key, message });
+    }
+    super::check_people(&c.people).map_err(ConfigError::Invalid)?;
+    if !(0.05..=0.99).contains(&c.context.in_turn_threshold) {
+        return Err(ConfigError::Key {
+            key: "context.in_turn_threshold",
+            message: "must be between 0.05 and 0.99".into(),
+        });
+    }
     if let Err((key, message)) = c.handoff.nightly_schedule() {
         return Err(ConfigError::Key { key, message });
     }

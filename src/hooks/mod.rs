@@ -8,6 +8,7 @@
 //! stored as that message's `api_content`, so the cached prompt prefix stays byte-identical.
 
 mod auth;
+mod recall;
 
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use crate::domain::{LaneKey, MessageEvent};
 use crate::store::Store;
 
 pub use auth::{AuthHook, Authorizer};
+pub use recall::MemoryRecall;
 
 /// What a pre-dispatch hook decided.
 #[derive(Debug, Clone, PartialEq, Eq)]

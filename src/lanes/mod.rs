@@ -55,4 +55,7 @@ pub struct Deps {
     pub finished: broadcast::Sender<i64>,
     /// Asks people before tool calls that need their word, and takes their answers.
     pub approvals: Approvals,
+    /// The memory provider (`[memory.provider]`), told about compactions; it is also in
+    /// `pre_llm`.
+    pub recall: Option<Arc<crate::hooks::MemoryRecall>>,
 }

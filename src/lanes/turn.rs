@@ -12,6 +12,7 @@ use tracing::Instrument;
 use super::clock::TurnClock;
 use super::guard::AbortOnDrop;
 use super::worker::{Failure, Stop, Worker};
+use crate::agent::context::in_turn::InTurnBudget;
 use crate::agent::context::{ContextEngine, Known, Prepared};
 use crate::agent::prompt::{build_system_prompt, load_sources, PromptParts};
 use crate::agent::tools::ToolContext;
@@ -54,7 +55,8 @@ impl Worker {
         let model = deps.chain.primary_name();
         // The prompt files are read now, once per session: an edit reaches the next session.
         let window = crate::agent::context::window::context_window(&deps.config.llm).await;
-        let sources = load_sources(&deps.config, window);
+        let mut sources = load_sources(&deps.config, window);
+        sources.memory = crate::agent::memory::snapshot_for(&deps.config, ev);
         let system_prompt = build_system_prompt(
             &deps.config.agent,
             &sources,
@@ -129,10 +131,18 @@ impl Worker {
         span.record("turn", turn_id);
         // The turn's tool list: MCP servers that came or went since the last turn show here.
         let tools = deps.tools.snapshot();
-        let context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        // The memory provider hears about a compaction of a private chat before it is written.
+        let person = deps.recall.as_ref().and_then(|r| r.person_of(ev));
+        let notice = |sid: &str, rows: &[StoredMessage]| {
+            if let (Some(r), Some(p)) = (&deps.recall, &person) {
+                r.notify_compaction(p, sid, rows);
+            }
+        };
+        let mut context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        context.on_compact = Some(&notice);
         let Prepared {
-            view: history,
-            known: before,
+            view: mut history,
+            known: mut before,
         } = context
             .prepare_with(lease, &session, &ev.text, &tools, known)
             .instrument(tracing::info_span!(parent: &span, "context.prepare"))
@@ -173,28 +183,68 @@ impl Worker {
             call_index: 0,
         };
         let live = super::preview::LiveTurn::start(self, row, ev);
-        let agent = run_turn(
-            &deps.chain,
-            &tools,
-            TurnInput {
-                system_prompt: &session.system_prompt,
-                history: &history,
-                user_content: &ev.text,
-                user_api_content: api_content.as_deref(),
-                max_iterations: deps.config.agent.max_iterations,
-                session_id: &session.id,
-                spill_chars: deps.config.context.spill_chars,
-                tool_ctx: &tool_ctx,
-                approvals: &gate,
-                sink: live.as_ref().map(|l| l.sink()),
-            },
-        );
-        let outcome = tokio::select! {
-            r = agent.instrument(span.clone()) => Outcome::Done(r),
-            _ = clock.expired() => Outcome::TimedOut,
-            _ = stop.cancelled() => Outcome::Stopped,
-            _ = lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
-            _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
+        let in_turn = Some(InTurnBudget {
+            budget_tokens: (context.window as f64 * deps.config.context.in_turn_threshold) as usize,
+            tail_tokens: context.tail_tokens,
+            window: context.window,
+        });
+        let mut retried = false;
+        let outcome = loop {
+            let agent = run_turn(
+                &deps.chain,
+                &tools,
+                TurnInput {
+                    system_prompt: &session.system_prompt,
+                    history: &history,
+                    user_content: &ev.text,
+                    user_api_content: api_content.as_deref(),
+                    max_iterations: deps.config.agent.max_iterations,
+                    session_id: &session.id,
+                    spill_chars: deps.config.context.spill_chars,
+                    tool_ctx: &tool_ctx,
+                    approvals: &gate,
+                    sink: live.as_ref().map(|l| l.sink()),
+                    in_turn,
+                },
+            );
+            let outcome = tokio::select! {
+                r = agent.instrument(span.clone()) => Outcome::Done(r),
+                _ = clock.expired() => Outcome::TimedOut,
+                _ = stop.cancelled() => Outcome::Stopped,
+                _ = lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
+                _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
+            };
+            // A provider-confirmed overflow: compact now and retry once; a second overflow
+            // (or nothing left to compact) ends the turn with the overflow's own line.
+            if let Outcome::Done(Err(TurnError::Llm(e))) = &outcome {
+                if e.is_context_overflow() && !retried {
+                    retried = true;
+                    tracing::warn!(parent: &span, error = %e, "the provider says the prompt does not fit; compacting and retrying once");
+                    match context
+                        .compact_now(lease, &session, Some(before.clone()))
+                        .instrument(tracing::info_span!(parent: &span, "context.overflow"))
+                        .await
+                    {
+                        Ok(Some(p)) => {
+                            history = p.view;
+                            before = p.known;
+                            // The retried answer starts the preview afresh.
+                            if let Some(l) = &live {
+                                l.sink().restart();
+                            }
+                            continue;
+                        }
+                        Ok(None) => {}
+                        Err(crate::store::StoreError::LeaseLost { .. }) => {
+                            break Outcome::Abandoned(Stop::LeaseLost)
+                        }
+                        Err(e) => {
+                            tracing::warn!(parent: &span, error = %e, "overflow compaction failed; no retry")
+                        }
+                    }
+                }
+            }
+            break outcome;
         };
         stop.cancel();
         drop(typing);

@@ -123,8 +123,35 @@ impl LlmError {
         )
     }
 
+    /// A 400/413 whose body is the provider saying the request does not fit the model's
+    /// context window: the one rejection that compacting the conversation can cure.
+    pub fn is_context_overflow(&self) -> bool {
+        let LlmError::Rejected { status, message } = self else {
+            return false;
+        };
+        if !matches!(status, 400 | 413) {
+            return false;
+        }
+        let m = message.to_ascii_lowercase();
+        [
+            "context_length_exceeded",
+            "maximum context length",
+            "context window",
+            "context length",
+            "prompt is too long",
+            "too many tokens",
+            "input is too long",
+            "reduce the length of the messages",
+        ]
+        .iter()
+        .any(|p| m.contains(p))
+    }
+
     /// Short label for logs and metrics.
     pub fn class(&self) -> &'static str {
+        if self.is_context_overflow() {
+            return "context_overflow";
+        }
         match self {
             LlmError::RateLimited { .. } => "rate_limited",
             LlmError::Timeout => "timeout",
@@ -147,6 +174,12 @@ impl LlmError {
             }
             LlmError::Transient(_) | LlmError::BadResponse(_) => {
                 "The model is unavailable right now; please try again shortly (your message was kept)."
+                    .into()
+            }
+            e @ LlmError::Rejected { .. } if e.is_context_overflow() => {
+                "This conversation no longer fits the model's context window, even after \
+                 compacting it. Send /new to start a fresh session (earlier messages stay \
+                 searchable)."
                     .into()
             }
             LlmError::Rejected { status, .. } => format!(
@@ -175,5 +208,43 @@ pub trait Provider: Send + Sync {
             sink.text(text);
         }
         Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LlmError;
+
+    #[test]
+    fn context_overflow_is_told_apart_from_other_rejections() {
+        let rejected = |status, message: &str| LlmError::Rejected {
+            status,
+            message: message.into(),
+        };
+        for (status, body, overflow) in [
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}}"#,
+                true,
+            ),
+            (
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+                true,
+            ),
+            (413, "Request too large: too many tokens", true),
+            (
+                400,
+                r#"{"error":{"message":"Invalid value for 'temperature'"}}"#,
+                false,
+            ),
+            (401, "maximum context length", false),
+        ] {
+            let e = rejected(status, body);
+            assert_eq!(e.is_context_overflow(), overflow, "{status} {body}");
+            assert_eq!(e.class() == "context_overflow", overflow);
+            assert_eq!(e.user_message().contains("/new"), overflow);
+        }
+        assert!(!LlmError::Timeout.is_context_overflow());
     }
 }

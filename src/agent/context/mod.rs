@@ -10,6 +10,8 @@
 //! it never calls a model and never decides what a projection says (that is `compaction`).
 
 pub mod breaker;
+pub mod in_turn;
+mod overflow;
 pub mod plan;
 pub mod spill;
 pub mod window;
@@ -77,7 +79,13 @@ pub struct ContextEngine<'a> {
     pub threshold: f64,
     pub spill_chars: usize,
     pub tail_tokens: usize,
+    /// Told the session and the rows about to be compacted, just before a compaction is
+    /// written (the memory provider's pre-compaction notice). Must not block.
+    pub on_compact: Option<&'a CompactionNotice<'a>>,
 }
+
+/// See [`ContextEngine::on_compact`].
+pub type CompactionNotice<'a> = dyn Fn(&str, &[StoredMessage]) + Send + Sync + 'a;
 
 impl<'a> ContextEngine<'a> {
     /// The engine for the configured model (the window is asked from the provider once).
@@ -99,6 +107,7 @@ impl<'a> ContextEngine<'a> {
             threshold: config.context.threshold.clamp(0.05, 0.99),
             spill_chars: config.context.spill_chars,
             tail_tokens: config.context.tail_tokens,
+            on_compact: None,
         }
     }
 
@@ -186,6 +195,7 @@ impl<'a> ContextEngine<'a> {
         };
         next.prompt_tokens_anchor = None;
         next.anchor_fingerprint = Some(PENDING.into());
+        self.notify(&session.id, &raw, &p.middle_ids);
         let started = std::time::Instant::now();
         match self
             .store
@@ -325,6 +335,18 @@ impl<'a> ContextEngine<'a> {
         let specs = serde_json::to_string(&tools.specs()).unwrap_or_default();
         let all: usize = view.iter().map(wire_tokens).sum();
         (estimate_tokens(&session.system_prompt) + estimate_tokens(&specs) + all + user) as u64
+    }
+
+    /// Hands the rows about to be compacted to [`on_compact`](Self::on_compact), if set.
+    fn notify(&self, session_id: &str, raw: &[StoredMessage], middle_ids: &[i64]) {
+        if let Some(f) = self.on_compact {
+            let rows: Vec<StoredMessage> = raw
+                .iter()
+                .filter(|m| middle_ids.contains(&m.id))
+                .cloned()
+                .collect();
+            f(session_id, &rows);
+        }
     }
 
     async fn write_state(

@@ -111,7 +111,11 @@ pub fn layers(cfg: &AgentConfig, src: &PromptSources, parts: &PromptParts<'_>) -
         None => (default_hint(parts.platform).to_string(), "platform hint"),
     };
     out.push(layer(Tier::Context, label, &hint));
-    // Volatile tier: fixed for the session's lifetime.
+    // Volatile tier: fixed for the session's lifetime. The memory snapshot is per person, so
+    // it follows everything people share (a longer common prefix across sessions).
+    for b in &src.memory {
+        out.push(layer(Tier::Volatile, &b.label, &b.text));
+    }
     out.push(layer(
         Tier::Volatile,
         "session",
@@ -156,6 +160,7 @@ mod tests {
             },
             context_files: Vec::new(),
             skills: Vec::new(),
+            memory: Vec::new(),
         }
     }
 

@@ -29,6 +29,8 @@ pub struct PromptSources {
     pub identity: Block,
     pub context_files: Vec<Block>,
     pub skills: Vec<Skill>,
+    /// The person's memory snapshot (`agent::memory`), set only for a private session.
+    pub memory: Vec<Block>,
 }
 
 /// The skills directory: `agent.skills_dir`, else `<data-dir>/skills`.
@@ -123,5 +125,6 @@ pub fn load_sources(config: &Config, window_tokens: usize) -> PromptSources {
         identity,
         context_files,
         skills: skills::load(&skills_dir(config)),
+        memory: Vec::new(),
     }
 }

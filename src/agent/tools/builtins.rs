@@ -20,6 +20,12 @@ pub fn approval_policy(config: &Config) -> anyhow::Result<Policy> {
 /// lanes (`app.rs`); [`lane_builtins`] names them for listings.
 pub fn builtin_tools(config: &Config, store: Arc<dyn Store>) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(SessionSearch { store })];
+    if config.memory.enabled {
+        tools.push(Arc::new(crate::agent::memory::tool::MemoryTool {
+            files: crate::agent::memory::MemoryFiles::from_config(config),
+            people: config.people.clone(),
+        }));
+    }
     // Skills need a directory to live in; without one the model is not offered the tool.
     let skills = crate::agent::prompt::skills_dir(config);
     if skills.is_dir() {

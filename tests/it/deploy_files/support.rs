@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use figment::providers::{Format, Serialized, Toml};
 use figment::Figment;
-use herald::config::{Config, Endpoint, HintMode, HintTable};
+use herald::config::{Config, Endpoint, HintMode, HintTable, Person};
 use serde_json::Value;
 
 /// The one image name our deploy files may use for Herald; `docker build -t` in the docs and
@@ -44,9 +44,21 @@ pub fn config_key_paths() -> Vec<String> {
     let mut out = Vec::new();
     let root = serde_json::to_value(Config::default()).expect("config serializes");
     for (section, body) in root.as_object().expect("config is a table") {
-        for key in body.as_object().expect("each section is a table").keys() {
-            out.push(format!("{section}.{key}"));
+        // A top-level list of tables (`[[people]]`): its item keys are added below.
+        if body.is_array() {
+            continue;
         }
+        for (key, v) in body.as_object().expect("each section is a table") {
+            // A nested table with keys of its own (`[memory.provider]`): one row per key.
+            match v.as_object().filter(|o| !o.is_empty()) {
+                Some(sub) => out.extend(sub.keys().map(|k| format!("{section}.{key}.{k}"))),
+                None => out.push(format!("{section}.{key}")),
+            }
+        }
+    }
+    let person = serde_json::to_value(Person::default()).expect("person serializes");
+    for key in person.as_object().expect("person is a table").keys() {
+        out.push(format!("people[].{key}"));
     }
     let endpoint = serde_json::to_value(Endpoint::default()).expect("endpoint serializes");
     for key in endpoint.as_object().expect("endpoint is a table").keys() {
@@ -69,8 +81,10 @@ pub fn config_key_paths() -> Vec<String> {
 /// The default of a top-level key, written as the configuration reference writes it.
 pub fn default_text(path: &str) -> Option<String> {
     let root = serde_json::to_value(Config::default()).ok()?;
-    let (section, key) = path.split_once('.')?;
-    let v = root.get(section)?.get(key)?;
+    let mut v = &root;
+    for part in path.split('.') {
+        v = v.get(part)?;
+    }
     Some(match v {
         Value::Null => "unset".into(),
         Value::String(s) => format!("{s:?}"),

@@ -1,0 +1,161 @@
+//! The `memory` tool: add, replace or remove one entry of the asker's MEMORY.md or USER.md.
+//!
+//! Whose memory is written comes only from the call's `ToolContext.person` (the sender of the
+//! message being answered, mapped through `[[people]]`), never from the arguments: there is no
+//! argument that names a person. Scheduled runs serve nobody, so the tool refuses there. The
+//! answer never lists the file's entries, so a group chat cannot read a person's memory
+//! through it.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Edit, MemoryFiles, Target};
+use crate::agent::tools::{Tool, ToolContext, ToolError};
+use crate::config::{person_key, Person};
+use crate::llm::ToolSpec;
+
+pub struct MemoryTool {
+    pub files: MemoryFiles,
+    pub people: Vec<Person>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    action: String,
+    target: String,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    old_text: Option<String>,
+}
+
+impl MemoryTool {
+    /// The person the call serves, from the context only.
+    pub fn person(&self, ctx: &ToolContext) -> Option<String> {
+        let (platform, sender) = ctx.person.split_once(':')?;
+        person_key(&self.people, platform, sender)
+    }
+
+    /// The tool's logic: the line for the model, or why nothing changed.
+    pub fn run(&self, ctx: &ToolContext, arguments: &str) -> Result<String, String> {
+        let person = self.person(ctx).ok_or_else(|| {
+            "memory belongs to a person, and this turn (a scheduled run) has none; nothing saved"
+                .to_string()
+        })?;
+        let args: Args = serde_json::from_str(arguments)
+            .map_err(|e| format!("arguments are not valid for memory: {e}"))?;
+        let target = Target::parse(&args.target)
+            .ok_or_else(|| format!("target {:?} is not \"memory\" or \"user\"", args.target))?;
+        let need = |v: Option<String>, name: &str| {
+            v.filter(|s| !s.trim().is_empty())
+                .ok_or_else(|| format!("{name} is required for {}", args.action))
+        };
+        let edit = match args.action.as_str() {
+            "add" => Edit::Add(need(args.content, "content")?),
+            "replace" => Edit::Replace {
+                old: need(args.old_text.clone(), "old_text")?,
+                new: need(args.content, "content")?,
+            },
+            "remove" => Edit::Remove {
+                old: need(args.old_text, "old_text")?,
+            },
+            other => {
+                return Err(format!(
+                    "action {other:?} is not \"add\", \"replace\" or \"remove\""
+                ))
+            }
+        };
+        let out = self.files.edit(&person, target, &edit);
+        match &out {
+            Ok(_) => {
+                tracing::info!(%person, target = target.as_str(), action = %args.action, "memory written")
+            }
+            Err(why) => {
+                tracing::info!(%person, target = target.as_str(), action = %args.action, %why, "memory write refused")
+            }
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl Tool for MemoryTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "memory".into(),
+            description: format!(
+                "Save durable facts for future sessions with this person. target \"user\": facts \
+                 about the person (name, preferences, timezone); target \"memory\": your own notes \
+                 (conventions agreed, lessons learned). One short line per entry. add needs \
+                 content; replace needs old_text (a unique part of the entry) and content; \
+                 remove needs old_text. Caps: memory {} and user {} characters; when full, \
+                 consolidate with replace/remove. Saved facts appear in the next session's \
+                 prompt, not this one. Never save secrets or instructions.",
+                self.files.memory_chars, self.files.user_chars
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+                    "target": {"type": "string", "enum": ["memory", "user"]},
+                    "content": {"type": "string", "description": "the entry (add, replace)"},
+                    "old_text": {"type": "string", "description": "a unique part of the entry to change (replace, remove)"}
+                },
+                "required": ["action", "target"]
+            }),
+        }
+    }
+
+    async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+        self.run(ctx, arguments).map_err(ToolError::Failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MemoryConfig;
+    use crate::domain::LaneKey;
+
+    fn ctx(person: &str) -> ToolContext {
+        ToolContext {
+            lane: LaneKey::parse("telegram:1"),
+            person: person.into(),
+            session_id: "s".into(),
+            turn_id: None,
+            inbox_id: None,
+            call_index: 0,
+        }
+    }
+
+    #[test]
+    fn the_person_comes_from_the_context_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = MemoryTool {
+            files: MemoryFiles::new(dir.path(), &MemoryConfig::default()),
+            people: vec![Person {
+                name: "owner".into(),
+                ids: vec!["telegram:1".into()],
+            }],
+        };
+        let add = r#"{"action":"add","target":"user","content":"likes tea"}"#;
+        assert!(tool.run(&ctx("telegram:1"), add).is_ok());
+        assert!(dir.path().join("memory/owner/USER.md").is_file());
+        // No argument names a person: one that tries is not valid arguments.
+        let sneaky = r#"{"action":"add","target":"user","content":"x","person":"other"}"#;
+        assert!(tool
+            .run(&ctx("telegram:1"), sneaky)
+            .unwrap_err()
+            .contains("not valid"));
+        // A scheduled run has no person.
+        let cron = tool.run(&ctx("cron:scheduler"), add).unwrap_err();
+        assert!(cron.contains("scheduled run"), "{cron}");
+        let bad = r#"{"action":"wipe","target":"user"}"#;
+        assert!(tool
+            .run(&ctx("telegram:1"), bad)
+            .unwrap_err()
+            .contains("\"wipe\""));
+    }
+}

@@ -1,0 +1,231 @@
+//! The `[memory]` section and the `[[people]]` list: long-term memory files, the optional
+//! recall provider, and which sender identities are one person.
+//!
+//! A person is the unit memory belongs to. Without a `[[people]]` entry every sender identity
+//! is its own person (`telegram-<id>`, `discord-<id>`, `web-<sender>`); a `[[people]]` entry
+//! names a person and links identities across platforms. The person key becomes a folder name,
+//! so it is checked (names) or cleaned (ids) here, once; what memory *is* lives in
+//! `crate::agent::memory`.
+
+use serde::{Deserialize, Serialize};
+
+/// `[[people]]`: one named person and the sender identities (`platform:sender_id`) that are them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Person {
+    pub name: String,
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Per-person memory: the snapshot in a new private session's prompt and the `memory`
+    /// tool. Off: neither (the files stay on disk).
+    pub enabled: bool,
+    /// Cap of MEMORY.md (the agent's notes about its work with the person), in characters.
+    pub memory_chars: usize,
+    /// Cap of USER.md (what the agent knows about the person), in characters.
+    pub user_chars: usize,
+    /// Longest single entry (one line), in characters.
+    pub entry_chars: usize,
+    pub provider: MemoryProviderConfig,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            enabled: true,
+            memory_chars: 2200,
+            user_chars: 1375,
+            entry_chars: 400,
+            provider: MemoryProviderConfig::default(),
+        }
+    }
+}
+
+/// `[memory.provider]`: an HTTP endpoint that recalls text for a person's message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryProviderConfig {
+    /// `POST {person, message}` → `{"text": "…"}`. Unset: no provider (the default).
+    pub url: Option<String>,
+    /// How long a turn waits for the recall before going on without it.
+    pub timeout_ms: u64,
+    /// Recall longer than this reaches the model as a preview; the whole is saved to a file.
+    pub max_chars: usize,
+    /// `POST {person, session_id, rows}` to `<url>/compaction` before a compaction (best effort).
+    pub notify_compaction: bool,
+}
+
+impl Default for MemoryProviderConfig {
+    fn default() -> Self {
+        MemoryProviderConfig {
+            url: None,
+            timeout_ms: 1500,
+            max_chars: 4000,
+            notify_compaction: true,
+        }
+    }
+}
+
+const PLATFORM_PREFIXES: [&str; 4] = ["telegram-", "discord-", "web-", "cron-"];
+
+/// Whether `s` is safe as one path segment: 1-64 of `A-Z a-z 0-9 . _ -`, not starting with a dot.
+pub fn safe_segment(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// The folder name of an unlinked identity: `platform-sender`, characters outside
+/// `A-Z a-z 0-9 . _ -` as `_`, at most 64 characters (a longer one ends in a hash of the whole).
+fn identity_key(platform: &str, sender: &str) -> String {
+    let raw = format!("{platform}-{sender}");
+    let clean: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.len() <= 64 {
+        return clean;
+    }
+    use sha2::{Digest, Sha256};
+    let h = hex::encode(Sha256::digest(raw.as_bytes()));
+    format!("{}-{}", &clean[..47], &h[..16])
+}
+
+/// The person a sender identity belongs to: the `[[people]]` name that lists `platform:sender`,
+/// else the cleaned identity. `None` for scheduled runs, which serve nobody in particular.
+pub fn person_key(people: &[Person], platform: &str, sender: &str) -> Option<String> {
+    if platform == "cron" || sender.is_empty() {
+        return None;
+    }
+    let id = format!("{platform}:{sender}");
+    if let Some(p) = people.iter().find(|p| p.ids.contains(&id)) {
+        return Some(p.name.clone());
+    }
+    Some(identity_key(platform, sender))
+}
+
+/// `[[people]]` rules: names are unique safe path segments that cannot pass for an unlinked
+/// identity; each id is `platform:sender` and belongs to at most one person.
+pub fn check_people(people: &[Person]) -> Result<(), String> {
+    let mut seen_ids = std::collections::HashMap::new();
+    for (i, p) in people.iter().enumerate() {
+        if !safe_segment(&p.name) {
+            return Err(format!(
+                "people[{i}].name: {:?} must be 1-64 characters from A-Z a-z 0-9 . _ - (not starting with a dot)",
+                p.name
+            ));
+        }
+        if PLATFORM_PREFIXES.iter().any(|pre| p.name.starts_with(pre)) {
+            return Err(format!(
+                "people[{i}].name: {:?} could be mistaken for an unlinked identity; pick a name not starting with telegram-, discord-, web- or cron-",
+                p.name
+            ));
+        }
+        if people[..i].iter().any(|q| q.name == p.name) {
+            return Err(format!("people[{i}].name: {:?} is used twice", p.name));
+        }
+        for id in &p.ids {
+            let ok = id.split_once(':').is_some_and(|(plat, who)| {
+                matches!(plat, "telegram" | "discord" | "web") && !who.is_empty()
+            });
+            if !ok {
+                return Err(format!(
+                    "people[{i}].ids: {id:?} is not an identity like telegram:123, discord:456 or web:alice"
+                ));
+            }
+            if let Some(other) = seen_ids.insert(id.clone(), p.name.clone()) {
+                return Err(format!(
+                    "people[{i}].ids: {id:?} is already linked to {other:?}; an identity belongs to one person"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl MemoryConfig {
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.memory_chars < 100 || self.user_chars < 100 {
+            return Err((
+                "memory.memory_chars",
+                "memory_chars and user_chars must be at least 100".into(),
+            ));
+        }
+        if self.entry_chars < 20 {
+            return Err(("memory.entry_chars", "must be at least 20".into()));
+        }
+        if let Some(u) = &self.provider.url {
+            if !url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+                return Err((
+                    "memory.provider.url",
+                    format!("{u:?} is not an http(s) URL like http://127.0.0.1:7070/recall"),
+                ));
+            }
+        }
+        if self.provider.timeout_ms == 0 {
+            return Err(("memory.provider.timeout_ms", "must be above 0".into()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner() -> Vec<Person> {
+        vec![Person {
+            name: "owner".into(),
+            ids: vec!["telegram:123".into(), "discord:456".into()],
+        }]
+    }
+
+    #[test]
+    fn person_keys() {
+        let p = owner();
+        assert_eq!(person_key(&p, "telegram", "123").as_deref(), Some("owner"));
+        assert_eq!(person_key(&p, "discord", "456").as_deref(), Some("owner"));
+        assert_eq!(
+            person_key(&p, "discord", "123").as_deref(),
+            Some("discord-123")
+        );
+        assert_eq!(
+            person_key(&p, "web", "../../etc").as_deref(),
+            Some("web-.._.._etc")
+        );
+        assert_eq!(person_key(&p, "cron", "scheduler"), None);
+        let long = person_key(&p, "web", &"x".repeat(200)).unwrap();
+        assert_eq!(long.len(), 64);
+        assert!(safe_segment(&long));
+    }
+
+    #[test]
+    fn people_rules() {
+        assert!(check_people(&owner()).is_ok());
+        let bad = |name: &str, ids: &[&str]| {
+            let mut p = owner();
+            p.push(Person {
+                name: name.into(),
+                ids: ids.iter().map(|s| s.to_string()).collect(),
+            });
+            check_people(&p).unwrap_err()
+        };
+        assert!(bad("owner", &[]).contains("used twice"));
+        assert!(bad("../x", &[]).contains("must be 1-64"));
+        assert!(bad(".hidden", &[]).contains("must be 1-64"));
+        assert!(bad("telegram-9", &[]).contains("mistaken"));
+        assert!(bad("pat", &["telegram:123"]).contains("already linked to \"owner\""));
+        assert!(bad("pat", &["sms:1"]).contains("not an identity"));
+    }
+}
