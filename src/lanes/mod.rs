@@ -14,6 +14,7 @@ mod guard;
 mod ingest;
 mod media;
 mod preview;
+mod reply;
 mod router;
 mod send_message;
 mod stream_hub;

@@ -1,0 +1,225 @@
+//! Approvals in the chat: a tool call that needs a person's word pauses its turn, asks in the
+//! person's own chat (buttons), and waits — durably — for a press from someone allowed to
+//! answer in that chat, or for the deadline, which is a denial.
+//!
+//! The store row is the wait ([`crate::store::ApprovalStore`]): a retried turn (after a crash
+//! or a lost lease) finds the request its earlier attempt opened, does not ask twice, resumes
+//! the wait or, past the deadline, denies; an approved call runs at most once and a retry reads
+//! its recorded result back. A press on any replica answers; waiters here are woken at once,
+//! waiters on other replicas see it on their next poll of the row.
+//!
+//! This file is the desk (presses, wake-ups, closing what a stopped turn left open);
+//! `gate.rs` is one turn's side of it.
+//!
+//! Must not: let anyone but an allowed sender of the approval's own chat answer it, or treat
+//! a missing or unreadable row as consent.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::delivery::Outbounds;
+use crate::domain::{ChatType, MessageEvent, Platform};
+use crate::hooks::Authorizer;
+use crate::store::{now_ms, ApprovalRow, Store};
+
+use super::clock::TurnClock;
+
+mod gate;
+
+pub use gate::TurnGate;
+
+/// One press of an approval button, translated at the platform edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Press {
+    pub approval_id: String,
+    pub approve: bool,
+    pub platform: Platform,
+    /// The chat the button was pressed in.
+    pub chat_id: String,
+    pub sender_id: String,
+    /// Discord member roles of the presser (role allowlists).
+    pub sender_roles: Vec<String>,
+}
+
+/// What a press achieved; [`PressOutcome::text`] is the short answer the presser sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PressOutcome {
+    Approved,
+    Denied,
+    /// The presser may not answer this request (another chat, or not an allowed sender).
+    NotYours,
+    /// Answered or expired already, or no such request.
+    NotOpen,
+}
+
+impl PressOutcome {
+    pub fn text(self) -> &'static str {
+        match self {
+            PressOutcome::Approved => "Approved.",
+            PressOutcome::Denied => "Denied.",
+            PressOutcome::NotYours => "You cannot answer this request.",
+            PressOutcome::NotOpen => "This request is no longer open.",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PressOutcome::Approved => "approved",
+            PressOutcome::Denied => "denied",
+            PressOutcome::NotYours => "refused",
+            PressOutcome::NotOpen => "not_open",
+        }
+    }
+}
+
+/// The process's approval desk: answers presses and wakes the turns waiting on them.
+#[derive(Clone)]
+pub struct Approvals {
+    store: Arc<dyn Store>,
+    outbounds: Outbounds,
+    auth: Authorizer,
+    timeout: Duration,
+    waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+}
+
+impl Approvals {
+    pub fn new(
+        store: Arc<dyn Store>,
+        outbounds: Outbounds,
+        auth: Authorizer,
+        timeout: Duration,
+    ) -> Approvals {
+        Approvals {
+            store,
+            outbounds,
+            auth,
+            timeout,
+            waiting: Arc::default(),
+        }
+    }
+
+    /// Answers a request when the presser may; the first answer wins.
+    pub async fn press(&self, p: &Press) -> PressOutcome {
+        let outcome = self.press_inner(p).await;
+        metrics::counter!("herald_approval_presses_total", "platform" => p.platform.as_str(), "outcome" => outcome.as_str()).increment(1);
+        tracing::info!(approval = %p.approval_id, platform = %p.platform, sender = %p.sender_id,
+            outcome = outcome.as_str(), "approval button pressed");
+        outcome
+    }
+
+    async fn press_inner(&self, p: &Press) -> PressOutcome {
+        let row = match self.store.approval_get(&p.approval_id).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return PressOutcome::NotOpen,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read an approval request; the press is not recorded");
+                return PressOutcome::NotOpen;
+            }
+        };
+        // Only the approval's own chat, and only someone allowed to talk to the agent there.
+        // A Discord button in a thread reports the thread (snowflakes are unique, so the
+        // thread id cannot name another chat).
+        let same_chat = row.chat_id == p.chat_id
+            || (p.platform == Platform::Discord && row.thread_id.as_deref() == Some(&p.chat_id));
+        if row.platform != p.platform.as_str() || !same_chat {
+            return PressOutcome::NotYours;
+        }
+        let mut ev = MessageEvent::text(p.platform, &p.chat_id, &p.sender_id, "");
+        ev.chat_type = ChatType::Group;
+        ev.sender_roles = p.sender_roles.clone();
+        // The web chat has no sender identity of its own: its callers passed the HTTP guard.
+        ev.from_loopback = p.platform == Platform::Web;
+        if !self
+            .auth
+            .is_allowed_or_paired(&ev, self.store.as_ref())
+            .await
+        {
+            return PressOutcome::NotYours;
+        }
+        let by = format!("{}:{}", p.platform.as_str(), p.sender_id);
+        match self
+            .store
+            .approval_answer(&p.approval_id, p.approve, &by, now_ms())
+            .await
+        {
+            Ok(true) => {
+                self.wake(&p.approval_id);
+                if p.approve {
+                    PressOutcome::Approved
+                } else {
+                    PressOutcome::Denied
+                }
+            }
+            Ok(false) => PressOutcome::NotOpen,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot record an approval answer");
+                PressOutcome::NotOpen
+            }
+        }
+    }
+
+    /// Pending requests of one lane (the web page shows their buttons).
+    pub async fn pending(
+        &self,
+        lane: Option<&crate::domain::LaneKey>,
+    ) -> crate::store::StoreResult<Vec<ApprovalRow>> {
+        self.store.approvals_pending(lane).await
+    }
+
+    /// Closes the requests a turn left open when it ended without their answer (stopped, timed
+    /// out): they are denied, and their questions say so. A turn that lost its lease or was
+    /// shut down keeps them — its retry resumes the wait.
+    pub async fn abandon(&self, lane: &crate::domain::LaneKey, inbox_id: i64, why: &str) {
+        let rows = match self.store.approvals_abandon(lane, inbox_id, now_ms()).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot close a turn's open approval requests");
+                return;
+            }
+        };
+        for row in rows {
+            self.wake(&row.id);
+            let platform = crate::domain::Platform::parse(&row.platform);
+            let (Some(msg), Some(out)) = (
+                row.prompt_message_id.as_deref(),
+                platform.and_then(|p| self.outbounds.get(p)),
+            ) else {
+                continue;
+            };
+            out.ask_closed(
+                &row.chat_id,
+                row.thread_id.as_deref(),
+                msg,
+                &format!("⏹ {why}: {}", row.tool),
+            )
+            .await;
+        }
+    }
+
+    fn wake(&self, id: &str) {
+        if let Some(n) = self.waiting.lock().expect("approvals lock").get(id) {
+            n.notify_waiters();
+        }
+    }
+
+    fn waiter(&self, id: &str) -> Arc<Notify> {
+        self.waiting
+            .lock()
+            .expect("approvals lock")
+            .entry(id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    fn forget(&self, id: &str) {
+        self.waiting.lock().expect("approvals lock").remove(id);
+    }
+
+    /// The gate of one turn: asks in the chat of the event the turn answers.
+    pub fn gate<'a>(&'a self, ev: &'a MessageEvent, clock: &'a TurnClock) -> TurnGate<'a> {
+        TurnGate::new(self, ev, clock)
+    }
+}

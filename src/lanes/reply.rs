@@ -1,0 +1,93 @@
+//! What a finished turn sends: its reply as outbox chunks in the asker's chat, or, for a
+//! scheduled run, a brief to each target plus a mirror of it into each target lane. Keys are
+//! derived from (lane, inbox event, chunk), so a re-run of the same event can never queue a
+//! chunk twice.
+
+use super::worker::Worker;
+use crate::domain::cron::{is_silent, Target};
+use crate::domain::{Control, MessageEvent, Platform};
+use crate::store::{InboxRow, NewOutbox, TurnCommit};
+
+impl Worker {
+    /// Reply chunks with keys derived from (lane, inbox event, chunk): a re-run of the same
+    /// event produces the same keys, so a chunk can never be queued twice.
+    pub(super) fn outbox_rows(&self, row: &InboxRow, text: &str, kind: &str) -> Vec<NewOutbox> {
+        let ev = &row.event;
+        self.router
+            .deps
+            .outbounds
+            .split(ev.platform, text)
+            .into_iter()
+            .enumerate()
+            .map(|(i, chunk)| NewOutbox {
+                idem_key: format!("{}:{}:{kind}:{i}", self.lane, row.id),
+                lane: self.lane.clone(),
+                platform: ev.platform,
+                chat_id: ev.chat_id.clone(),
+                thread_id: ev.thread_id.clone(),
+                reply_to: Some(ev.platform_message_id.clone()),
+                inbox_id: Some(row.id),
+                chunk_index: i as i64,
+                text: chunk,
+            })
+            .collect()
+    }
+
+    /// Briefs for every target of a scheduled run, and a mirror event per target lane. A reply
+    /// that is exactly `[SILENT]` delivers nothing.
+    pub(super) fn plan_delivery(
+        &self,
+        row: &InboxRow,
+        ev: &MessageEvent,
+        reply: &str,
+        commit: &mut TurnCommit,
+    ) {
+        if is_silent(reply) {
+            commit.note = Some("silent".into());
+            return;
+        }
+        let label = ev.chat_id.clone();
+        for target in &ev.deliver_to {
+            let (platform, chat, thread) = match target {
+                Target::Telegram { chat, thread } => {
+                    (Platform::Telegram, chat.clone(), thread.clone())
+                }
+                Target::Discord { channel, thread } => {
+                    (Platform::Discord, channel.clone(), thread.clone())
+                }
+                Target::Web { lane } => (Platform::Web, lane.clone(), None),
+            };
+            let lane = target.lane_key();
+            for (i, chunk) in self
+                .router
+                .deps
+                .outbounds
+                .split(platform, reply)
+                .into_iter()
+                .enumerate()
+            {
+                commit.outbox.push(NewOutbox {
+                    idem_key: format!("{lane}:{}:{}:brief:{i}", self.lane, row.id),
+                    lane: lane.clone(),
+                    platform,
+                    chat_id: chat.clone(),
+                    thread_id: thread.clone(),
+                    reply_to: None,
+                    inbox_id: Some(row.id),
+                    chunk_index: i as i64,
+                    text: chunk,
+                });
+            }
+            commit.enqueue.push(MessageEvent::control(
+                platform,
+                &chat,
+                thread.as_deref(),
+                &format!("mirror:{}:{}:{lane}", self.lane, row.id),
+                Control::Mirror {
+                    label: label.clone(),
+                    text: reply.to_string(),
+                },
+            ));
+        }
+    }
+}
