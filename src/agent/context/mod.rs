@@ -132,6 +132,26 @@ impl<'a> ContextEngine<'a> {
             .view)
     }
 
+    /// What the worker already knows of the session, or its live rows and context state read
+    /// from the store.
+    pub(crate) async fn known_or_read(
+        &self,
+        session: &Session,
+        known: Option<Known>,
+    ) -> StoreResult<Known> {
+        Ok(match known {
+            Some(k) => k,
+            None => Known {
+                live: self.store.messages(&session.id, true).await?,
+                row: self
+                    .store
+                    .context_get(&session.id)
+                    .await?
+                    .unwrap_or_default(),
+            },
+        })
+    }
+
     /// [`prepare`](Self::prepare) for a caller that may already know the session's live rows
     /// and context state (a lane worker that has held the lease since it last read them), and
     /// that keeps what this returns for the next turn.
@@ -143,17 +163,7 @@ impl<'a> ContextEngine<'a> {
         tools: &Tools,
         known: Option<Known>,
     ) -> StoreResult<Prepared> {
-        let Known { live: raw, row } = match known {
-            Some(k) => k,
-            None => Known {
-                live: self.store.messages(&session.id, true).await?,
-                row: self
-                    .store
-                    .context_get(&session.id)
-                    .await?
-                    .unwrap_or_default(),
-            },
-        };
+        let Known { live: raw, row } = self.known_or_read(session, known).await?;
         let view = self.view(raw.clone());
         let projected = self.projected(session, tools, &view, user_text, &row);
         let wants = projected >= self.threshold_tokens();

@@ -18,17 +18,7 @@ impl ContextEngine<'_> {
         session: &Session,
         known: Option<Known>,
     ) -> StoreResult<Option<Prepared>> {
-        let Known { live: raw, row } = match known {
-            Some(k) => k,
-            None => Known {
-                live: self.store.messages(&session.id, true).await?,
-                row: self
-                    .store
-                    .context_get(&session.id)
-                    .await?
-                    .unwrap_or_default(),
-            },
-        };
+        let Known { live: raw, row } = self.known_or_read(session, known).await?;
         // A smaller tail than usual: the last attempt did not fit at all.
         let tail = (self.tail_tokens / 2).max(256);
         let Some(p) = super::plan::plan(&raw, self.window, tail) else {
