@@ -8,15 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use herald_test_support::fake_llm::FakeLlm;
+use herald_test_support::harness::free_port;
 use serde_json::json;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn rss_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

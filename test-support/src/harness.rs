@@ -39,6 +39,15 @@ pub fn test_config(llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
     c
 }
 
+/// A port on 127.0.0.1 that was free a moment ago (for a daemon started as its own process).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
 /// Polls `cond` every 20 ms; panics with `what` after `timeout`.
 pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut cond: F)
 where

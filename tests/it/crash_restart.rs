@@ -5,16 +5,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use herald_test_support::fake_llm::{FakeLlm, Step};
+use herald_test_support::harness::free_port;
 use herald_test_support::harness::{init, Client};
 use serde_json::Value;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn spawn_daemon(data: &std::path::Path, port: u16, llm: &FakeLlm) -> Child {
     Command::new(env!("CARGO_BIN_EXE_herald"))

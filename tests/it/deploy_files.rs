@@ -268,11 +268,7 @@ fn dockerfile_env_is_real_config_and_needs_a_token() {
 /// Runs the image's health check script against a real `herald serve`, then against nothing.
 #[test]
 fn healthcheck_script_tells_a_live_daemon_from_a_dead_one() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = herald_test_support::harness::free_port();
     let listen = format!("127.0.0.1:{port}");
     let data = tempfile::tempdir().unwrap();
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_herald"))

@@ -14,28 +14,11 @@ use herald_test_support::harness::wait_until;
 use herald_test_support::telegram::{fakes, tg_config, USER};
 use serde_json::{json, Value};
 
-/// The approval question the bot sent last: its message id and its two buttons' data.
+/// The approval question the bot sent last: its message id, text and two buttons' data.
 fn last_question(tg: &FakeTelegram) -> Option<(i64, String, String, String)> {
-    let calls = tg.calls("sendmessage");
-    let sent = tg.sent_messages();
-    calls
-        .iter()
-        .zip(sent.iter())
-        .rev()
-        .find(|(c, _)| c.get("reply_markup").is_some())
-        .map(|(c, m)| {
-            let markup: Value = match &c["reply_markup"] {
-                Value::String(s) => serde_json::from_str(s).unwrap(),
-                v => v.clone(),
-            };
-            let row = &markup["inline_keyboard"][0];
-            (
-                m.message_id,
-                m.text.clone(),
-                row[0]["callback_data"].as_str().unwrap().to_string(),
-                row[1]["callback_data"].as_str().unwrap().to_string(),
-            )
-        })
+    tg.questions()
+        .pop()
+        .map(|q| (q.message_id, q.text, q.approve, q.deny))
 }
 
 /// Waits up to `secs` for `cond`.
@@ -263,11 +246,7 @@ fn spawn_daemon(
 async fn a_sigkill_during_the_wait_resumes_it_without_asking_twice_and_runs_the_call_once() {
     let (tg, llm, data) = fakes().await;
     std::fs::create_dir_all(data.path().join("skills")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = herald_test_support::harness::free_port();
     // The first attempt and the retried one ask for the same call.
     llm.push(Step::ToolCall("skill_manage".into(), create_args("crashy")));
     llm.push(Step::ToolCall("skill_manage".into(), create_args("crashy")));
@@ -281,12 +260,7 @@ async fn a_sigkill_during_the_wait_resumes_it_without_asking_twice_and_runs_the_
     // The retried turn reaches the same call and resumes the wait: no second question.
     until(30, || llm.request_count() >= 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let questions = tg
-        .calls("sendmessage")
-        .iter()
-        .filter(|c| c.get("reply_markup").is_some())
-        .count();
-    assert_eq!(questions, 1, "the person was asked twice");
+    assert_eq!(tg.questions().len(), 1, "the person was asked twice");
     assert!(!proposed(data.path(), "crashy"));
 
     tg.push_button_press(USER, USER, qid, &approve);

@@ -561,22 +561,9 @@ mod cron_rules {
 
 /// The last question with buttons the bot sent: (approve data, deny data, message id).
 fn question(tg: &FakeTelegram) -> Option<(String, String, i64)> {
-    let calls = tg.calls("sendmessage");
-    let sent = tg.sent_messages();
-    calls
-        .iter()
-        .zip(sent.iter())
-        .rev()
-        .find(|(c, _)| c.get("reply_markup").is_some())
-        .map(|(c, m)| {
-            let markup: Value = match &c["reply_markup"] {
-                Value::String(s) => serde_json::from_str(s).unwrap(),
-                v => v.clone(),
-            };
-            let row = &markup["inline_keyboard"][0];
-            let data = |i: usize| row[i]["callback_data"].as_str().unwrap().to_string();
-            (data(0), data(1), m.message_id)
-        })
+    tg.questions()
+        .pop()
+        .map(|q| (q.approve, q.deny, q.message_id))
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use herald::app::App;
 use herald::config::McpServer;
 use herald_test_support::fake_llm::{FakeLlm, Recorded, Step};
+use herald_test_support::harness::free_port;
 use herald_test_support::harness::{init, test_config, wait_until, Client};
 use herald_test_support::mcp::{stdio_server, HttpShop};
 use herald_test_support::telegram::{fakes, tg_config, USER};
@@ -296,14 +297,6 @@ async fn a_streamable_http_server_answers_with_its_bearer_token_and_its_tools_le
     let last = llm.requests().last().unwrap().clone();
     assert!(shop_tools(&last).is_empty(), "{:?}", offered(&last));
     app.shutdown().await;
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A config file for the real binary: the fake model, the given `[[mcp.servers]]` tables.

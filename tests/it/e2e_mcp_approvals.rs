@@ -13,7 +13,6 @@ use herald_test_support::fake_telegram::FakeTelegram;
 use herald_test_support::harness::wait_until;
 use herald_test_support::mcp::stdio_server;
 use herald_test_support::telegram::{fakes, tg_config, TOKEN, USER};
-use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -33,23 +32,9 @@ fn executions(state: &Path) -> usize {
 
 /// The questions (messages with buttons) the bot sent: (message id, text, approve, deny).
 fn questions(tg: &FakeTelegram) -> Vec<(i64, String, String, String)> {
-    tg.calls("sendmessage")
-        .iter()
-        .zip(tg.sent_messages())
-        .filter(|(c, _)| c.get("reply_markup").is_some())
-        .map(|(c, m)| {
-            let markup: Value = match &c["reply_markup"] {
-                Value::String(s) => serde_json::from_str(s).unwrap(),
-                v => v.clone(),
-            };
-            let row = &markup["inline_keyboard"][0];
-            (
-                m.message_id,
-                m.text.clone(),
-                row[0]["callback_data"].as_str().unwrap().to_string(),
-                row[1]["callback_data"].as_str().unwrap().to_string(),
-            )
-        })
+    tg.questions()
+        .into_iter()
+        .map(|q| (q.message_id, q.text, q.approve, q.deny))
         .collect()
 }
 
@@ -142,11 +127,7 @@ async fn a_sigkill_while_an_mcp_call_waits_for_approval_never_runs_it_twice() {
     let (tg, llm, data) = fakes().await;
     let state = data.path().join("deleted");
     let starts = data.path().join("starts");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = herald_test_support::harness::free_port();
     let file = data.path().join("herald.toml");
     std::fs::write(
         &file,

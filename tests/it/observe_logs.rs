@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use herald_test_support::fake_discord::FakeDiscord;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::fake_telegram::FakeTelegram;
+use herald_test_support::harness::free_port;
 use herald_test_support::harness::init;
 use serde_json::{json, Value};
 
@@ -17,14 +18,6 @@ const API_KEY: &str = "sk-test-4f1c9a0b7e2d45c8a1b3";
 const WEB_TOKEN: &str = "web-token-9d8c7b6a5f4e3d2c";
 const TG_TOKEN: &str = "123456789:AAH-fakeTelegramTokenZZ0042";
 const DC_TOKEN: &str = "MTIzNDU2Nzg5.fakeDiscord.TokenQQ77";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 async fn chat(base: &str, token: &str, lane: &str, text: &str) -> (u16, Value) {
     let r = reqwest::Client::new()

@@ -72,11 +72,7 @@ async fn one_trace_per_turn_with_its_children_reaches_the_collector() {
     ));
     let (endpoint, got) = collector().await;
     let data = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = herald_test_support::harness::free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])

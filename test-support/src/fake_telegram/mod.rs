@@ -36,6 +36,18 @@ pub struct SentMessage {
     pub parse_mode: Option<String>,
     pub reply_to: Option<i64>,
     pub message_id: i64,
+    /// The `callback_data` of its inline keyboard's buttons, row by row (empty: no keyboard).
+    pub buttons: Vec<String>,
+}
+
+/// A message the bot sent with a two-button inline keyboard: an approval question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    pub message_id: i64,
+    pub text: String,
+    /// The data of its first button (Approve) and of its second (Deny).
+    pub approve: String,
+    pub deny: String,
 }
 
 /// One `editMessageText` the fake accepted, with the instant it did.
@@ -290,6 +302,20 @@ impl FakeTelegram {
         drop(inner);
         self.state.changed.notify_waiters();
         update_id
+    }
+
+    /// The approval questions the bot sent, oldest first.
+    pub fn questions(&self) -> Vec<Question> {
+        self.sent_messages()
+            .into_iter()
+            .filter(|m| m.buttons.len() >= 2)
+            .map(|m| Question {
+                message_id: m.message_id,
+                approve: m.buttons[0].clone(),
+                deny: m.buttons[1].clone(),
+                text: m.text,
+            })
+            .collect()
     }
 
     pub fn sent_messages(&self) -> Vec<SentMessage> {

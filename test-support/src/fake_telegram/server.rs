@@ -209,6 +209,7 @@ fn send_message(state: &State, params: &Value) -> Response {
         parse_mode: text_param(params, "parse_mode"),
         reply_to,
         message_id,
+        buttons: button_data(params),
     };
     let at = std::time::Instant::now();
     inner
@@ -335,6 +336,21 @@ fn bool_param(params: &Value, key: &str) -> bool {
 
 /// An object given inline (JSON body) or JSON-serialized in a string (form body), as Telegram
 /// accepts both.
+/// The `callback_data` of every inline keyboard button of a `reply_markup`, row by row.
+fn button_data(params: &Value) -> Vec<String> {
+    let Some(markup) = params.get("reply_markup").and_then(object_param) else {
+        return Vec::new();
+    };
+    markup["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|b| b["callback_data"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn object_param(value: &Value) -> Option<Value> {
     match value {
         Value::Object(_) => Some(value.clone()),

@@ -75,13 +75,7 @@ impl Backend {
     }
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
+pub use crate::harness::free_port;
 
 /// How to start one replica; [`Daemon::start`] may be called again after a kill.
 #[derive(Clone)]

@@ -15,11 +15,7 @@ use herald_test_support::telegram::{fakes, TOKEN, USER};
 use super::long_answer;
 
 fn spawn_daemon(data: &std::path::Path, llm: &FakeLlm, tg_url: &str) -> Child {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = herald_test_support::harness::free_port();
     Command::new(env!("CARGO_BIN_EXE_herald"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
