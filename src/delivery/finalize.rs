@@ -15,20 +15,27 @@ use super::{previews, Outbound, PreviewTarget, SendError};
 use crate::store::OutboxRow;
 
 impl Sender {
+    /// The recorded preview ids of the reply this row belongs to, read once per delivery;
+    /// never for a platform without previews (the web chat): no extra store read there.
+    pub(super) async fn previews_for(
+        &self,
+        outbound: &Arc<dyn Outbound>,
+        row: &OutboxRow,
+    ) -> Option<Vec<String>> {
+        if !outbound.previews() {
+            return None;
+        }
+        self.previews_of(row).await
+    }
+
     /// Sends the row, or finalizes its preview message when it has one.
     pub(super) async fn send_or_finalize(
         &self,
         outbound: &Arc<dyn Outbound>,
         row: &OutboxRow,
+        previews: Option<&[String]>,
     ) -> Result<String, SendError> {
-        // A platform without previews (the web chat) is never asked: no extra store read.
-        if !outbound.previews() {
-            return outbound.send(row).await;
-        }
-        let Some(ids) = self.previews_of(row).await else {
-            return outbound.send(row).await;
-        };
-        match ids.get(row.chunk_index as usize) {
+        match previews.and_then(|ids| ids.get(row.chunk_index as usize)) {
             Some(id) => {
                 self.outbounds
                     .edit_pace
@@ -46,13 +53,12 @@ impl Sender {
 
     /// After a chunk was delivered and recorded: when it was its reply's last, the previews
     /// beyond the reply's chunks are deleted and the record forgotten.
-    pub(super) async fn after_delivery(&self, row: &OutboxRow) {
-        let Some(outbound) = self.outbounds.get(row.platform).filter(|o| o.previews()) else {
-            return;
-        };
-        let Some(ids) = self.previews_of(row).await else {
-            return;
-        };
+    pub(super) async fn after_delivery(
+        &self,
+        outbound: &Arc<dyn Outbound>,
+        row: &OutboxRow,
+        ids: &[String],
+    ) {
         let Some(inbox_id) = row.inbox_id else { return };
         let chunks = match self.store.outbox_for_inbox(inbox_id).await {
             Ok(rows) => rows

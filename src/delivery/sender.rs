@@ -183,8 +183,12 @@ impl Sender {
             let _ = self.store.outbox_release(row.id).await;
             return Delivery::Held;
         };
+        let previews = self.previews_for(outbound, row).await;
         let started = std::time::Instant::now();
-        match self.send_or_finalize(outbound, row).await {
+        match self
+            .send_or_finalize(outbound, row, previews.as_deref())
+            .await
+        {
             Ok(platform_id) => {
                 metrics::counter!("herald_outbox_sent_total", "platform" => row.platform.as_str())
                     .increment(1);
@@ -192,8 +196,8 @@ impl Sender {
                     .record(started.elapsed().as_secs_f64());
                 if let Err(e) = self.mark_sent(row.id, &platform_id).await {
                     tracing::error!(error = %e, outbox_id = row.id, "sent but could not record it");
-                } else {
-                    self.after_delivery(row).await;
+                } else if let Some(ids) = &previews {
+                    self.after_delivery(outbound, row, ids).await;
                 }
                 tracing::debug!(lane = %row.lane, outbox_id = row.id, platform_message_id = %platform_id, "reply chunk delivered");
                 Delivery::Sent
