@@ -51,6 +51,7 @@ pub struct App {
 
 /// Runs until `shutdown` is cancelled, then stops gracefully.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    http::serve::raise_fd_limit();
     let app = App::start(config).await?;
     shutdown.cancelled().await;
     app.shutdown().await;
@@ -252,17 +253,9 @@ impl App {
             access: Arc::new(http::Access::from_config(&config)),
             approvals: approvals.clone(),
         };
-        let app = http::routes(state, &config, extra_routes)
-            .into_make_service_with_connect_info::<SocketAddr>();
-        let http_cancel = cancel.child_token();
-        tracker.spawn(async move {
-            let res = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { http_cancel.cancelled().await })
-                .await;
-            if let Err(e) = res {
-                tracing::error!(error = %e, "HTTP server failed");
-            }
-        });
+        let app = http::routes(state, &config, extra_routes);
+        let limits = http::serve::Limits::from_config(&config);
+        http::serve::start(listener, app, limits, &tracker, cancel.child_token());
         if let Some(cron) = cron {
             tracker.spawn(cron.run(cancel.child_token()));
         }

@@ -72,6 +72,18 @@ pub struct ServerConfig {
     pub shutdown_grace_secs: u64,
     /// Name of this replica in leases and logs; a random one is made when unset.
     pub replica_id: Option<String>,
+    /// A connection must deliver a complete request head within this many seconds: from
+    /// accept for its first request, from its first byte for a later one. Slow-header clients
+    /// (slowloris) are closed after it.
+    pub header_timeout_secs: u64,
+    /// A kept-alive connection with no request in flight and no byte moving either way is
+    /// closed after this many seconds (also a client that stops reading its answer).
+    pub idle_timeout_secs: u64,
+    /// Connections open at once. At the cap a new connection closes the one that has waited
+    /// longest without a request in flight; when every one has a request running, new ones
+    /// wait in the kernel's backlog. Kept well under the open-file limit so the store, model
+    /// and platform clients always have descriptors.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -81,6 +93,9 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./data"),
             shutdown_grace_secs: 20,
             replica_id: None,
+            header_timeout_secs: 5,
+            idle_timeout_secs: 60,
+            max_connections: 1024,
         }
     }
 }

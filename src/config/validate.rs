@@ -42,6 +42,18 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             message: "required when web.trust_loopback is false (nobody could use the API)".into(),
         });
     }
+    for (key, v) in [
+        ("server.header_timeout_secs", c.server.header_timeout_secs),
+        ("server.idle_timeout_secs", c.server.idle_timeout_secs),
+        ("server.max_connections", c.server.max_connections as u64),
+    ] {
+        if v == 0 {
+            return Err(ConfigError::Key {
+                key,
+                message: "must be at least 1".into(),
+            });
+        }
+    }
     for (key, ms) in [
         (
             "streaming.edit_interval_ms",

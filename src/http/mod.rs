@@ -11,9 +11,12 @@ mod approvals;
 mod capsule;
 mod chat;
 mod chat_stream;
+mod conn;
+mod headers;
 mod health;
 mod page;
 mod pairing;
+pub mod serve;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,7 +36,8 @@ use axum::{Json, Router};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 
-pub use access::{Access, Caller, Guard};
+pub use access::{Access, Caller, Guard, PROXY_HEADERS};
+pub use headers::CSP;
 
 use crate::config::Config;
 use crate::lanes::{Approvals, Ingest, LaneView};
@@ -192,6 +196,7 @@ pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
         ))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
     app.layer(layers)
+        .layer(middleware::map_response(headers::secure))
 }
 
 /// Serves until `shutdown` fires; returns the bound address through `bound`.

@@ -213,10 +213,76 @@ fn config_for(shape: &Shape, llm: &FakeLlm, data: &tempfile::TempDir) -> Config 
     c
 }
 
-/// Every route of the table × listen address × token absent/wrong/right × direct/proxied: an
-/// `Api` route answers 401 unless the right token is sent, or no token is configured and the
-/// request is a trusted local one; an `Open` route never asks. Routes of a disabled feature do
-/// not exist.
+/// How a request reaches the listener, besides its token: straight from a local client, through
+/// a proxy (one forwarding header), or from a browser on a hostile page — a DNS-rebinding name
+/// in `Host`, a foreign `Origin`, or `Sec-Fetch-Site: cross-site`.
+#[derive(Debug, Clone, Copy)]
+enum Via {
+    Direct,
+    Proxy(&'static str),
+    RebindHost,
+    ForeignOrigin,
+    CrossSiteFetch,
+}
+
+impl Via {
+    fn all() -> Vec<Via> {
+        let mut v = vec![
+            Via::Direct,
+            Via::RebindHost,
+            Via::ForeignOrigin,
+            Via::CrossSiteFetch,
+        ];
+        v.extend(herald::http::PROXY_HEADERS.iter().map(|h| Via::Proxy(h)));
+        v
+    }
+
+    fn apply(self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self {
+            Via::Direct => req,
+            Via::Proxy(h) => req.header(h, "203.0.113.7"),
+            Via::RebindHost => req.header("Host", "evil.attacker.example"),
+            Via::ForeignOrigin => req.header("Origin", "http://evil.attacker.example"),
+            Via::CrossSiteFetch => req.header("Sec-Fetch-Site", "cross-site"),
+        }
+    }
+
+    /// Whether a request this way may be the local operator (given loopback is trusted).
+    fn local(self, method: &Method) -> bool {
+        let state_changing = !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+        match self {
+            Via::Direct => true,
+            Via::Proxy(_) | Via::RebindHost => false,
+            Via::ForeignOrigin | Via::CrossSiteFetch => !state_changing,
+        }
+    }
+}
+
+/// The policy the page shells are sent with (the chat page's script and style are inline).
+const PAGE_CSP: &str = "default-src 'self'; script-src 'self' 'unsafe-inline'; \
+    style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+    frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/// Every response cannot be framed or sniffed and leaks no referrer; the pages get the CSP.
+fn assert_framing_headers(resp: &reqwest::Response, what: &str) {
+    let h = |n: &str| {
+        resp.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(h("x-frame-options"), "DENY", "{what}");
+    assert_eq!(h("content-security-policy"), PAGE_CSP, "{what}");
+    assert_eq!(h("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(h("referrer-policy"), "no-referrer", "{what}");
+}
+
+/// Every route of the table × listen address × token absent/wrong/right × how the request
+/// comes (direct, each forwarding header, a rebinding Host, a foreign Origin, a cross-site
+/// fetch): an `Api` route answers 401 unless the right token is sent, or no token is
+/// configured and the request is a trusted local one; an `Open` route never asks. Routes of a
+/// disabled feature do not exist.
 #[tokio::test]
 async fn every_route_answers_only_the_people_it_belongs_to() {
     init();
@@ -261,6 +327,7 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
     ];
     let http = reqwest::Client::new();
     let mut checked = 0;
+    let mut pages = 0;
     for shape in &shapes {
         let data = tempfile::tempdir().unwrap();
         let config = config_for(shape, &llm, &data);
@@ -275,33 +342,37 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
                 .replace("{lane}", "web:probe")
                 .replace("{id}", "nope");
             for cred in [Cred::None, Cred::Wrong, Cred::Right] {
-                for proxied in [false, true] {
+                for via in Via::all() {
                     let mut req = http.request(r.method.clone(), format!("{base}{path}"));
                     req = match cred {
                         Cred::None => req,
                         Cred::Wrong => req.bearer_auth("not-the-token"),
                         Cred::Right => req.bearer_auth(TOKEN),
                     };
-                    if proxied {
-                        req = req.header("X-Forwarded-For", "203.0.113.7");
-                    }
+                    req = via.apply(req);
                     if r.method == Method::POST {
                         req = req.json(&json!({}));
                     }
                     let resp = req.send().await.unwrap();
                     let status = resp.status().as_u16();
+                    let what = format!(
+                        "{} {} listen {} token {} web {} cred {cred:?} via {via:?}",
+                        r.method, r.path, shape.listen, shape.token, shape.web
+                    );
+                    assert_framing_headers(&resp, &what);
+                    if r.path == "/" || r.path == "/admin" {
+                        pages += 1;
+                    }
                     let body = resp.text().await.unwrap_or_default();
-                    let trusted = shape.trust_loopback.unwrap_or(trusted_default) && !proxied;
+                    let what = format!("{what}: {status} {body}");
+                    let trusted =
+                        shape.trust_loopback.unwrap_or(trusted_default) && via.local(&r.method);
                     let admitted = match (r.guard, shape.token, cred) {
                         (Guard::Open, _, _) => true,
                         (Guard::Api, true, Cred::Right) => true,
                         (Guard::Api, true, _) => false,
                         (Guard::Api, false, _) => trusted,
                     };
-                    let what = format!(
-                        "{} {} listen {} token {} web {} cred {cred:?} proxied {proxied}: {status} {body}",
-                        r.method, r.path, shape.listen, shape.token, shape.web
-                    );
                     if admitted {
                         assert_ne!(status, 401, "{what}");
                         assert_ne!(status, 405, "{what}");
@@ -332,7 +403,8 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
         }
         app.shutdown().await;
     }
-    assert!(checked > 300, "only {checked} probes");
+    assert!(checked > 3000, "only {checked} probes");
+    assert!(pages > 100, "only {pages} page probes");
     assert_eq!(llm.request_count(), 0, "no probe ran a turn");
 }
 

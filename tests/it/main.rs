@@ -28,6 +28,7 @@ mod e2e_discord;
 mod e2e_discord_shards;
 mod e2e_handoff;
 mod e2e_handoff_nightly;
+mod e2e_listener;
 mod e2e_mcp;
 mod e2e_mcp_approvals;
 mod e2e_memory;
