@@ -10,10 +10,8 @@
 
 use std::borrow::Cow;
 
-/// What a NUL becomes: the Unicode replacement character, visibly "a character was here".
-pub const REPLACEMENT: char = '\u{FFFD}';
-
-/// `s` with every NUL replaced; borrowed (no copy) when there is none.
+/// `s` with every NUL replaced by U+FFFD (the replacement character: visibly "a character was
+/// here"); borrowed, no copy, when there is none.
 pub fn clean(s: &str) -> Cow<'_, str> {
     if s.contains('\0') {
         Cow::Owned(s.replace('\0', "\u{FFFD}"))

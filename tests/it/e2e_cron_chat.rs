@@ -30,12 +30,23 @@ fn create(name: &str, schedule: &str) -> Step {
 
 /// The tool results the model read in the turn answering `needle`.
 fn told(llm: &FakeLlm, needle: &str) -> Vec<String> {
-    llm.requests()
-        .iter()
-        .filter(|r| r.last_user().contains(needle))
-        .map(|r| r.last_tool_result())
-        .filter(|t| !t.is_empty())
-        .collect()
+    let mut out = Vec::new();
+    for r in llm.requests() {
+        if !r.last_user().contains(needle) {
+            continue;
+        }
+        let msgs = r.messages();
+        let turn = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+        let results: Vec<String> = msgs[turn..]
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| m["content"].as_str().map(str::to_string))
+            .collect();
+        if results.len() > out.len() {
+            out = results;
+        }
+    }
+    out
 }
 
 async fn replied(tg: &FakeTelegram, needle: &str) {

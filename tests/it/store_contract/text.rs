@@ -106,6 +106,11 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
     assert!(!hits.is_empty(), "the cleaned text is found");
 
     // An outbox error, a skip note, a give-up note.
+    let claimed = store
+        .outbox_claim("nul", &["web".to_string()], 10, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
     store
         .outbox_mark_retry(out[0].id, DIRTY, 0, false)
         .await
