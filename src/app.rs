@@ -41,6 +41,8 @@ pub struct App {
     pub ingest: Ingest,
     pub replica_id: String,
     delivery_platforms: Vec<crate::domain::Platform>,
+    /// Who may use the agent; a scheduler re-checks a chat job's maker with it.
+    auth: Authorizer,
     /// The nightly handoff closer (its scheduled loop runs when `handoff.nightly` is set);
     /// tests and operators run a pass through it.
     pub nightly: Arc<NightlyCloser>,
@@ -157,6 +159,8 @@ impl App {
                 store: store.clone(),
                 platforms: config.delivery_platforms(),
                 approval: approval("cron"),
+                approval_create: approval("cron.create"),
+                min_interval: Duration::from_secs(config.cron.chat_min_interval_secs),
                 poke: cron_poke.clone(),
             }));
         }
@@ -204,7 +208,8 @@ impl App {
                 config.delivery_platforms(),
                 &holder,
             )
-            .with_poke(cron_poke);
+            .with_poke(cron_poke)
+            .with_access(auth.clone());
             s.sync_config(&config.cron.jobs)
                 .await
                 .context("storing [[cron.jobs]]")?;
@@ -291,6 +296,7 @@ impl App {
             ingest,
             replica_id,
             delivery_platforms: config.delivery_platforms(),
+            auth: auth.clone(),
             nightly,
             cancel,
             tracker,
@@ -306,6 +312,7 @@ impl App {
             self.delivery_platforms.clone(),
             holder,
         )
+        .with_access(self.auth.clone())
     }
 
     /// Stops taking work, lets running turns finish within the grace period, releases leases,

@@ -174,7 +174,10 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
         let (state, next) = match check_job(spec, &config.delivery_platforms()) {
             Err(e) => (format!("invalid: {e}"), "-".to_string()),
             Ok(_) if !spec.enabled => ("disabled".into(), "-".into()),
-            Ok(_) if row.paused => ("paused".into(), "-".into()),
+            Ok(_) if row.paused => match &row.paused_reason {
+                Some(why) => (format!("paused: {why}"), "-".into()),
+                None => ("paused".into(), "-".into()),
+            },
             Ok(job) => {
                 let anchor = DateTime::from_timestamp_millis(row.anchor_at).unwrap_or(now);
                 let next = job

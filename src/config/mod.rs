@@ -297,7 +297,8 @@ pub struct PairingConfig {
     pub code_ttl_secs: u64,
     /// A sender who keeps writing is reminded of their code at most this often.
     pub remind_every_secs: u64,
-    /// Codes pending at once, across all platforms; beyond it unknown senders get no answer.
+    /// Codes pending at once per platform; at the cap a new sender's code replaces the
+    /// platform's oldest pending one (logged), so onboarding never stops. 0: no codes.
     pub max_pending: i64,
 }
 
@@ -319,6 +320,9 @@ pub struct CronConfig {
     /// Run the scheduler in this process (every replica may: each fire is claimed once).
     pub enabled: bool,
     pub jobs: Vec<crate::domain::cron::JobSpec>,
+    /// The shortest interval between runs of a job made from a conversation (the `cron`
+    /// tool); config and CLI jobs keep the schedule's own floor.
+    pub chat_min_interval_secs: u64,
 }
 
 impl Default for CronConfig {
@@ -326,6 +330,7 @@ impl Default for CronConfig {
         CronConfig {
             enabled: true,
             jobs: Vec::new(),
+            chat_min_interval_secs: 300,
         }
     }
 }

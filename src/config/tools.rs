@@ -27,7 +27,8 @@ pub struct ToolsConfig {
     pub send_message: bool,
     /// Where `send_message` may post: from a lane (or `*`) to listed lanes.
     pub send_message_routes: Vec<SendRoute>,
-    /// Built-in tools that ask the person before each call (e.g. `["cron"]`).
+    /// Built-in tools that ask the person before each call (e.g. `["cron"]`); `cron.create`
+    /// asks only before a job is created from a conversation (the default).
     pub require_approval: Vec<String>,
 }
 
@@ -37,7 +38,7 @@ impl Default for ToolsConfig {
             cron: true,
             send_message: true,
             send_message_routes: Vec::new(),
-            require_approval: Vec::new(),
+            require_approval: vec!["cron.create".into()],
         }
     }
 }

@@ -7,6 +7,7 @@
 //! through a unique (job, scheduled_at) ledger row and becomes an inbox event in the job's
 //! lane; the lane workers run and deliver it. Nothing here sends a message.
 
+pub mod access;
 pub mod ledger;
 pub mod scheduler;
 pub mod tool;

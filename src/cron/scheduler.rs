@@ -45,6 +45,8 @@ pub struct Scheduler {
     warned: Mutex<HashSet<String>>,
     /// Poked when a job changes in this process (the `cron` tool), to look at once.
     poke: Arc<tokio::sync::Notify>,
+    /// Who may use the agent: a chat job's maker is checked again at each fire (`access.rs`).
+    access: Option<crate::hooks::Authorizer>,
 }
 
 /// What one pass did.
@@ -84,7 +86,14 @@ impl Scheduler {
             open: Mutex::new(HashSet::new()),
             warned: Mutex::new(HashSet::new()),
             poke: Arc::new(tokio::sync::Notify::new()),
+            access: None,
         }
+    }
+
+    /// Checks a chat job's maker against `auth` (and approved pairings) at each fire.
+    pub fn with_access(mut self, auth: crate::hooks::Authorizer) -> Scheduler {
+        self.access = Some(auth);
+        self
     }
 
     /// Shares the wake-up the `cron` tool pokes after it changed a job.
@@ -136,6 +145,10 @@ impl Scheduler {
             let due = due_fires(&job.schedule, anchor, from, now, job.catch_up);
             pass.skipped += self.record_skipped(&job, &due).await?;
             if let Some(at) = due.run {
+                if let Some(why) = self.owner_lost_access(&row).await {
+                    pass.skipped += usize::from(self.pause_for(&job, at, &why, now).await?);
+                    continue;
+                }
                 pass.started += usize::from(self.start(&job, at, &due, now).await?);
             }
             if let Some(next) = job.schedule.next_after(now, anchor) {
@@ -175,6 +188,40 @@ impl Scheduler {
                 None
             }
         }
+    }
+
+    async fn owner_lost_access(&self, row: &CronJobRow) -> Option<String> {
+        let auth = self.access.as_ref()?;
+        super::access::owner_lost_access(auth, self.store.as_ref(), row).await
+    }
+
+    /// Skips the fire at `at` and pauses the job, keeping `why` for `herald cron list`.
+    async fn pause_for(
+        &self,
+        job: &ValidJob,
+        at: DateTime<Utc>,
+        why: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let skipped = NewFire {
+            job: job.name.clone(),
+            scheduled_at: at.timestamp_millis(),
+            manual: false,
+            holder: self.holder.clone(),
+            claim_until: 0,
+            missed_count: 1,
+            note: Some(format!("not run: {why}")),
+        };
+        let recorded = self.store.cron_fire_skip(&skipped).await?;
+        if self
+            .store
+            .cron_job_pause_because(&job.name, why, now.timestamp_millis())
+            .await?
+        {
+            metrics::counter!("herald_cron_jobs_paused_total", "reason" => "owner_access").increment(1);
+            tracing::warn!(job = %job.name, reason = why, "cron job paused: its fire was skipped; resume it with `herald cron resume` once its owner may use the agent again");
+        }
+        Ok(recorded)
     }
 
     async fn record_skipped(&self, job: &ValidJob, due: &Due) -> StoreResult<usize> {

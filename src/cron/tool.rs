@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use crate::agent::tools::{Tool, ToolContext, ToolError};
-use crate::domain::cron::{check_job, parse_target, JobSpec, MAX_JOB_NAME_LEN};
+use crate::domain::cron::{check_job, parse_target, JobSpec, Schedule, MAX_JOB_NAME_LEN};
 use crate::domain::{LaneKey, Platform};
 use crate::llm::ToolSpec;
 use crate::store::{CronJobRow, Store};
@@ -32,8 +32,13 @@ pub struct CronTool {
     pub store: Arc<dyn Store>,
     /// The platforms this deployment delivers to (a job is checked against them).
     pub platforms: Vec<Platform>,
-    /// `tools.require_approval` names `cron`.
+    /// `tools.require_approval` names `cron`: every action asks.
     pub approval: bool,
+    /// `tools.require_approval` names `cron.create` (the default): creating a job asks.
+    pub approval_create: bool,
+    /// The shortest interval between runs of a job made here (`cron.chat_min_interval_secs`);
+    /// jobs from the config or the CLI are the operator's and keep the schedule's own floor.
+    pub min_interval: std::time::Duration,
     /// Poked after a change so the scheduler looks at once instead of within 30 s.
     pub poke: Arc<Notify>,
 }
@@ -149,6 +154,17 @@ impl CronTool {
         // The same checks as `herald cron add`, reported with the model's own name.
         let job = check_job(&spec, &self.platforms)
             .map_err(|e| bad(format!("cannot add the job ({}): {e}", e.key())))?;
+        if let Some(gap) = shortest_gap(&job.schedule, Utc::now()) {
+            if gap < self.min_interval {
+                return Err(bad(format!(
+                    "cannot add the job: schedule {:?} runs every {}, more often than a job made in a \
+                     conversation may run (at most once every {}, the operator's cron.chat_min_interval_secs)",
+                    spec.schedule,
+                    human(gap),
+                    human(self.min_interval)
+                )));
+            }
+        }
         if self.owned_jobs(&ctx.lane).await?.len() >= MAX_JOBS_PER_LANE {
             return Err(bad(format!(
                 "this conversation already has {MAX_JOBS_PER_LANE} cron jobs, the most it may have; remove one first"
@@ -158,7 +174,7 @@ impl CronTool {
         let now = Utc::now();
         let added = self
             .store
-            .cron_job_add_owned(&spec, &ctx.lane, now.timestamp_millis())
+            .cron_job_add_owned(&spec, &ctx.lane, &ctx.person, now.timestamp_millis())
             .await
             .map_err(|e| ToolError::Failed(format!("cannot store the job: {e}")))?;
         if !added {
@@ -231,6 +247,40 @@ impl CronTool {
     }
 }
 
+/// The shortest time between two runs of `schedule` (`None` for a one-shot). A cron
+/// expression's gaps are read off its next runs: enough of them to cover a day of a
+/// minute-level expression, which is where its shortest gap shows.
+fn shortest_gap(schedule: &Schedule, now: DateTime<Utc>) -> Option<std::time::Duration> {
+    match schedule {
+        Schedule::Every(d) => Some(*d),
+        Schedule::Once(_) => None,
+        Schedule::Cron { .. } => {
+            let mut prev = schedule.next_after(now, now)?;
+            let mut shortest: Option<chrono::TimeDelta> = None;
+            for _ in 0..1500 {
+                let Some(next) = schedule.next_after(prev, now) else {
+                    break;
+                };
+                let gap = next - prev;
+                shortest = Some(shortest.map_or(gap, |s| s.min(gap)));
+                prev = next;
+            }
+            shortest.and_then(|g| g.to_std().ok())
+        }
+    }
+}
+
+/// "5 minutes", "1 second", "90 seconds": a duration as a person reads it.
+fn human(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    let (n, unit) = match secs {
+        s if s >= 3600 && s % 3600 == 0 => (s / 3600, "hour"),
+        s if s >= 60 && s % 60 == 0 => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
 fn job_schedule(spec: &JobSpec) -> String {
     match &spec.timezone {
         Some(tz) => format!("{} {tz}", spec.schedule),
@@ -265,6 +315,15 @@ impl Tool for CronTool {
 
     fn requires_approval(&self) -> bool {
         self.approval
+    }
+
+    /// `create` asks when `cron.create` is listed; the other actions only touch jobs the
+    /// conversation already owns. Arguments that do not parse ask nothing: the call fails on
+    /// the same parse and does nothing.
+    fn requires_approval_for(&self, arguments: &str) -> bool {
+        self.approval
+            || (self.approval_create
+                && serde_json::from_str::<Args>(arguments).is_ok_and(|a| a.action == "create"))
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {

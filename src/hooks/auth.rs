@@ -70,6 +70,12 @@ impl Authorizer {
 }
 
 impl Authorizer {
+    /// Whether `platform` lets people in by a role list, which only a message carries: a
+    /// check without a message (a cron job's owner) cannot tell them apart.
+    pub fn decides_by_roles(&self, platform: Platform) -> bool {
+        platform == Platform::Discord && !self.discord_all && !self.discord_roles.is_empty()
+    }
+
     /// The config allowlist, then the senders approved through pairing. A store error counts
     /// as "not approved" (and is logged): authorization fails closed.
     pub async fn is_allowed_or_paired(&self, ev: &MessageEvent, store: &dyn Store) -> bool {
@@ -130,7 +136,22 @@ impl AuthHook {
             })
             .await;
         let platform = ev.platform.as_str();
-        match outcome {
+        let issued = match outcome {
+            Ok(PairingOutcome::IssuedEvicting {
+                code,
+                evicted_sender,
+                evicted_code,
+            }) => {
+                tracing::warn!(platform, sender = %ev.sender_id, evicted_sender = %evicted_sender,
+                    evicted_code = %evicted_code, max_pending = self.pairing.max_pending,
+                    "pairing codes at pairing.max_pending: the oldest pending code was evicted for a new sender");
+                metrics::counter!("herald_pairing_evictions_total", "platform" => platform)
+                    .increment(1);
+                Ok(PairingOutcome::Issued(code))
+            }
+            other => other,
+        };
+        match issued {
             Ok(PairingOutcome::Issued(code)) => {
                 tracing::info!(platform, sender = %ev.sender_id, "pairing code issued");
                 metrics::counter!("herald_pairing_codes_total", "platform" => platform)
@@ -145,10 +166,10 @@ impl AuthHook {
                 "Your pairing code {code} is still waiting for the operator's approval."
             )),
             Ok(PairingOutcome::Pending { remind: false, .. }) => None,
-            Ok(PairingOutcome::Full) => {
+            Ok(PairingOutcome::Full | PairingOutcome::IssuedEvicting { .. }) => {
                 tracing::warn!(
                     platform,
-                    "too many pairing codes pending; unknown sender not answered"
+                    "pairing.max_pending is 0; unknown sender not answered"
                 );
                 None
             }

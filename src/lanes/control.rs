@@ -1,11 +1,13 @@
-//! What a lane worker does with events that are not model turns: skipped events, chat
-//! commands, and internal control events (session rotation, delivery mirrors, notices). All of
-//! it runs under the lane's lease, like a turn.
+//! What a lane worker does with events that are not model turns: skipped events, events it
+//! gives up on, chat commands, and internal control events (session rotation, delivery
+//! mirrors, notices). All of it runs under the lane's lease, like a turn.
 
 use super::commands::{Command, HELP_TEXT};
 use super::worker::{Failure, Worker};
 use crate::domain::{Control, MessageEvent, Role};
-use crate::store::{InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, TurnCommit};
+use crate::store::{
+    InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, StoreError, TurnCommit,
+};
 
 impl Worker {
     /// Closes an event without a turn, queueing `reply` to the chat when given.
@@ -20,6 +22,50 @@ impl Worker {
             .map(|text| self.outbox_rows(row, &text, "skip"))
             .unwrap_or_default();
         deps.store.inbox_skip(row.id, note, &outbox).await?;
+        if !outbox.is_empty() {
+            deps.outbox_wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Ends an event that failed `tries` times: the person hears so (through the outbox, like
+    /// any reply) and the event is marked failed, so the lane's next messages go on.
+    pub(super) async fn give_up(
+        &self,
+        row: &InboxRow,
+        tries: i64,
+        refused: Option<&StoreError>,
+    ) -> Result<(), Failure> {
+        let (reply, note) = match refused {
+            Some(e) => {
+                tracing::error!(inbox_id = row.id, attempts = tries, error = %e,
+                    "giving up on an inbound message: the store refused to save its turn");
+                (
+                    format!(
+                        "Sorry, I could not save this conversation, so your message was not \
+                         answered (tried {tries} times); it has been set aside. Please try again."
+                    ),
+                    format!("gave up: the store refused the turn {tries} times ({e})"),
+                )
+            }
+            None => {
+                tracing::error!(inbox_id = row.id, attempts = tries, "giving up on an inbound message");
+                (
+                    format!(
+                        "Sorry, I could not answer this message after {tries} attempts; it has been set aside."
+                    ),
+                    "gave up after repeated failures".to_string(),
+                )
+            }
+        };
+        self.forget();
+        let deps = &self.router.deps;
+        let outbox = if row.event.internal {
+            Vec::new()
+        } else {
+            self.outbox_rows(row, &reply, "skip")
+        };
+        deps.store.inbox_give_up(row.id, &note, &outbox).await?;
         if !outbox.is_empty() {
             deps.outbox_wake.notify_one();
         }

@@ -288,33 +288,47 @@ impl Worker {
     async fn process(
         &self,
         lease: &Lease,
-        row: InboxRow,
+        mut row: InboxRow,
         lost: &CancellationToken,
     ) -> Result<(), Stop> {
         let deps = &self.router.deps;
         let mut backoff = Duration::from_millis(200);
-        // Attempts count starts of processing (crash loops), not store hiccups within one:
-        // every retry below is the same start. The count is stored by the turn's start.
-        let attempts = row.attempts + 1;
+        // Attempts count starts of processing (crash loops), and store refusals within one:
+        // a store that is unreachable is waited out (nothing could be saved anyway), but one
+        // that answers and refuses this event's writes will refuse them again, so each refusal
+        // counts against `lanes.max_attempts` and the event ends in a reply instead of a loop.
+        // The count is stored by the turn's start (`turn_begin` records `row.attempts + 1`).
+        let mut attempts = row.attempts + 1;
+        let mut refused = None;
         loop {
-            match self.process_once(lease, &row, attempts, lost).await {
+            match self
+                .process_once(lease, &row, attempts, refused.as_ref(), lost)
+                .await
+            {
                 Ok(()) => {
                     let _ = deps.finished.send(row.id);
                     return Ok(());
                 }
                 Err(Failure::Stop(s)) => return Err(s),
                 Err(Failure::Store(StoreError::LeaseLost { .. })) => return Err(Stop::LeaseLost),
+                Err(Failure::Store(StoreError::Unavailable(e))) => {
+                    tracing::warn!(error = %e, inbox_id = row.id, "store unavailable during a turn; retrying");
+                }
                 Err(Failure::Store(e)) => {
-                    // A store that is briefly gone: keep the event, wait, try again.
-                    tracing::warn!(error = %e, inbox_id = row.id, "store error during a turn; retrying");
-                    tokio::select! {
-                        _ = self.router.abort.cancelled() => return Err(Stop::Shutdown),
-                        _ = lost.cancelled() => return Err(Stop::LeaseLost),
-                        _ = tokio::time::sleep(backoff) => {}
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                    metrics::counter!("herald_turn_store_refusals_total").increment(1);
+                    tracing::warn!(error = %e, inbox_id = row.id, attempts, max = deps.config.lanes.max_attempts,
+                        "the store refused this event's turn; counted as an attempt");
+                    refused = Some(e);
+                    row.attempts = attempts;
+                    attempts += 1;
                 }
             }
+            tokio::select! {
+                _ = self.router.abort.cancelled() => return Err(Stop::Shutdown),
+                _ = lost.cancelled() => return Err(Stop::LeaseLost),
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(10));
         }
     }
 
@@ -323,23 +337,12 @@ impl Worker {
         lease: &Lease,
         row: &InboxRow,
         attempts: i64,
+        refused: Option<&StoreError>,
         lost: &CancellationToken,
     ) -> Result<(), Failure> {
         let deps = &self.router.deps;
         if attempts > deps.config.lanes.max_attempts {
-            let reply = format!(
-                "Sorry, I could not answer this message after {} attempts; it has been set aside.",
-                attempts - 1
-            );
-            tracing::error!(
-                inbox_id = row.id,
-                attempts,
-                "giving up on an inbound message"
-            );
-            let reply = (!row.event.internal).then_some(reply);
-            return self
-                .skip(row, "gave up after repeated failures", reply)
-                .await;
+            return self.give_up(row, attempts - 1, refused).await;
         }
         let ev = match deps.pre_dispatch.run(&row.event).await {
             Dispatch::Skip {

@@ -180,7 +180,18 @@ pub trait ApprovalStore: Send + Sync {
     ) -> StoreResult<Vec<ApprovalRow>>;
     /// Pending requests, oldest first; of one lane when given.
     async fn approvals_pending(&self, lane: Option<&LaneKey>) -> StoreResult<Vec<ApprovalRow>>;
+    /// The result kept for this call (same lane, event, position and hash) by an earlier
+    /// attempt of the turn: a call that needed no approval ([`ApprovalStore::tool_result_keep`])
+    /// or an approved one that finished.
+    async fn tool_result_recall(&self, key: &NewApproval) -> StoreResult<Option<String>>;
+    /// Keeps the result of a call that needed no approval, so a retry of the turn (after the
+    /// store refused its commit, or a crash) returns it instead of running the tool again. The
+    /// record is deleted when the turn commits.
+    async fn tool_result_keep(&self, key: &NewApproval, result: &str) -> StoreResult<()>;
 }
+
+/// `decided_by` of a kept result: no person decided, the policy let the call run.
+pub(super) const KEPT_BY: &str = "policy";
 
 #[async_trait]
 impl<S> ApprovalStore for S
@@ -194,6 +205,7 @@ where
     for<'q> String: Encode<'q, S::Db> + Type<S::Db>,
     i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
     Raw: for<'r> FromRow<'r, <S::Db as Database>::Row>,
+    (Option<String>,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
 {
     async fn approval_open(&self, a: &NewApproval) -> StoreResult<ApprovalRow> {
         sqlx::query(
@@ -207,8 +219,8 @@ where
         .bind(a.inbox_id)
         .bind(a.call_index)
         .bind(a.call_hash.as_str())
-        .bind(a.tool.as_str())
-        .bind(a.arguments.as_str())
+        .bind(&*super::text::clean(&a.tool))
+        .bind(&*super::text::clean(&a.arguments))
         .bind(a.person.as_str())
         .bind(a.platform.as_str())
         .bind(a.chat_id.as_str())
@@ -294,7 +306,7 @@ where
         sqlx::query(
             "UPDATE approvals SET status = 'done', result = $1 WHERE id = $2 AND status = 'running'",
         )
-        .bind(result)
+        .bind(&*super::text::clean(result))
         .bind(id)
         .execute(self.writer())
         .await?;
@@ -330,6 +342,47 @@ where
             }
         }
         Ok(out)
+    }
+
+    async fn tool_result_recall(&self, a: &NewApproval) -> StoreResult<Option<String>> {
+        let row: Option<(Option<String>,)> = sqlx::query_as(
+            "SELECT result FROM approvals WHERE lane = $1 AND inbox_id = $2 AND call_index = $3 \
+             AND call_hash = $4 AND status = 'done'",
+        )
+        .bind(a.lane.as_str())
+        .bind(a.inbox_id)
+        .bind(a.call_index)
+        .bind(a.call_hash.as_str())
+        .fetch_optional(self.writer())
+        .await?;
+        Ok(row.and_then(|(r,)| r))
+    }
+
+    async fn tool_result_keep(&self, a: &NewApproval, result: &str) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO approvals (id, lane, inbox_id, call_index, call_hash, tool, arguments, \
+             person, platform, chat_id, thread_id, status, decided_by, decided_at, deadline, \
+             result, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'done', $12, $13, $13, $14, $13) \
+             ON CONFLICT (lane, inbox_id, call_index, call_hash) DO NOTHING",
+        )
+        .bind(a.id.as_str())
+        .bind(a.lane.as_str())
+        .bind(a.inbox_id)
+        .bind(a.call_index)
+        .bind(a.call_hash.as_str())
+        .bind(&*super::text::clean(&a.tool))
+        .bind(&*super::text::clean(&a.arguments))
+        .bind(a.person.as_str())
+        .bind(a.platform.as_str())
+        .bind(a.chat_id.as_str())
+        .bind(a.thread_id.as_deref())
+        .bind(KEPT_BY)
+        .bind(a.now)
+        .bind(&*super::text::clean(result))
+        .execute(self.writer())
+        .await?;
+        Ok(())
     }
 
     async fn approvals_pending(&self, lane: Option<&LaneKey>) -> StoreResult<Vec<ApprovalRow>> {

@@ -187,9 +187,9 @@ macro_rules! context_store_impl {
                 .bind(&s.parent_id)
                 .bind(s.started_at)
                 .bind(now_ms())
-                .bind(end_reason)
-                .bind(&s.system_prompt)
-                .bind(&s.model)
+                .bind(&*super::text::clean(end_reason))
+                .bind(&*super::text::clean(&s.system_prompt))
+                .bind(&*super::text::clean(&s.model))
                 .execute(&mut *tx)
                 .await?;
                 let mut ids = Vec::with_capacity(messages.len());

@@ -25,12 +25,13 @@ pub trait CronStore: Send + Sync {
     async fn cron_sync_config(&self, jobs: &[JobSpec], now: i64) -> StoreResult<()>;
     /// Adds a CLI job anchored at `now`; `false` when a job of that name exists.
     async fn cron_job_add(&self, spec: &JobSpec, now: i64) -> StoreResult<bool>;
-    /// Adds a job created in a conversation, owned by `owner`, anchored at `now`; `false` when
-    /// a job of that name exists.
+    /// Adds a job created in a conversation, owned by `owner` and made by `person`
+    /// (`platform:sender`), anchored at `now`; `false` when a job of that name exists.
     async fn cron_job_add_owned(
         &self,
         spec: &JobSpec,
         owner: &crate::domain::LaneKey,
+        person: &str,
         now: i64,
     ) -> StoreResult<bool>;
     async fn cron_job_get(&self, name: &str) -> StoreResult<Option<CronJobRow>>;
@@ -41,6 +42,10 @@ pub trait CronStore: Send + Sync {
     /// Pauses or resumes; resuming a paused job records `resumed_at = now`, so fires that fell
     /// while it was paused never run. `false` when there is no such job.
     async fn cron_job_set_paused(&self, name: &str, paused: bool, now: i64) -> StoreResult<bool>;
+    /// Pauses an active job for `reason` (kept until it is resumed or paused by hand);
+    /// `false` when it was not active.
+    async fn cron_job_pause_because(&self, name: &str, reason: &str, now: i64)
+        -> StoreResult<bool>;
     /// The newest scheduled time the ledger accounts for (run or skipped), manual runs aside.
     async fn cron_last_scheduled(&self, job: &str) -> StoreResult<Option<i64>>;
     /// Claims a fire: `Some(id)` for the one caller that inserted the row, `None` for all
@@ -68,7 +73,8 @@ pub trait CronStore: Send + Sync {
 }
 
 pub(super) const JOB_COLS: &str =
-    "name, spec, source, paused, anchor_at, resumed_at, created_at, updated_at";
+    "name, spec, source, paused, anchor_at, resumed_at, created_at, updated_at, owner_person, \
+     paused_reason";
 pub(super) const FIRE_COLS: &str =
     "id, job, scheduled_at, manual, status, claimed_by, claim_until, \
      attempts, inbox_id, started_at, ended_at, missed_count, deliveries, note, created_at";
@@ -82,10 +88,11 @@ pub(super) const SYNC_UPSERT: &str = "INSERT INTO cron_jobs \
        schedule_key = excluded.schedule_key \
      WHERE cron_jobs.source = 'config' AND cron_jobs.spec <> excluded.spec";
 
-/// A CLI or chat job (`$5` is its source), anchored at its creation.
+/// A CLI or chat job (`$5` is its source, `$6` the person who made a chat job), anchored at
+/// its creation.
 const JOB_INSERT: &str = "INSERT INTO cron_jobs \
-       (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at) \
-     VALUES ($1, $2, $3, $5, 0, $4, $4, $4) ON CONFLICT (name) DO NOTHING";
+       (name, spec, schedule_key, source, paused, anchor_at, created_at, updated_at, owner_person) \
+     VALUES ($1, $2, $3, $5, 0, $4, $4, $4, $6) ON CONFLICT (name) DO NOTHING";
 
 pub(super) const FIRE_INSERT: &str = "INSERT INTO cron_fires \
        (job, scheduled_at, manual, status, claimed_by, claim_until, attempts, started_at, \
@@ -121,6 +128,8 @@ where
             .strip_prefix(CHAT_SOURCE_PREFIX)
             .map(crate::domain::LaneKey::parse),
         paused: paused != 0,
+        owner_person: row.try_get("owner_person")?,
+        paused_reason: row.try_get("paused_reason")?,
         anchor_at: row.try_get("anchor_at")?,
         resumed_at: row.try_get("resumed_at")?,
         created_at: row.try_get("created_at")?,
@@ -178,7 +187,7 @@ where
         for spec in jobs {
             sqlx::query(SYNC_UPSERT)
                 .bind(&spec.name)
-                .bind(serde_json::to_string(spec)?)
+                .bind(super::text::clean_json(serde_json::to_string(spec)?))
                 .bind(schedule_key(spec))
                 .bind(now)
                 .execute(self.writer())
@@ -202,10 +211,11 @@ where
     async fn cron_job_add(&self, spec: &JobSpec, now: i64) -> StoreResult<bool> {
         let res = sqlx::query(JOB_INSERT)
             .bind(&spec.name)
-            .bind(serde_json::to_string(spec)?)
+            .bind(super::text::clean_json(serde_json::to_string(spec)?))
             .bind(schedule_key(spec))
             .bind(now)
             .bind("cli")
+            .bind(None::<String>)
             .execute(self.writer())
             .await?;
         Ok(res.rows_affected() == 1)
@@ -215,14 +225,16 @@ where
         &self,
         spec: &JobSpec,
         owner: &crate::domain::LaneKey,
+        person: &str,
         now: i64,
     ) -> StoreResult<bool> {
         let res = sqlx::query(JOB_INSERT)
             .bind(&spec.name)
-            .bind(serde_json::to_string(spec)?)
+            .bind(super::text::clean_json(serde_json::to_string(spec)?))
             .bind(schedule_key(spec))
             .bind(now)
             .bind(format!("{CHAT_SOURCE_PREFIX}{owner}"))
+            .bind(Some(person.to_string()))
             .execute(self.writer())
             .await?;
         Ok(res.rows_affected() == 1)
@@ -255,12 +267,25 @@ where
 
     async fn cron_job_set_paused(&self, name: &str, paused: bool, now: i64) -> StoreResult<bool> {
         let res = sqlx::query(
-            "UPDATE cron_jobs SET paused = $2, updated_at = $3, \
+            "UPDATE cron_jobs SET paused = $2, updated_at = $3, paused_reason = NULL, \
            resumed_at = CASE WHEN $2 = 0 AND paused <> 0 THEN $3 ELSE resumed_at END \
          WHERE name = $1",
         )
         .bind(name)
         .bind(i64::from(paused))
+        .bind(now)
+        .execute(self.writer())
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    async fn cron_job_pause_because(&self, name: &str, reason: &str, now: i64) -> StoreResult<bool> {
+        let res = sqlx::query(
+            "UPDATE cron_jobs SET paused = 1, paused_reason = $2, updated_at = $3 \
+             WHERE name = $1 AND paused = 0",
+        )
+        .bind(name)
+        .bind(&*super::text::clean(reason))
         .bind(now)
         .execute(self.writer())
         .await?;
@@ -288,7 +313,7 @@ where
             .bind(1_i64)
             .bind(Some(super::now_ms()))
             .bind(f.missed_count)
-            .bind(&f.note)
+            .bind(super::text::clean_opt(f.note.as_deref()))
             .bind(super::now_ms())
             .fetch_optional(self.writer())
             .await?;
@@ -306,7 +331,7 @@ where
             .bind(0_i64)
             .bind(None::<i64>)
             .bind(f.missed_count)
-            .bind(&f.note)
+            .bind(super::text::clean_opt(f.note.as_deref()))
             .bind(super::now_ms())
             .fetch_optional(self.writer())
             .await?;
@@ -357,7 +382,7 @@ where
         .bind(o.started_at)
         .bind(o.ended_at)
         .bind(o.deliveries)
-        .bind(&o.note)
+        .bind(super::text::clean_opt(o.note.as_deref()))
         .execute(self.writer())
         .await?;
         Ok(res.rows_affected() == 1)

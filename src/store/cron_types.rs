@@ -48,7 +48,11 @@ pub struct CronJobRow {
     pub source: JobSource,
     /// The lane a chat job belongs to (only its conversation may list, pause or remove it).
     pub owner: Option<LaneKey>,
+    /// Who made a chat job (`platform:sender`); re-checked for access at each fire.
+    pub owner_person: Option<String>,
     pub paused: bool,
+    /// Why the daemon paused the job (its owner lost access); none when paused by hand.
+    pub paused_reason: Option<String>,
     /// Start of the schedule (epoch ms): creation, or the last schedule change.
     pub anchor_at: i64,
     /// When the job was last resumed: fires before it never run.

@@ -172,7 +172,7 @@ macro_rules! handoff_store_impl {
                 .bind(&c.lane)
                 .bind(&c.session_id)
                 .bind(&c.status)
-                .bind(&c.text)
+                .bind(&*super::text::clean(&c.text))
                 .bind(c.message_count)
                 .bind(i64::from(c.confidential))
                 .bind(c.created_at)

@@ -28,6 +28,9 @@ pub trait InboxStore: Send + Sync {
     async fn inbox_bump_attempts(&self, id: i64) -> StoreResult<i64>;
     /// Closes an event that never becomes a turn (a hook skipped it), with optional replies.
     async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
+    /// Marks an event `failed` after its last allowed attempt, with optional replies (the
+    /// person hears that it was set aside); like a skip, it never becomes a turn.
+    async fn inbox_give_up(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
 }
 
@@ -38,7 +41,7 @@ macro_rules! inbox_store_impl {
         #[async_trait::async_trait]
         impl super::inbox::InboxStore for $ty {
         async fn inbox_insert(&self, ev: &MessageEvent) -> StoreResult<InboxInsert> {
-            let json = serde_json::to_string(ev)?;
+            let json = super::text::clean_json(serde_json::to_string(ev)?);
             let inserted: Option<(i64,)> = sqlx::query_as(
                 "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, lane, platform_message_id) DO NOTHING \
@@ -108,18 +111,11 @@ macro_rules! inbox_store_impl {
         }
 
         async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()> {
-            let mut tx = self.begin().await?;
-            sqlx::query("UPDATE inbox SET status = 'skipped', note = $1, done_at = $2 WHERE id = $3")
-                .bind(note)
-                .bind(now_ms())
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            for r in replies {
-                insert_outbox(&mut tx, r).await?;
-            }
-            tx.commit().await?;
-            Ok(())
+            self.inbox_close("skipped", id, note, replies).await
+        }
+
+        async fn inbox_give_up(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()> {
+            self.inbox_close("failed", id, note, replies).await
         }
 
         async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>> {
@@ -137,6 +133,31 @@ macro_rules! inbox_store_impl {
             .fetch_all(&self.reader)
             .await?)
         }
+        }
+
+        impl $ty {
+            /// Closes an event that never became a turn, with `status`, and queues its replies.
+            async fn inbox_close(
+                &self,
+                status: &str,
+                id: i64,
+                note: &str,
+                replies: &[NewOutbox],
+            ) -> StoreResult<()> {
+                let mut tx = self.begin().await?;
+                sqlx::query("UPDATE inbox SET status = $1, note = $2, done_at = $3 WHERE id = $4")
+                    .bind(status)
+                    .bind(&*super::text::clean(note))
+                    .bind(now_ms())
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                for r in replies {
+                    insert_outbox(&mut tx, r).await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
         }
     };
 }

@@ -41,7 +41,7 @@ where
              ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         )
         .bind(key)
-        .bind(value)
+        .bind(&*super::text::clean(value))
         .bind(now_ms())
         .execute(self.writer())
         .await?;

@@ -24,6 +24,7 @@ mod sqlite;
 mod status;
 mod transcript;
 mod turns;
+mod text;
 mod tx;
 mod types;
 

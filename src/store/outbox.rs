@@ -89,7 +89,7 @@ macro_rules! outbox_store_impl {
                  WHERE id = $4 AND status = 'sending'",
             )
             .bind(if give_up { "failed" } else { "pending" })
-            .bind(error)
+            .bind(&*super::text::clean(error))
             .bind(next_attempt_at)
             .bind(id)
             .execute(&self.pool)
@@ -167,7 +167,7 @@ macro_rules! outbox_store_impl {
             let mut tx = self.begin().await?;
             check_lease(&mut tx, lease).await?;
             sqlx::query("UPDATE inbox SET status = 'skipped', note = $1, done_at = $2 WHERE id = $3")
-                .bind(note)
+                .bind(&*super::text::clean(note))
                 .bind(now_ms())
                 .bind(inbox_id)
                 .execute(&mut *tx)

@@ -41,7 +41,14 @@ pub enum PairingOutcome {
     Issued(String),
     /// The sender already has a live code; `remind` says whether to repeat it now (rate limit).
     Pending { code: String, remind: bool },
-    /// Too many codes are pending: say nothing (the operator should look at the queue).
+    /// A new code was issued in place of the platform's oldest pending one (the cap was
+    /// reached): the evicted sender's code no longer works; they get a new one if they write.
+    IssuedEvicting {
+        code: String,
+        evicted_sender: String,
+        evicted_code: String,
+    },
+    /// No code may be pending at all (`max_pending` is 0): say nothing.
     Full,
 }
 
@@ -49,7 +56,8 @@ pub enum PairingOutcome {
 pub trait PairingStore {
     async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool>;
     /// Issues or reminds a code for an unknown sender, honouring expiry, the reminder interval
-    /// and the cap on pending codes.
+    /// and the cap on pending codes per platform: at the cap, the platform's oldest pending
+    /// code is evicted, so a run of throwaway accounts cannot stop onboarding.
     async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome>;
     /// Approves a pending, unexpired code; returns the request. `NotFound` otherwise.
     async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest>;
@@ -123,11 +131,32 @@ macro_rules! pairing_store_impl {
                     PairingOutcome::Pending { code, remind }
                 } else {
                     let (pending,): (i64,) = sqlx::query_as(
-                        "SELECT COUNT(*) FROM pairing_requests WHERE status = 'pending'",
+                        "SELECT COUNT(*) FROM pairing_requests WHERE platform = $1 AND status = 'pending'",
                     )
+                    .bind(platform)
                     .fetch_one(&mut *tx)
                     .await?;
-                    if pending >= max_pending {
+                    let mut evicted = None;
+                    let over = if max_pending < 1 { 0 } else { pending - max_pending + 1 };
+                    for _ in 0..over.max(0) {
+                        let oldest: Option<(String, String)> = sqlx::query_as(
+                            "SELECT code, sender_id FROM pairing_requests WHERE platform = $1 \
+                             AND status = 'pending' ORDER BY created_at, code LIMIT 1",
+                        )
+                        .bind(platform)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                        let Some((code, sender)) = oldest else { break };
+                        sqlx::query(
+                            "UPDATE pairing_requests SET status = 'evicted' WHERE platform = $1 AND code = $2",
+                        )
+                        .bind(platform)
+                        .bind(&code)
+                        .execute(&mut *tx)
+                        .await?;
+                        evicted = Some((code, sender));
+                    }
+                    if max_pending < 1 {
                         PairingOutcome::Full
                     } else {
                         sqlx::query(
@@ -137,13 +166,20 @@ macro_rules! pairing_store_impl {
                         .bind(platform)
                         .bind(new_code)
                         .bind(sender_id)
-                        .bind(sender_name)
+                        .bind(&*super::text::clean(sender_name))
                         .bind(chat_id)
                         .bind(now)
                         .bind(now + ttl_ms)
                         .execute(&mut *tx)
                         .await?;
-                        PairingOutcome::Issued(new_code.to_string())
+                        match evicted {
+                            None => PairingOutcome::Issued(new_code.to_string()),
+                            Some((evicted_code, evicted_sender)) => PairingOutcome::IssuedEvicting {
+                                code: new_code.to_string(),
+                                evicted_sender,
+                                evicted_code,
+                            },
+                        }
                     }
                 };
                 tx.commit().await?;
@@ -174,7 +210,7 @@ macro_rules! pairing_store_impl {
                 )
                 .bind(platform)
                 .bind(&req.sender_id)
-                .bind(&req.sender_name)
+                .bind(&*super::text::clean(&req.sender_name))
                 .bind(now)
                 .bind(code)
                 .execute(&mut *tx)

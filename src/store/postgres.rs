@@ -117,6 +117,8 @@ store_impl!(PgStore, MIGRATOR, {
         roles: &[Role],
         limit: i64,
     ) -> StoreResult<Vec<SearchHit>> {
+        // A NUL in a query is as unbindable as in a write: the same rule (`text.rs`).
+        let query = &*super::text::clean(query);
         if query.trim().is_empty() {
             return Ok(Vec::new());
         }

@@ -118,7 +118,8 @@ store_impl!(SqliteStore, MIGRATOR, {
         roles: &[Role],
         limit: i64,
     ) -> StoreResult<Vec<SearchHit>> {
-        let q = common::fts5_query(query);
+        // A NUL ends FTS5's query text early ("unterminated string"): the store's one rule.
+        let q = common::fts5_query(&super::text::clean(query));
         if q.is_empty() {
             return Ok(Vec::new());
         }

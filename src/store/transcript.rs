@@ -118,8 +118,8 @@ macro_rules! transcript_store_impl {
             .bind(&s.lane)
             .bind(&s.parent_id)
             .bind(s.started_at)
-            .bind(&s.system_prompt)
-            .bind(&s.model)
+            .bind(&*super::text::clean(&s.system_prompt))
+            .bind(&*super::text::clean(&s.model))
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;
@@ -138,7 +138,7 @@ macro_rules! transcript_store_impl {
                 "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
             )
             .bind(now_ms())
-            .bind(reason)
+            .bind(&*super::text::clean(reason))
             .bind(session_id)
             .execute(&mut *tx)
             .await?;

@@ -127,13 +127,21 @@ macro_rules! turn_store_impl {
                      done_at = $5 WHERE id = $6",
                 )
                 .bind(c.inbox_status.as_str())
-                .bind(&c.note)
+                .bind(super::text::clean_opt(c.note.as_deref()))
                 .bind(&c.session_id)
                 .bind(reply_id)
                 .bind(now)
                 .bind(inbox_id)
                 .execute(&mut *tx)
                 .await?;
+                // Results kept for a retry of this turn (`ApprovalStore::tool_result_keep`)
+                // are in the transcript now; approved calls keep their record.
+                sqlx::query("DELETE FROM approvals WHERE lane = $1 AND inbox_id = $2 AND decided_by = $3")
+                    .bind(&lease.name)
+                    .bind(inbox_id)
+                    .bind(super::approvals::KEPT_BY)
+                    .execute(&mut *tx)
+                    .await?;
             }
             sqlx::query("UPDATE turns SET status = $1, ended_at = $2 WHERE id = $3")
                 .bind(c.inbox_status.as_str())
@@ -146,7 +154,7 @@ macro_rules! turn_store_impl {
                     "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
                 )
                 .bind(now)
-                .bind(reason)
+                .bind(&*super::text::clean(reason))
                 .bind(&c.session_id)
                 .execute(&mut *tx)
                 .await?;

@@ -4,11 +4,13 @@
 //!
 //! Generic over the sqlx database: the per-concern impl macros (`inbox.rs`, `transcript.rs`,
 //! `turns.rs`, `outbox.rs`, `context.rs`) call these with their backend's transaction.
-//! Nothing here commits: the caller owns the transaction.
+//! Nothing here commits: the caller owns the transaction. Outside text goes through
+//! `text::clean` here, like in every other writer (`text.rs`).
 
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Transaction, Type};
 
 use super::common;
+use super::text::{clean, clean_json, clean_opt};
 use super::types::{Lease, NewMessage, NewOutbox};
 use super::{now_ms, RowsAffected, StoreError, StoreResult};
 use crate::domain::MessageEvent;
@@ -117,11 +119,11 @@ where
     .bind(lane)
     .bind(turn_id)
     .bind(m.role.as_str())
-    .bind(&m.content)
-    .bind(&m.api_content)
-    .bind(common::tool_calls_json(m))
-    .bind(&m.tool_call_id)
-    .bind(&m.tool_name)
+    .bind(&*clean(&m.content))
+    .bind(clean_opt(m.api_content.as_deref()))
+    .bind(common::tool_calls_json(m).map(clean_json))
+    .bind(clean_opt(m.tool_call_id.as_deref()))
+    .bind(clean_opt(m.tool_name.as_deref()))
     .bind(&m.platform_message_id)
     .bind(now_ms())
     .fetch_one(&mut **tx)
@@ -196,7 +198,7 @@ where
     .bind(ev.platform.as_str())
     .bind(&ev.platform_message_id)
     .bind(ev.lane().as_str())
-    .bind(serde_json::to_string(ev)?)
+    .bind(clean_json(serde_json::to_string(ev)?))
     .bind(now_ms())
     .execute(&mut **tx)
     .await?;
@@ -235,7 +237,7 @@ where
     .bind(&o.reply_to)
     .bind(o.inbox_id)
     .bind(o.chunk_index)
-    .bind(&o.text)
+    .bind(&*clean(&o.text))
     .bind(now_ms())
     .execute(&mut **tx)
     .await?;

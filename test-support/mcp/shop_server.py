@@ -9,6 +9,7 @@ huge (a 10 MB text), fail (an isError result), shout (echoes its argument upper-
 Modes: normal, garbage (answers every line with junk on stdout), mute (never answers),
 exit (dies at once with a message on stderr). --gate FILE: while FILE exists, start as `exit`.
 --starts FILE: append a line each time tools/list is answered (tests wait on it).
+--calls FILE: append the tool's name each time tools/call is received (counts executions).
 """
 import argparse
 import json
@@ -89,6 +90,9 @@ def handle(args, msg):
             with open(args.starts, "a") as f:
                 f.write("listed\n")
     elif method == "tools/call":
+        if args.calls:
+            with open(args.calls, "a") as f:
+                f.write("%s\n" % params.get("name"))
         result = call(args, params.get("name"), params.get("arguments") or {})
         if result is None:
             return {"jsonrpc": "2.0", "id": mid,
@@ -167,6 +171,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mode", default="normal", choices=["normal", "garbage", "mute", "exit"])
     p.add_argument("--state")
+    p.add_argument("--calls")
     p.add_argument("--starts")
     p.add_argument("--gate")
     p.add_argument("--http", type=int)

@@ -23,6 +23,33 @@ impl Db {
             config.store.url = Some(Secret::new(url.clone()));
         }
     }
+
+    /// Runs `sql` (statements as the backend's driver takes them in one call) on the store
+    /// `config` uses, beside the running daemon: how a test makes the database itself refuse a
+    /// write (a trigger), the way a real store fault would.
+    pub async fn execute(&self, config: &Config, sql: &str) {
+        use sqlx::{Connection, Executor};
+        match self {
+            Db::Sqlite => {
+                let mut c = sqlx::SqliteConnection::connect(&config.store_url())
+                    .await
+                    .expect("open the test's sqlite file");
+                c.execute(sqlx::AssertSqlSafe(sql.to_string()))
+                    .await
+                    .expect("test SQL");
+                let _ = c.close().await;
+            }
+            Db::Postgres(url) => {
+                let mut c = sqlx::PgConnection::connect(url)
+                    .await
+                    .expect("connect to the test schema");
+                c.execute(sqlx::AssertSqlSafe(sql.to_string()))
+                    .await
+                    .expect("test SQL");
+                let _ = c.close().await;
+            }
+        }
+    }
 }
 
 /// Runs `body` on SQLite.

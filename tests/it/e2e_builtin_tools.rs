@@ -25,6 +25,10 @@ const GROUP: i64 = -100555;
 fn config(tg: &FakeTelegram, llm: &FakeLlm, data: &tempfile::TempDir, db: &Db) -> Config {
     let mut c = tg_config(tg, llm, data);
     c.telegram.allowed_users = vec![ALICE.to_string(), BOB.to_string()];
+    // These tests are about what the tools do once they run: no question before a create,
+    // and a chat job may run every 2 s (the floor and the question: `e2e_cron_chat`).
+    c.tools.require_approval = Vec::new();
+    c.cron.chat_min_interval_secs = 1;
     db.apply(&mut c);
     c
 }
@@ -477,6 +481,8 @@ mod cron_rules {
             store: store.clone(),
             platforms: vec![Platform::Web],
             approval: false,
+            approval_create: false,
+            min_interval: std::time::Duration::from_secs(1),
             poke: Arc::new(tokio::sync::Notify::new()),
         };
         let alice = ctx("web:alice", "web:local");

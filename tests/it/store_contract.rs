@@ -17,6 +17,7 @@ mod approvals;
 mod inbox_leases;
 mod outbox;
 mod pairing;
+mod text;
 mod transcript;
 
 contract!(unmigrated sqlite_migrate_twice_is_a_noop, postgres_migrate_twice_is_a_noop, inbox_leases::migrate_twice_is_a_noop);
@@ -132,6 +133,17 @@ contract!(
     sqlite_kv_and_lanes_overview,
     postgres_kv_and_lanes_overview,
     outbox::kv_and_lanes_overview
+);
+
+contract!(
+    sqlite_nul_is_replaced_on_every_path,
+    postgres_nul_is_replaced_on_every_path,
+    text::nul_is_replaced_on_every_path
+);
+contract!(
+    sqlite_kept_tool_results,
+    postgres_kept_tool_results,
+    text::kept_tool_results
 );
 
 // --- fixtures shared by the contract files ------------------------------------------------

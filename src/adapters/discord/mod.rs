@@ -151,6 +151,15 @@ async fn run_once(
     (shard, total): (u32, u32),
 ) -> Result<(), Stop> {
     let http = build_http(config).map_err(|e| Fatal(e.to_string()))?;
+    // serenity asks for the gateway URL once, when the client is built, and on failure dials
+    // its built-in host for good (its shard manager reconnects there forever). Asked here
+    // first, from the configured `api_url`: a failure restarts the client after a pause,
+    // which asks again, and the answer is what the shards dial.
+    let gateway = http
+        .get_gateway()
+        .await
+        .map_err(|e| Retry(format!("cannot read the gateway URL from {}: {e}", config.api_url)))?
+        .url;
     let signs = Arc::new(watchdog::LifeSigns::default());
     let handler = Handler {
         edge: edge.clone(),
@@ -166,6 +175,7 @@ async fn run_once(
         .raw_event_handler(ArcSigns(signs.clone()))
         .await
         .map_err(|e| Retry(format!("building the client: {e}")))?;
+    *client.ws_url.lock().await = gateway;
     let manager = client.shard_manager.clone();
     let watch_cancel = cancel.child_token();
     tracker.spawn(watchdog::run(

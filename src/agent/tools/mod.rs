@@ -112,6 +112,11 @@ pub trait Tool: Send + Sync {
     fn requires_approval(&self) -> bool {
         false
     }
+    /// [`Tool::requires_approval`] for one call: a tool whose actions differ in reach (the
+    /// `cron` tool asks to create a job, not to list them) decides from the arguments.
+    fn requires_approval_for(&self, _arguments: &str) -> bool {
+        self.requires_approval()
+    }
     async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError>;
 }
 
@@ -164,17 +169,18 @@ impl Tools {
             call_index,
             ..ctx.clone()
         };
-        let result = match self.policy.check(name, tool.requires_approval()) {
+        let req = |hardline| ApprovalRequest {
+            tool: name.to_string(),
+            origin: tool.origin(),
+            arguments: arguments.to_string(),
+            call_index,
+            hardline,
+        };
+        let result = match self.policy.check(name, tool.requires_approval_for(arguments)) {
             Check::Refuse(why) => Err(ToolError::Refused(why)),
-            Check::Run => tool.call(ctx, arguments).await,
+            Check::Run => gate.run_unasked(ctx, &req(false), tool.as_ref()).await,
             Check::Ask { hardline } => {
-                let req = ApprovalRequest {
-                    tool: name.to_string(),
-                    origin: tool.origin(),
-                    arguments: arguments.to_string(),
-                    call_index,
-                    hardline,
-                };
+                let req = req(hardline);
                 match gate.decide(ctx, &req).await {
                     Decision::Approved { by } => {
                         tracing::info!(tool = name, by = %by, "tool call approved");

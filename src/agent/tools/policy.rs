@@ -139,6 +139,18 @@ pub trait ApprovalGate: Send + Sync {
         req: &ApprovalRequest,
         tool: &dyn Tool,
     ) -> Result<String, ToolError>;
+
+    /// Runs a call the policy lets through without asking. A gate that keeps results returns
+    /// the one an earlier attempt of the same turn recorded for this call instead of running
+    /// the tool again (a retried turn must not repeat a side effect it already caused).
+    async fn run_unasked(
+        &self,
+        ctx: &ToolContext,
+        req: &ApprovalRequest,
+        tool: &dyn Tool,
+    ) -> Result<String, ToolError> {
+        tool.call(ctx, &req.arguments).await
+    }
 }
 
 /// The gate where there is no one to ask: every call that needs approval is denied.

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sha2::{Digest, Sha256};
 
 use super::Approvals;
 use crate::agent::screen::cap_head_tail;
@@ -37,9 +36,7 @@ impl<'a> TurnGate<'a> {
             .inbox_id
             .ok_or_else(|| "the call does not belong to a message anyone sent".to_string())?;
         let now = now_ms();
-        let hash = hex::encode(Sha256::digest(
-            format!("{}\n{}", req.tool, req.arguments).as_bytes(),
-        ));
+        let hash = super::kept::call_hash(req);
         let new = NewApproval {
             id: uuid::Uuid::new_v4().simple().to_string(),
             lane: ctx.lane.clone(),
@@ -183,6 +180,15 @@ impl ApprovalGate for TurnGate<'_> {
                 ))
             }
         }
+    }
+
+    async fn run_unasked(
+        &self,
+        ctx: &ToolContext,
+        req: &ApprovalRequest,
+        tool: &dyn Tool,
+    ) -> Result<String, ToolError> {
+        super::kept::run(self.desk.store.as_ref(), self.ev, ctx, req, tool).await
     }
 
     async fn run_once(

@@ -9,7 +9,8 @@
 //! waiters on other replicas see it on their next poll of the row.
 //!
 //! This file is the desk (presses, wake-ups, closing what a stopped turn left open);
-//! `gate.rs` is one turn's side of it.
+//! `gate.rs` is one turn's side of it; `kept.rs` keeps the results of calls that needed no
+//! approval, so a retried turn does not run them again either.
 //!
 //! Must not: let anyone but an allowed sender of the approval's own chat answer it, or treat
 //! a missing or unreadable row as consent.
@@ -28,6 +29,7 @@ use crate::store::{now_ms, ApprovalRow, Store};
 use super::clock::TurnClock;
 
 mod gate;
+mod kept;
 
 pub use gate::TurnGate;
 

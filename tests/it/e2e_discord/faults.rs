@@ -113,3 +113,32 @@ async fn the_watchdog_restarts_a_shard_that_shows_no_sign_of_life() {
     })
     .await;
 }
+
+/// Issue 25: the gateway URL could not be read when the client started (a 500 from the
+/// configured API). The adapter asks again on its next start, from the same `api_url`, and
+/// connects to the gateway it names; serenity alone dialled its built-in host for good.
+#[tokio::test]
+async fn a_failed_gateway_lookup_at_start_is_asked_again_and_the_bot_answers() {
+    bounded("gateway lookup fails once", async {
+        let fake = FakeDiscord::start(TOKEN).await;
+        fake.fail_next_rest("/gateway", Fault::ServerError);
+        let env = start_on(fake, |c| {
+            // One fixed shard: the lookup that fails is the client's own, not the shard count.
+            c.discord.shards = herald::config::ShardCount::Fixed(1);
+        })
+        .await;
+        let asked = env
+            .fake
+            .requests()
+            .iter()
+            .filter(|r| r.starts_with("GET /gateway"))
+            .count();
+        assert!(asked >= 2, "the gateway URL was asked for again: {asked}");
+        env.fake
+            .dispatch_message_create(DM, None, USER, "are you back", false, None);
+        let sent = env.sent_settled(1).await;
+        assert_eq!(sent[0].content, "reply to: are you back");
+        env.stop().await;
+    })
+    .await;
+}

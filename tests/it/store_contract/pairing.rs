@@ -84,29 +84,65 @@ pub async fn pairing_cap_and_expiry(store: Arc<dyn Store>) {
             .unwrap(),
         PairingOutcome::Issued(_)
     ));
+    // The cap is per platform: another platform's codes do not count.
     assert!(matches!(
-        s.pairing_request(&ask("discord", "2", "CODE0002", hour, hour, 2))
+        s.pairing_request(&ask("discord", "2", "CODE0002", hour, hour, 1))
             .await
             .unwrap(),
         PairingOutcome::Issued(_)
     ));
-    assert_eq!(
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    assert!(matches!(
         s.pairing_request(&ask("telegram", "3", "CODE0003", hour, hour, 2))
+            .await
+            .unwrap(),
+        PairingOutcome::Issued(_)
+    ));
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    // Full: the newcomer still gets a code, in place of the platform's oldest.
+    assert_eq!(
+        s.pairing_request(&ask("telegram", "5", "CODE0005", hour, hour, 2))
+            .await
+            .unwrap(),
+        PairingOutcome::IssuedEvicting {
+            code: "CODE0005".into(),
+            evicted_sender: "1".into(),
+            evicted_code: "CODE0001".into(),
+        }
+    );
+    assert!(
+        matches!(
+            s.pairing_approve("telegram", "CODE0001").await,
+            Err(StoreError::NotFound(_))
+        ),
+        "an evicted code cannot be approved"
+    );
+    let mut codes: Vec<_> = s
+        .pairing_pending()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.code)
+        .collect();
+    codes.sort();
+    assert_eq!(codes, ["CODE0002", "CODE0003", "CODE0005"]);
+    // No codes at all when the cap is 0.
+    assert_eq!(
+        s.pairing_request(&ask("discord", "9", "CODE0009", hour, hour, 0))
             .await
             .unwrap(),
         PairingOutcome::Full
     );
-    assert_eq!(s.pairing_pending().await.unwrap().len(), 2);
     // An expired code frees its slot and cannot be approved.
     assert!(matches!(
-        s.pairing_request(&ask("telegram", "4", "CODE0004", -1, hour, 3))
+        s.pairing_request(&ask("discord", "4", "CODE0004", -1, hour, 3))
             .await
             .unwrap(),
         PairingOutcome::Issued(_)
     ));
     assert!(matches!(
-        s.pairing_approve("telegram", "CODE0004").await,
+        s.pairing_approve("discord", "CODE0004").await,
         Err(StoreError::NotFound(_))
     ));
-    assert_eq!(s.pairing_pending().await.unwrap().len(), 2);
+    assert_eq!(s.pairing_pending().await.unwrap().len(), 3);
 }
