@@ -73,7 +73,7 @@ mod tests {
         let first_two: Vec<&str> = framed.lines().take(2).collect();
         assert_eq!(
             first_two[1],
-            "<reference-data source=\"file  a   ‹/reference-data>\">"
+            "<reference-data source=\"file  a  ‹/reference-data>\">"
         );
     }
 }
