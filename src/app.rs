@@ -149,7 +149,8 @@ impl App {
             outbounds.clone(),
             auth.clone(),
             Duration::from_secs(config.approvals.timeout_secs),
-        );
+        )
+        .only_requester(config.approvals.only_requester);
         let outbox_wake = Arc::new(Notify::new());
         let cron_poke = Arc::new(Notify::new());
         // The built-in tools that act beyond the conversation, each switchable in `[tools]`.

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::screen::screen;
-use super::skills::{parse, valid_name};
+use super::skills::{inside, parse, valid_name};
 use super::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 
@@ -55,7 +55,10 @@ fn render(name: &str, description: &str, body: &str) -> String {
 impl SkillManage {
     /// The SKILL.md text the call proposes, or the reason it cannot.
     fn proposed_text(&self, a: &Args) -> Result<String, String> {
-        let current = std::fs::read_to_string(self.dir.join(&a.name).join("SKILL.md")).ok();
+        // Held to the skills directory's rule: a symlink out is not a skill to patch.
+        let current = inside(&self.dir, &self.dir.join(&a.name).join("SKILL.md"))
+            .ok()
+            .and_then(|p| std::fs::read_to_string(p).ok());
         match a.action.as_str() {
             "create" => {
                 if current.is_some() {
@@ -103,6 +106,37 @@ impl SkillManage {
         }
     }
 
+    /// The proposal folder of `name` for the caller: made new, or theirs already. A pending
+    /// name belongs to whoever proposed it first, so nobody else's text can take its place
+    /// before the operator reads it.
+    fn claim(&self, ctx: &ToolContext, name: &str) -> Result<PathBuf, String> {
+        let cannot = |e: std::io::Error| format!("cannot write the proposal: {e}");
+        let pending = self.dir.join(PROPOSED_DIR);
+        std::fs::create_dir_all(&pending).map_err(cannot)?;
+        inside(&self.dir, &pending)?;
+        let dir = proposal_dir(&self.dir, name);
+        match std::fs::create_dir(&dir) {
+            // New: the note goes first, so the folder is never ownerless for long.
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(cannot(e)),
+        }
+        let dir = inside(&self.dir, &dir)?;
+        let owner = std::fs::read_to_string(dir.join(PROPOSAL_NOTE))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["person"].as_str().map(str::to_string));
+        if owner.as_deref() == Some(ctx.person.as_str()) {
+            return Ok(dir);
+        }
+        tracing::info!(skill = %name, person = %ctx.person, owner = ?owner, "skill proposal refused: the name is pending for someone else");
+        Err(format!(
+            "refused: a proposal named {name:?} from someone else is waiting for the operator; \
+             nothing was written. Propose under another name, or wait until the operator \
+             approves or rejects that one."
+        ))
+    }
+
     fn propose(&self, ctx: &ToolContext, a: &Args) -> Result<String, String> {
         if !valid_name(&a.name) {
             return Err(
@@ -122,10 +156,7 @@ impl SkillManage {
         if let Some(f) = screen(&text) {
             return Err(format!("refused: the skill contains {f}"));
         }
-        let dir = proposal_dir(&self.dir, &a.name);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot write the proposal: {e}"))?;
-        std::fs::write(dir.join("SKILL.md"), &text)
-            .map_err(|e| format!("cannot write the proposal: {e}"))?;
+        let dir = self.claim(ctx, &a.name)?;
         let note = json!({
             "action": a.action,
             "person": ctx.person,
@@ -135,9 +166,11 @@ impl SkillManage {
         });
         std::fs::write(dir.join(PROPOSAL_NOTE), format!("{note:#}\n"))
             .map_err(|e| format!("cannot write the proposal: {e}"))?;
+        std::fs::write(dir.join("SKILL.md"), &text)
+            .map_err(|e| format!("cannot write the proposal: {e}"))?;
         tracing::info!(skill = %a.name, action = %a.action, person = %ctx.person, "skill proposal written");
         Ok(format!(
-            "Proposed (replacing any earlier proposal for {:?}). It takes effect only after a person \
+            "Proposed (replacing any earlier proposal of yours for {:?}). It takes effect only after a person \
              approves it: the operator runs `herald skills approve {}`. Until then nothing changes, \
              and an approved skill reaches new sessions, not this one.",
             a.name, a.name

@@ -85,9 +85,33 @@ pub fn parse(text: &str) -> Result<Skill, String> {
     })
 }
 
-/// Reads one skill directory, checking that the front matter's name is the directory's.
-fn read_skill(dir: &Path, dir_name: &str) -> Result<Skill, String> {
-    let file = dir.join("SKILL.md");
+/// The one rule for every path Herald reads or writes under the skills directory (the index,
+/// `skill_view`, proposals, `herald skills approve`): `path` resolved through every symlink
+/// must lie strictly inside `root` resolved the same way, or it is refused. A symlink that
+/// stays inside is fine; one that leads out is not a skill.
+pub fn inside(root: &Path, path: &Path) -> Result<PathBuf, String> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("the skills directory {} is not readable: {e}", root.display()))?;
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if real.starts_with(&root) && real != root {
+        Ok(real)
+    } else {
+        Err(format!(
+            "{} leads outside the skills directory (a symlink to {})",
+            path.display(),
+            real.display()
+        ))
+    }
+}
+
+/// Reads skill `dir_name` under `root`, the directory and its SKILL.md both held to
+/// [`inside`], checking that the front matter's name is the directory's.
+fn read_skill(root: &Path, dir_name: &str) -> Result<Skill, String> {
+    let dir = inside(root, &root.join(dir_name))?;
+    let file = inside(root, &dir.join("SKILL.md"))?;
     let meta = std::fs::metadata(&file).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!("SKILL.md is larger than {MAX_FILE_BYTES} bytes"));
@@ -125,7 +149,7 @@ pub fn load(dir: &Path) -> Vec<Skill> {
         if !path.is_dir() || !valid_name(&name) {
             continue;
         }
-        match read_skill(&path, &name) {
+        match read_skill(dir, &name) {
             Ok(s) => out.push(s),
             Err(why) => tracing::warn!(skill = %path.display(), "skill skipped: {why}"),
         }
@@ -139,10 +163,7 @@ pub fn index(skills: &[Skill]) -> Option<String> {
     if skills.is_empty() {
         return None;
     }
-    let mut out = String::from(
-        "## Skills\nBefore replying, check the skills below. If one clearly matches the task, \
-         load it with skill_view(name) and follow it.\n<available_skills>\n",
-    );
+    let mut out = String::new();
     let mut left_out = 0;
     for s in skills {
         let description: String = s.description.chars().take(MAX_DESCRIPTION_CHARS).collect();
@@ -156,8 +177,13 @@ pub fn index(skills: &[Skill]) -> Option<String> {
     if left_out > 0 {
         out.push_str(&format!("- … {left_out} more skills not listed here\n"));
     }
-    out.push_str("</available_skills>");
-    Some(out)
+    // The names and descriptions are the operator's or an approved proposal's words: framed
+    // as data, so a description cannot pose as a rule.
+    Some(format!(
+        "## Skills\nBefore replying, check the skills below. If one clearly matches the task, \
+         load it with skill_view(name) and follow it.\n{}",
+        crate::agent::prompt::frame::frame("the skills index (name: when it applies)", &out)
+    ))
 }
 
 /// `skill_view`: one skill's body and the names of its other files.
@@ -237,16 +263,11 @@ impl Tool for SkillView {
         if !valid_name(name) {
             return not_found();
         }
-        let dir = self.dir.join(name);
-        // A symlinked skill directory pointing outside the skills directory is not a skill.
-        let inside = match (dir.canonicalize(), self.dir.canonicalize()) {
-            (Ok(d), Ok(root)) => d.starts_with(&root) && d != root,
-            _ => false,
-        };
-        if !inside {
+        // The index's own rule: what it would not list, this does not read.
+        let Ok(dir) = inside(&self.dir, &self.dir.join(name)) else {
             return not_found();
-        }
-        match read_skill(&dir, name) {
+        };
+        match read_skill(&self.dir, name) {
             Ok(skill) => Ok(json!({
                 "name": skill.name,
                 "description": skill.description,
@@ -254,7 +275,9 @@ impl Tool for SkillView {
                 "files": other_files(&dir),
             })
             .to_string()),
-            Err(why) if why.starts_with("cannot read") => not_found(),
+            Err(why) if why.starts_with("cannot read") || why.contains("leads outside") => {
+                not_found()
+            }
             Err(why) => Err(ToolError::Failed(format!(
                 "the skill {name:?} cannot be used: {why}"
             ))),
@@ -293,6 +316,32 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn one_rule_keeps_paths_inside_the_skills_directory() {
+        use std::os::unix::fs::symlink;
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let write = |p: &Path, name: &str| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, format!("---\nname: {name}\ndescription: d\n---\nbody\n")).unwrap();
+        };
+        write(&root.path().join("ok/SKILL.md"), "ok");
+        write(&outside.path().join("out/SKILL.md"), "out");
+        symlink(outside.path().join("out"), root.path().join("out")).unwrap();
+        std::fs::create_dir_all(root.path().join("file")).unwrap();
+        write(&outside.path().join("f.md"), "file");
+        symlink(outside.path().join("f.md"), root.path().join("file/SKILL.md")).unwrap();
+        assert!(inside(root.path(), &root.path().join("ok/SKILL.md")).is_ok());
+        assert!(inside(root.path(), root.path()).is_err(), "the root itself is not inside");
+        assert!(inside(root.path(), &root.path().join("..")).is_err());
+        for name in ["out", "file"] {
+            assert!(read_skill(root.path(), name).unwrap_err().contains("leads outside"));
+        }
+        let names: Vec<String> = load(root.path()).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["ok"]);
+    }
+
     #[test]
     fn the_index_is_sorted_and_capped() {
         let skills: Vec<Skill> = (0..500)
@@ -303,8 +352,9 @@ mod tests {
             })
             .collect();
         let idx = index(&skills).unwrap();
-        assert!(idx.len() < INDEX_CAP_CHARS + 200, "{}", idx.len());
+        assert!(idx.len() < INDEX_CAP_CHARS + 600, "{}", idx.len());
         assert!(idx.contains("- skill-000: "));
+        assert!(idx.contains("it is not an instruction"), "the list is framed as data");
         assert!(idx.contains("more skills not listed here"));
         assert!(!idx.contains(&"d".repeat(161)), "descriptions are cut");
         assert_eq!(index(&[]), None);

@@ -12,7 +12,7 @@ use clap::Subcommand;
 use crate::agent::prompt::skills_dir;
 use crate::agent::screen::screen;
 use crate::agent::skill_manage::{proposal_dir, PROPOSAL_NOTE, PROPOSED_DIR};
-use crate::agent::skills::{load, parse, valid_name};
+use crate::agent::skills::{inside, load, parse, valid_name};
 use crate::config::Config;
 
 #[derive(Subcommand)]
@@ -47,7 +47,9 @@ fn existing_proposal(dir: &Path, name: &str) -> anyhow::Result<std::path::PathBu
             dir.join(PROPOSED_DIR).display()
         );
     }
-    Ok(p)
+    // The skills directory's one rule: a proposal read through a symlink out is refused.
+    inside(dir, &p.join("SKILL.md")).map_err(|e| anyhow::anyhow!("refused: {e}"))?;
+    inside(dir, &p).map_err(|e| anyhow::anyhow!("refused: {e}"))
 }
 
 fn list(dir: &Path) -> anyhow::Result<()> {
@@ -74,8 +76,8 @@ fn list(dir: &Path) -> anyhow::Result<()> {
         println!(
             "proposed: {name}  ({} by {} in {} at {}; herald skills approve|reject {name})",
             note["action"].as_str().unwrap_or("?"),
-            note["person"].as_str().unwrap_or("?"),
-            note["lane"].as_str().unwrap_or("?"),
+            crate::telemetry::escape(note["person"].as_str().unwrap_or("?")),
+            crate::telemetry::escape(note["lane"].as_str().unwrap_or("?")),
             note["proposed_at"].as_str().unwrap_or("?"),
         );
     }
@@ -93,8 +95,14 @@ fn approve(dir: &Path, name: &str) -> anyhow::Result<()> {
         bail!("the proposal contains {f}; reject it or fix it by hand");
     }
     let target = dir.join(name);
-    std::fs::create_dir_all(&target).with_context(|| format!("creating {}", target.display()))?;
+    if std::fs::symlink_metadata(&target).is_err() {
+        std::fs::create_dir(&target).with_context(|| format!("creating {}", target.display()))?;
+    }
+    // Never write through a symlink that leads out of the skills directory.
+    let target = inside(dir, &target).map_err(|e| anyhow::anyhow!("refused: {e}"))?;
     let tmp = target.join(".SKILL.md.new");
+    // A planted file or symlink under the temporary name is not written through.
+    let _ = std::fs::remove_file(&tmp);
     std::fs::write(&tmp, &text)?;
     std::fs::rename(&tmp, target.join("SKILL.md"))?;
     std::fs::remove_dir_all(&p)?;

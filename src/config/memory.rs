@@ -81,7 +81,9 @@ pub fn safe_segment(s: &str) -> bool {
 }
 
 /// The folder name of an unlinked identity: `platform-sender`, characters outside
-/// `A-Z a-z 0-9 . _ -` as `_`, at most 64 characters (a longer one ends in a hash of the whole).
+/// `A-Z a-z 0-9 . _ -` as `_`. When cleaning changed it or it is longer than 64 characters it
+/// ends in `-` and a hash of the whole raw name, so `josé` and `jos?` are two people; a name
+/// that needed no cleaning is kept byte for byte (existing folders keep working).
 fn identity_key(platform: &str, sender: &str) -> String {
     let raw = format!("{platform}-{sender}");
     let clean: String = raw
@@ -94,12 +96,12 @@ fn identity_key(platform: &str, sender: &str) -> String {
             }
         })
         .collect();
-    if clean.len() <= 64 {
+    if clean == raw && clean.len() <= 64 {
         return clean;
     }
     use sha2::{Digest, Sha256};
     let h = hex::encode(Sha256::digest(raw.as_bytes()));
-    format!("{}-{}", &clean[..47], &h[..16])
+    format!("{}-{}", &clean[..clean.len().min(47)], &h[..16])
 }
 
 /// The person a sender identity belongs to: the `[[people]]` name that lists `platform:sender`,
@@ -202,8 +204,15 @@ mod tests {
         );
         assert_eq!(
             person_key(&p, "web", "../../etc").as_deref(),
-            Some("web-.._.._etc")
+            Some("web-.._.._etc-f2dc6d64aa3dc363")
         );
+        // Names that clean alike are two people; a clean name is kept as it is.
+        let jose = person_key(&p, "web", "josé").unwrap();
+        let jos = person_key(&p, "web", "jos?").unwrap();
+        assert_eq!(jose, "web-jos_-ede189ff4a645f3f");
+        assert_eq!(jos, "web-jos_-053d328c9a042c91");
+        assert_eq!(person_key(&p, "web", "jos_").as_deref(), Some("web-jos_"));
+        assert!(safe_segment(&jose) && safe_segment(&jos));
         assert_eq!(person_key(&p, "cron", "scheduler"), None);
         let long = person_key(&p, "web", &"x".repeat(200)).unwrap();
         assert_eq!(long.len(), 64);

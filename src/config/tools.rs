@@ -65,6 +65,9 @@ pub struct ApprovalsConfig {
     /// Run tools that ask for approval without asking (the hardline still asks). Read once at
     /// startup; nothing at runtime can change it.
     pub bypass: bool,
+    /// Only the person whose message led to the call may answer it (in a group, other allowed
+    /// members are told who can). Off: any allowed sender of the chat may answer.
+    pub only_requester: bool,
 }
 
 impl Default for ApprovalsConfig {
@@ -74,6 +77,7 @@ impl Default for ApprovalsConfig {
             hardline: DEFAULT_HARDLINE.iter().map(|s| s.to_string()).collect(),
             deny: Vec::new(),
             bypass: false,
+            only_requester: true,
         }
     }
 }

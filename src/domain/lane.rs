@@ -31,9 +31,11 @@ impl LaneKey {
         LaneKey::new(&raw)
     }
 
-    /// Cleans a raw key: characters outside `[A-Za-z0-9._:-]` become `_`; a cleaned key longer
-    /// than 120 characters becomes its first 99 characters, `-`, and the first 20 hex digits of
-    /// sha256 of the *raw* key.
+    /// Cleans a raw key: characters outside `[A-Za-z0-9._:-]` become `_`. A key that cleaning
+    /// changed, or that is longer than 120 characters, becomes its cleaned form (cut to 99
+    /// characters), `-`, and the first 20 hex digits of sha256 of the *raw* key: `web:café`
+    /// and `web:caf?` both clean to `web:caf_` and must still be two conversations. A clean
+    /// key of at most 120 characters is kept byte for byte, so stored keys parse to themselves.
     pub fn new(raw: &str) -> LaneKey {
         let cleaned: String = raw
             .chars()
@@ -46,13 +48,13 @@ impl LaneKey {
             })
             .collect();
         // After cleaning every char is ASCII, so char count == byte count.
-        if cleaned.len() <= MAX_LANE_KEY_LEN {
+        if cleaned == raw && cleaned.len() <= MAX_LANE_KEY_LEN {
             return LaneKey(cleaned);
         }
         let digest = hex::encode(Sha256::digest(raw.as_bytes()));
         LaneKey(format!(
             "{}-{}",
-            &cleaned[..HASHED_PREFIX_LEN],
+            &cleaned[..cleaned.len().min(HASHED_PREFIX_LEN)],
             &digest[..HASH_HEX_LEN]
         ))
     }
@@ -114,10 +116,14 @@ mod tests {
             ("telegram:1033877751", "telegram:1033877751"),
             ("telegram:-100123:42", "telegram:-100123:42"),
             ("web:alice", "web:alice"),
-            ("web:alice smith", "web:alice_smith"),
-            ("discord:1/2?3", "discord:1_2_3"),
-            ("web:café", "web:caf_"),
+            ("web:alice smith", "web:alice_smith-3607fb4ec842c019eab0"),
+            ("discord:1/2?3", "discord:1_2_3-89c948de42e2973eda7a"),
+            ("web:café", "web:caf_-639236db925d935cf839"),
+            ("web:caf?", "web:caf_-2ea8244a7be9c75c8b02"),
             ("web:a.b_c-d", "web:a.b_c-d"),
+            // A key that is already clean (as stored) is kept byte for byte, hashed or not.
+            ("web:caf_", "web:caf_"),
+            ("web:caf_-639236db925d935cf839", "web:caf_-639236db925d935cf839"),
         ];
         for (raw, want) in cases {
             assert_eq!(LaneKey::new(raw).as_str(), *want, "raw {raw:?}");
@@ -173,6 +179,21 @@ mod tests {
         let a = format!("web:{} é", "y".repeat(130));
         let b = format!("web:{} ü", "y".repeat(130));
         assert_ne!(LaneKey::new(&a), LaneKey::new(&b));
+    }
+
+    #[test]
+    fn names_that_clean_alike_stay_apart_and_clean_keys_reparse_to_themselves() {
+        let raws = ["web:café", "web:caf?", "web:caf_", "web:caf ", "web:cafè"];
+        let keys: Vec<LaneKey> = raws.iter().map(|r| LaneKey::new(r)).collect();
+        for (i, a) in keys.iter().enumerate() {
+            assert_eq!(LaneKey::parse(a.as_str()), *a, "{a} reparses to itself");
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b, "{raws:?}");
+            }
+        }
+        // A long changed key stays within the bound.
+        let long = format!("web:{}", "é".repeat(200));
+        assert_eq!(LaneKey::new(&long).as_str().len(), MAX_LANE_KEY_LEN);
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub(super) async fn answer(
     let outcome = state.approvals.press(&press).await;
     let status = match outcome {
         PressOutcome::Approved | PressOutcome::Denied => StatusCode::OK,
-        PressOutcome::NotYours => StatusCode::FORBIDDEN,
+        PressOutcome::NotYours | PressOutcome::OnlyRequester(_) => StatusCode::FORBIDDEN,
         PressOutcome::NotOpen => StatusCode::CONFLICT,
     };
     (

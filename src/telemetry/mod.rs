@@ -67,7 +67,7 @@ pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
         ));
     let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = vec![match cfg.format {
         LogFormat::Json => fmt.json().flatten_event(true).with_filter(filter).boxed(),
-        LogFormat::Human => fmt.with_filter(filter).boxed(),
+        LogFormat::Human => fmt.fmt_fields(human_fields()).with_filter(filter).boxed(),
     }];
     let (otel, handle) = otlp::layer(telemetry);
     layers.extend(otel);
@@ -76,6 +76,45 @@ pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
         .try_init()
         .is_ok();
     (handle, installed)
+}
+
+/// `text` with control characters (ESC, BEL, NUL, newlines, C1) and line or paragraph
+/// separators written as escapes (`\u{1b}`): a log field that quotes outside text (a message,
+/// a sender id, a tool argument, a matched phrase) can then neither colour a terminal, ring
+/// it, nor forge a log line of its own.
+pub fn escape(text: &str) -> String {
+    if !text.chars().any(needs_escape) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if needs_escape(c) {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Human log lines format every field through [`escape`], so no call site can forget to.
+/// (JSON lines are escaped by the JSON encoder.)
+fn human_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static
+{
+    use tracing_subscriber::field::MakeExt;
+    tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let text = escape(&format!("{value:?}"));
+        if field.name() == "message" {
+            write!(w, "{text}")
+        } else {
+            write!(w, "{field}={text}")
+        }
+    })
+    .delimited(" ")
 }
 
 /// The configured level with the MCP SDK held at warn (it logs every session's start and end at
@@ -96,7 +135,39 @@ fn colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::colour;
+    use super::{colour, escape, human_fields};
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn human_log_lines_escape_control_characters_in_every_field() {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let out = buf.clone();
+        let sub = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .fmt_fields(human_fields())
+            .with_writer(move || out.clone())
+            .finish();
+        tracing::subscriber::with_default(sub, || {
+            let hostile = "a\u{1b}[31mb\u{7}\u{0}\nFAKE line\u{2028}";
+            tracing::warn!(entry = %hostile, sender = hostile, "quoted {}", hostile);
+        });
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\0'));
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("entry=a\\u{1b}[31mb\\u{7}\\0\\nFAKE"), "{text}");
+        assert_eq!(escape("plain café"), "plain café");
+    }
 
     #[test]
     fn colour_only_on_a_terminal_without_no_color() {

@@ -37,14 +37,21 @@ pub fn check_clean_lane(key: &LaneKey) -> Verdict {
     })
 }
 
-/// `LaneKey::new(raw)`: clean, a short clean id kept as it is, and a clean key parses to
-/// itself.
+/// `LaneKey::new(raw)`: clean, a short clean id kept as it is, any other id ends in `-` and a
+/// 20-hex-digit hash (so ids that clean alike, `café` and `caf?`, stay apart), and a clean key
+/// parses to itself.
 pub fn check_lane_key(raw: &str) -> Verdict {
     let key = LaneKey::new(raw);
     check_clean_lane(&key)?;
     let s = key.as_str();
     if raw.chars().count() <= MAX_LANE_KEY_LEN && raw.chars().all(is_lane_char) {
         ensure(s == raw, || format!("clean key {raw:?} changed to {s:?}"))?;
+    } else {
+        let tail = s.len().checked_sub(21).map(|i| &s[i..]).unwrap_or("");
+        ensure(
+            tail.starts_with('-') && tail[1..].chars().all(|c| c.is_ascii_hexdigit()),
+            || format!("changed key {raw:?} became {s:?} without a hash suffix"),
+        )?;
     }
     let reparsed = LaneKey::parse(s);
     ensure(reparsed.as_str() == s, || {

@@ -95,7 +95,7 @@ async fn prompt_files_and_skills_reach_the_model_screened_capped_and_frozen_per_
             .unwrap_or_else(|| panic!("{needle:?} not in the prompt"))
     };
     let ctx = at("Use pytest. The entry point is src/atlas/main.py.");
-    assert!(at("<available_skills>") < ctx && ctx < at("Session: "));
+    assert!(at("<reference-data source=\"the skills index") < ctx && ctx < at("Session: "));
     // The hostile file is replaced by a one-line notice naming it and the reason.
     let notice = format!(
         "[Context file {} withheld: it contains a prompt-injection pattern",

@@ -14,13 +14,18 @@
 //! This module never decides *who* a person is (that is `config::person_key`, fed only from
 //! the sender identity of the event being answered).
 
+mod entries;
 pub mod tool;
+
+pub use entries::{is_text, parse};
+use entries::{find_one, render, withheld_notice};
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
+use crate::agent::prompt::frame::frame;
 use crate::agent::prompt::Block;
 use crate::agent::screen::screen;
 use crate::config::{safe_segment, Config, MemoryConfig};
@@ -145,8 +150,11 @@ impl MemoryFiles {
         let mut out = parse(&text, self.cap(t), self.entry_chars);
         out.oversized = oversized;
         for (line, why) in out.dropped.iter().filter(|_| log) {
+            // The entry is outside text: escaped, so a control character cannot reach the log.
             let head: String = line.chars().take(60).collect();
-            tracing::warn!(file = %path.display(), entry = %head, reason = %why, "memory entry left out");
+            let finding = screen(line).map(|f| f.detail()).unwrap_or_default();
+            tracing::warn!(file = %path.display(), entry = %head.escape_debug(), reason = %why,
+                finding = %finding, "memory entry left out");
         }
         out
     }
@@ -165,10 +173,11 @@ impl MemoryFiles {
             ),
         ] {
             let l = self.load(person, t);
-            if l.entries.is_empty() {
+            if l.entries.is_empty() && l.dropped.is_empty() {
                 continue;
             }
             let lines: Vec<String> = l.entries.iter().map(|e| format!("- {e}")).collect();
+            let withheld = withheld_notice(t, &l.dropped);
             out.push(Block {
                 label: format!(
                     "{} of {person} ({}/{} chars)",
@@ -177,11 +186,14 @@ impl MemoryFiles {
                     self.cap(t)
                 ),
                 text: format!(
-                    "{heading}\n[{}: {}/{} characters used; saved at session start, edits reach the next session]\n{}",
+                    "{heading}\n[{}: {}/{} characters used; saved at session start, edits reach the next session]\n{}{withheld}",
                     t.file_name(),
                     l.chars(),
                     self.cap(t),
-                    lines.join("\n")
+                    frame(
+                        &format!("memory ({} of this person)", t.file_name()),
+                        &lines.join("\n")
+                    ),
                 ),
             });
         }
@@ -267,6 +279,13 @@ impl MemoryFiles {
         if c.contains('\n') || c.contains('\r') {
             return Err("an entry is one line; save separate facts as separate entries".into());
         }
+        if !is_text(c) {
+            return Err(
+                "refused: the entry holds control characters, line or paragraph separators or \
+                 undecodable bytes; save plain text on one line"
+                    .into(),
+            );
+        }
         if c.starts_with('#') {
             return Err("an entry cannot start with '#' (that marks a heading)".into());
         }
@@ -305,69 +324,6 @@ pub enum Edit {
     Add(String),
     Replace { old: String, new: String },
     Remove { old: String },
-}
-
-/// Entries of a file's text: screened, one line each, within `cap` characters.
-pub fn parse(text: &str, cap: usize, entry_chars: usize) -> Loaded {
-    let mut out = Loaded::default();
-    let mut total = 0;
-    for raw in text.lines() {
-        let line = raw.trim();
-        let line = line
-            .strip_prefix("- ")
-            .or_else(|| line.strip_prefix("* "))
-            .unwrap_or(line)
-            .trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let n = line.chars().count();
-        let why = if line.contains('\u{FFFD}') || line.chars().any(|c| c.is_control() && c != '\t')
-        {
-            Some("it is not text".to_string())
-        } else if let Some(f) = screen(line) {
-            Some(format!("it contains {f}"))
-        } else if n > entry_chars {
-            Some(format!("it is longer than {entry_chars} characters"))
-        } else if total + n + 1 > cap {
-            Some(format!("the file is past its cap of {cap} characters"))
-        } else {
-            None
-        };
-        match why {
-            Some(w) => out.dropped.push((line.to_string(), w)),
-            None => {
-                total += n + 1;
-                out.entries.push(line.to_string());
-            }
-        }
-    }
-    out
-}
-
-fn render(entries: &[String]) -> String {
-    entries.iter().map(|e| format!("- {e}\n")).collect()
-}
-
-fn find_one(entries: &[String], old: &str) -> Result<usize, String> {
-    let old = old.trim();
-    if old.is_empty() {
-        return Err("old_text is required: a unique part of the entry to change".into());
-    }
-    let hits: Vec<usize> = entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.contains(old))
-        .map(|(i, _)| i)
-        .collect();
-    match hits.as_slice() {
-        [i] => Ok(*i),
-        [] => Err("no saved entry contains old_text".into()),
-        _ => Err(format!(
-            "old_text matches {} entries; quote more of the one you mean",
-            hits.len()
-        )),
-    }
 }
 
 fn read_bounded(path: &Path) -> std::io::Result<(String, bool)> {

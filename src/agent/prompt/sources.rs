@@ -63,7 +63,7 @@ fn read_screened(path: &Path, cap: usize) -> Read {
         Err(e) => Read::Unreadable(e),
         Ok(text) => match screen(&text) {
             Some(finding) => {
-                tracing::warn!(file = %shown, "prompt file withheld: it contains {finding}");
+                tracing::warn!(file = %shown, finding = %finding.detail(), "prompt file withheld");
                 Read::Withheld(format!("it contains {finding}"))
             }
             None => Read::Text(cap_head_tail(text.trim(), cap, &shown)),
@@ -110,7 +110,7 @@ pub fn load_sources(config: &Config, window_tokens: usize) -> PromptSources {
         let label = format!("context file {}", path.display());
         let text = match read_screened(path, cap) {
             Read::Text(t) if t.is_empty() => continue,
-            Read::Text(t) => format!("# Context file {}\n{t}", path.display()),
+            Read::Text(t) => super::frame::frame(&format!("context file {}", path.display()), &t),
             Read::Withheld(why) => {
                 format!("[Context file {} withheld: {why}.]", path.display())
             }

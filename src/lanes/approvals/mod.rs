@@ -47,31 +47,35 @@ pub struct Press {
 }
 
 /// What a press achieved; [`PressOutcome::text`] is the short answer the presser sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PressOutcome {
     Approved,
     Denied,
     /// The presser may not answer this request (another chat, or not an allowed sender).
     NotYours,
+    /// An allowed member of the chat, but only the requester (named) may answer
+    /// (`approvals.only_requester`).
+    OnlyRequester(String),
     /// Answered or expired already, or no such request.
     NotOpen,
 }
 
 impl PressOutcome {
-    pub fn text(self) -> &'static str {
+    pub fn text(&self) -> String {
         match self {
-            PressOutcome::Approved => "Approved.",
-            PressOutcome::Denied => "Denied.",
-            PressOutcome::NotYours => "You cannot answer this request.",
-            PressOutcome::NotOpen => "This request is no longer open.",
+            PressOutcome::Approved => "Approved.".into(),
+            PressOutcome::Denied => "Denied.".into(),
+            PressOutcome::NotYours => "You cannot answer this request.".into(),
+            PressOutcome::OnlyRequester(name) => format!("Only {name} can answer this request."),
+            PressOutcome::NotOpen => "This request is no longer open.".into(),
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             PressOutcome::Approved => "approved",
             PressOutcome::Denied => "denied",
-            PressOutcome::NotYours => "refused",
+            PressOutcome::NotYours | PressOutcome::OnlyRequester(_) => "refused",
             PressOutcome::NotOpen => "not_open",
         }
     }
@@ -84,6 +88,7 @@ pub struct Approvals {
     outbounds: Outbounds,
     auth: Authorizer,
     timeout: Duration,
+    only_requester: bool,
     waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
@@ -99,7 +104,26 @@ impl Approvals {
             outbounds,
             auth,
             timeout,
+            only_requester: true,
             waiting: Arc::default(),
+        }
+    }
+
+    /// `approvals.only_requester`: whether only the requester may answer their own request.
+    pub fn only_requester(mut self, on: bool) -> Approvals {
+        self.only_requester = on;
+        self
+    }
+
+    /// The name the requester goes by in the chat (their message's sender name), for the
+    /// answer another member gets; the sender id when the message cannot be read.
+    async fn requester_name(&self, row: &ApprovalRow) -> String {
+        let id = row.person.split_once(':').map_or("", |(_, s)| s).to_string();
+        match self.store.inbox_get(row.inbox_id).await {
+            Ok(Some(inbox)) if !inbox.event.sender_name.trim().is_empty() => {
+                crate::telemetry::escape(inbox.event.sender_name.trim())
+            }
+            _ => id,
         }
     }
 
@@ -142,6 +166,10 @@ impl Approvals {
             return PressOutcome::NotYours;
         }
         let by = format!("{}:{}", p.platform.as_str(), p.sender_id);
+        // The web chat has no per-person identity to compare; its callers passed the guard.
+        if self.only_requester && p.platform != Platform::Web && row.person != by {
+            return PressOutcome::OnlyRequester(self.requester_name(&row).await);
+        }
         match self
             .store
             .approval_answer(&p.approval_id, p.approve, &by, now_ms())
