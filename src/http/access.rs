@@ -276,7 +276,8 @@ mod tests {
         let local: SocketAddr = "127.0.0.1:5000".parse().unwrap();
         let a = access(None, true);
         // (method, headers, admitted)
-        let cases: &[(Method, &[(&str, &str)], bool)] = &[
+        type Case = (Method, &'static [(&'static str, &'static str)], bool);
+        let cases: &[Case] = &[
             (Method::GET, &[("host", "localhost:8080")], true),
             (Method::GET, &[("host", "LOCALHOST")], true),
             (Method::GET, &[("host", "app.localhost:8080")], true),

@@ -318,9 +318,13 @@ pub(super) async fn serve(
                 }
             }
             _ = watch.evict.cancelled(), if watch.waiting_since().is_some() => {
-                metrics::counter!("herald_http_connections_closed_total", "reason" => "evicted")
-                    .increment(1);
-                return;
+                // A head may have arrived in the same wake-up: that request finishes, and the
+                // branch stays off until the connection is idle again.
+                if watch.waiting_since().is_some() {
+                    metrics::counter!("herald_http_connections_closed_total", "reason" => "evicted")
+                        .increment(1);
+                    return;
+                }
             }
             _ = shutdown.cancelled(), if !draining => {
                 draining = true;

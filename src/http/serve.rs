@@ -27,10 +27,10 @@ use crate::config::Config;
 const WARN_EVERY: Duration = Duration::from_secs(300);
 
 /// At the cap, only a connection that has waited at least this long without a request is
-/// closed for a newcomer. A real client's head arrives within milliseconds of the handshake,
-/// so it is never the victim; and a flood cannot make the loop close connections faster than
-/// `max_connections` per this interval.
-const EVICT_MIN_AGE: Duration = Duration::from_millis(100);
+/// closed for a newcomer. A real client's head is in the socket when it is accepted, so even
+/// on a loaded host it is read long before this; and a flood cannot make the loop close
+/// connections faster than `max_connections` per this interval.
+const EVICT_MIN_AGE: Duration = Duration::from_millis(250);
 
 /// The listener's limits, resolved once at start.
 #[derive(Debug, Clone, Copy)]
