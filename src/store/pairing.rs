@@ -202,10 +202,11 @@ macro_rules! pairing_store_impl {
                 .execute(&mut *tx)
                 .await?;
                 // The messages the auth hook refused while the code waited (its skip note is
-                // `auth: unauthorized`), this sender's in this chat, newest few.
+                // `auth: unauthorized`; closed once the code existed), this sender's in this
+                // chat, newest few.
                 let refused: Vec<(i64, String)> = sqlx::query_as(
                     "SELECT id, event FROM inbox WHERE platform = $1 AND status = 'skipped' \
-                     AND note = 'auth: unauthorized' AND received_at >= $2 ORDER BY id DESC LIMIT 200",
+                     AND note = 'auth: unauthorized' AND done_at >= $2 ORDER BY id DESC LIMIT 200",
                 )
                 .bind(platform)
                 .bind(req.created_at)

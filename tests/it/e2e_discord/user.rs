@@ -65,6 +65,13 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
         let store = env.app().store.clone();
         let code = store.pairing_pending().await.unwrap()[0].code.clone();
         store.pairing_approve("discord", &code).await.unwrap();
+        // They are told, and what they wrote while waiting is answered.
+        let sent = env.sent_settled(3).await;
+        assert_eq!(
+            sent[1].content,
+            "You are approved: you can talk to me now. I am answering what you wrote."
+        );
+        assert_eq!(sent[2].content, "reply to: let me in");
 
         let (_, token) =
             env.fake
@@ -79,7 +86,7 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
         assert_eq!(answer.method, "PATCH");
         assert_eq!(answer.target.as_deref(), Some("@original"));
         let text = answer.body["content"].as_str().unwrap_or_default();
-        assert!(text.starts_with("No session yet"), "{text}");
+        assert!(text.starts_with("Session "), "{text}");
         tokio::time::sleep(Duration::from_millis(500)).await;
         let answers: Vec<_> = env
             .fake
@@ -88,8 +95,8 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
             .filter(|x| x.token == token)
             .collect();
         assert_eq!(answers.len(), 1, "{answers:?}");
-        let sent = env.sent_settled(1).await;
-        assert!(sent[0].content.contains("pairing code"), "{sent:?}");
+        let sent = env.sent_settled(3).await;
+        assert_eq!(sent.len(), 3, "{sent:?}");
 
         // A turn runs in the guild channel; someone not allowed tries to stop it.
         env.llm.push(Step::Delay(
@@ -110,7 +117,7 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
         let llm = env.llm.clone();
         env.fake
             .wait_for("the turn to start", WAIT, move |_| {
-                (llm.request_count() >= 1).then_some(())
+                (llm.request_count() >= 2).then_some(())
             })
             .await;
         let (_, token) =
@@ -123,8 +130,8 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
             })
             .await;
         assert_eq!(ack.body["content"], "You are not allowed to use this bot.");
-        let sent = env.sent_settled(2).await;
-        assert_eq!(sent[1].content, "the long answer", "{sent:?}");
+        let sent = env.sent_settled(4).await;
+        assert_eq!(sent[3].content, "the long answer", "{sent:?}");
         env.stop().await;
     })
     .await;
