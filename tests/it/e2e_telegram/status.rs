@@ -25,9 +25,14 @@ async fn status_during_a_slow_model_call_is_answered_first_and_names_the_model_c
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked = std::time::Instant::now();
     tg.push_private_text(USER, USER, "/status");
 
     let sent = tg.wait_for_sent(1, WAIT).await;
+    eprintln!(
+        "/status during an 8 s model call answered after {:?}",
+        asked.elapsed()
+    );
     assert!(sent[0].text.starts_with("Session "), "{}", sent[0].text);
     assert!(
         sent[0]
