@@ -44,6 +44,14 @@ pub struct TurnInput<'a> {
     pub sink: Option<&'a dyn DeltaSink>,
     /// The in-loop context check between tool iterations (`None`: off).
     pub in_turn: Option<InTurnBudget>,
+    /// Told what the turn starts doing (a model call, a tool), for `/status`.
+    pub progress: Option<&'a dyn TurnProgress>,
+}
+
+/// Hears the steps of a running turn as they start; display state only.
+pub trait TurnProgress: Send + Sync {
+    fn model_call(&self);
+    fn tool_call(&self, name: &str);
 }
 
 #[derive(Debug)]
@@ -103,6 +111,9 @@ pub async fn run_turn(
             messages: wire.clone(),
             tools: specs.clone(),
         };
+        if let Some(p) = input.progress {
+            p.model_call();
+        }
         let resp = chain.chat_with(&req, input.sink).await?;
         out.model_calls += 1;
         out.usage.add(resp.usage);
@@ -110,7 +121,7 @@ pub async fn run_turn(
         if resp.tool_calls.is_empty() {
             if is_empty(&resp.content) && !out.messages.is_empty() {
                 // No text after tools: one more call without tools asks for the answer.
-                return final_call(chain, wire, out, input.sink).await;
+                return final_call(chain, wire, out, input.sink, input.progress).await;
             }
             return Ok(finish(out, resp.content));
         }
@@ -133,6 +144,9 @@ pub async fn run_turn(
             let result = match spill.page(&call.name, &call.arguments) {
                 Some(page) => page,
                 None => {
+                    if let Some(p) = input.progress {
+                        p.tool_call(&call.name);
+                    }
                     tools
                         .call(
                             input.tool_ctx,
@@ -168,7 +182,7 @@ pub async fn run_turn(
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.
-    final_call(chain, wire, out, input.sink).await
+    final_call(chain, wire, out, input.sink, input.progress).await
 }
 
 /// The tools-stripped call that ends a turn with text: after the iteration budget, or when the
@@ -178,9 +192,13 @@ async fn final_call(
     wire: Vec<ChatMessage>,
     mut out: TurnOutput,
     sink: Option<&dyn DeltaSink>,
+    progress: Option<&dyn TurnProgress>,
 ) -> Result<TurnOutput, TurnError> {
     if let Some(sink) = sink {
         sink.restart();
+    }
+    if let Some(p) = progress {
+        p.model_call();
     }
     let req = ChatRequest {
         messages: wire,

@@ -1,4 +1,4 @@
-//! `herald pairing`: list pending codes, approve one, revoke a sender.
+//! `herald pairing`: list pending codes and approved senders, approve a code, revoke a sender.
 
 use clap::Subcommand;
 
@@ -6,7 +6,7 @@ use crate::config::Config;
 
 #[derive(Subcommand)]
 pub enum PairingCmd {
-    /// Pending, unexpired pairing codes.
+    /// Pending, unexpired pairing codes, then the senders approved through pairing.
     List,
     /// Approve a code: its sender may talk to the agent from now on.
     Approve { platform: String, code: String },
@@ -39,12 +39,27 @@ pub async fn pairing(config: &Config, cmd: PairingCmd) -> anyhow::Result<()> {
                     super::fmt_ms(p.expires_at)
                 );
             }
+            let approved = store.senders_approved().await?;
+            if approved.is_empty() {
+                println!("no senders approved through pairing");
+            } else {
+                println!("approved senders (remove one with `herald pairing revoke PLATFORM SENDER_ID`):");
+            }
+            for a in approved {
+                println!(
+                    "{}  sender {} ({})  approved {}",
+                    a.platform,
+                    a.sender_id,
+                    a.sender_name,
+                    super::fmt_ms(a.approved_at)
+                );
+            }
         }
         PairingCmd::Approve { platform, code } => {
             let code = code.trim().to_ascii_uppercase();
             let req = store.pairing_approve(&platform, &code).await?;
             println!(
-                "approved {} sender {} ({}); they can talk to the agent now",
+                "approved {} sender {} ({}); they are told in their chat, and what they wrote while waiting is answered",
                 req.platform, req.sender_id, req.sender_name
             );
         }

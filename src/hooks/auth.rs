@@ -158,7 +158,8 @@ impl AuthHook {
                     .increment(1);
                 Some(format!(
                     "Hi! I don't know you yet. Your pairing code is {code}. Ask the operator to run \
-                     `herald pairing approve {platform} {code}`; the code is valid for {} minutes.",
+                     `herald pairing approve {platform} {code}`; the code is valid for {} minutes. \
+                     You will hear from me when you are approved, and I will answer this message then.",
                     self.pairing.code_ttl_secs / 60
                 ))
             }

@@ -10,6 +10,7 @@ mod admin;
 mod approvals;
 mod capsule;
 mod chat;
+mod chat_events;
 mod chat_stream;
 mod conn;
 mod headers;
@@ -101,6 +102,7 @@ pub fn table(config: &Config) -> Vec<RouteRow> {
         row(Method::GET, "/metrics", Open, get(health::metrics)),
         // The page holds no data; its script sends the token the operator types.
         row(Method::GET, "/admin", Open, get(admin::page)),
+        row(Method::GET, "/favicon.ico", Open, get(page::favicon)),
         row(
             Method::GET,
             "/api/v1/lanes/{lane}/messages",
@@ -128,6 +130,25 @@ pub fn table(config: &Config) -> Vec<RouteRow> {
             "/api/v1/lanes/{lane}/approvals",
             Api,
             get(approvals::pending),
+        ));
+        // The page's live view of a lane and its earlier sessions (`chat_events.rs`).
+        t.push(row(
+            Method::GET,
+            "/api/v1/lanes/{lane}/events",
+            Api,
+            get(chat_events::lane_events),
+        ));
+        t.push(row(
+            Method::GET,
+            "/api/v1/lanes/{lane}/sessions",
+            Api,
+            get(chat_events::lane_sessions),
+        ));
+        t.push(row(
+            Method::GET,
+            "/api/v1/lanes/{lane}/sessions/{id}/messages",
+            Api,
+            get(chat_events::session_messages),
         ));
         t.push(row(
             Method::POST,

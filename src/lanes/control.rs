@@ -88,33 +88,22 @@ impl Worker {
                 }
                 None => "This is already a fresh session.".to_string(),
             },
-            // A running turn was cancelled when the command arrived (see the router); by the
-            // time it is processed here, nothing runs in this lane.
-            Command::Stop => "Stopped. Nothing is running in this conversation now.".to_string(),
-            Command::Status => {
-                let session = store.session_current(&self.lane).await?;
-                let pending = store
-                    .inbox_pending(&self.lane, 100)
-                    .await?
-                    .len()
-                    .saturating_sub(1);
-                match session {
-                    Some(s) => {
-                        let n = store.messages(&s.id, true).await?.len();
-                        format!(
-                            "Session {} ({} messages, since {}), model {}, {} message(s) queued.",
-                            s.id,
-                            n,
-                            chrono::DateTime::from_timestamp_millis(s.started_at)
-                                .map(|t| t.to_rfc3339())
-                                .unwrap_or_default(),
-                            s.model,
-                            pending
-                        )
-                    }
-                    None => format!("No session yet; {pending} message(s) queued."),
+            // A running turn was cancelled when the command arrived (see the router) and
+            // ended without a reply of its own: this is the one answer to `/stop`.
+            Command::Stop => {
+                let stopped = self
+                    .router
+                    .stopped
+                    .lock()
+                    .expect("stopped lock")
+                    .remove(&self.lane);
+                if stopped {
+                    "Stopped.".to_string()
+                } else {
+                    "Nothing is running in this conversation now.".to_string()
                 }
             }
+            Command::Status => self.router.status_text(&self.lane).await?,
         };
         self.skip(row, "command", Some(reply)).await
     }

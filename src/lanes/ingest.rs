@@ -22,6 +22,8 @@ pub(super) enum Wake {
     Lane(LaneKey),
     /// Cancel this lane's running turn in this process (`/stop`), then look at the inbox.
     StopTurn(LaneKey),
+    /// Answer this `/status` event (an inbox id) now, beside whatever turn runs.
+    Status(LaneKey, i64),
 }
 
 /// The receiving end, handed to [`super::LaneRouter::new`].
@@ -59,12 +61,15 @@ impl Ingest {
     /// platform once this returns `Ok`.
     pub async fn ingest(&self, ev: &MessageEvent) -> Result<InboxInsert, StoreError> {
         let lane = ev.lane();
-        // `/stop` acts before the worker's auth hook runs: check the sender the same way here
-        // (a refused sender's command is recorded below and dropped by the hook, never run).
-        if !ev.internal
-            && parse_command(&ev.text, None) == Some(Command::Stop)
-            && self.auth.is_allowed_or_paired(ev, &*self.store).await
-        {
+        // `/stop` and `/status` act before the worker's auth hook runs: check the sender the
+        // same way here (a refused sender's command is recorded below and dropped by the hook,
+        // never run).
+        let mut cmd = parse_command(&ev.text, None)
+            .filter(|c| !ev.internal && matches!(c, Command::Stop | Command::Status));
+        if cmd.is_some() && !self.auth.is_allowed_or_paired(ev, &*self.store).await {
+            cmd = None;
+        }
+        if cmd == Some(Command::Stop) {
             let _ = self.wakes.send(Wake::StopTurn(lane.clone()));
         }
         let res = self.store.inbox_insert(ev).await?;
@@ -73,7 +78,14 @@ impl Ingest {
         .increment(1);
         // A closed channel means the router is shutting down; the rescan of the next start
         // (or another replica) picks the event up from the inbox.
-        let _ = self.wakes.send(Wake::Lane(lane));
+        // A new `/status` is answered at once, not behind the lane's running turn; its row
+        // stays pending until then, so a lost wake leaves it to the worker (answered once: the
+        // reply's outbox key is the same either way).
+        let wake = match (cmd, &res) {
+            (Some(Command::Status), InboxInsert::Inserted(id)) => Wake::Status(lane, *id),
+            _ => Wake::Lane(lane),
+        };
+        let _ = self.wakes.send(wake);
         Ok(res)
     }
 

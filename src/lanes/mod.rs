@@ -4,6 +4,7 @@
 //! a crash can delay work but never lose it. A worker holds the lane's turn lease for as long
 //! as it runs, and every transcript write it makes is checked against that lease.
 
+mod activity;
 mod approvals;
 mod clock;
 pub mod commands;
@@ -17,6 +18,7 @@ mod preview;
 mod reply;
 mod router;
 mod send_message;
+mod status;
 mod stream_hub;
 mod turn;
 mod worker;

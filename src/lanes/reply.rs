@@ -12,25 +12,7 @@ impl Worker {
     /// Reply chunks with keys derived from (lane, inbox event, chunk): a re-run of the same
     /// event produces the same keys, so a chunk can never be queued twice.
     pub(super) fn outbox_rows(&self, row: &InboxRow, text: &str, kind: &str) -> Vec<NewOutbox> {
-        let ev = &row.event;
-        self.router
-            .deps
-            .outbounds
-            .split(ev.platform, text)
-            .into_iter()
-            .enumerate()
-            .map(|(i, chunk)| NewOutbox {
-                idem_key: format!("{}:{}:{kind}:{i}", self.lane, row.id),
-                lane: self.lane.clone(),
-                platform: ev.platform,
-                chat_id: ev.chat_id.clone(),
-                thread_id: ev.thread_id.clone(),
-                reply_to: Some(ev.platform_message_id.clone()),
-                inbox_id: Some(row.id),
-                chunk_index: i as i64,
-                text: chunk,
-            })
-            .collect()
+        reply_rows(&self.router.deps, &self.lane, row, text, kind)
     }
 
     /// Briefs for every target of a scheduled run, and a mirror event per target lane. A reply
@@ -90,4 +72,32 @@ impl Worker {
             ));
         }
     }
+}
+
+/// The chunks of `text` answering `row`, keyed by (lane, inbox id, kind, chunk): whoever
+/// queues the same answer twice (the `/status` fast path and the worker) queues it once.
+pub(super) fn reply_rows(
+    deps: &super::Deps,
+    lane: &crate::domain::LaneKey,
+    row: &InboxRow,
+    text: &str,
+    kind: &str,
+) -> Vec<NewOutbox> {
+    let ev = &row.event;
+    deps.outbounds
+        .split(ev.platform, text)
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| NewOutbox {
+            idem_key: format!("{lane}:{}:{kind}:{i}", row.id),
+            lane: lane.clone(),
+            platform: ev.platform,
+            chat_id: ev.chat_id.clone(),
+            thread_id: ev.thread_id.clone(),
+            reply_to: Some(ev.platform_message_id.clone()),
+            inbox_id: Some(row.id),
+            chunk_index: i as i64,
+            text: chunk,
+        })
+        .collect()
 }

@@ -23,6 +23,12 @@ pub struct LaneRouter {
     pub(super) deps: Arc<Deps>,
     pub(super) workers: Mutex<HashMap<LaneKey, mpsc::Sender<()>>>,
     pub(super) running_turns: Mutex<HashMap<LaneKey, CancellationToken>>,
+    /// What each running turn of this process is doing (for `/status`), beside `running_turns`.
+    pub(super) activity: Mutex<HashMap<LaneKey, Arc<super::activity::Activity>>>,
+    /// Lanes whose turn ended because of `/stop`: the command's answer says so, once.
+    pub(super) stopped: Mutex<std::collections::HashSet<LaneKey>>,
+    /// Short tasks beside the workers (`/status` answers), drained with the app.
+    pub(super) tasks: TaskTracker,
     pub(super) slots: Arc<Semaphore>,
     /// Lanes waiting for a slot, and the signal that asks one idle worker to give its slot up:
     /// an idle worker would otherwise keep its slot for `lanes.idle_secs` while other lanes
@@ -54,6 +60,9 @@ impl LaneRouter {
             deps,
             workers: Mutex::new(HashMap::new()),
             running_turns: Mutex::new(HashMap::new()),
+            activity: Mutex::new(HashMap::new()),
+            stopped: Mutex::new(Default::default()),
+            tasks: tracker.clone(),
             slots,
             slot_waiters: AtomicUsize::new(0),
             slot_wanted: Notify::new(),
@@ -77,6 +86,9 @@ impl LaneRouter {
                 Some(Wake::Lane(lane)) => self.dispatch(lane),
                 Some(Wake::StopTurn(lane)) => {
                     self.cancel_turn(&lane);
+                }
+                Some(Wake::Status(lane, inbox_id)) => {
+                    self.tasks.spawn(self.clone().answer_status(lane, inbox_id));
                 }
                 None => return,
             }
@@ -185,5 +197,11 @@ impl LaneView {
 
     pub fn busy_lanes(&self) -> Vec<LaneKey> {
         self.0.busy_lanes()
+    }
+
+    /// Cancelled when the daemon starts shutting down: long-lived readers (the web chat's
+    /// event streams) end then, rather than holding the HTTP server's graceful shutdown.
+    pub fn stopping(&self) -> CancellationToken {
+        self.0.stop_taking.clone()
     }
 }

@@ -2,12 +2,14 @@
 //! system prompt), run the agent loop under the turn deadline, and land everything the turn
 //! produced in one lease-checked commit (what it sends is planned in `reply.rs`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::activity::ActivityEntry;
 use super::clock::TurnClock;
 use super::guard::AbortOnDrop;
 use super::worker::{Failure, Stop, Worker};
@@ -166,11 +168,17 @@ impl Worker {
             .lock()
             .expect("turns lock")
             .insert(self.lane.clone(), stop.clone());
+        let activity = Arc::new(super::activity::Activity::new());
+        let on_board = ActivityEntry::insert(&self.router, &self.lane, activity.clone());
         let timeout = Duration::from_secs(deps.config.agent.turn_timeout_secs);
         let clock = std::sync::Arc::new(TurnClock::new(timeout));
         let typing = self.typing(ev, stop.clone(), clock.clone());
         super::fault::check(&ev.text);
-        let gate = deps.approvals.gate(ev, &clock);
+        let turn_gate = deps.approvals.gate(ev, &clock);
+        let gate = super::activity::ActivityGate {
+            inner: &turn_gate,
+            activity: &activity,
+        };
         let tool_ctx = ToolContext {
             lane: self.lane.clone(),
             person: format!("{}:{}", ev.platform.as_str(), ev.sender_id),
@@ -202,6 +210,7 @@ impl Worker {
                     approvals: &gate,
                     sink: live.as_ref().map(|l| l.sink()),
                     in_turn,
+                    progress: Some(&*activity),
                 },
             );
             let outcome = tokio::select! {
@@ -253,6 +262,7 @@ impl Worker {
             .lock()
             .expect("turns lock")
             .remove(&self.lane);
+        drop(on_board);
 
         let mut user = NewMessage::new(Role::User, ev.text.clone());
         user.api_content = api_content;
@@ -273,6 +283,16 @@ impl Worker {
                 messages.extend(out.messages);
                 (out.reply, InboxStatus::Done, None)
             }
+            Outcome::Done(Err(crate::agent::turn::TurnError::Llm(
+                crate::llm::LlmError::NotConfigured,
+            ))) if ev.deliver_to.is_empty() => {
+                // Not a failure of this message: the setup line is the answer, kept in the
+                // transcript like any reply (the web chat shows it after a reload too). A
+                // scheduled run still fails: a setup line is no brief to deliver.
+                let line = crate::llm::NOT_CONFIGURED_REPLY.to_string();
+                messages.push(NewMessage::new(Role::Assistant, line.clone()));
+                (line, InboxStatus::Done, Some("no model configured".to_string()))
+            }
             Outcome::Done(Err(e)) => {
                 let crate::agent::turn::TurnError::Llm(e) = e;
                 tracing::warn!(parent: &span, error = %e, class = e.class(), "turn failed; the user gets an error line");
@@ -286,17 +306,29 @@ impl Worker {
                 InboxStatus::Failed,
                 Some("turn timed out".to_string()),
             ),
-            Outcome::Stopped => ("Stopped.".to_string(), InboxStatus::Done, Some("stopped".to_string())),
+            // `/stop` answers for it: one message, not two.
+            Outcome::Stopped => {
+                self.router
+                    .stopped
+                    .lock()
+                    .expect("stopped lock")
+                    .insert(self.lane.clone());
+                (String::new(), InboxStatus::Done, Some("stopped".to_string()))
+            }
         };
         let mut commit = TurnCommit::new(turn_id, &session.id, Some(row.id), status);
         commit.messages = messages;
         commit.note = note;
-        if ev.deliver_to.is_empty() {
-            commit.outbox = self.outbox_rows(row, &reply, "turn");
-        } else if status == InboxStatus::Done {
-            self.plan_delivery(row, ev, &reply, &mut commit);
-        } else {
-            tracing::warn!(parent: &span, "scheduled run failed; nothing delivered");
+        match (reply.is_empty(), ev.deliver_to.is_empty()) {
+            // A stopped turn: `/stop` answers.
+            (true, _) => {}
+            (false, true) => commit.outbox = self.outbox_rows(row, &reply, "turn"),
+            (false, false) if status == InboxStatus::Done => {
+                self.plan_delivery(row, ev, &reply, &mut commit)
+            }
+            (false, false) => {
+                tracing::warn!(parent: &span, "scheduled run failed; nothing delivered")
+            }
         }
         if ev.platform == Platform::Cron {
             // Each scheduled fire is its own session.

@@ -11,7 +11,8 @@ use crate::domain::Role;
 pub const NOT_CONFIGURED_REPLY: &str =
     "No model is configured yet. Set OPENAI_BASE_URL and OPENAI_MODEL (or llm.base_url and \
      llm.model in the config file), plus OPENAI_API_KEY if the endpoint needs a key, then \
-     restart herald. `herald doctor` shows what it found.";
+     restart herald. `herald doctor` shows what it found. For a demo without a model, start \
+     herald with HERALD_LLM__PROVIDER=echo (it repeats what you write).";
 
 /// Repeats the last user message. Named as what it is: never a production provider.
 pub struct EchoProvider;

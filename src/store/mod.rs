@@ -46,7 +46,10 @@ pub use kv::KvStore;
 pub use leases::LeaseStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use outbox::OutboxStore;
-pub use pairing::{PairingAsk, PairingOutcome, PairingRequest, PairingStore};
+pub use pairing::{
+    ApprovedSender, PairingAsk, PairingOutcome, PairingRequest, PairingStore, APPROVED_NOTICE,
+    APPROVED_REQUEUED,
+};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use transcript::TranscriptStore;

@@ -20,6 +20,23 @@ pub struct PairingRequest {
     pub status: String,
 }
 
+/// A sender approved through pairing (`herald pairing list`).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ApprovedSender {
+    pub platform: String,
+    pub sender_id: String,
+    pub sender_name: String,
+    pub approved_at: i64,
+    pub code: Option<String>,
+}
+
+/// What the person is told when the operator approves them.
+pub const APPROVED_NOTICE: &str = "You are approved: you can talk to me now.";
+/// Said after [`APPROVED_NOTICE`] when messages they sent while waiting are answered now.
+pub const APPROVED_REQUEUED: &str = " I am answering what you wrote.";
+/// The most messages of a sender, sent while their code waited, that approval answers.
+pub(super) const REQUEUE_MAX: usize = 5;
+
 /// An unknown sender asking for access, and the limits that apply.
 #[derive(Debug, Clone)]
 pub struct PairingAsk<'a> {
@@ -59,8 +76,13 @@ pub trait PairingStore {
     /// and the cap on pending codes per platform: at the cap, the platform's oldest pending
     /// code is evicted, so a run of throwaway accounts cannot stop onboarding.
     async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome>;
-    /// Approves a pending, unexpired code; returns the request. `NotFound` otherwise.
+    /// Approves a pending, unexpired code; returns the request. `NotFound` otherwise. In the
+    /// same transaction, the person is told (an outbox row in their chat) and the messages
+    /// they sent while their code waited (refused by the auth hook) are queued again, so they
+    /// are answered now.
     async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest>;
+    /// Senders approved through pairing, oldest first.
+    async fn senders_approved(&self) -> StoreResult<Vec<ApprovedSender>>;
     async fn pairing_pending(&self) -> StoreResult<Vec<PairingRequest>>;
     async fn sender_revoke(&self, platform: &str, sender_id: &str) -> StoreResult<bool>;
 }
@@ -215,8 +237,64 @@ macro_rules! pairing_store_impl {
                 .bind(code)
                 .execute(&mut *tx)
                 .await?;
+                // The messages the auth hook refused while the code waited (its skip note is
+                // `auth: unauthorized`; closed once the code existed), this sender's in this
+                // chat, newest few.
+                let refused: Vec<(i64, String)> = sqlx::query_as(
+                    "SELECT id, event FROM inbox WHERE platform = $1 AND status = 'skipped' \
+                     AND note = 'auth: unauthorized' AND done_at >= $2 ORDER BY id DESC LIMIT 200",
+                )
+                .bind(platform)
+                .bind(req.created_at)
+                .fetch_all(&mut *tx)
+                .await?;
+                let mine: Vec<i64> = refused
+                    .into_iter()
+                    .filter(|(_, ev)| {
+                        serde_json::from_str::<crate::domain::MessageEvent>(ev).is_ok_and(|ev| {
+                            ev.sender_id == req.sender_id && ev.chat_id == req.chat_id && !ev.internal
+                        })
+                    })
+                    .map(|(id, _)| id)
+                    .take(REQUEUE_MAX)
+                    .collect();
+                for id in &mine {
+                    sqlx::query(
+                        "UPDATE inbox SET status = 'pending', note = NULL, done_at = NULL WHERE id = $1",
+                    )
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                if let Some(p) = crate::domain::Platform::parse(platform) {
+                    let mut text = APPROVED_NOTICE.to_string();
+                    if !mine.is_empty() {
+                        text.push_str(APPROVED_REQUEUED);
+                    }
+                    let notice = super::types::NewOutbox {
+                        idem_key: format!("pairing:{platform}:{code}"),
+                        lane: crate::domain::LaneKey::from_parts(platform, &req.chat_id, None),
+                        platform: p,
+                        chat_id: req.chat_id.clone(),
+                        thread_id: None,
+                        reply_to: None,
+                        inbox_id: None,
+                        chunk_index: 0,
+                        text,
+                    };
+                    insert_outbox(&mut tx, &notice).await?;
+                }
                 tx.commit().await?;
                 Ok(req)
+            }
+
+            async fn senders_approved(&self) -> StoreResult<Vec<ApprovedSender>> {
+                Ok(sqlx::query_as(
+                    "SELECT platform, sender_id, sender_name, approved_at, code FROM approved_senders \
+                     ORDER BY approved_at, platform, sender_id",
+                )
+                .fetch_all(&self.reader)
+                .await?)
             }
 
             async fn pairing_pending(&self) -> StoreResult<Vec<PairingRequest>> {

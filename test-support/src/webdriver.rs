@@ -127,6 +127,20 @@ impl Driver {
         self.cmd(&format!("element/{el}/click"), json!({})).await;
     }
 
+    /// A PNG of the page as it is shown now.
+    pub async fn screenshot(&self) -> Vec<u8> {
+        let r: Value = self
+            .http
+            .get(format!("{}/session/{}/screenshot", self.url, self.session))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        decode_base64(r["value"].as_str().unwrap_or_default())
+    }
+
     pub async fn stop(mut self) {
         let _ = self
             .http
@@ -136,4 +150,27 @@ impl Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Standard base64 (the screenshot's encoding), without pulling a crate in for one call.
+fn decode_base64(s: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for v in s.bytes().filter_map(value) {
+        acc = (acc << 6) | v as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
 }

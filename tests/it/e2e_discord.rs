@@ -329,21 +329,23 @@ async fn slash_command_is_deferred_then_acknowledged() {
                 f.followups().into_iter().find(|x| x.token == token)
             })
             .await;
+        // One answer: the deferred response edited into the command's own reply, no
+        // acknowledgement before it and no channel message after it.
+        assert_eq!(ack.method, "PATCH");
         assert_eq!(ack.target.as_deref(), Some("@original"));
         assert_eq!(
             ack.body["content"],
-            "Starting a new session; the confirmation follows in this channel."
-        );
-        let sent = env.sent_settled(2).await;
-        assert_eq!(sent.len(), 2);
-        assert_eq!(
-            sent[1].content,
             "Started a new session. Earlier messages stay searchable."
         );
-        assert_eq!(
-            sent[1].reference, None,
-            "an interaction is no message to reply to"
-        );
+        let sent = env.sent_settled(1).await;
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let answers = env
+            .fake
+            .followups()
+            .into_iter()
+            .filter(|x| x.token == token)
+            .count();
+        assert_eq!(answers, 1);
         assert_eq!(env.llm.request_count(), 1, "the command cost no model call");
         env.stop().await;
     })

@@ -66,9 +66,13 @@ async fn unknown_dm_gets_a_code_and_is_let_in_after_approval() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("approved telegram sender 555"));
 
+    // What they wrote while waiting is answered now, after the notice of approval.
+    assert_eq!(settled(&*app.store, id).await.status, InboxStatus::Done);
+    assert_eq!(settled(&*app.store, id2).await.status, InboxStatus::Done);
+    assert_eq!(llm.request_count(), 2);
     let id4 = app.ingest.ingest(&dm("555", "now?")).await.unwrap().id();
     assert_eq!(settled(&*app.store, id4).await.status, InboxStatus::Done);
-    assert_eq!(llm.request_count(), 1);
+    assert_eq!(llm.request_count(), 3);
     assert_eq!(
         app.store.outbox_for_inbox(id4).await.unwrap()[0].text,
         "reply to: now?"
@@ -109,5 +113,72 @@ async fn pending_codes_are_capped() {
         "the third unknown sender is not answered"
     );
     assert_eq!(app.store.pairing_pending().await.unwrap().len(), 2);
+    app.shutdown().await;
+}
+
+/// `herald pairing ARGS` against the test's data folder: (success, stdout, stderr).
+async fn cli(data: &tempfile::TempDir, args: &[&str]) -> (bool, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .arg("--data-dir")
+        .arg(data.path())
+        .arg("pairing")
+        .args(args)
+        .env_clear()
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Through Telegram: the person hears that they were approved, the question that made them
+/// ask for a code is answered after that, and the operator sees and revokes them in the CLI.
+#[tokio::test]
+async fn telegram_person_is_told_of_approval_and_answered_then_listed_and_revoked() {
+    use herald::store::{APPROVED_NOTICE, APPROVED_REQUEUED};
+    use herald_test_support::telegram::{fakes, start};
+    const STRANGER: i64 = 2002;
+    let wait = std::time::Duration::from_secs(20);
+    let (tg, llm, data) = fakes().await;
+    let app = start(&tg, &llm, &data).await;
+    tg.push_private_text(STRANGER, STRANGER, "what is the capital of France?");
+    let sent = tg.wait_for_sent(1, wait).await;
+    assert!(sent[0].text.contains("pairing code"), "{}", sent[0].text);
+    let code = app.store.pairing_pending().await.unwrap()[0].code.clone();
+
+    let (ok, _, _) = cli(&data, &["list"]).await;
+    assert!(ok);
+    let (ok, out, err) = cli(&data, &["approve", "telegram", &code]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("approved telegram sender 2002"), "{out}");
+
+    let sent = tg.wait_for_sent(3, wait).await;
+    assert_eq!(sent[1].chat_id, STRANGER);
+    assert_eq!(
+        sent[1].text,
+        format!("{APPROVED_NOTICE}{APPROVED_REQUEUED}")
+    );
+    assert_eq!(sent[2].chat_id, STRANGER);
+    assert_eq!(sent[2].text, "reply to: what is the capital of France?");
+    assert_eq!(llm.request_count(), 1);
+
+    let (ok, out, _) = cli(&data, &["list"]).await;
+    assert!(ok);
+    assert!(out.contains("no pending pairing codes"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("telegram  sender 2002"))
+        .unwrap_or_else(|| panic!("the approved sender is listed: {out}"));
+    assert!(line.contains("approved "), "{line}");
+
+    let (ok, out, err) = cli(&data, &["revoke", "telegram", "2002"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("revoked telegram sender 2002"), "{out}");
+    let (_, out, _) = cli(&data, &["list"]).await;
+    assert!(out.contains("no senders approved through pairing"), "{out}");
+    assert_eq!(tg.sent_messages().len(), 3, "nothing was sent twice");
     app.shutdown().await;
 }

@@ -2,6 +2,7 @@
 //! the fake Bot API server and the fake model, SQLite in a temp dir. Every wait is bounded.
 
 mod durability;
+mod status;
 
 use std::time::Duration;
 

@@ -445,6 +445,18 @@ async fn without_a_model_the_reply_says_what_to_set() {
         reply.contains("plus OPENAI_API_KEY if the endpoint needs a key"),
         "{reply}"
     );
+    // The setup line is the answer, not a failure, and it offers the demo provider.
+    assert_eq!(body["status"], "done", "{body}");
+    assert!(reply.contains("HERALD_LLM__PROVIDER=echo"), "{reply}");
+    // Kept: a reload of the page shows it.
+    let transcript = Client::new(&app).transcript("web:fresh").await;
+    assert_eq!(
+        transcript
+            .last()
+            .map(|(role, text)| (role.as_str(), text.as_str())),
+        Some(("assistant", reply)),
+        "{transcript:?}"
+    );
     assert_eq!(llm.request_count(), 0);
     app.shutdown().await;
 }

@@ -44,6 +44,7 @@ mod e2e_stream;
 mod e2e_telegram;
 mod e2e_user;
 mod e2e_web;
+mod e2e_web_page;
 mod fake_discord_selftest;
 mod fake_telegram_selftest;
 mod faults;

@@ -2,12 +2,19 @@
 //! interaction deadline.
 //!
 //! The command itself is carried out by the core, exactly as if the person had typed `/new`
-//! (the interaction becomes an ingested event), so the answer arrives in the channel through
-//! the normal reply flow. Here we only defer at once (ephemeral "thinking…") and then replace
-//! that with a short acknowledgement. This file must not run commands itself.
+//! (the interaction becomes an ingested event), and its answer goes through the normal reply
+//! flow. Here we only defer at once (ephemeral "thinking…") and remember the interaction's
+//! token, so that the outbox delivers the answer by editing that deferred response: one
+//! answer, not an acknowledgement plus a channel message. A token lives 15 minutes and in
+//! memory only; a reply without one (after a restart, or sent by another replica) goes to the
+//! channel. This file must not run commands itself.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serenity::all::{
-    Command, CommandInteraction, Context, CreateCommand, CreateInteractionResponse,
+    ApplicationId, Command, CommandInteraction, Context, CreateCommand, CreateInteractionResponse,
     CreateInteractionResponseMessage, EditInteractionResponse, Http,
 };
 
@@ -16,43 +23,65 @@ use super::inbound::{ingest_with_retry, Place};
 use crate::domain::{ChatType, MessageEvent, MessageKind, Platform};
 use crate::hooks::Authorizer;
 
-/// (name, description, acknowledgement shown to the person who used it).
-const COMMANDS: &[(&str, &str, &str)] = &[
-    (
-        "new",
-        "Start a fresh session in this conversation",
-        "Starting a new session; the confirmation follows in this channel.",
-    ),
-    (
-        "stop",
-        "Stop the answer in progress",
-        "Stopping the answer in progress.",
-    ),
-    (
-        "status",
-        "Show this conversation's state",
-        "Checking; the status follows in this channel.",
-    ),
-    (
-        "wrapup",
-        "Write a handoff note for the next session",
-        "Writing a handoff note for the next session; it follows in this channel.",
-    ),
+/// (name, description).
+const COMMANDS: &[(&str, &str)] = &[
+    ("new", "Start a fresh session in this conversation"),
+    ("stop", "Stop the answer in progress"),
+    ("status", "Show this conversation's state"),
+    ("wrapup", "Write a handoff note for the next session"),
 ];
+
+/// How long an interaction token is used: Discord accepts edits for 15 minutes.
+const TOKEN_LIFE: Duration = Duration::from_secs(14 * 60);
+
+/// Tokens of deferred interactions, by the `interaction:<id>` their event and reply carry.
+#[derive(Default)]
+pub struct InteractionTokens(Mutex<HashMap<String, Deferred>>);
+
+/// A deferred interaction the answer may still edit.
+#[derive(Clone)]
+pub(super) struct Deferred {
+    pub token: String,
+    pub application: ApplicationId,
+    at: Instant,
+}
+
+impl InteractionTokens {
+    fn put(&self, key: String, token: String, application: ApplicationId) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, d| d.at.elapsed() < TOKEN_LIFE);
+        map.insert(
+            key,
+            Deferred {
+                token,
+                application,
+                at: Instant::now(),
+            },
+        );
+    }
+
+    /// The live interaction a reply answers (by the `reply_to` of its outbox row).
+    pub(super) fn get(&self, reply_to: &str) -> Option<Deferred> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(reply_to)
+            .filter(|d| d.at.elapsed() < TOKEN_LIFE)
+            .cloned()
+    }
+}
 
 pub(super) const NOT_ALLOWED: &str = "You are not allowed to use this bot.";
 pub(super) const NOT_TAKEN: &str =
     "Sorry, I could not take that command right now. Please try again.";
 
-pub(super) fn acknowledgement(name: &str) -> Option<&'static str> {
-    COMMANDS.iter().find(|c| c.0 == name).map(|c| c.2)
+fn is_known(name: &str) -> bool {
+    COMMANDS.iter().any(|c| c.0 == name)
 }
 
 /// Registers the global commands (a PUT: idempotent, replaces stale ones).
 pub(super) async fn register(http: &Http) {
     let defs: Vec<CreateCommand> = COMMANDS
         .iter()
-        .map(|(name, desc, _)| CreateCommand::new(*name).description(*desc))
+        .map(|(name, desc)| CreateCommand::new(*name).description(*desc))
         .collect();
     match Command::set_global_commands(http, defs).await {
         Ok(cmds) => tracing::info!(count = cmds.len(), "discord slash commands registered"),
@@ -91,18 +120,26 @@ pub(super) fn event_for(cmd: &CommandInteraction, place: Place) -> MessageEvent 
     ev
 }
 
-/// First thing on an interaction, inside Discord's 3-second deadline: an ephemeral "thinking…".
-pub(super) async fn defer(ctx: &Context, cmd: &CommandInteraction) {
+/// First thing on an interaction, inside Discord's 3-second deadline: an ephemeral "thinking…",
+/// whose token is kept for the answer.
+pub(super) async fn defer(ctx: &Context, cmd: &CommandInteraction, tokens: &InteractionTokens) {
     let defer =
         CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new().ephemeral(true));
     if let Err(e) = cmd.create_response(&ctx.http, defer).await {
         // Past the deadline or a network failure: Discord shows "did not respond", but the
         // command is still carried out below.
         tracing::warn!(error = %e, command = %cmd.data.name, "could not defer a discord interaction");
+        return;
     }
+    tokens.put(
+        format!("interaction:{}", cmd.id.get()),
+        cmd.token.clone(),
+        cmd.application_id,
+    );
 }
 
-/// Hands the command to the core, then replaces the deferred answer with an acknowledgement.
+/// Hands the command to the core, whose answer edits the deferred response; answers here only
+/// when the core will not (unknown command, sender not allowed, not stored).
 pub(super) async fn finish(
     ctx: &Context,
     cmd: &CommandInteraction,
@@ -111,22 +148,18 @@ pub(super) async fn finish(
     auth: &Authorizer,
 ) {
     let ev = event_for(cmd, place);
-    let text = match acknowledgement(&cmd.data.name) {
-        None => "Unknown command.",
+    let text = if !is_known(&cmd.data.name) {
+        "Unknown command."
+    } else if !auth.is_allowed_or_paired(&ev, &*edge.store).await {
         // The full check, as the core's auth hook makes it: senders approved through pairing
-        // are allowed too.
-        Some(_) if !auth.is_allowed_or_paired(&ev, &*edge.store).await => {
-            // Still recorded: the core's auth hook drops it, as it does a typed message.
-            ingest_with_retry(&edge.ingest, &ev).await;
-            NOT_ALLOWED
-        }
-        Some(ack) => {
-            if ingest_with_retry(&edge.ingest, &ev).await {
-                ack
-            } else {
-                NOT_TAKEN
-            }
-        }
+        // are allowed too. Still recorded: the core's auth hook drops it, as it does a typed
+        // message.
+        ingest_with_retry(&edge.ingest, &ev).await;
+        NOT_ALLOWED
+    } else if ingest_with_retry(&edge.ingest, &ev).await {
+        return;
+    } else {
+        NOT_TAKEN
     };
     let edit = EditInteractionResponse::new().content(text);
     if let Err(e) = cmd.edit_response(&ctx.http, edit).await {

@@ -82,6 +82,7 @@ impl DiscordAdapter {
             outbound: Arc::new(DiscordOutbound {
                 http,
                 rate_limit_wait: Duration::from_millis(config.rate_limit_wait_ms),
+                interactions: Default::default(),
             }),
         })
     }
@@ -104,6 +105,7 @@ impl DiscordAdapter {
             config: self.config,
             edge,
             tracker: tracker.clone(),
+            interactions: self.outbound.interactions.clone(),
         };
         tracker.spawn(owner.run(cancel));
     }
@@ -117,10 +119,11 @@ async fn run(
     tracker: TaskTracker,
     cancel: CancellationToken,
     shard: (u32, u32),
+    interactions: Arc<interactions::InteractionTokens>,
 ) {
     let mut pause = Duration::from_secs(1);
     while !cancel.is_cancelled() {
-        match run_once(&config, &edge, &tracker, &cancel, shard).await {
+        match run_once(&config, &edge, &tracker, &cancel, shard, &interactions).await {
             Ok(()) => return,
             Err(Fatal(e)) => {
                 tracing::error!(error = %e, shard = shard.0, "discord shard stopped; its messages will not be received");
@@ -149,6 +152,7 @@ async fn run_once(
     tracker: &TaskTracker,
     cancel: &CancellationToken,
     (shard, total): (u32, u32),
+    interactions: &Arc<interactions::InteractionTokens>,
 ) -> Result<(), Stop> {
     let http = build_http(config).map_err(|e| Fatal(e.to_string()))?;
     // serenity asks for the gateway URL once, when the client is built, and on failure dials
@@ -169,6 +173,7 @@ async fn run_once(
         register_commands: config.register_commands && shard == 0,
         registered: AtomicBool::new(false),
         places: Mutex::new(HashMap::new()),
+        interactions: interactions.clone(),
     };
     let mut client: Client = ClientBuilder::new_with_http(http, intents())
         .event_handler(handler)
@@ -225,6 +230,8 @@ struct Handler {
     registered: AtomicBool,
     /// Channel kinds never change, so a lookup is remembered (bounded below).
     places: Mutex<HashMap<ChannelId, Place>>,
+    /// Shared with the outbound side, which answers the deferred commands.
+    interactions: Arc<interactions::InteractionTokens>,
 }
 
 const PLACES_CAP: usize = 10_000;
@@ -313,7 +320,7 @@ impl EventHandler for Handler {
             }
             _ => return,
         };
-        interactions::defer(&ctx, &cmd).await;
+        interactions::defer(&ctx, &cmd, &self.interactions).await;
         let place = match &cmd.channel {
             Some(c) if cmd.guild_id.is_some() => match place_of(c.kind, c.parent_id) {
                 Place::Channel => self.place(&ctx, cmd.guild_id, cmd.channel_id).await,

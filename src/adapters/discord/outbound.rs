@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serenity::all::{
-    ChannelId, CreateAllowedMentions, CreateMessage, EditMessage, Http, HttpError, MessageId,
-    MessageReference, MessageReferenceKind,
+    Builder, ChannelId, CreateAllowedMentions, CreateInteractionResponseFollowup, CreateMessage,
+    EditInteractionResponse, EditMessage, Http, HttpError, MessageId, MessageReference,
+    MessageReferenceKind,
 };
 
 use crate::adapters::split::{split_message, Measure, DISCORD_LIMIT};
@@ -23,6 +24,8 @@ pub struct DiscordOutbound {
     pub(super) http: Arc<Http>,
     /// Used when a 429 reaches us without a readable `retry_after` (proxy mode, see the fake).
     pub(super) rate_limit_wait: Duration,
+    /// Deferred slash commands: their answer edits the deferred response.
+    pub(super) interactions: Arc<super::interactions::InteractionTokens>,
 }
 
 /// What the agent's text may ping: nobody by role, no `@everyone`/`@here`, no user named in the
@@ -109,6 +112,34 @@ impl DiscordOutbound {
         Ok(())
     }
 
+    /// A slash command's answer: the first chunk replaces the deferred "thinking…", the rest
+    /// follow it (ephemeral, like the deferral).
+    async fn answer_interaction(
+        &self,
+        d: &super::interactions::Deferred,
+        row: &OutboxRow,
+    ) -> Result<String, SendError> {
+        self.http.set_application_id(d.application);
+        let sent = if row.chunk_index == 0 {
+            EditInteractionResponse::new()
+                .content(row.text.as_str())
+                .allowed_mentions(allowed_mentions(false))
+                .execute(self.http.as_ref(), &d.token)
+                .await
+        } else {
+            CreateInteractionResponseFollowup::new()
+                .content(row.text.as_str())
+                .ephemeral(true)
+                .allowed_mentions(allowed_mentions(false))
+                .execute(self.http.as_ref(), (None, &d.token))
+                .await
+        };
+        match sent {
+            Ok(m) => Ok(m.id.get().to_string()),
+            Err(e) => Err(classify(&e, self.rate_limit_wait)),
+        }
+    }
+
     fn channel_of(to: &PreviewTarget<'_>) -> Result<ChannelId, SendError> {
         target_channel(to.chat_id, to.thread_id).ok_or_else(|| {
             SendError::Permanent(format!("not a Discord channel id: {:?}", to.chat_id))
@@ -127,6 +158,14 @@ impl Outbound for DiscordOutbound {
     }
 
     async fn send(&self, row: &OutboxRow) -> Result<String, SendError> {
+        if let Some(d) = row
+            .reply_to
+            .as_deref()
+            .filter(|r| r.starts_with("interaction:"))
+            .and_then(|r| self.interactions.get(r))
+        {
+            return self.answer_interaction(&d, row).await;
+        }
         let Some(channel) = target_channel(&row.chat_id, row.thread_id.as_deref()) else {
             return Err(SendError::Permanent(format!(
                 "not a Discord channel id: {:?}/{:?}",

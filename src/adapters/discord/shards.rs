@@ -62,6 +62,7 @@ pub(super) struct Owner {
     pub edge: Edge,
     pub tracker: TaskTracker,
     pub holder: String,
+    pub interactions: Arc<super::interactions::InteractionTokens>,
 }
 
 impl Owner {
@@ -190,6 +191,7 @@ impl Owner {
                         self.tracker.clone(),
                         stop.clone(),
                         (shard, total),
+                        self.interactions.clone(),
                     ));
                     owned.insert(
                         shard,

@@ -65,22 +65,38 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
         let store = env.app().store.clone();
         let code = store.pairing_pending().await.unwrap()[0].code.clone();
         store.pairing_approve("discord", &code).await.unwrap();
+        // They are told, and what they wrote while waiting is answered.
+        let sent = env.sent_settled(3).await;
+        assert_eq!(
+            sent[1].content,
+            "You are approved: you can talk to me now. I am answering what you wrote."
+        );
+        assert_eq!(sent[2].content, "reply to: let me in");
 
         let (_, token) =
             env.fake
                 .dispatch_interaction_create(DM + 1, None, STRANGER, "status", &[]);
-        let ack = env
+        // One answer: the deferred response edited into the status, no channel message.
+        let answer = env
             .fake
-            .wait_for("the acknowledgement", WAIT, |f| {
+            .wait_for("the answer", WAIT, |f| {
                 f.followups().into_iter().find(|x| x.token == token)
             })
             .await;
-        assert_eq!(
-            ack.body["content"],
-            "Checking; the status follows in this channel."
-        );
-        let sent = env.sent_settled(2).await;
-        assert!(sent[1].content.starts_with("No session yet"), "{sent:?}");
+        assert_eq!(answer.method, "PATCH");
+        assert_eq!(answer.target.as_deref(), Some("@original"));
+        let text = answer.body["content"].as_str().unwrap_or_default();
+        assert!(text.starts_with("Session "), "{text}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let answers: Vec<_> = env
+            .fake
+            .followups()
+            .into_iter()
+            .filter(|x| x.token == token)
+            .collect();
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        let sent = env.sent_settled(3).await;
+        assert_eq!(sent.len(), 3, "{sent:?}");
 
         // A turn runs in the guild channel; someone not allowed tries to stop it.
         env.llm.push(Step::Delay(
@@ -101,7 +117,7 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
         let llm = env.llm.clone();
         env.fake
             .wait_for("the turn to start", WAIT, move |_| {
-                (llm.request_count() >= 1).then_some(())
+                (llm.request_count() >= 2).then_some(())
             })
             .await;
         let (_, token) =
@@ -114,8 +130,54 @@ async fn a_paired_sender_runs_slash_commands_and_a_refused_stop_stops_nothing() 
             })
             .await;
         assert_eq!(ack.body["content"], "You are not allowed to use this bot.");
-        let sent = env.sent_settled(3).await;
-        assert_eq!(sent[2].content, "the long answer", "{sent:?}");
+        let sent = env.sent_settled(4).await;
+        assert_eq!(sent[3].content, "the long answer", "{sent:?}");
+        env.stop().await;
+    })
+    .await;
+}
+
+/// `/stop` as a slash command while a turn runs: one answer (the deferred response edited into
+/// "Stopped."), and the stopped turn sends nothing to the channel.
+#[tokio::test]
+async fn a_slash_stop_answers_once() {
+    bounded("slash stop", async {
+        let env = start(|_| {}).await;
+        env.fake
+            .wait_for("slash commands registered", WAIT, |f| {
+                (f.registered_commands().len() >= 4).then_some(())
+            })
+            .await;
+        env.llm.push(Step::Delay(
+            Duration::from_secs(8),
+            Box::new(Step::Reply("never sent".into())),
+        ));
+        env.fake
+            .dispatch_message_create(DM, None, USER, "think slowly", false, None);
+        let llm = env.llm.clone();
+        env.fake
+            .wait_for("the turn to start", WAIT, move |_| {
+                (llm.request_count() >= 1).then_some(())
+            })
+            .await;
+        let (_, token) = env
+            .fake
+            .dispatch_interaction_create(DM, None, USER, "stop", &[]);
+        let answer = env
+            .fake
+            .wait_for("the answer", WAIT, |f| {
+                f.followups().into_iter().find(|x| x.token == token)
+            })
+            .await;
+        assert_eq!(answer.target.as_deref(), Some("@original"));
+        assert_eq!(answer.body["content"], "Stopped.");
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        assert_eq!(env.fake.followups().len(), 1, "{:?}", env.fake.followups());
+        assert!(
+            env.fake.sent_messages().is_empty(),
+            "{:?}",
+            env.fake.sent_messages()
+        );
         env.stop().await;
     })
     .await;

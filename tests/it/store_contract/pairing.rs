@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use herald::store::{PairingAsk, PairingOutcome, Store, StoreError};
+use herald::domain::{MessageEvent, Platform};
+use herald::store::{InboxStatus, PairingAsk, PairingOutcome, Store, StoreError, APPROVED_NOTICE};
 
 fn ask<'a>(
     platform: &'a str,
@@ -58,6 +59,14 @@ pub async fn pairing_lifecycle(store: Arc<dyn Store>) {
         }
     );
     assert!(!s.sender_approved("telegram", "42").await.unwrap());
+    // What the sender wrote while waiting was refused by the auth hook; another sender's too.
+    let mut refused = Vec::new();
+    for (sender, text) in [("42", "what is 2+2?"), ("43", "me too")] {
+        let ev = MessageEvent::text(Platform::Telegram, sender, sender, text);
+        let id = s.inbox_insert(&ev).await.unwrap().id();
+        s.inbox_skip(id, "auth: unauthorized", &[]).await.unwrap();
+        refused.push(id);
+    }
     // The wrong platform does not approve it; the right one does, once.
     assert!(matches!(
         s.pairing_approve("discord", "AAAA2222").await,
@@ -66,6 +75,25 @@ pub async fn pairing_lifecycle(store: Arc<dyn Store>) {
     let req = s.pairing_approve("telegram", "AAAA2222").await.unwrap();
     assert_eq!(req.sender_id, "42");
     assert!(s.sender_approved("telegram", "42").await.unwrap());
+    // Approval queues the waiting message again (only that sender's) and tells them.
+    let row = s.inbox_get(refused[0]).await.unwrap().unwrap();
+    assert_eq!(row.status, InboxStatus::Pending);
+    let other = s.inbox_get(refused[1]).await.unwrap().unwrap();
+    assert_eq!(other.status, InboxStatus::Skipped);
+    let notices: Vec<_> = s
+        .outbox_recent(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|o| o.chat_id == "42" && o.text.starts_with(APPROVED_NOTICE))
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let listed = s.senders_approved().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].platform.as_str(), listed[0].sender_id.as_str()),
+        ("telegram", "42")
+    );
     assert!(matches!(
         s.pairing_approve("telegram", "AAAA2222").await,
         Err(StoreError::NotFound(_))
@@ -73,6 +101,7 @@ pub async fn pairing_lifecycle(store: Arc<dyn Store>) {
     assert!(s.sender_revoke("telegram", "42").await.unwrap());
     assert!(!s.sender_approved("telegram", "42").await.unwrap());
     assert!(!s.sender_revoke("telegram", "42").await.unwrap());
+    assert!(s.senders_approved().await.unwrap().is_empty());
 }
 
 pub async fn pairing_cap_and_expiry(store: Arc<dyn Store>) {
