@@ -30,6 +30,7 @@ mod e2e_handoff;
 mod e2e_handoff_nightly;
 mod e2e_mcp;
 mod e2e_mcp_approvals;
+mod e2e_mcp_sdk;
 mod e2e_memory;
 mod e2e_pairing;
 mod e2e_prompt;
