@@ -123,7 +123,10 @@ pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
             .max(8);
         println!("{:w$}  {:o$}  {:a$}  WHY", "NAME", "ORIGIN", "APPROVAL");
         for r in &rows {
-            let line = format!("{:w$}  {:o$}  {:a$}  {}", r.name, r.origin, r.approval, r.why);
+            let line = format!(
+                "{:w$}  {:o$}  {:a$}  {}",
+                r.name, r.origin, r.approval, r.why
+            );
             println!("{}", line.trim_end());
         }
     }

@@ -19,11 +19,6 @@ import socket
 import subprocess
 import sys
 
-import anyio
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import (ImageContent, ResourceLink, TextContent, ToolAnnotations,
-                       ToolExecution)
-
 # A 1x1 red PNG.
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
@@ -46,6 +41,13 @@ if args.wrap:
 if args.pidfile:
     with open(args.pidfile, "w") as f:
         f.write(str(os.getpid()))
+
+# The SDK is imported only now: a wrapper that imported it too would double the start-up time.
+import anyio
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import (ImageContent, ResourceLink, TextContent, ToolAnnotations,
+                       ToolExecution)
+
 
 
 class Server(FastMCP):

@@ -101,6 +101,8 @@ pub fn sdk_stdio(name: &str, extra: &[&str]) -> McpServer {
         name: name.into(),
         command: Some(sdk_python()),
         args,
+        // Importing the SDK takes seconds on a busy machine.
+        init_timeout_secs: 60,
         ..McpServer::default()
     }
 }
@@ -134,7 +136,10 @@ impl HttpSdk {
             .expect("a port");
         // Serving once the port accepts connections.
         for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;

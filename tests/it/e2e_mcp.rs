@@ -460,7 +460,10 @@ async fn tools_list_shows_builtins_and_mcp_tools_with_origin_and_approval() {
         row("shop__delete_order")[1..],
         ["mcp:shop", "hardline", "approvals.hardline"]
     );
-    assert_eq!(row("shop__fail")[1..], ["mcp:shop", "denied", "approvals.deny"]);
+    assert_eq!(
+        row("shop__fail")[1..],
+        ["mcp:shop", "denied", "approvals.deny"]
+    );
     let crash = table
         .lines()
         .find(|l| l.contains("mcp:crash"))

@@ -39,7 +39,10 @@ async fn offered_soon(client: &Client, llm: &FakeLlm, tool: &str) {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let _ = client.chat("web:probe", "ping").await;
-        if offered(llm.requests().last().unwrap()).iter().any(|n| n == tool) {
+        if offered(llm.requests().last().unwrap())
+            .iter()
+            .any(|n| n == tool)
+        {
             return;
         }
         assert!(std::time::Instant::now() < deadline, "{tool} never came");
@@ -52,7 +55,11 @@ async fn call(client: &Client, llm: &FakeLlm, lane: &str, tool: &str, args: &str
     llm.push(Step::ToolCall(tool.into(), args.into()));
     llm.push(Step::Reply("ok".into()));
     let (status, body) = client.chat(lane, &format!("use {tool}")).await;
-    assert_eq!((status, body["reply"].as_str()), (200, Some("ok")), "{body}");
+    assert_eq!(
+        (status, body["reply"].as_str()),
+        (200, Some("ok")),
+        "{body}"
+    );
     llm.requests().last().unwrap().last_tool_result()
 }
 
@@ -73,7 +80,10 @@ async fn an_sdk_server_s_instructions_tools_images_links_and_progress_reach_the_
 
     // A session opened now carries the server's instructions, labelled; the task-only tool is
     // left out and the resource reader is offered.
-    assert_eq!(call(&client, &llm, "web:memo", "memo__echo", r#"{"text":"hi"}"#).await, "hi");
+    assert_eq!(
+        call(&client, &llm, "web:memo", "memo__echo", r#"{"text":"hi"}"#).await,
+        "hi"
+    );
     let first = &llm.requests()[llm.requests().len() - 2];
     let system = first.system();
     assert!(
@@ -107,18 +117,35 @@ async fn an_sdk_server_s_instructions_tools_images_links_and_progress_reach_the_
     let link = call(&client, &llm, "web:memo", "memo__link", "{}").await;
     assert!(link.contains("[resource link: memo://welcome"), "{link}");
     assert_eq!(
-        call(&client, &llm, "web:memo", "memo__read_resource", r#"{"uri":"memo://welcome"}"#).await,
+        call(
+            &client,
+            &llm,
+            "web:memo",
+            "memo__read_resource",
+            r#"{"uri":"memo://welcome"}"#
+        )
+        .await,
         "[resource memo://welcome]\nWelcome to the memo board: A-1001 ships Friday."
     );
     // Progress every 0.3 s keeps a 2.4 s call alive under a 1 s time-out.
     assert_eq!(
-        call(&client, &llm, "web:memo", "memo__long", r#"{"seconds":2.4}"#).await,
+        call(
+            &client,
+            &llm,
+            "web:memo",
+            "memo__long",
+            r#"{"seconds":2.4}"#
+        )
+        .await,
         "done after 8 steps"
     );
 
     // A tool added mid-conversation: not offered in the turn that added it, offered next turn.
     let before = llm.request_count();
-    assert_eq!(call(&client, &llm, "web:memo", "memo__grow", "{}").await, "grown");
+    assert_eq!(
+        call(&client, &llm, "web:memo", "memo__grow", "{}").await,
+        "grown"
+    );
     let reqs = llm.requests();
     assert!(!memo_tools(&reqs[before + 1]).contains(&"memo__fresh".to_string()));
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -169,7 +196,10 @@ async fn a_restarted_http_server_that_answers_a_stale_session_with_400_is_reache
     let app = App::start(c).await.expect("app starts");
     let client = Client::new(&app);
     offered_soon(&client, &llm, "memo__echo").await;
-    assert_eq!(call(&client, &llm, "web:memo", "memo__echo", r#"{"text":"one"}"#).await, "one");
+    assert_eq!(
+        call(&client, &llm, "web:memo", "memo__echo", r#"{"text":"one"}"#).await,
+        "one"
+    );
 
     // The server restarts on the same port; the session Herald holds is unknown to it.
     sdk.kill().await;
@@ -180,7 +210,15 @@ async fn a_restarted_http_server_that_answers_a_stale_session_with_400_is_reache
         "the call ends at once, not after its 30 s time-out: {told}"
     );
     wait_until("a new session", WAIT, || async {
-        call(&client, &llm, "web:memo", "memo__echo", r#"{"text":"three"}"#).await == "three"
+        call(
+            &client,
+            &llm,
+            "web:memo",
+            "memo__echo",
+            r#"{"text":"three"}"#,
+        )
+        .await
+            == "three"
     })
     .await;
     app.shutdown().await;
@@ -223,7 +261,10 @@ async fn killing_a_wrapper_ends_its_server_and_stopping_herald_ends_the_group() 
     unsafe {
         libc::kill(wrap, libc::SIGKILL);
     }
-    wait_until("the orphaned server ends", WAIT, || async { !alive(server) }).await;
+    wait_until("the orphaned server ends", WAIT, || async {
+        !alive(server)
+    })
+    .await;
 
     // It comes back (a new group), and stopping Herald ends that one too.
     wait_until("a new server", WAIT, || async {
@@ -248,7 +289,7 @@ async fn tools_list_says_why_each_tool_asks_and_a_destructive_hint_asks_in_the_c
     let python = herald_test_support::mcp::sdk_python();
     let script = herald_test_support::mcp::sdk_script().display().to_string();
     let servers = format!(
-        "[[mcp.servers]]\nname = \"memo\"\ncommand = {python:?}\nargs = [{script:?}, \"--state\", {:?}]\nrequire_approval = [\"echo\"]\n\n[[mcp.servers]]\nname = \"trusted\"\ncommand = {python:?}\nargs = [{script:?}]\nallow = [\"note_write\"]\n",
+        "[[mcp.servers]]\nname = \"memo\"\ncommand = {python:?}\nargs = [{script:?}, \"--state\", {:?}]\nrequire_approval = [\"echo\"]\ninit_timeout_secs = 60\n\n[[mcp.servers]]\nname = \"trusted\"\ncommand = {python:?}\nargs = [{script:?}]\nallow = [\"note_write\"]\ninit_timeout_secs = 60\n",
         state.display().to_string()
     );
     let file = data.path().join("herald.toml");
@@ -273,17 +314,26 @@ async fn tools_list_says_why_each_tool_asks_and_a_destructive_hint_asks_in_the_c
             .lines()
             .find(|l| l.split_whitespace().next() == Some(name))
             .unwrap_or_else(|| panic!("no row {name}:\n{table}"));
-        line.split_whitespace().skip(1).collect::<Vec<_>>().join(" ")
+        line.split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     assert_eq!(row("memo__note_write"), "mcp:memo ask destructive hint");
     assert_eq!(row("trusted__note_write"), "mcp:trusted no");
     assert_eq!(row("memo__note_read"), "mcp:memo no");
     assert_eq!(row("memo__echo"), "mcp:memo ask config");
-    assert!(!table.contains("__research"), "a task-only tool is left out:\n{table}");
+    assert!(
+        !table.contains("__research"),
+        "a task-only tool is left out:\n{table}"
+    );
 
     // In the chat: the destructive tool asks, and a denied call never reaches the server.
     let mut c = tg_config(&tg, &llm, &data);
-    c.mcp.servers = vec![sdk_stdio("memo", &["--state", &state.display().to_string()])];
+    c.mcp.servers = vec![sdk_stdio(
+        "memo",
+        &["--state", &state.display().to_string()],
+    )];
     let app = App::start(c).await.expect("app starts");
     offered_soon(&Client::new(&app), &llm, "memo__note_write").await;
     let before = llm.request_count();

@@ -4,6 +4,10 @@
 //! Nothing here changes a running turn: a list change only wakes the connection task, which
 //! re-lists and swaps the server's tools for the *next* snapshot. Everything a server writes is
 //! third-party text: it is logged escaped and capped ([`super::connect::short`]), never raw.
+//!
+//! rmcp marks roots, sampling and logging deprecated (SEP-2577, a later protocol version);
+//! the servers in use today speak the versions that have them, so they are handled here.
+#![allow(deprecated)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,7 +16,7 @@ use rmcp::model::{
     ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation,
     ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken,
+    ProgressToken, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
@@ -43,8 +47,8 @@ impl HeraldClient {
 /// `herald` and its version, with roots declared (an empty list: Herald exposes no files)
 /// and neither sampling nor elicitation declared (both are declined if a server asks anyway).
 pub fn client_info() -> ClientInfo {
-    #[allow(deprecated)]
-    let capabilities = ClientCapabilities::builder().enable_roots().build();
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.roots = Some(RootsCapabilities::default());
     ClientInfo::new(
         capabilities,
         Implementation::new("herald", env!("CARGO_PKG_VERSION")),

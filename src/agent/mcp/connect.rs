@@ -207,7 +207,6 @@ where
 
 /// A person's reading of an initialize failure: no Rust type names, no `{:?}` dumps.
 fn init_reason(e: &ClientInitializeError) -> String {
-    use std::error::Error as _;
     match e {
         ClientInitializeError::ConnectionClosed(_) => {
             "the server closed the connection".to_string()
@@ -222,7 +221,10 @@ fn init_reason(e: &ClientInitializeError) -> String {
             short(&text)
         }
         ClientInitializeError::JsonRpcError(data) => {
-            format!("the server answered with an error: {}", short(&data.message))
+            format!(
+                "the server answered with an error: {}",
+                short(&data.message)
+            )
         }
         ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
             "the server and Herald share no protocol version".to_string()

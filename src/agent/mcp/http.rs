@@ -37,14 +37,16 @@ impl Watched {
         };
         let lost = match result {
             Ok(StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _)) => {
-                e.id != req.id
+                e.id.as_ref() != Some(&req.id)
             }
             Ok(_) => false,
             Err(StreamableHttpError::SessionExpired) => false, // rmcp re-initializes itself.
             Err(_) => true,
         };
         if lost {
-            tracing::debug!("an MCP HTTP request got an answer that matches no request; the session is suspect");
+            tracing::debug!(
+                "an MCP HTTP request got an answer that matches no request; the session is suspect"
+            );
             self.suspect.notify_one();
         }
     }

@@ -181,17 +181,26 @@ mod tests {
         let lists = || -> Vec<Vec<Arc<dyn Tool>>> {
             vec![
                 vec![Arc::new(Named("first", "x__y"))],
-                vec![Arc::new(Named("second", "x__y")), Arc::new(Named("second", "x__z"))],
+                vec![
+                    Arc::new(Named("second", "x__y")),
+                    Arc::new(Named("second", "x__z")),
+                ],
             ]
         };
         let out = dedupe(lists(), &warned);
         let names: Vec<String> = out.iter().map(|t| t.spec().name).collect();
         assert_eq!(names[0], "x__y");
-        assert!(names[1].starts_with("x__y_") && names[1].len() == 13, "{names:?}");
+        assert!(
+            names[1].starts_with("x__y_") && names[1].len() == 13,
+            "{names:?}"
+        );
         assert_eq!(names[2], "x__z");
         assert_eq!(out[1].origin(), Origin::Mcp("second".into()));
         // Stable across snapshots, warned once.
-        let again: Vec<String> = dedupe(lists(), &warned).iter().map(|t| t.spec().name).collect();
+        let again: Vec<String> = dedupe(lists(), &warned)
+            .iter()
+            .map(|t| t.spec().name)
+            .collect();
         assert_eq!(again, names);
         assert_eq!(warned.0.lock().unwrap().len(), 1);
     }

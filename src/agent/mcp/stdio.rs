@@ -226,15 +226,11 @@ pub fn transport(
     impl futures::Sink<ClientJsonRpcMessage, Error = LinesCodecError> + Send + Unpin + 'static,
     impl futures::Stream<Item = ServerJsonRpcMessage> + Send + Unpin + 'static,
 ) {
-    let sink = FramedWrite::new(stdin, LinesCodec::new()).with(
-        |m: ClientJsonRpcMessage| async move {
+    let sink =
+        FramedWrite::new(stdin, LinesCodec::new()).with(|m: ClientJsonRpcMessage| async move {
             serde_json::to_string(&m).map_err(|e| LinesCodecError::Io(std::io::Error::other(e)))
-        },
-    );
-    let lines = FramedRead::new(
-        stdout,
-        LinesCodec::new_with_max_length(MAX_MESSAGE_BYTES),
-    );
+        });
+    let lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_MESSAGE_BYTES));
     let stream = futures::stream::unfold((lines, diag), |(mut lines, diag)| async move {
         loop {
             match lines.next().await? {
@@ -244,7 +240,9 @@ pub fn transport(
                     }
                 }
                 Err(LinesCodecError::MaxLineLengthExceeded) => {
-                    tracing::warn!("an MCP message was longer than {MAX_MESSAGE_BYTES} bytes and was dropped");
+                    tracing::warn!(
+                        "an MCP message was longer than {MAX_MESSAGE_BYTES} bytes and was dropped"
+                    );
                 }
                 Err(LinesCodecError::Io(_)) => return None,
             }

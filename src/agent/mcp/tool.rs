@@ -76,7 +76,10 @@ pub struct McpImage {
 /// Why a server's tool asks before each call, if it does: the operator's `require_approval`
 /// first; then the tool's own `destructiveHint: true` (not also `readOnlyHint: true`) unless the
 /// operator lists it in `allow`.
-pub fn asks_because(server: &crate::config::McpServer, tool: &rmcp::model::Tool) -> Option<&'static str> {
+pub fn asks_because(
+    server: &crate::config::McpServer,
+    tool: &rmcp::model::Tool,
+) -> Option<&'static str> {
     if server.require_approval.covers(&tool.name) {
         return Some("config");
     }
@@ -152,12 +155,16 @@ impl McpTool {
                 }
             }
         }
-        let mut options = PeerRequestOptions::with_timeout(self.timeout).reset_timeout_on_progress();
+        let mut options =
+            PeerRequestOptions::with_timeout(self.timeout).reset_timeout_on_progress();
         options.max_total_timeout = Some(self.max_call);
         let sent = self
             .session
             .peer
-            .send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), options)
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                options,
+            )
             .await;
         let handle = match sent {
             Ok(h) => h,
@@ -174,7 +181,9 @@ impl McpTool {
         calls.lock().expect("progress map").remove(&token);
         match result {
             Ok(ServerResult::CallToolResult(r)) => answer(r),
-            Ok(_) => Err(ToolError::Failed("the server's answer was not a tool result".into())),
+            Ok(_) => Err(ToolError::Failed(
+                "the server's answer was not a tool result".into(),
+            )),
             Err(e) => Err(self.failed(e)),
         }
     }
