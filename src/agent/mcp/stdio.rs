@@ -47,6 +47,8 @@ fn rank(line: &str) -> u8 {
     let error = has(&["error", "err!", "fatal", "panic", "exception"]);
     let missing = has(&["not found", "404", "enoent", "no such file"]);
     match (error, missing) {
+        // npm's `error 404 Not Found - GET …` over its `error code E404`.
+        (true, true) if l.contains("not found") => 5,
         (true, true) => 4,
         (true, false) => 3,
         (false, true) => 2,
@@ -272,6 +274,7 @@ mod tests {
         );
         let d = Diagnostics::default();
         d.stderr_line("npm error code E404");
+        d.stderr_line("npm error 404");
         d.stderr_line("npm error 404 Not Found - GET x");
         d.stderr_line("npm error A complete log of this run can be found in: x");
         assert_eq!(d.suffix(), " (stderr: npm error 404 Not Found - GET x)");
