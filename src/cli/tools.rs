@@ -29,6 +29,13 @@ struct Row {
     /// `no`, `ask`, `hardline`, `denied`, `withheld: <reason>` for a tool that failed screening,
     /// or `unreachable: <reason>` for a server.
     approval: String,
+    /// The rule behind `approval`: `destructive hint`, `config` (the server's
+    /// `require_approval`), `tools.require_approval`, `approvals.hardline`, `approvals.deny`,
+    /// `approvals.bypass`; empty when a call simply runs.
+    why: String,
+    /// The server marks the tool read-only (`readOnlyHint`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    read_only: bool,
 }
 
 pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
@@ -40,10 +47,18 @@ pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
         .map(|t| row(t, &policy))
         .collect();
     for name in crate::agent::tools::lane_builtins(config) {
+        let check = policy.check(name, false);
         rows.push(Row {
             name: name.to_string(),
             origin: "builtin".into(),
-            approval: approval_word(&policy.check(name, false)).into(),
+            approval: approval_word(&check).into(),
+            why: match check {
+                Check::Refuse(_) => "approvals.deny".into(),
+                Check::Ask { hardline: true } => "approvals.hardline".into(),
+                Check::Ask { .. } => "tools.require_approval".into(),
+                Check::Run => String::new(),
+            },
+            read_only: false,
         });
     }
     rows.sort_by(|a, b| a.name.cmp(&b.name));
@@ -55,11 +70,13 @@ pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
                 name: "-".into(),
                 origin,
                 approval: "disabled".into(),
+                why: String::new(),
+                read_only: false,
             });
             continue;
         }
         match connect::connect(server, &tracker).await {
-            Ok(mut conn) => {
+            Ok(conn) => {
                 let (tools, withheld) = tools_of(server, &conn);
                 for t in tools {
                     rows.push(row(&t, &policy));
@@ -69,17 +86,18 @@ pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
                         name,
                         origin: origin.clone(),
                         approval: format!("withheld: {why}"),
+                        why: String::new(),
+                        read_only: false,
                     });
                 }
-                let _ = conn.service.close().await;
-                if let Some(child) = conn.child.as_mut() {
-                    let _ = child.kill().await;
-                }
+                conn.close().await;
             }
             Err(reason) => rows.push(Row {
                 name: "-".into(),
                 origin,
                 approval: format!("unreachable: {reason}"),
+                why: String::new(),
+                read_only: false,
             }),
         }
     }
@@ -96,21 +114,33 @@ pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
             .max()
             .unwrap_or(6)
             .max(6);
-        println!("{:w$}  {:o$}  APPROVAL", "NAME", "ORIGIN");
+        let a = rows
+            .iter()
+            .filter(|r| !r.why.is_empty())
+            .map(|r| r.approval.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
+        println!("{:w$}  {:o$}  {:a$}  WHY", "NAME", "ORIGIN", "APPROVAL");
         for r in &rows {
-            println!("{:w$}  {:o$}  {}", r.name, r.origin, r.approval);
+            let line = format!(
+                "{:w$}  {:o$}  {:a$}  {}",
+                r.name, r.origin, r.approval, r.why
+            );
+            println!("{}", line.trim_end());
         }
     }
     Ok(())
 }
 
 fn row(t: &Arc<dyn Tool>, policy: &Policy) -> Row {
-    let name = t.spec().name;
-    let approval = approval_word(&policy.check(&name, t.requires_approval()));
+    let (check, why) = policy.explain(t.as_ref());
     Row {
+        name: t.spec().name,
         origin: t.origin().to_string(),
-        approval: approval.into(),
-        name,
+        approval: approval_word(&check).into(),
+        why,
+        read_only: t.read_only(),
     }
 }
 

@@ -34,8 +34,13 @@ pub struct McpServer {
     pub headers: BTreeMap<String, Secret>,
     /// Tool names (as the server names them) that ask a person before each call, or `"all"`.
     pub require_approval: RequireApproval,
-    /// How long one call may take.
+    /// Tool names (as the server names them) the operator lets run unasked although the server
+    /// marks them `destructiveHint: true` (the hardline floor and `require_approval` still ask).
+    pub allow: Vec<String>,
+    /// How long one call may take without a progress notification from the server.
     pub timeout_secs: u64,
+    /// The longest a call may take while the server keeps reporting progress.
+    pub max_call_secs: u64,
     /// How long starting, `initialize` and listing the tools may take.
     pub init_timeout_secs: u64,
 }
@@ -52,7 +57,9 @@ impl Default for McpServer {
             bearer_token: None,
             headers: BTreeMap::new(),
             require_approval: RequireApproval::default(),
+            allow: Vec::new(),
             timeout_secs: 60,
+            max_call_secs: 600,
             init_timeout_secs: 10,
         }
     }
@@ -84,7 +91,8 @@ impl RequireApproval {
 }
 
 /// A server name that is safe as a tool-name prefix: 1–32 of `[a-z0-9_-]`, starting with a
-/// letter, and no `__` (the separator before the tool's own name).
+/// letter, and no `__` (the separator before the tool's own name). A name ending in `_` is
+/// accepted; its tools' names carry a hash ([`crate::agent::mcp::names`]).
 pub fn valid_server_name(name: &str) -> bool {
     (1..=32).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_lowercase())

@@ -56,6 +56,12 @@ impl Worker {
         let window = crate::agent::context::window::context_window(&deps.config.llm).await;
         let mut sources = load_sources(&deps.config, window);
         sources.memory = crate::agent::memory::snapshot_for(&deps.config, ev);
+        sources.tool_guidance = deps
+            .tools
+            .guidance()
+            .into_iter()
+            .map(|(label, text)| crate::agent::prompt::Block { label, text })
+            .collect();
         let system_prompt = build_system_prompt(
             &deps.config.agent,
             &sources,

@@ -62,3 +62,99 @@ impl HttpShop {
         }
     }
 }
+
+/// The server on the official Python SDK (`test-support/mcp/sdk_server.py`).
+pub fn sdk_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/sdk_server.py")
+}
+
+/// A Python that can `import mcp`: `HERALD_MCP_PYTHON`, else the venv `.ci/run` makes
+/// (`<repo>/.mcp-venv`), else `python3`. Panics with the install line when none can.
+pub fn sdk_python() -> String {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.mcp-venv/bin/python3");
+    let candidates = [
+        std::env::var("HERALD_MCP_PYTHON").ok(),
+        Some(venv.display().to_string()),
+        Some("python3".to_string()),
+    ];
+    for p in candidates.into_iter().flatten() {
+        let ok = std::process::Command::new(&p)
+            .args(["-c", "import mcp.server.fastmcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return p;
+        }
+    }
+    panic!(
+        "no Python with the MCP SDK: run `python3 -m venv .mcp-venv && .mcp-venv/bin/pip install 'mcp>=1.9,<2'` (as .ci/run does) or set HERALD_MCP_PYTHON"
+    );
+}
+
+/// The SDK server over stdio as `[[mcp.servers]]` entry `name`, with `extra` arguments.
+pub fn sdk_stdio(name: &str, extra: &[&str]) -> McpServer {
+    let mut args = vec![sdk_script().display().to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    McpServer {
+        name: name.into(),
+        command: Some(sdk_python()),
+        args,
+        // Importing the SDK takes seconds on a busy machine.
+        init_timeout_secs: 60,
+        ..McpServer::default()
+    }
+}
+
+/// The SDK server over streamable HTTP on 127.0.0.1; killed when dropped.
+pub struct HttpSdk {
+    pub port: u16,
+    pub url: String,
+    child: Option<tokio::process::Child>,
+}
+
+impl HttpSdk {
+    /// Starts it on `port` (0: any free port).
+    pub async fn start(port: u16) -> HttpSdk {
+        let mut child = tokio::process::Command::new(sdk_python())
+            .arg(sdk_script())
+            .args(["--http", &port.to_string()])
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the SDK test server starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let port: u16 = lines
+            .next_line()
+            .await
+            .expect("reads the port")
+            .expect("the server prints its port")
+            .trim()
+            .parse()
+            .expect("a port");
+        // Serving once the port accepts connections.
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        HttpSdk {
+            port,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            child: Some(child),
+        }
+    }
+
+    /// Kills the server (its sessions die with it).
+    pub async fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill().await;
+        }
+    }
+}

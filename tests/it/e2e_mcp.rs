@@ -455,9 +455,15 @@ async fn tools_list_shows_builtins_and_mcp_tools_with_origin_and_approval() {
     };
     assert_eq!(row("session_search")[1..], ["builtin", "no"]);
     assert_eq!(row("shop__lookup_order")[1..], ["mcp:shop", "no"]);
-    assert_eq!(row("shop__shout")[1..], ["mcp:shop", "ask"]);
-    assert_eq!(row("shop__delete_order")[1..], ["mcp:shop", "hardline"]);
-    assert_eq!(row("shop__fail")[1..], ["mcp:shop", "denied"]);
+    assert_eq!(row("shop__shout")[1..], ["mcp:shop", "ask", "config"]);
+    assert_eq!(
+        row("shop__delete_order")[1..],
+        ["mcp:shop", "hardline", "approvals.hardline"]
+    );
+    assert_eq!(
+        row("shop__fail")[1..],
+        ["mcp:shop", "denied", "approvals.deny"]
+    );
     let crash = table
         .lines()
         .find(|l| l.contains("mcp:crash"))

@@ -15,9 +15,11 @@ use crate::config::LlmConfig;
 
 pub const DEFAULT_WINDOW: usize = 32_768;
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Fields providers use for the window: OpenRouter / llama.cpp style, vLLM, others.
-const WINDOW_FIELDS: [&str; 4] = [
+/// Fields providers use for the window: OpenRouter / llama.cpp style, vLLM, LiteLLM
+/// (`max_input_tokens`, also inside its `model_info`), others.
+const WINDOW_FIELDS: [&str; 5] = [
     "context_length",
+    "max_input_tokens",
     "max_model_len",
     "context_window",
     "max_context_length",
@@ -88,7 +90,7 @@ pub fn window_from_list(body: &Value, model: &str) -> Option<usize> {
         })?;
     WINDOW_FIELDS
         .iter()
-        .find_map(|f| entry[*f].as_u64())
+        .find_map(|f| entry[*f].as_u64().or(entry["model_info"][*f].as_u64()))
         .filter(|w| *w > 0)
         .map(|w| w as usize)
 }
@@ -108,6 +110,14 @@ mod tests {
             (
                 json!({"data": [{"id": "m", "max_model_len": 8192}]}),
                 Some(8_192),
+            ),
+            (
+                json!({"data": [{"id": "m", "max_input_tokens": 200000, "max_tokens": 8192}]}),
+                Some(200_000),
+            ),
+            (
+                json!({"data": [{"id": "m", "model_info": {"max_input_tokens": 128000}}]}),
+                Some(128_000),
             ),
             (
                 json!({"data": [{"id": "x", "context_length": 1}, {"id": "m", "context_window": 4096}]}),

@@ -1,67 +1,56 @@
 //! Reaching one MCP server: start its process (stdio) or open its URL (streamable HTTP), run
 //! `initialize` and list its tools, all within the server's `init_timeout_secs`.
 //!
-//! A stdio child gets a clean environment (PATH, HOME, LANG and its own `env` table, never
-//! Herald's tokens), is killed when its connection is dropped, and its stderr is read line by
-//! line into the debug log; the last line is kept for the reason of a failure. Stdout lines that
-//! are not JSON-RPC are counted, so "prints garbage" is a reason a person can read instead of a
-//! bare timeout.
+//! A stdio child is started by [`super::stdio`] (own process group, clean environment, stderr
+//! kept for the reason of a failure); an HTTP server is reached through [`super::http`]'s
+//! watched client. Every failure is one line a person can read: the most telling stderr line,
+//! junk on stdout counted, no Rust type names, and a hint when a URL looks like the legacy
+//! HTTP+SSE transport (not supported). Tools that require task augmentation are left out here.
 
-use std::pin::Pin;
-use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use tokio::io::{AsyncBufReadExt, AsyncRead, ReadBuf};
-use tokio::process::{Child, ChildStdout};
+use tokio::process::Child;
+use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
+use super::client::HeraldClient;
+use super::stdio::{self, Group};
 use crate::config::McpServer;
+
+pub use super::stdio::Diagnostics;
 
 /// The longest one JSON-RPC message (one stdout line, one HTTP body) may be: a bigger tool result
 /// is dropped by the transport and the call ends as a time-out, not an out-of-memory.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The longest server `instructions` put in the prompt.
+pub const MAX_INSTRUCTIONS: usize = 2_000;
 
-/// A live session with a server; dropping it ends the session and kills a stdio child.
+/// A live session with a server; dropping it ends the session and kills a stdio child's group.
 pub struct Connection {
-    pub service: RunningService<RoleClient, ()>,
+    pub service: RunningService<RoleClient, HeraldClient>,
     pub tools: Vec<rmcp::model::Tool>,
     pub child: Option<Child>,
+    pub group: Option<Group>,
     pub diag: Arc<Diagnostics>,
+    /// Rung when an HTTP answer matched no request (a lost session).
+    pub suspect: Arc<Notify>,
+    /// The server's `instructions`, screened and capped, or why they were withheld.
+    pub instructions: Option<String>,
     /// Stops the stderr reader with the connection (a grandchild may hold the pipe open).
     pub _stderr: Option<DropGuard>,
 }
 
-/// What a stdio child said besides JSON-RPC, for the reason of a failure.
-#[derive(Default)]
-pub struct Diagnostics {
-    last_stderr: Mutex<String>,
-    junk_lines: AtomicU64,
-}
-
-impl Diagnostics {
-    /// ` (stderr: …; N stdout lines were not JSON-RPC)`, or empty.
-    pub fn suffix(&self) -> String {
-        let mut parts = Vec::new();
-        let junk = self.junk_lines.load(Ordering::Relaxed);
-        if junk > 0 {
-            parts.push(format!("{junk} line(s) on stdout were not JSON-RPC"));
-        }
-        let err = self.last_stderr.lock().expect("diag lock").clone();
-        if !err.is_empty() {
-            parts.push(format!("stderr: {err}"));
-        }
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", parts.join("; "))
+impl Connection {
+    /// Ends the session and, for stdio, the whole process group (SIGTERM, then SIGKILL).
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.service.close()).await;
+        if let (Some(group), Some(child)) = (self.group.as_mut(), self.child.as_mut()) {
+            group.end(child).await;
         }
     }
 }
@@ -71,22 +60,28 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
     let wait = Duration::from_secs(server.init_timeout_secs);
     let diag = Arc::new(Diagnostics::default());
     let stop = CancellationToken::new();
-    let (mut child, started) = match &server.url {
-        Some(url) => (None, tokio::time::timeout(wait, http(server, url)).await),
+    let suspect = Arc::new(Notify::new());
+    let handler = HeraldClient::new(&server.name);
+    let (mut spawned, started) = match &server.url {
+        Some(url) => {
+            let ready = async {
+                let service = http(server, url, handler, &suspect).await?;
+                let tools = list_tools(&service, &diag, &server.name).await?;
+                Ok((service, tools))
+            };
+            (None, tokio::time::timeout(wait, ready).await)
+        }
         None => {
-            let (child, stdout, stdin) = spawn(server, tracker, &diag, &stop)?;
-            let transport = AsyncRwTransport::<RoleClient, _, _>::new(
-                JunkCounter {
-                    inner: stdout,
-                    diag: diag.clone(),
-                    line_start: true,
-                },
-                stdin,
-            )
-            .with_max_line_length(MAX_MESSAGE_BYTES);
+            let s = stdio::spawn(server, tracker, &diag, &stop)?;
+            let transport = stdio::transport(s.stdout, s.stdin, diag.clone());
+            let ready = async {
+                let service = initialize(handler, transport).await?;
+                let tools = list_tools(&service, &diag, &server.name).await?;
+                Ok((service, tools))
+            };
             (
-                Some(child),
-                tokio::time::timeout(wait, initialize(transport)).await,
+                Some((s.child, s.group)),
+                tokio::time::timeout(wait, ready).await,
             )
         }
     };
@@ -97,21 +92,31 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
             wait.as_secs()
         )),
         Ok(Err(e)) => Err(e),
-        Ok(Ok((service, tools))) => Ok((service, tools)),
+        Ok(Ok(ready)) => Ok(ready),
     };
     match result {
-        Ok((service, tools)) => Ok(Connection {
-            service,
-            tools,
-            child,
-            diag,
-            _stderr: Some(stop.drop_guard()),
-        }),
+        Ok((service, tools)) => {
+            let instructions = instructions_of(&service, &server.name);
+            let (child, group) = match spawned {
+                Some((c, g)) => (Some(c), Some(g)),
+                None => (None, None),
+            };
+            Ok(Connection {
+                service,
+                tools,
+                child,
+                group,
+                diag,
+                suspect,
+                instructions,
+                _stderr: Some(stop.drop_guard()),
+            })
+        }
         Err(reason) => {
             let mut reason = reason;
-            if let Some(c) = child.as_mut() {
+            if let Some((c, group)) = spawned.as_mut() {
                 // A closed pipe usually means the process is exiting: give it a moment to. (After
-                // a time-out the process is still there; it is killed below.)
+                // a time-out the process is still there; it is ended below.)
                 if !timed_out {
                     if let Ok(Ok(status)) =
                         tokio::time::timeout(Duration::from_millis(200), c.wait()).await
@@ -119,38 +124,121 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
                         reason = format!("the process exited ({status}) before it was ready");
                     }
                 }
-                let _ = c.start_kill();
-                // Reap it; a child that ignores SIGKILL for a second is not worth waiting on.
-                let _ = tokio::time::timeout(Duration::from_secs(1), c.wait()).await;
+                group.end(c).await;
             }
             // Give the stderr reader a moment to catch the child's last words.
             tokio::time::sleep(Duration::from_millis(20)).await;
             stop.cancel();
+            if server.url.is_some() {
+                reason.push_str(&legacy_hint(server.url.as_deref().unwrap_or(""), &reason));
+            }
             Err(format!("{reason}{}", diag.suffix()))
         }
     }
 }
 
-type Started = (RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>);
-
-async fn initialize<T, E, A>(transport: T) -> Result<Started, String>
-where
-    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    let service = ()
-        .serve(transport)
-        .await
-        .map_err(|e| format!("initialize failed: {}", short(&e.to_string())))?;
-    let tools = service
+/// The server's tools, less those that require task augmentation (one log line each).
+pub async fn list_tools(
+    service: &RunningService<RoleClient, HeraldClient>,
+    diag: &Diagnostics,
+    server: &str,
+) -> Result<Vec<rmcp::model::Tool>, String> {
+    let mut tools = service
         .peer()
         .list_all_tools()
         .await
         .map_err(|e| format!("tools/list failed: {}", short(&e.to_string())))?;
-    Ok((service, tools))
+    let task_only = diag.task_only.lock().expect("diag lock").clone();
+    tools.retain(|t| {
+        let keep = !task_only.contains(t.name.as_ref());
+        if !keep {
+            tracing::info!(server = %server, tool = %short(&t.name), "mcp tool left out: it requires task augmentation (execution.taskSupport = required), which Herald does not support");
+        }
+        keep
+    });
+    Ok(tools)
 }
 
-async fn http(server: &McpServer, url: &str) -> Result<Started, String> {
+/// The `instructions` from `initialize`, screened (a hit withholds them, logged) and capped.
+fn instructions_of(
+    service: &RunningService<RoleClient, HeraldClient>,
+    server: &str,
+) -> Option<String> {
+    let info = service.peer().peer_info()?;
+    let text = info.instructions.as_deref()?.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if let Some(finding) = crate::agent::screen::screen(text) {
+        tracing::warn!(server = %server, "mcp server instructions withheld: they carry {finding}");
+        return None;
+    }
+    Some(crate::agent::screen::cap_head_tail(
+        text,
+        MAX_INSTRUCTIONS,
+        "the server's instructions",
+    ))
+}
+
+/// What an operator should know when an HTTP server would not initialize and its URL looks
+/// like the legacy HTTP+SSE transport.
+fn legacy_hint(url: &str, reason: &str) -> String {
+    let path = url.split('?').next().unwrap_or(url).trim_end_matches('/');
+    if path.ends_with("/sse") || reason.contains("405") || reason.contains("text/event-stream") {
+        " (Herald speaks stdio and streamable HTTP only; a legacy HTTP+SSE endpoint is not supported — point url at the server's streamable-HTTP endpoint, often /mcp)".to_string()
+    } else {
+        String::new()
+    }
+}
+
+async fn initialize<T, E, A>(
+    handler: HeraldClient,
+    transport: T,
+) -> Result<RunningService<RoleClient, HeraldClient>, String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    handler
+        .serve(transport)
+        .await
+        .map_err(|e| format!("initialize failed: {}", init_reason(&e)))
+}
+
+/// A person's reading of an initialize failure: no Rust type names, no `{:?}` dumps.
+fn init_reason(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the server closed the connection".to_string()
+        }
+        ClientInitializeError::TransportError { error, .. } => {
+            let mut text = error.error.to_string();
+            let mut source = error.error.source();
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            short(&text)
+        }
+        ClientInitializeError::JsonRpcError(data) => {
+            format!(
+                "the server answered with an error: {}",
+                short(&data.message)
+            )
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
+            "the server and Herald share no protocol version".to_string()
+        }
+        _ => "the server's answer was not an initialize result".to_string(),
+    }
+}
+
+async fn http(
+    server: &McpServer,
+    url: &str,
+    handler: HeraldClient,
+    suspect: &Arc<Notify>,
+) -> Result<RunningService<RoleClient, HeraldClient>, String> {
     let client = reqwest::Client::builder()
         .build()
         .map_err(|e| format!("building the HTTP client: {e}"))?;
@@ -170,51 +258,15 @@ async fn http(server: &McpServer, url: &str) -> Result<Started, String> {
     if let Some(token) = &server.bearer_token {
         config = config.auth_header(token.expose().to_string());
     }
-    initialize(StreamableHttpClientTransport::with_client(client, config)).await
-}
-
-fn spawn(
-    server: &McpServer,
-    tracker: &TaskTracker,
-    diag: &Arc<Diagnostics>,
-    stop: &CancellationToken,
-) -> Result<(Child, ChildStdout, tokio::process::ChildStdin), String> {
-    let program = server.command.as_deref().unwrap_or_default();
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(&server.args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for key in ["PATH", "HOME", "LANG"] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
-    for (k, v) in &server.env {
-        cmd.env(k, v.expose());
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start {program:?}: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let stdin = child.stdin.take().ok_or("no stdin pipe")?;
-    if let Some(stderr) = child.stderr.take() {
-        let diag = diag.clone();
-        let name = server.name.clone();
-        let stop = stop.clone();
-        tracker.spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Some(Ok(Some(line))) = stop.run_until_cancelled(lines.next_line()).await {
-                tracing::debug!(server = %name, "mcp server stderr: {}", short(&line));
-                if !line.trim().is_empty() {
-                    *diag.last_stderr.lock().expect("diag lock") = short(&line);
-                }
-            }
-        });
-    }
-    Ok((child, stdout, stdin))
+    let watched = super::http::Watched {
+        inner: client,
+        suspect: suspect.clone(),
+    };
+    initialize(
+        handler,
+        StreamableHttpClientTransport::with_client(watched, config),
+    )
+    .await
 }
 
 /// At most 200 characters of a message from a third party, on one line.
@@ -225,37 +277,4 @@ pub fn short(s: &str) -> String {
         .take(200)
         .collect();
     one.trim().to_string()
-}
-
-/// Passes stdout through untouched, counting lines that cannot be JSON-RPC (they do not start
-/// with `{`); the transport itself ignores them silently.
-struct JunkCounter<R> {
-    inner: R,
-    diag: Arc<Diagnostics>,
-    line_start: bool,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for JunkCounter<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let res = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if res.is_ready() {
-            let this = &mut *self;
-            for &b in &buf.filled()[before..] {
-                if b == b'\n' {
-                    this.line_start = true;
-                } else if this.line_start && !b.is_ascii_whitespace() {
-                    this.line_start = false;
-                    if b != b'{' {
-                        this.diag.junk_lines.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
-        res
-    }
 }

@@ -3,12 +3,23 @@
 //! offering the server's tools only while it is connected.
 //!
 //! The manager is a [`ToolSource`]: [`ToolCatalog::snapshot`](crate::agent::tools::ToolCatalog)
-//! reads it between turns, so a server that comes or goes changes the next turn's tool list,
-//! never a running turn's. A server's tools are sorted by their model-visible name
-//! ([`names::tool_name`]), which depends only on the server's and the tool's names.
+//! reads it between turns, so a server that comes or goes — or announces a new tool list with
+//! `notifications/tools/list_changed` — changes the next turn's tool list, never a running
+//! turn's. A server's tools are sorted by their model-visible name ([`names::tool_name`]);
+//! should two servers still produce one name, the later server's tool gets a hash suffix
+//! ([`names::dedupe`]) and a warning, so no server silently shadows another.
+//!
+//! A session is dropped and started again when its transport closes, when a call finds it
+//! closed, when an HTTP answer matches no request (a server restarted under a stale session),
+//! when a timed-out call is followed by an unanswered ping, or when a stdio server's own process
+//! exits (its process group is then ended, so a wrapper's grandchild does not live on).
 
+pub mod client;
 pub mod connect;
+mod http;
 pub mod names;
+pub mod resource;
+pub mod stdio;
 pub mod tool;
 
 use std::sync::{Arc, Mutex};
@@ -23,27 +34,51 @@ use crate::agent::tools::{Tool, ToolSource};
 use crate::config::McpServer;
 
 use connect::Connection;
-use tool::McpTool;
+use tool::{McpTool, Session};
 
 /// The longest wait between two attempts to reach a server.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A connection that lived this long resets the backoff (one that dies at once does not).
 const STABLE: Duration = Duration::from_secs(30);
+/// How long a suspect session has to answer a ping.
+const PROBE: Duration = Duration::from_secs(5);
 
 /// The configured servers and the tools each offers right now.
 pub struct McpManager {
     servers: Vec<Arc<Slot>>,
+    warned: names::Warned,
 }
 
+#[derive(Default)]
 struct Slot {
+    name: String,
     tools: Mutex<Vec<Arc<dyn Tool>>>,
+    instructions: Mutex<Option<String>>,
 }
 
 impl ToolSource for McpManager {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let lists: Vec<Vec<Arc<dyn Tool>>> = self
+            .servers
+            .iter()
+            .map(|s| s.tools.lock().expect("mcp slot").clone())
+            .collect();
+        names::dedupe(lists, &self.warned)
+    }
+
+    fn guidance(&self) -> Vec<(String, String)> {
         self.servers
             .iter()
-            .flat_map(|s| s.tools.lock().expect("mcp slot").clone())
+            .filter_map(|s| {
+                let text = s.instructions.lock().expect("mcp slot").clone()?;
+                Some((
+                    format!("tool guidance (mcp:{})", s.name),
+                    format!(
+                        "Instructions from the MCP server \"{}\" (its tools are named {}__*):\n{text}",
+                        s.name, s.name
+                    ),
+                ))
+            })
             .collect()
     }
 }
@@ -58,7 +93,8 @@ impl McpManager {
         let mut slots = Vec::new();
         for server in servers.iter().filter(|s| s.enabled) {
             let slot = Arc::new(Slot {
-                tools: Mutex::new(Vec::new()),
+                name: server.name.clone(),
+                ..Slot::default()
             });
             slots.push(slot.clone());
             tracker.spawn(run(
@@ -68,7 +104,10 @@ impl McpManager {
                 cancel.child_token(),
             ));
         }
-        Arc::new(McpManager { servers: slots })
+        Arc::new(McpManager {
+            servers: slots,
+            warned: names::Warned::default(),
+        })
     }
 }
 
@@ -78,25 +117,57 @@ pub type Withheld = Vec<(String, String)>;
 /// The tools of a fresh connection, in name order, and the tools withheld with the reason (a
 /// screening hit in a description or schema).
 pub fn tools_of(server: &McpServer, conn: &Connection) -> (Vec<Arc<dyn Tool>>, Withheld) {
-    tools_with(server, conn, Arc::new(Notify::new()))
+    tools_with(server, conn, &conn.tools, session_of(conn))
+}
+
+/// The server's tool `remote` as an [`McpTool`] on this connection, for callers that want the
+/// whole result ([`McpTool::call_full`]: the text and the images).
+pub fn mcp_tool(server: &McpServer, conn: &Connection, remote: &str) -> Option<McpTool> {
+    let t = conn.tools.iter().find(|t| t.name == remote)?;
+    McpTool::build(server, t, session_of(conn)).ok()
+}
+
+fn session_of(conn: &Connection) -> Session {
+    Session {
+        peer: conn.service.peer().clone(),
+        client: conn.service.service().clone(),
+        broken: Arc::new(Notify::new()),
+        probe: Arc::new(Notify::new()),
+    }
 }
 
 fn tools_with(
     server: &McpServer,
     conn: &Connection,
-    broken: Arc<Notify>,
+    listed: &[rmcp::model::Tool],
+    session: Session,
 ) -> (Vec<Arc<dyn Tool>>, Withheld) {
     let mut tools: Vec<McpTool> = Vec::new();
     let mut withheld = Vec::new();
-    for t in &conn.tools {
-        match McpTool::build(server, t, conn.service.peer().clone(), broken.clone()) {
+    for t in listed {
+        match McpTool::build(server, t, session.clone()) {
             Ok(tool) => tools.push(tool),
             Err(why) => withheld.push((names::tool_name(&server.name, &t.name), why)),
         }
     }
     tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
     tools.dedup_by(|a, b| a.spec.name == b.spec.name);
-    (tools.into_iter().map(tool::into_dyn).collect(), withheld)
+    let mut out: Vec<Arc<dyn Tool>> = tools.into_iter().map(tool::into_dyn).collect();
+    let resources = conn
+        .service
+        .peer()
+        .peer_info()
+        .is_some_and(|i| i.capabilities.resources.is_some());
+    if resources && !listed.iter().any(|t| t.name == resource::NAME) {
+        out.push(Arc::new(resource::ReadResource {
+            server: server.name.clone(),
+            name: names::tool_name(&server.name, resource::NAME),
+            timeout: Duration::from_secs(server.timeout_secs),
+            session,
+        }));
+        out.sort_by_key(|t| t.spec().name);
+    }
+    (out, withheld)
 }
 
 fn backoff() -> impl Iterator<Item = Duration> {
@@ -120,48 +191,39 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
         };
         match attempt {
             Ok(mut conn) => {
-                let broken = Arc::new(Notify::new());
-                let (tools, withheld) = tools_with(&server, &conn, broken.clone());
-                for (tool, why) in withheld {
-                    tracing::warn!(server = %name, %tool, "mcp tool withheld: {why}");
-                }
-                tracing::info!(server = %name, tools = tools.len(), "mcp server connected");
-                *slot.tools.lock().expect("mcp slot") = tools;
                 let since = Instant::now();
-                let service = conn.service;
-                let ended = tokio::select! {
-                    _ = service.waiting() => Some(""),
-                    // A call found the connection gone (over HTTP the session can outlive the
-                    // server): drop the session and start again.
-                    _ = broken.notified() => Some(" (a call found the connection closed)"),
-                    _ = cancel.cancelled() => None,
-                };
+                let ended = serve(&server, &slot, &mut conn, &cancel).await;
                 slot.tools.lock().expect("mcp slot").clear();
                 let mut status = String::new();
                 if let Some(child) = conn.child.as_mut() {
                     // A session that ended by itself usually means the process is exiting.
-                    let grace = match ended {
-                        Some("") => Duration::from_millis(200),
-                        _ => Duration::ZERO,
-                    };
-                    if let Ok(Ok(s)) = tokio::time::timeout(grace, child.wait()).await {
-                        status = format!(" (the process exited, {s})");
+                    if ended == Some("") {
+                        if let Ok(Ok(s)) =
+                            tokio::time::timeout(Duration::from_millis(200), child.wait()).await
+                        {
+                            status = format!(" (the process exited, {s})");
+                        }
                     }
-                    let _ = child.start_kill();
-                    let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
                 }
+                let diag = conn.diag.suffix();
+                conn.close().await;
                 let Some(how) = ended else {
                     return;
                 };
-                if since.elapsed() >= STABLE {
+                // A lost HTTP session wants a new one now, not after a backoff.
+                let wait = if how == SUSPECT {
                     delays = backoff();
-                }
-                let wait = delays.next().unwrap_or(MAX_BACKOFF);
+                    Duration::from_millis(100)
+                } else {
+                    if since.elapsed() >= STABLE {
+                        delays = backoff();
+                    }
+                    delays.next().unwrap_or(MAX_BACKOFF)
+                };
                 tracing::warn!(
                     server = %name,
                     retry_in_ms = wait.as_millis() as u64,
-                    "mcp server went away{how}{status}{}",
-                    conn.diag.suffix()
+                    "mcp server went away{how}{status}{diag}"
                 );
                 if !crate::tasks::sleep_or_cancel(wait, &cancel).await {
                     return;
@@ -178,6 +240,78 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
                     return;
                 }
             }
+        }
+    }
+}
+
+const SUSPECT: &str = " (an HTTP answer matched no request: the session was lost)";
+
+/// Offers a connected server's tools until the session ends; says how it ended (`None` when
+/// Herald is stopping).
+async fn serve(
+    server: &McpServer,
+    slot: &Slot,
+    conn: &mut Connection,
+    cancel: &CancellationToken,
+) -> Option<&'static str> {
+    let name = &server.name;
+    let session = session_of(conn);
+    let publish = |listed: &[rmcp::model::Tool], conn: &Connection| {
+        let (tools, withheld) = tools_with(server, conn, listed, session.clone());
+        for (tool, why) in withheld {
+            tracing::warn!(server = %name, %tool, "mcp tool withheld: {why}");
+        }
+        let n = tools.len();
+        *slot.tools.lock().expect("mcp slot") = tools;
+        n
+    };
+    let listed = conn.tools.clone();
+    let n = publish(&listed, conn);
+    *slot.instructions.lock().expect("mcp slot") = conn.instructions.clone();
+    tracing::info!(server = %name, tools = n, "mcp server connected");
+    let changed = conn.service.service().lists_changed.clone();
+    let suspect = conn.suspect.clone();
+    // The session's own loop ends when its transport closes (rmcp's `waiting` would consume
+    // the service, which the re-listing below still needs).
+    let peer = conn.service.peer().clone();
+    let closed = async move {
+        while !peer.is_transport_closed() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::pin!(closed);
+    loop {
+        let exited = async {
+            match conn.child.as_mut() {
+                Some(c) => {
+                    let _ = c.wait().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = &mut closed => return Some(""),
+            // A call found the connection gone (over HTTP the session can outlive the server).
+            _ = session.broken.notified() => return Some(" (a call found the connection closed)"),
+            _ = suspect.notified() => return Some(SUSPECT),
+            // The wrapper exited while something in its group may still hold the pipes.
+            _ = exited => return Some(" (its process exited)"),
+            _ = session.probe.notified() => {
+                let ping = conn.service.peer().send_request(rmcp::model::ClientRequest::PingRequest(Default::default()));
+                if !matches!(tokio::time::timeout(PROBE, ping).await, Ok(Ok(_))) {
+                    return Some(" (a call timed out and the server did not answer a ping)");
+                }
+            }
+            _ = changed.notified() => {
+                match connect::list_tools(&conn.service, &conn.diag, name).await {
+                    Ok(listed) => {
+                        let n = publish(&listed, conn);
+                        tracing::info!(server = %name, tools = n, "mcp tool list updated");
+                    }
+                    Err(e) => tracing::warn!(server = %name, "mcp tool list update failed: {e}"),
+                }
+            }
+            _ = cancel.cancelled() => return None,
         }
     }
 }

@@ -1,17 +1,25 @@
-//! One MCP server tool as a Herald [`Tool`]: the spec the model sees (screened, capped), and a
-//! call that turns the server's answer into the text the model reads.
+//! One MCP server tool as a Herald [`Tool`]: the spec the model sees (screened, capped), what
+//! its annotations mean for approval, and a call that turns the server's answer into the text
+//! the model reads plus any images ([`McpResult`], the hand-over for image content parts).
 //!
-//! The call holds the session's peer handle; if the server went away the call says so
-//! (`Unavailable`) and the connection task, which saw the same close, reconnects.
+//! A call has the server's `timeout_secs`; each progress notification from the server resets
+//! that clock, up to `max_call_secs` in all. A call that times out rings `probe` (the connection
+//! task pings the server and starts a new session if that goes unanswered); a call that finds
+//! the connection gone says so (`Unavailable`) and rings `broken`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
-use rmcp::service::{Peer, RoleClient, ServiceError};
+use base64::Engine as _;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
+    ResourceContents, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use tokio::sync::Notify;
 
+use super::client::HeraldClient;
 use crate::agent::screen::{cap_head_tail, screen};
 use crate::agent::tools::{Origin, Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
@@ -24,16 +32,64 @@ pub const MAX_DESCRIPTION: usize = 1_000;
 /// anything long).
 pub const MAX_RESULT: usize = 100_000;
 
+/// What one server's session lends its tools: the peer, the handler (progress tokens) and the
+/// bells the connection task listens to.
+#[derive(Clone)]
+pub struct Session {
+    pub peer: Peer<RoleClient>,
+    pub client: HeraldClient,
+    /// Rung when a call finds the connection gone (over HTTP nothing else may notice).
+    pub broken: Arc<Notify>,
+    /// Rung when a call timed out: the session may be lost; the connection task checks.
+    pub probe: Arc<Notify>,
+}
+
 pub struct McpTool {
     pub server: String,
     /// The tool's name on its server.
     pub remote: String,
     pub spec: ToolSpec,
-    pub asks: bool,
+    /// Why a call asks first: `config` (`require_approval`) or `destructive hint`.
+    pub asks: Option<&'static str>,
+    /// The server marks the tool `readOnlyHint: true`.
+    pub read_only: bool,
     pub timeout: Duration,
-    pub peer: Peer<RoleClient>,
-    /// Told when a call finds the connection gone (over HTTP nothing else may notice).
-    pub broken: Arc<Notify>,
+    /// The cap on a call whose progress keeps extending it.
+    pub max_call: Duration,
+    pub session: Session,
+}
+
+/// A tool result: the text the model reads and the images the server sent (decoded), for a
+/// model that takes image parts. Until the request carries parts the text describes each image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpResult {
+    pub text: String,
+    pub images: Vec<McpImage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpImage {
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}
+
+/// Why a server's tool asks before each call, if it does: the operator's `require_approval`
+/// first; then the tool's own `destructiveHint: true` (not also `readOnlyHint: true`) unless the
+/// operator lists it in `allow`.
+pub fn asks_because(
+    server: &crate::config::McpServer,
+    tool: &rmcp::model::Tool,
+) -> Option<&'static str> {
+    if server.require_approval.covers(&tool.name) {
+        return Some("config");
+    }
+    let a = tool.annotations.as_ref();
+    let destructive = a.and_then(|a| a.destructive_hint) == Some(true);
+    let read_only = a.and_then(|a| a.read_only_hint) == Some(true);
+    if destructive && !read_only && !server.allow.iter().any(|n| n == tool.name.as_ref()) {
+        return Some("destructive hint");
+    }
+    None
 }
 
 impl McpTool {
@@ -42,8 +98,7 @@ impl McpTool {
     pub fn build(
         server: &crate::config::McpServer,
         tool: &rmcp::model::Tool,
-        peer: Peer<RoleClient>,
-        broken: Arc<Notify>,
+        session: Session,
     ) -> Result<McpTool, String> {
         let description = tool.description.as_deref().unwrap_or_default();
         let schema = serde_json::Value::Object((*tool.input_schema).clone());
@@ -61,6 +116,7 @@ impl McpTool {
         {
             description.push('…');
         }
+        let timeout = Duration::from_secs(server.timeout_secs);
         Ok(McpTool {
             server: server.name.clone(),
             remote: tool.name.to_string(),
@@ -69,29 +125,20 @@ impl McpTool {
                 description,
                 parameters: schema,
             },
-            asks: server.require_approval.covers(&tool.name),
-            timeout: Duration::from_secs(server.timeout_secs),
-            peer,
-            broken,
+            asks: asks_because(server, tool),
+            read_only: tool
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false),
+            timeout,
+            max_call: Duration::from_secs(server.max_call_secs).max(timeout),
+            session,
         })
     }
-}
 
-#[async_trait]
-impl Tool for McpTool {
-    fn spec(&self) -> ToolSpec {
-        self.spec.clone()
-    }
-
-    fn origin(&self) -> Origin {
-        Origin::Mcp(self.server.clone())
-    }
-
-    fn requires_approval(&self) -> bool {
-        self.asks
-    }
-
-    async fn call(&self, _ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+    /// One call, with its images.
+    pub async fn call_full(&self, arguments: &str) -> Result<McpResult, ToolError> {
         let mut params = CallToolRequestParams::new(self.remote.clone());
         if !arguments.trim().is_empty() {
             match serde_json::from_str::<serde_json::Value>(arguments) {
@@ -108,63 +155,121 @@ impl Tool for McpTool {
                 }
             }
         }
-        // Dropping the call on a time-out sends the server `notifications/cancelled`.
-        let result = tokio::time::timeout(self.timeout, self.peer.call_tool(params)).await;
+        let mut options =
+            PeerRequestOptions::with_timeout(self.timeout).reset_timeout_on_progress();
+        options.max_total_timeout = Some(self.max_call);
+        let sent = self
+            .session
+            .peer
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                options,
+            )
+            .await;
+        let handle = match sent {
+            Ok(h) => h,
+            Err(e) => return Err(self.failed(e)),
+        };
+        let token = handle.progress_token.clone();
+        let calls = self.session.client.calls.clone();
+        calls
+            .lock()
+            .expect("progress map")
+            .insert(token.clone(), self.spec.name.clone());
+        // A time-out inside await_response sends the server `notifications/cancelled`.
+        let result = handle.await_response().await;
+        calls.lock().expect("progress map").remove(&token);
         match result {
-            Err(_) => Err(ToolError::TimedOut(self.timeout)),
-            Ok(Err(e)) => {
-                let e = service_error(&self.server, e);
-                if matches!(e, ToolError::Unavailable(_)) {
-                    self.broken.notify_one();
-                }
-                Err(e)
-            }
-            Ok(Ok(r)) => answer(r),
+            Ok(ServerResult::CallToolResult(r)) => answer(r),
+            Ok(_) => Err(ToolError::Failed(
+                "the server's answer was not a tool result".into(),
+            )),
+            Err(e) => Err(self.failed(e)),
         }
+    }
+
+    fn failed(&self, e: ServiceError) -> ToolError {
+        let e = service_error(&self.server, e, self.timeout);
+        match e {
+            ToolError::Unavailable(_) => self.session.broken.notify_one(),
+            ToolError::TimedOut(_) => self.session.probe.notify_one(),
+            _ => {}
+        }
+        e
     }
 }
 
-fn service_error(server: &str, e: ServiceError) -> ToolError {
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::Mcp(self.server.clone())
+    }
+
+    fn requires_approval(&self) -> bool {
+        self.asks.is_some()
+    }
+
+    fn approval_reason(&self) -> Option<String> {
+        self.asks.map(str::to_string)
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    async fn call(&self, _ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
+        self.call_full(arguments).await.map(|r| r.text)
+    }
+}
+
+fn service_error(server: &str, e: ServiceError, base: Duration) -> ToolError {
     match e {
         ServiceError::McpError(data) => ToolError::Failed(super::connect::short(&data.message)),
-        ServiceError::Timeout { timeout } => ToolError::TimedOut(timeout),
+        ServiceError::Timeout { timeout } => ToolError::TimedOut(timeout.max(base)),
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => ToolError::Unavailable(
             format!("the connection to the MCP server {server:?} closed"),
         ),
+        ServiceError::Cancelled { .. } => ToolError::Unavailable(format!(
+            "the connection to the MCP server {server:?} was reset"
+        )),
         other => ToolError::Failed(super::connect::short(&other.to_string())),
     }
 }
 
-/// The text the model reads: text parts joined, other parts described, capped; an `isError`
-/// result is a failure with the same text.
-pub fn answer(r: CallToolResult) -> Result<String, ToolError> {
+/// The text the model reads (text parts joined, other parts described, capped) and the images
+/// decoded; an `isError` result is a failure with the same text.
+pub fn answer(r: CallToolResult) -> Result<McpResult, ToolError> {
     let mut parts = Vec::with_capacity(r.content.len());
+    let mut images = Vec::new();
     for block in &r.content {
         parts.push(match block {
             ContentBlock::Text(t) => t.text.clone(),
             ContentBlock::Image(i) => {
-                format!("[image: {}, {} bytes]", i.mime_type, b64_len(&i.data))
+                let described = format!("[image: {}, {} bytes]", i.mime_type, b64_len(&i.data));
+                if let Ok(data) = base64::engine::general_purpose::STANDARD.decode(i.data.trim()) {
+                    images.push(McpImage {
+                        mime_type: i.mime_type.clone(),
+                        data,
+                    });
+                }
+                described
             }
             ContentBlock::Audio(a) => {
                 format!("[audio: {}, {} bytes]", a.mime_type, b64_len(&a.data))
             }
-            ContentBlock::Resource(e) => match &e.resource {
-                ResourceContents::TextResourceContents { uri, text, .. } => {
-                    format!("[resource {uri}]\n{text}")
-                }
-                ResourceContents::BlobResourceContents {
-                    uri,
-                    blob,
-                    mime_type,
-                    ..
-                } => format!(
-                    "[resource {uri}: {}, {} bytes]",
-                    mime_type.as_deref().unwrap_or("binary"),
-                    b64_len(blob)
-                ),
-                _ => "[resource of an unknown kind]".to_string(),
-            },
-            ContentBlock::ResourceLink(l) => format!("[resource link: {}]", l.uri),
+            ContentBlock::Resource(e) => resource_text(&e.resource),
+            ContentBlock::ResourceLink(l) => format!(
+                "[resource link: {}{}; read it with the read_resource tool of this server]",
+                l.uri,
+                l.mime_type
+                    .as_deref()
+                    .map(|m| format!(", {m}"))
+                    .unwrap_or_default()
+            ),
             _ => "[content of an unknown kind]".to_string(),
         });
     }
@@ -177,7 +282,27 @@ pub fn answer(r: CallToolResult) -> Result<String, ToolError> {
     if r.is_error == Some(true) {
         return Err(ToolError::Failed(text));
     }
-    Ok(text)
+    Ok(McpResult { text, images })
+}
+
+/// An embedded or read resource as text: its text, or a description of its bytes.
+pub fn resource_text(r: &ResourceContents) -> String {
+    match r {
+        ResourceContents::TextResourceContents { uri, text, .. } => {
+            format!("[resource {uri}]\n{text}")
+        }
+        ResourceContents::BlobResourceContents {
+            uri,
+            blob,
+            mime_type,
+            ..
+        } => format!(
+            "[resource {uri}: {}, {} bytes]",
+            mime_type.as_deref().unwrap_or("binary"),
+            b64_len(blob)
+        ),
+        _ => "[resource of an unknown kind]".to_string(),
+    }
 }
 
 /// Decoded size of base64 data, without decoding it.

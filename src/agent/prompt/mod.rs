@@ -86,6 +86,10 @@ pub fn layers(cfg: &AgentConfig, src: &PromptSources, parts: &PromptParts<'_>) -
         layer(Tier::Stable, &src.identity.label, &src.identity.text),
         layer(Tier::Stable, "tool guidance", TOOL_GUIDANCE),
     ];
+    // MCP servers' own instructions, each labelled with its server (screened and capped).
+    for b in &src.tool_guidance {
+        out.push(layer(Tier::Stable, &b.label, &b.text));
+    }
     if let Some(index) = crate::agent::skills::index(&src.skills) {
         out.push(layer(
             Tier::Stable,
@@ -165,6 +169,7 @@ mod tests {
             context_files: Vec::new(),
             skills: Vec::new(),
             memory: Vec::new(),
+            tool_guidance: Vec::new(),
         }
     }
 

@@ -31,6 +31,8 @@ pub struct PromptSources {
     pub skills: Vec<Skill>,
     /// The person's memory snapshot (`agent::memory`), set only for a private session.
     pub memory: Vec<Block>,
+    /// Tool sources' guidance (MCP servers' `instructions`), set when a session opens.
+    pub tool_guidance: Vec<Block>,
 }
 
 /// The skills directory: `agent.skills_dir`, else `<data-dir>/skills`.
@@ -126,5 +128,6 @@ pub fn load_sources(config: &Config, window_tokens: usize) -> PromptSources {
         context_files,
         skills: skills::load(&skills_dir(config)),
         memory: Vec::new(),
+        tool_guidance: Vec::new(),
     }
 }

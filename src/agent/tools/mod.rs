@@ -117,6 +117,15 @@ pub trait Tool: Send + Sync {
     fn requires_approval_for(&self, _arguments: &str) -> bool {
         self.requires_approval()
     }
+    /// Why [`Tool::requires_approval`] is true, for `herald tools list` (`config`,
+    /// `destructive hint`).
+    fn approval_reason(&self) -> Option<String> {
+        None
+    }
+    /// The tool declares that it only reads (MCP `readOnlyHint`): safe to run alongside others.
+    fn read_only(&self) -> bool {
+        false
+    }
     async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError>;
 }
 
@@ -124,6 +133,11 @@ pub trait Tool: Send + Sync {
 pub trait ToolSource: Send + Sync {
     /// The tools available right now; an empty list while the source is down.
     fn tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// Guidance for the prompt's tool-guidance layer, `(label, text)`, already screened and
+    /// capped (an MCP server's `instructions`). Read when a session opens.
+    fn guidance(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// The tools of one turn, fixed when it starts.
@@ -229,6 +243,12 @@ impl ToolCatalog {
 
     pub fn source(&mut self, source: Arc<dyn ToolSource>) {
         self.sources.push(source);
+    }
+
+    /// The sources' prompt guidance right now (read once when a session opens, so the
+    /// session's prompt stays byte-stable).
+    pub fn guidance(&self) -> Vec<(String, String)> {
+        self.sources.iter().flat_map(|s| s.guidance()).collect()
     }
 
     /// The one function that builds a turn's tool list. Called by the lane worker before a

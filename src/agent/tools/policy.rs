@@ -92,6 +92,30 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// What happens to a call and why, in the words `herald tools list` prints: the check, and
+    /// the rule that decided it (`approvals.deny`, `approvals.hardline`, `approvals.bypass`,
+    /// the tool's own reason such as `destructive hint` or `config`, `tools.require_approval`).
+    pub fn explain(&self, tool: &dyn Tool) -> (Check, String) {
+        let name = tool.spec().name;
+        let requires = tool.requires_approval();
+        let check = self.check(&name, requires);
+        let why = match &check {
+            Check::Refuse(_) => "approvals.deny".to_string(),
+            Check::Ask { hardline: true } => "approvals.hardline".to_string(),
+            Check::Run if self.bypass && (requires || self.require.is_match(&name)) => {
+                "approvals.bypass".to_string()
+            }
+            Check::Run => String::new(),
+            Check::Ask { hardline: false } if requires => tool
+                .approval_reason()
+                .unwrap_or_else(|| "config".to_string()),
+            Check::Ask { hardline: false } => "tools.require_approval".to_string(),
+        };
+        (check, why)
+    }
+}
+
 fn globs(patterns: &[impl AsRef<str>]) -> Result<GlobSet, globset::Error> {
     let mut set = GlobSetBuilder::new();
     for p in patterns {
