@@ -86,7 +86,7 @@ pub fn parse(text: &str) -> Result<Skill, String> {
 }
 
 /// Reads one skill directory, checking that the front matter's name is the directory's.
-fn read_skill(dir: &Path, dir_name: &str) -> Result<Skill, String> {
+pub(crate) fn read_skill(dir: &Path, dir_name: &str) -> Result<Skill, String> {
     let file = dir.join("SKILL.md");
     let meta = std::fs::metadata(&file).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
     if meta.len() > MAX_FILE_BYTES {
@@ -125,9 +125,17 @@ pub fn load(dir: &Path) -> Vec<Skill> {
         if !path.is_dir() || !valid_name(&name) {
             continue;
         }
+        let file = path.join("SKILL.md");
         match read_skill(&path, &name) {
-            Ok(s) => out.push(s),
-            Err(why) => tracing::warn!(skill = %path.display(), "skill skipped: {why}"),
+            Ok(s) => {
+                crate::agent::prompt::first_report(&file, None);
+                out.push(s)
+            }
+            Err(why) => {
+                if crate::agent::prompt::first_report(&file, Some(&why)) {
+                    tracing::warn!(skill = %path.display(), "skill skipped: {why}")
+                }
+            }
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));

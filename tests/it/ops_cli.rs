@@ -3,6 +3,9 @@
 //! Progress bars belong on a terminal only: through a pipe, stdout must carry exactly the
 //! results and stderr no bar codes.
 
+mod day_one;
+mod store_access;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
