@@ -65,6 +65,29 @@ pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
         CronCmd::Resume { .. } => ("cron resume", Write),
         CronCmd::Run { .. } => ("cron run", Write),
     };
+    if let CronCmd::Add {
+        name: job,
+        schedule,
+        prompt,
+        deliver,
+        timezone,
+        catch_up,
+    } = &cmd
+    {
+        // A wrong argument is reported as such before the store is looked at (which may not
+        // exist yet, or be behind this release's migrations).
+        let spec = JobSpec {
+            name: job.clone(),
+            schedule: schedule.clone(),
+            prompt: prompt.clone(),
+            deliver: deliver.clone(),
+            timezone: timezone.clone(),
+            catch_up: catch_up.clone(),
+            enabled: true,
+        };
+        check_job(&spec, &config.delivery_platforms())
+            .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;
+    }
     let store = super::open_store(config, name, access).await?;
     let out = execute(store.as_ref(), config, cmd, Utc::now()).await;
     store.close().await;

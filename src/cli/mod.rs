@@ -184,8 +184,9 @@ async fn schema_matches(store: &dyn store::Store, command: &str) -> anyhow::Resu
         )
     };
     anyhow::bail!(
-        "the {} store {state}: run `herald migrate` (back the database up first; stop a daemon \
-         of an older release), then `herald {command}` again. `herald {command}` changes no schema",
+        "the {} store {state}: run `herald migrate` (after a backup, with any daemon of the \
+         older release stopped), then `herald {command}` again; `herald {command}` itself \
+         changes no schema",
         store.backend()
     )
 }

@@ -129,11 +129,7 @@ mod tests {
             ("cron:nightly", None),
         ] {
             let got = private_sender(&LaneKey::parse(lane));
-            assert_eq!(
-                got.as_ref().map(|(p, s)| (*p, s.as_str())),
-                want,
-                "{lane}"
-            );
+            assert_eq!(got.as_ref().map(|(p, s)| (*p, s.as_str())), want, "{lane}");
         }
     }
 }

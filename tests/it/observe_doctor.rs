@@ -89,8 +89,9 @@ async fn doctor_checks_store_model_and_adapters_without_printing_tokens() {
     // A fresh install before its first `serve` is not a failure: a `!` line says what comes.
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.lines().any(|l| l.starts_with("! store: no database yet at ")
-            && l.contains("`herald serve` (or `herald migrate`) creates it")),
+        out.lines()
+            .any(|l| l.starts_with("! store: no database yet at ")
+                && l.contains("`herald serve` (or `herald migrate`) creates it")),
         "{out}"
     );
     assert!(out.contains("all checks passed"), "{out}");

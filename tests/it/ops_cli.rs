@@ -94,6 +94,8 @@ async fn export_through_a_pipe_is_exactly_the_jsonl_rows() {
     let file = data.path().join("chat.jsonl");
     std::fs::write(&file, lines.join("\n")).unwrap();
 
+    // `import` writes rows but creates no schema: only `migrate` (and `serve`) do.
+    herald(data.path(), &["migrate"]);
     let import = herald(data.path(), &["sessions", "import", file.to_str().unwrap()]);
     let said = text(&import.stdout);
     let id = said

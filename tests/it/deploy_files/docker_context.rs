@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use globset::{Glob, GlobMatcher};
+use globset::GlobMatcher;
 
 use super::support::*;
 
@@ -145,7 +145,10 @@ fn the_docker_build_stage_context_resolves_offline_and_locked() {
     );
     // Files the sources embed at compile time must be in the context too.
     let embed = regex::Regex::new(r#"(include_str|include_bytes|migrate)!\("([^"]+)"\)"#).unwrap();
-    for file in copied.iter().filter(|c| c.starts_with("src/") && c.ends_with(".rs")) {
+    for file in copied
+        .iter()
+        .filter(|c| c.starts_with("src/") && c.ends_with(".rs"))
+    {
         let text = std::fs::read_to_string(ctx.path().join(file)).unwrap();
         for cap in embed.captures_iter(&text) {
             let (macro_name, arg) = (&cap[1], &cap[2]);

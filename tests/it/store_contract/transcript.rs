@@ -582,7 +582,11 @@ pub async fn turn_begin_counts_attempts(store: Arc<dyn Store>) {
 pub async fn search_prefix(store: Arc<dyn Store>) {
     let l = open_lane(&store, "web:px", "s-px").await;
     store
-        .append_messages(&l, "s-px", &[NewMessage::new(Role::User, "hello wonderful world")])
+        .append_messages(
+            &l,
+            "s-px",
+            &[NewMessage::new(Role::User, "hello wonderful world")],
+        )
         .await
         .unwrap();
     for (q, want) in [
