@@ -35,6 +35,7 @@ fn s(p: &Path) -> &str {
 /// config key `config`, and every command exited 2).
 #[tokio::test]
 async fn herald_config_names_the_file_for_doctor_and_serve() {
+    herald_test_support::harness::init();
     let dir = tempfile::tempdir().unwrap();
     let port = herald_test_support::harness::free_port();
     let data = dir.path().join("from-the-file");
