@@ -1,6 +1,6 @@
 //! The image's build context, rebuilt without Docker: the files `.dockerignore` lets through
 //! and the build stage's `COPY` lines take, copied to a temporary folder where cargo must
-//! resolve the workspace offline and with the lock file as it is. A declared `[[bench]]` whose
+//! load the workspace offline and with the lock file as it is. A declared `[[bench]]` whose
 //! file the Dockerfile left out made `docker build` fail with "can't find 'load' bench"; this
 //! catches that (and a missing workspace member or `include_str!` file) without an engine.
 
@@ -163,12 +163,15 @@ fn the_docker_build_stage_context_resolves_offline_and_locked() {
             );
         }
     }
+    // `cargo fetch` loads every workspace member with all its targets (a declared bench whose
+    // file is missing fails here, as in `cargo build`; `cargo metadata` does not notice) and
+    // checks the lock file, without compiling anything.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--locked", "--offline", "--format-version", "1"])
+        .args(["fetch", "--locked", "--offline"])
         .current_dir(ctx.path())
         .output()
-        .expect("run cargo metadata");
+        .expect("run cargo fetch");
     assert!(
         out.status.success(),
         "cargo cannot load the image's build context (docker build would fail the same way): {}",
