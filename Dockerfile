@@ -15,8 +15,11 @@ COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY migrations ./migrations
 COPY config ./config
-# The dev-only test-support crates are workspace members: cargo loads them, never builds them here.
+# The dev-only test-support crates are workspace members and Cargo.toml declares [[bench]]
+# targets: cargo reads both (a declared bench whose file is missing stops the build) and builds
+# neither here. tests/it/deploy_files/docker_context.rs resolves exactly this context.
 COPY test-support ./test-support
+COPY benches ./benches
 # Cache mounts keep the registry and the target dir between builds (BuildKit); the binary is
 # copied out because a cache mount is not part of the image layer.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -104,6 +104,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    if let Command::Serve { .. } = cli.command {
+        if let Err(e) = cli::port_free(&config.server.listen) {
+            eprintln!("herald: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
     let (telemetry, _) = herald::telemetry::init(&config.log, &config.telemetry);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -118,6 +124,7 @@ fn main() -> std::process::ExitCode {
     let result = rt.block_on(async move {
         match cli.command {
             Command::Serve { .. } => {
+                cli::doctor_files::log_at_start(&config);
                 // The signal is awaited next to the daemon, not in a task of its own.
                 let shutdown = CancellationToken::new();
                 let run = herald::app::run(config, shutdown.clone());

@@ -109,7 +109,7 @@ pub fn inside(root: &Path, path: &Path) -> Result<PathBuf, String> {
 
 /// Reads skill `dir_name` under `root`, the directory and its SKILL.md both held to
 /// [`inside`], checking that the front matter's name is the directory's.
-fn read_skill(root: &Path, dir_name: &str) -> Result<Skill, String> {
+pub(crate) fn read_skill(root: &Path, dir_name: &str) -> Result<Skill, String> {
     let dir = inside(root, &root.join(dir_name))?;
     let file = inside(root, &dir.join("SKILL.md"))?;
     let meta = std::fs::metadata(&file).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
@@ -149,9 +149,17 @@ pub fn load(dir: &Path) -> Vec<Skill> {
         if !path.is_dir() || !valid_name(&name) {
             continue;
         }
+        let file = path.join("SKILL.md");
         match read_skill(dir, &name) {
-            Ok(s) => out.push(s),
-            Err(why) => tracing::warn!(skill = %path.display(), "skill skipped: {why}"),
+            Ok(s) => {
+                crate::agent::prompt::first_report(&file, None);
+                out.push(s)
+            }
+            Err(why) => {
+                if crate::agent::prompt::first_report(&file, Some(&why)) {
+                    tracing::warn!(skill = %path.display(), "skill skipped: {why}")
+                }
+            }
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -55,17 +55,40 @@ pub enum CronCmd {
 
 /// Runs one command against the configured store and prints its report.
 pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
-    // Reading commands refuse a missing database; `add` may prepare one before the first start.
-    let (name, needs_existing) = match &cmd {
-        CronCmd::List => ("cron list", true),
-        CronCmd::Log { .. } => ("cron log", true),
-        CronCmd::Add { .. } => ("cron add", false),
-        CronCmd::Remove { .. } => ("cron remove", true),
-        CronCmd::Pause { .. } => ("cron pause", true),
-        CronCmd::Resume { .. } => ("cron resume", true),
-        CronCmd::Run { .. } => ("cron run", true),
+    use super::Access::{Read, Write};
+    let (name, access) = match &cmd {
+        CronCmd::List => ("cron list", Read),
+        CronCmd::Log { .. } => ("cron log", Read),
+        CronCmd::Add { .. } => ("cron add", Write),
+        CronCmd::Remove { .. } => ("cron remove", Write),
+        CronCmd::Pause { .. } => ("cron pause", Write),
+        CronCmd::Resume { .. } => ("cron resume", Write),
+        CronCmd::Run { .. } => ("cron run", Write),
     };
-    let store = super::open_store(config, name, needs_existing).await?;
+    if let CronCmd::Add {
+        name: job,
+        schedule,
+        prompt,
+        deliver,
+        timezone,
+        catch_up,
+    } = &cmd
+    {
+        // A wrong argument is reported as such before the store is looked at (which may not
+        // exist yet, or be behind this release's migrations).
+        let spec = JobSpec {
+            name: job.clone(),
+            schedule: schedule.clone(),
+            prompt: prompt.clone(),
+            deliver: deliver.clone(),
+            timezone: timezone.clone(),
+            catch_up: catch_up.clone(),
+            enabled: true,
+        };
+        check_job(&spec, &config.delivery_platforms())
+            .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;
+    }
+    let store = super::open_store(config, name, access).await?;
     let out = execute(store.as_ref(), config, cmd, Utc::now()).await;
     store.close().await;
     print!("{}", out?);

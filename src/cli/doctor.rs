@@ -87,6 +87,10 @@ pub async fn run(opts: &LoadOptions) -> Report {
         }
     };
     check_store(&config, &mut report).await;
+    report.0.extend(super::doctor_files::prompt_files(&config));
+    report
+        .0
+        .extend(super::doctor_files::mcp_servers(&config).await);
     let http = match reqwest::Client::builder().timeout(TIMEOUT).build() {
         Ok(h) => h,
         Err(e) => {
@@ -143,16 +147,18 @@ async fn check_store(config: &Config, report: &mut Report) {
     let shown = crate::config::redact_url(&url);
     if let Some(path) = sqlite_path(&url) {
         if !std::path::Path::new(&path).exists() {
+            // A fresh install before its first start: nothing is wrong yet.
             report.0.push((
                 "store",
-                Check::Fail(format!(
-                    "SQLite database {path} does not exist yet: `herald migrate` (or `herald serve`) creates it; check server.data_dir"
+                Check::Warn(format!(
+                    "no database yet at {path}; `herald serve` (or `herald migrate`) creates it. \
+                     If the daemon already ran, check server.data_dir"
                 )),
             ));
             return;
         }
     }
-    let store = match tokio::time::timeout(TIMEOUT, store::connect(&url, 1)).await {
+    let store = match tokio::time::timeout(TIMEOUT, store::connect_read_only(&url)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             report

@@ -38,7 +38,11 @@ pub async fn handoff(config: &Config, cmd: HandoffCmd) -> anyhow::Result<()> {
         HandoffCmd::Nightly { .. } => "handoff nightly",
     };
     // Both read conversations a daemon wrote; neither has anything to do in a new database.
-    let store = super::open_store(config, name, true).await?;
+    let access = match &cmd {
+        HandoffCmd::Nightly { dry_run: false } => super::Access::Write,
+        _ => super::Access::Read,
+    };
+    let store = super::open_store(config, name, access).await?;
     let result = match cmd {
         HandoffCmd::Show { lane } => show(&*store, &LaneKey::parse(&lane)).await,
         HandoffCmd::Nightly { dry_run } => nightly(config, store.clone(), dry_run).await,

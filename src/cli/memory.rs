@@ -45,6 +45,30 @@ pub(super) fn resolve(config: &Config, person: &str) -> anyhow::Result<String> {
     bail!("{person:?} is not a person: give a [[people]] name or an identity like telegram:123")
 }
 
+/// `show` of a name that is neither a `[[people]]` name, nor an identity, nor a folder that
+/// exists says so instead of printing two empty files for a typo, and says where a web chat
+/// sender's memory is: the web page's sender is an identity like any other (`web:NAME`).
+fn known(config: &Config, files: &MemoryFiles, person: &str, key: &str) -> anyhow::Result<()> {
+    let identity = person.contains(':');
+    let listed = config.people.iter().any(|p| p.name == person);
+    let exists = files
+        .path(key, Target::Memory)
+        .and_then(|p| p.parent().map(|d| d.is_dir()))
+        .unwrap_or(false);
+    if identity || listed || exists {
+        return Ok(());
+    }
+    let root = config.server.data_dir.join("memory");
+    bail!(
+        "{person:?} is not a known person: no [[people]] entry has that name and {} does not \
+         exist. Give a [[people]] name or a sender identity: telegram:USER_ID, discord:USER_ID, \
+         or web:SENDER for the web chat (its memory is in {}/web-SENDER/ unless a [[people]] \
+         entry lists web:SENDER)",
+        root.join(key).display(),
+        root.display()
+    )
+}
+
 fn report(files: &MemoryFiles, person: &str, t: Target, l: &Loaded) {
     let path = files.path(person, t).expect("resolved key");
     println!(
@@ -71,6 +95,7 @@ pub async fn memory(config: &Config, cmd: MemoryCmd) -> anyhow::Result<()> {
     match cmd {
         MemoryCmd::Show { person } => {
             let key = resolve(config, &person)?;
+            known(config, &files, &person, &key)?;
             if !config.memory.enabled {
                 println!("(memory.enabled is false: sessions get no snapshot)");
             }

@@ -3,6 +3,7 @@
 pub mod cron;
 pub mod doctor;
 mod doctor_config;
+pub mod doctor_files;
 mod handoff;
 mod memory;
 mod pairing;
@@ -43,13 +44,16 @@ pub enum SessionsCmd {
     },
     /// Print one session's transcript.
     Show {
+        /// A session id, or the start of one (e.g. the 12 characters the admin page shows).
         id: String,
         /// Include compacted and retracted rows.
         #[arg(long)]
         all: bool,
     },
-    /// Full-text search over transcripts (one hit per session, newest first).
+    /// Full-text search over transcripts: one hit per session (its newest match), newest
+    /// sessions first.
     Search {
+        /// Words that must all occur; a word ending in * is a prefix (`hel*` finds "hello").
         query: String,
         #[arg(long, default_value_t = 10)]
         limit: i64,
@@ -116,42 +120,87 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Opens the daemon's store for a command. A command that only reads (or that acts on rows a
-/// daemon must have written, like a pairing code) refuses a SQLite file that does not exist:
-/// creating one would answer "nothing here" about the wrong database, and leave a stray file.
+/// What a command does to the store. Neither migrates: only `migrate` and `serve` change the
+/// schema, so an operator who installs a new binary and looks around before restarting does
+/// not migrate the live store under the old daemon, without a backup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Opened read-only (SQLite read-only file, Postgres read-only transactions).
+    Read,
+    /// Writes rows (approve a pairing code, add a cron job, import a session).
+    Write,
+}
+
+/// Opens the daemon's store for a command. It must exist and carry exactly this binary's
+/// migrations: a missing SQLite file is not created (that would answer "nothing here" about
+/// the wrong database and leave a stray file), an unmigrated or older store is left alone
+/// with "run `herald migrate`", and a store a newer release migrated is refused.
 pub(crate) async fn open_store(
     config: &Config,
     command: &str,
-    needs_existing: bool,
+    access: Access,
 ) -> anyhow::Result<std::sync::Arc<dyn store::Store>> {
     let url = config.store_url();
-    if needs_existing {
-        if let Some(path) = doctor::sqlite_path(&url) {
-            if !std::path::Path::new(&path).exists() {
-                anyhow::bail!(
-                    "no database at {path}: `herald {command}` reads the daemon's database and \
-                     creates none. Run it with the daemon's configuration and environment (the \
-                     same --config, --data-dir and HERALD_* variables; under systemd see \
-                     docs/operating.md), or run `herald migrate` to create an empty one"
-                );
-            }
+    if let Some(path) = doctor::sqlite_path(&url) {
+        if !std::path::Path::new(&path).exists() {
+            anyhow::bail!(
+                "no database at {path}: `herald {command}` reads the daemon's database and \
+                 creates none. Run it with the daemon's configuration and environment (the \
+                 same --config, --data-dir and HERALD_* variables; under systemd see \
+                 docs/operating.md), or run `herald migrate` to create an empty one"
+            );
         }
     }
-    let store = store::connect(&url, 2).await?;
-    store.migrate().await?;
+    let store = match access {
+        Access::Read => store::connect_read_only(&url).await?,
+        Access::Write => store::connect(&url, 2).await?,
+    };
+    if let Err(e) = schema_matches(store.as_ref(), command).await {
+        store.close().await;
+        return Err(e);
+    }
     Ok(store)
 }
 
-pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
-    let (name, needs_existing) = match &cmd {
-        SessionsCmd::List { .. } => ("sessions list", true),
-        SessionsCmd::Show { .. } => ("sessions show", true),
-        SessionsCmd::Search { .. } => ("sessions search", true),
-        SessionsCmd::Export { .. } => ("sessions export", true),
-        SessionsCmd::Compact { .. } => ("sessions compact", true),
-        SessionsCmd::Import { .. } => ("sessions import", false),
+/// The store carries every migration this binary ships and none it does not know.
+async fn schema_matches(store: &dyn store::Store, command: &str) -> anyhow::Result<()> {
+    let unknown = store.migrations_unknown().await?;
+    if !unknown.is_empty() {
+        anyhow::bail!(store::unknown_migrations_message(&unknown));
+    }
+    let pending = store.migrations_pending().await?;
+    let Some(first) = pending.first() else {
+        return Ok(());
     };
-    let store = open_store(config, name, needs_existing).await?;
+    // Migrations apply in order: with the first one pending, none is applied.
+    let state = if pending.iter().any(|m| m.version == 1) {
+        "has no Herald tables yet".to_string()
+    } else {
+        format!(
+            "lacks {} migration(s) of this release, from {} {}",
+            pending.len(),
+            first.version,
+            first.description
+        )
+    };
+    anyhow::bail!(
+        "the {} store {state}: run `herald migrate` (after a backup, with any daemon of the \
+         older release stopped), then `herald {command}` again; `herald {command}` itself \
+         changes no schema",
+        store.backend()
+    )
+}
+
+pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
+    let (name, access) = match &cmd {
+        SessionsCmd::List { .. } => ("sessions list", Access::Read),
+        SessionsCmd::Show { .. } => ("sessions show", Access::Read),
+        SessionsCmd::Search { .. } => ("sessions search", Access::Read),
+        SessionsCmd::Export { .. } => ("sessions export", Access::Read),
+        SessionsCmd::Compact { .. } => ("sessions compact", Access::Read),
+        SessionsCmd::Import { .. } => ("sessions import", Access::Write),
+    };
+    let store = open_store(config, name, access).await?;
     match cmd {
         SessionsCmd::List { lane, limit } => {
             let lane = lane.map(|l| LaneKey::parse(&l));
@@ -174,11 +223,9 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
             }
         }
         SessionsCmd::Show { id, all } => {
-            let Some(s) = store.session_get(&id).await? else {
-                anyhow::bail!("no session {id}");
-            };
+            let s = resolve_session(store.as_ref(), &id).await?;
             println!("session {} in {} (model {})", s.id, s.lane, s.model);
-            for m in store.messages(&id, !all).await? {
+            for m in store.messages(&s.id, !all).await? {
                 let flags = match (m.active, m.compacted) {
                     (true, _) => "",
                     (false, true) => " [compacted]",
@@ -191,6 +238,7 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
             if format != "jsonl" {
                 anyhow::bail!("unknown export format {format:?} (supported: jsonl)");
             }
+            let id = resolve_session(store.as_ref(), &id).await?.id;
             let bar = progress::bar_beside_stdout(0, "messages");
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             export_to(store.as_ref(), &id, &mut out, &bar).await?;
@@ -210,6 +258,7 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
                      turn, under the lane's lease"
                 );
             }
+            let id = resolve_session(store.as_ref(), &id).await?.id;
             print!("{}", compact_dry_run(store.as_ref(), config, &id).await?);
         }
         SessionsCmd::Search { query, limit, role } => {
@@ -223,6 +272,7 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
             if hits.is_empty() {
                 println!("no matches");
             }
+            let n = hits.len();
             for h in hits {
                 println!(
                     "{}  #{}  {}  {}",
@@ -232,16 +282,71 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
                     h.snippet
                 );
             }
+            if n > 0 {
+                println!(
+                    "{n} session(s), one hit each (its newest match); `herald sessions show ID` \
+                     prints a whole session, and a word ending in * matches as a prefix (hel*)"
+                );
+            }
         }
     }
     store.close().await;
     Ok(())
 }
 
+/// The session `id` names: the whole id, or a prefix of exactly one (the admin page shows 12
+/// characters). An ambiguous prefix lists its candidates.
+async fn resolve_session(store: &dyn store::Store, id: &str) -> anyhow::Result<store::Session> {
+    if let Some(s) = store.session_get(id).await? {
+        return Ok(s);
+    }
+    const SHOWN: usize = 10;
+    let mut found = if id.is_empty() {
+        Vec::new()
+    } else {
+        store.sessions_with_prefix(id, SHOWN as i64 + 1).await?
+    };
+    match found.len() {
+        0 => anyhow::bail!(
+            "no session {id}: give a session id or the start of one (`herald sessions list` \
+             shows them)"
+        ),
+        1 => Ok(found.remove(0)),
+        n => {
+            let more = if n > SHOWN { " (and more)" } else { "" };
+            let list: Vec<String> = found
+                .iter()
+                .take(SHOWN)
+                .map(|s| format!("  {}  {}  started {}", s.id, s.lane, fmt_ms(s.started_at)))
+                .collect();
+            anyhow::bail!(
+                "{id} is the start of several sessions{more}; give more characters:\n{}",
+                list.join("\n")
+            )
+        }
+    }
+}
+
 pub(crate) fn fmt_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default()
+}
+
+/// Checks, before `serve` opens and migrates the store, that `server.listen` can be bound: an
+/// address already taken (often a second herald) used to surface only after the migrations,
+/// as "binding server.listen … Address in use". The probe is released at once; `serve` binds
+/// for real moments later.
+pub fn port_free(listen: &str) -> anyhow::Result<()> {
+    match std::net::TcpListener::bind(listen) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "server.listen {listen} is already in use (another herald, or another program, \
+             listens there): stop it, or choose another address with --listen or server.listen. \
+             Nothing was started and the store was not touched"
+        ),
+        Err(e) => anyhow::bail!("cannot listen on server.listen {listen}: {e}"),
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

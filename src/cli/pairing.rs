@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 
+use super::Access;
 use crate::config::Config;
 
 #[derive(Subcommand)]
@@ -15,13 +16,13 @@ pub enum PairingCmd {
 }
 
 pub async fn pairing(config: &Config, cmd: PairingCmd) -> anyhow::Result<()> {
-    let name = match &cmd {
-        PairingCmd::List => "pairing list",
-        PairingCmd::Approve { .. } => "pairing approve",
-        PairingCmd::Revoke { .. } => "pairing revoke",
+    let (name, access) = match &cmd {
+        PairingCmd::List => ("pairing list", Access::Read),
+        PairingCmd::Approve { .. } => ("pairing approve", Access::Write),
+        PairingCmd::Revoke { .. } => ("pairing revoke", Access::Write),
     };
     // Every pairing command acts on rows only a daemon writes.
-    let store = super::open_store(config, name, true).await?;
+    let store = super::open_store(config, name, access).await?;
     match cmd {
         PairingCmd::List => {
             let pending = store.pairing_pending().await?;

@@ -39,11 +39,14 @@ pub async fn prompt(config: &Config, cmd: PromptCmd) -> anyhow::Result<()> {
     })?;
     let window = context_window(&config.llm).await;
     let mut sources = load_sources(config, window);
-    if let Some(p) = person {
-        let key = super::memory::resolve(config, &p)?;
-        if config.memory.enabled {
-            sources.memory = crate::agent::memory::MemoryFiles::from_config(config).snapshot(&key);
-        }
+    // Whose memory a new session of this lane gets: --person, else the person of a private
+    // chat as the daemon maps its sender (nobody's in a group or a scheduled run).
+    let person = match person {
+        Some(p) => Some(super::memory::resolve(config, &p)?),
+        None => private_sender(&key).and_then(|(p, sender)| config.person(p, &sender)),
+    };
+    if let (Some(key), true) = (&person, config.memory.enabled) {
+        sources.memory = crate::agent::memory::MemoryFiles::from_config(config).snapshot(key);
     }
     let model = config
         .llm
@@ -63,6 +66,15 @@ pub async fn prompt(config: &Config, cmd: PromptCmd) -> anyhow::Result<()> {
         writeln!(out, "{text}")?;
         return Ok(());
     }
+    match (&person, config.memory.enabled) {
+        (Some(p), true) => writeln!(out, "(memory of {p}: a private session of theirs)\n")?,
+        (Some(p), false) => writeln!(out, "(memory.enabled is false: no memory of {p})\n")?,
+        (None, _) => writeln!(
+            out,
+            "(no person's memory: not a private chat Herald can tell the sender of; --person \
+             NAME adds one)\n"
+        )?,
+    }
     for l in &layers {
         writeln!(
             out,
@@ -81,4 +93,43 @@ pub async fn prompt(config: &Config, cmd: PromptCmd) -> anyhow::Result<()> {
         config.agent.file_cap_chars(window)
     )?;
     Ok(())
+}
+
+/// The sender of a private chat, read from its lane as the adapters build it: a Telegram
+/// private chat's id is the user's (groups are negative, forum topics add a thread); a web
+/// chat's sender is its name unless the client sent another. A Discord DM channel is not named
+/// after its user, so it takes `--person`.
+fn private_sender(lane: &LaneKey) -> Option<(&'static str, String)> {
+    let mut parts = lane.as_str().split(':');
+    let (platform, chat, thread) = (parts.next()?, parts.next()?, parts.next());
+    if thread.is_some() {
+        return None;
+    }
+    match platform {
+        "telegram" if chat.parse::<i64>().is_ok_and(|id| id > 0) => {
+            Some(("telegram", chat.to_string()))
+        }
+        "web" if !chat.is_empty() => Some(("web", chat.to_string())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_senders_come_from_the_lane() {
+        for (lane, want) in [
+            ("telegram:42", Some(("telegram", "42"))),
+            ("telegram:-1001", None),
+            ("telegram:42:7", None),
+            ("web:alice", Some(("web", "alice"))),
+            ("discord:123", None),
+            ("cron:nightly", None),
+        ] {
+            let got = private_sender(&LaneKey::parse(lane));
+            assert_eq!(got.as_ref().map(|(p, s)| (*p, s.as_str())), want, "{lane}");
+        }
+    }
 }

@@ -41,7 +41,10 @@ struct Row {
 pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
     let ToolsCmd::List { json } = cmd;
     let policy = crate::agent::tools::approval_policy(config)?;
-    let store = super::open_store(config, "tools list", false).await?;
+    // The builtins want a store handle but listing them reads nothing from it: a throwaway
+    // in-memory one keeps `tools list` working before the first start and off the real store.
+    let store = crate::store::connect("sqlite::memory:", 1).await?;
+    store.migrate().await?;
     let mut rows: Vec<Row> = crate::agent::tools::builtin_tools(config, store.clone())
         .iter()
         .map(|t| row(t, &policy))

@@ -28,6 +28,11 @@ pub enum ConfigError {
     Key { key: &'static str, message: String },
 }
 
+/// Variables the command line itself reads (clap's `env =` in `main.rs`). They are never
+/// config keys: `HERALD_CONFIG` read as one was the unknown key `config`, and every command
+/// exited 2 in exactly the setup the docs and the k8s recipe describe.
+pub const CLI_ENV: &[&str] = &["HERALD_CONFIG"];
+
 /// Where configuration comes from; command-line flags win over everything.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -52,7 +57,11 @@ pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
         fig = fig.merge(Toml::file_exact(file));
     }
     if opts.use_env {
-        fig = fig.merge(Env::prefixed("HERALD_").split("__"));
+        let owned: Vec<&str> = CLI_ENV
+            .iter()
+            .filter_map(|v| v.strip_prefix("HERALD_"))
+            .collect();
+        fig = fig.merge(Env::prefixed("HERALD_").ignore(&owned).split("__"));
     }
     let mut config: Config = fig
         .extract()

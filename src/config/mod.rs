@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
-pub use load::{from_toml, load, ConfigError, LoadOptions};
+pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
 pub use memory::{
     check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, Person,

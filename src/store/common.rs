@@ -113,13 +113,38 @@ pub(super) fn wrong_lane(session_id: &str, lane: &str, lease: &Lease) -> StoreEr
     ))
 }
 
-/// Turns free text into an FTS5 query that cannot be a syntax error: every word quoted, all
-/// words required.
-pub(super) fn fts5_query(q: &str) -> String {
+/// Words of a search, each with whether it ends in `*` (a prefix: `hel*` finds "hello").
+fn search_words(q: &str) -> impl Iterator<Item = (&str, bool)> {
     q.split_whitespace()
-        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .map(|w| match w.strip_suffix('*') {
+            Some(stem) => (stem.trim_end_matches('*'), true),
+            None => (w, false),
+        })
+        .filter(|(w, _)| !w.is_empty())
+}
+
+/// Turns free text into an FTS5 query that cannot be a syntax error: every word quoted, all
+/// words required, a word ending in `*` a prefix (`"hel"*`).
+pub(super) fn fts5_query(q: &str) -> String {
+    search_words(q)
+        .map(|(w, prefix)| {
+            let star = if prefix { "*" } else { "" };
+            format!("\"{}\"{star}", w.replace('"', "\"\""))
+        })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The same for Postgres's `to_tsquery`: every word a quoted lexeme, all required (`&`), a
+/// word ending in `*` a prefix (`'hel':*`). Quoting keeps `&`, `|`, `!` and `:` literal.
+pub(super) fn pg_tsquery(q: &str) -> String {
+    search_words(q)
+        .map(|(w, prefix)| {
+            let star = if prefix { ":*" } else { "" };
+            format!("'{}'{star}", w.replace('\\', "\\\\").replace('\'', "''"))
+        })
+        .collect::<Vec<_>>()
+        .join(" & ")
 }
 
 /// Expands `impl Store for $ty`: the migration methods plus the backend's own `$extra` ones

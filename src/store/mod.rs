@@ -184,6 +184,20 @@ pub async fn connect(url: &str, max_connections: u32) -> StoreResult<Arc<dyn Sto
     }
 }
 
+/// Opens an existing store read-only: nothing is created, migrated or written (SQLite opens
+/// the file read-only; Postgres sessions default to read-only transactions).
+pub async fn connect_read_only(url: &str) -> StoreResult<Arc<dyn Store>> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PgStore::connect_read_only(url).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect_read_only(url).await?))
+    } else {
+        Err(StoreError::Other(format!(
+            "store.url must start with sqlite:// or postgres://, got {url:?}"
+        )))
+    }
+}
+
 /// A backend's pools, for the store code that is ordinary generic code over `sqlx::Database`
 /// (`kv.rs`): writes go to `writer`, reads that may run beside it to `reader`.
 pub(crate) trait Pools: Send + Sync {

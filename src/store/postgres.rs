@@ -38,9 +38,22 @@ impl PgStore {
     /// [`FIRST_CONNECT_TIMEOUT`] with its own error and the address it tried, rather than
     /// after the pool's 15 s of silent retries with "pool timed out".
     pub async fn connect(url: &str, max_connections: u32) -> StoreResult<PgStore> {
-        let opts: PgConnectOptions = url
+        Self::connect_as(url, max_connections, false).await
+    }
+
+    /// Every transaction of every connection is read-only (`default_transaction_read_only`):
+    /// the reading CLI commands can neither migrate nor write by mistake.
+    pub async fn connect_read_only(url: &str) -> StoreResult<PgStore> {
+        Self::connect_as(url, 2, true).await
+    }
+
+    async fn connect_as(url: &str, max_connections: u32, read_only: bool) -> StoreResult<PgStore> {
+        let mut opts: PgConnectOptions = url
             .parse()
             .map_err(|e| StoreError::Other(format!("store.url is not a Postgres URL: {e}")))?;
+        if read_only {
+            opts = opts.options([("default_transaction_read_only", "on")]);
+        }
         let target = match opts.get_socket() {
             Some(socket) => format!("socket {}", socket.display()),
             None => format!("{}:{}", opts.get_host(), opts.get_port()),
@@ -118,10 +131,11 @@ store_impl!(PgStore, MIGRATOR, {
         limit: i64,
     ) -> StoreResult<Vec<SearchHit>> {
         // A NUL in a query is as unbindable as in a write: the same rule (`text.rs`).
-        let query = &*super::text::clean(query);
-        if query.trim().is_empty() {
+        let tsquery = common::pg_tsquery(&super::text::clean(query));
+        if tsquery.is_empty() {
             return Ok(Vec::new());
         }
+        let query = tsquery.as_str();
         // Unnamed statements (`persistent(false)`) are planned with the actual words: the
         // planner then walks the primary key backwards for a common word and takes the GIN
         // index (then sorts the few hits) for a rare one. A cached generic plan would pick one
@@ -132,7 +146,7 @@ store_impl!(PgStore, MIGRATOR, {
             search::newest_per_session(scope.lane(), roles, limit, |cursor, n| async move {
                 let rows: Vec<search::Candidate> = sqlx::query_as(
                 "SELECT id, session_id, lane, role, active, compacted, created_at FROM messages \
-                 WHERE tsv @@ plainto_tsquery('simple', $1) AND id < $2 \
+                 WHERE tsv @@ to_tsquery('simple', $1) AND id < $2 \
                    AND ($5::text IS NULL OR lane = $5) \
                    AND NOT (active = 0 AND compacted = 0) \
                    AND (cardinality($4::text[]) = 0 OR role = ANY($4)) \
@@ -154,7 +168,7 @@ store_impl!(PgStore, MIGRATOR, {
         }
         let ids: Vec<i64> = found.iter().map(|c| c.id).collect();
         let snippets: HashMap<i64, String> = sqlx::query_as::<_, (i64, String)>(
-            "SELECT id, ts_headline('simple', content, plainto_tsquery('simple', $1), \
+            "SELECT id, ts_headline('simple', content, to_tsquery('simple', $1), \
                'StartSel=[, StopSel=], MaxWords=16, MinWords=4') \
              FROM messages WHERE id = ANY($2)",
         )

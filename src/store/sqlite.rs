@@ -78,6 +78,23 @@ impl SqliteStore {
         Ok(SqliteStore { pool, reader })
     }
 
+    /// Opens an existing database read-only (`SQLITE_OPEN_READONLY`): no file, table or
+    /// journal mode is created or changed, and any write fails. The reading CLI commands use it.
+    pub async fn connect_read_only(url: &str) -> StoreResult<SqliteStore> {
+        let opts = SqliteConnectOptions::from_str(url)?
+            .read_only(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(15))
+            .connect_with(opts)
+            .await?;
+        Ok(SqliteStore {
+            reader: pool.clone(),
+            pool,
+        })
+    }
+
     pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
         Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }

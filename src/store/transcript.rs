@@ -21,6 +21,9 @@ pub trait TranscriptStore: Send + Sync {
     async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;
     async fn session_get(&self, id: &str) -> StoreResult<Option<Session>>;
     async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>>;
+    /// Sessions whose id starts with `prefix` (an operator types the 12 characters the admin
+    /// page shows), at most `limit`, by id.
+    async fn sessions_with_prefix(&self, prefix: &str, limit: i64) -> StoreResult<Vec<Session>>;
     /// Opens a new session in the lane (lease-checked); fails if one is open.
     async fn session_create(&self, lease: &Lease, session: &Session) -> StoreResult<()>;
     /// Ends the lane's open session (lease-checked).
@@ -102,6 +105,29 @@ macro_rules! transcript_store_impl {
                 .bind(limit)
                 .fetch_all(&self.reader)
                 .await?)
+        }
+
+        async fn sessions_with_prefix(
+            &self,
+            prefix: &str,
+            limit: i64,
+        ) -> StoreResult<Vec<Session>> {
+            // LIKE with its wildcards escaped; SQLite's LIKE ignores ASCII case, hence the
+            // exact check after.
+            let pattern = format!(
+                "{}%",
+                prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+            );
+            let sql = format!(
+                "SELECT {} FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT $2",
+                common::SESSION_COLS
+            );
+            let rows: Vec<Session> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(pattern)
+                .bind(limit)
+                .fetch_all(&self.reader)
+                .await?;
+            Ok(rows.into_iter().filter(|s| s.id.starts_with(prefix)).collect())
         }
 
         async fn session_create(&self, lease: &Lease, s: &Session) -> StoreResult<()> {

@@ -57,12 +57,15 @@ pub fn init(cfg: &LogConfig, telemetry: &TelemetryConfig) -> (Telemetry, bool) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(quiet_deps(&cfg.level)))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    // Logs go to stderr, so a command's stdout holds only its output (`herald prompt show
+    // --raw > file`, `skills list | …`); journald and container runtimes collect both streams.
     // Colour codes only for a person at a terminal: journald, files, pipes and log shippers
     // get plain lines, and NO_COLOR (https://no-color.org) turns them off everywhere.
     let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(colour(
-            std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
             std::env::var_os("NO_COLOR"),
         ));
     let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = vec![match cfg.format {

@@ -6,6 +6,7 @@
 //! and keys the binary has (`cli_docs.rs`).
 
 mod cli_docs;
+mod docker_context;
 mod docs;
 mod support;
 mod systemd;
@@ -53,6 +54,7 @@ fn compose_runs_two_replicas_of_our_image_on_postgres() {
     let docs = yaml_docs("deploy/compose.yaml");
     let services = docs[0]["services"].as_object().expect("services");
     let mut replicas = BTreeMap::new();
+    let mut data_volumes = std::collections::BTreeSet::new();
     for (name, svc) in services {
         let image = svc["image"].as_str().expect("every service names an image");
         if image == POSTGRES_IMAGE {
@@ -95,8 +97,29 @@ fn compose_runs_two_replicas_of_our_image_on_postgres() {
             svc["healthcheck"]["test"][1], "/usr/local/bin/herald-healthcheck",
             "{name}: the health check is the script the image installs"
         );
+        let data = config.server.data_dir.to_string_lossy().into_owned();
+        let volume = svc["volumes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str()?.split_once(':'))
+            .find(|(_, at)| *at == data)
+            .map(|(vol, _)| vol.to_string())
+            .unwrap_or_else(|| panic!("{name}: no volume at data_dir {data}"));
+        data_volumes.insert(volume);
         replicas.insert(config.server.replica_id.clone(), config.store_url());
     }
+    // Memory and skills are files in data_dir: replicas with a folder each would split them.
+    assert_eq!(
+        data_volumes.len(),
+        1,
+        "the replicas share one data volume: {data_volumes:?}"
+    );
+    let shared = data_volumes.first().unwrap();
+    assert!(
+        docs[0]["volumes"].get(shared).is_some(),
+        "{shared} is a named volume"
+    );
     assert_eq!(
         replicas.len(),
         2,
@@ -130,7 +153,17 @@ fn kubernetes_manifests_agree_with_the_daemon() {
     let deploy = by_kind(&docs, "Deployment");
     let service = by_kind(&docs, "Service");
     let configmap = by_kind(&docs, "ConfigMap");
-    let secret = by_kind(&docs, "Secret");
+    // `kubectl apply -k` must never replace the operator's real Secret with placeholders.
+    assert!(
+        !docs.iter().any(|d| d["kind"] == "Secret"),
+        "the kustomization applies a Secret"
+    );
+    let secret = by_kind(&yaml_docs("deploy/k8s/secret.example.yaml"), "Secret");
+    assert_eq!(
+        c_env_from_secret(&deploy),
+        secret["metadata"]["name"],
+        "the pods read the Secret the example describes"
+    );
 
     assert_eq!(deploy["spec"]["replicas"], 2);
     let pod = &deploy["spec"]["template"];
@@ -217,12 +250,81 @@ fn kubernetes_manifests_agree_with_the_daemon() {
         mounted(&config.server.data_dir.to_string_lossy()),
         "data_dir is writable under a read-only root"
     );
+    // Memory and skills are files in data_dir: every replica mounts the same claim, and more
+    // than one replica needs storage they can all mount read-write.
+    let data_mount = mounts
+        .iter()
+        .find(|m| {
+            config
+                .server
+                .data_dir
+                .starts_with(m["mountPath"].as_str().unwrap_or("?"))
+        })
+        .expect("data_dir mount");
+    let volume = pod["spec"]["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == data_mount["name"])
+        .expect("the data volume");
+    let claim = volume["persistentVolumeClaim"]["claimName"]
+        .as_str()
+        .unwrap_or_else(|| panic!("data_dir is not a shared claim: {volume}"));
+    let pvc = by_kind(&docs, "PersistentVolumeClaim");
+    assert_eq!(pvc["metadata"]["name"], claim);
+    if deploy["spec"]["replicas"].as_u64() > Some(1) {
+        assert_eq!(
+            pvc["spec"]["accessModes"],
+            serde_json::json!(["ReadWriteMany"]),
+            "replicas > 1 share /data"
+        );
+    }
+    pod_env_runs_the_real_binary(toml, &env, &config_path);
     let grace = pod["spec"]["terminationGracePeriodSeconds"]
         .as_u64()
         .expect("grace");
     assert!(
         grace > config.server.shutdown_grace_secs + 10,
         "k8s waits longer than Herald drains"
+    );
+}
+
+fn c_env_from_secret(deploy: &Value) -> Value {
+    deploy["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["secretRef"]["name"].clone()
+}
+
+/// The real binary, given the pod's environment (the Secret's placeholders, `HERALD_CONFIG`
+/// pointing at a copy of the ConfigMap's file), accepts its configuration: `skills list` loads
+/// the config as `serve` does and touches neither the store nor the network. `HERALD_CONFIG`
+/// read as a config key made every command exit 2 here, so every pod crash-looped.
+fn pod_env_runs_the_real_binary(toml: &str, env: &[(String, String)], config_path: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("herald.toml");
+    std::fs::write(&file, toml).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
+    cmd.args(["skills", "list"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    for (k, v) in env {
+        let v = if k == "HERALD_CONFIG" {
+            assert_eq!(v, config_path);
+            file.to_string_lossy().into_owned()
+        } else {
+            v.clone()
+        };
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run herald");
+    assert!(
+        out.status.success(),
+        "herald refuses the pod's environment (exit {:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no skills in /data/skills"),
+        "the ConfigMap's data_dir is used: {}",
+        String::from_utf8_lossy(&out.stdout)
     );
 }
 

@@ -86,11 +86,15 @@ async fn doctor_checks_store_model_and_adapters_without_printing_tokens() {
     })
     .await
     .unwrap();
-    assert_eq!(code, 1, "{out}");
+    // A fresh install before its first `serve` is not a failure: a `!` line says what comes.
+    assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("✗ store:") && out.contains("herald migrate"),
+        out.lines()
+            .any(|l| l.starts_with("! store: no database yet at ")
+                && l.contains("`herald serve` (or `herald migrate`) creates it")),
         "{out}"
     );
+    assert!(out.contains("all checks passed"), "{out}");
     assert!(!data.path().join("herald.db").exists());
 
     let (code, out) = herald(&["migrate", "--data-dir", &data_dir], &good);

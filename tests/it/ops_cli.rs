@@ -3,6 +3,9 @@
 //! Progress bars belong on a terminal only: through a pipe, stdout must carry exactly the
 //! results and stderr no bar codes.
 
+mod day_one;
+mod store_access;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -91,6 +94,8 @@ async fn export_through_a_pipe_is_exactly_the_jsonl_rows() {
     let file = data.path().join("chat.jsonl");
     std::fs::write(&file, lines.join("\n")).unwrap();
 
+    // `import` writes rows but creates no schema: only `migrate` (and `serve`) do.
+    herald(data.path(), &["migrate"]);
     let import = herald(data.path(), &["sessions", "import", file.to_str().unwrap()]);
     let said = text(&import.stdout);
     let id = said

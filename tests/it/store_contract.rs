@@ -75,6 +75,11 @@ contract!(
 );
 contract!(sqlite_search, postgres_search, transcript::search);
 contract!(
+    sqlite_search_prefix,
+    postgres_search_prefix,
+    transcript::search_prefix
+);
+contract!(
     sqlite_search_roles,
     postgres_search_roles,
     transcript::search_roles

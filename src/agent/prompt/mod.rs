@@ -18,6 +18,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use crate::config::{AgentConfig, HintMode};
 use crate::domain::Platform;
 
+pub(crate) use sources::first_report;
 pub use sources::{load_sources, skills_dir, Block, PromptSources};
 
 pub const DEFAULT_IDENTITY: &str = "You are Herald's agent, a helpful assistant that people reach from \

@@ -65,12 +65,38 @@ fn read_screened(path: &Path, cap: usize) -> Read {
         Err(e) => Read::Unreadable(e),
         Ok(text) => match screen(&text) {
             Some(finding) => {
-                tracing::warn!(file = %shown, finding = %finding.detail(), "prompt file withheld");
-                Read::Withheld(format!("it contains {finding}"))
+                let why = format!("it contains {finding}");
+                if first_report(path, Some(&why)) {
+                    tracing::warn!(file = %shown, finding = %finding.detail(), "prompt file withheld");
+                }
+                Read::Withheld(why)
             }
-            None => Read::Text(cap_head_tail(text.trim(), cap, &shown)),
+            None => {
+                first_report(path, None);
+                Read::Text(cap_head_tail(text.trim(), cap, &shown))
+            }
         },
     }
+}
+
+/// Problems already logged, by file, with the file's size and mtime: every session and cron
+/// fire reads the same files, and an unchanged problem was logged each time. A problem is
+/// logged when it first appears or when the file changes; a file read fine forgets its entry.
+static REPORTED: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Whether `problem` with `path` is news (and records it); `None` clears the record.
+pub(crate) fn first_report(path: &Path, problem: Option<&str>) -> bool {
+    let mut reported = REPORTED.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(problem) = problem else {
+        reported.remove(path);
+        return false;
+    };
+    let stamp = std::fs::metadata(path)
+        .map(|m| format!("{} bytes, {:?}", m.len(), m.modified().ok()))
+        .unwrap_or_default();
+    let print = format!("{problem} ({stamp})");
+    reported.insert(path.to_path_buf(), print.clone()).as_ref() != Some(&print)
 }
 
 /// Reads every prompt file for a new session, for a model with `window_tokens`.
@@ -98,7 +124,9 @@ pub fn load_sources(config: &Config, window_tokens: usize) -> PromptSources {
                     ),
                 },
                 Read::Unreadable(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot read agent.soul_file; using the built-in identity");
+                    if first_report(path, Some(&e)) {
+                        tracing::warn!(path = %path.display(), error = %e, "cannot read agent.soul_file; using the built-in identity");
+                    }
                     Block {
                         label: format!("identity (built-in; {} unreadable)", path.display()),
                         text: DEFAULT_IDENTITY.into(),
@@ -117,7 +145,9 @@ pub fn load_sources(config: &Config, window_tokens: usize) -> PromptSources {
                 format!("[Context file {} withheld: {why}.]", path.display())
             }
             Read::Unreadable(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "cannot read an agent.context_files entry; left out");
+                if first_report(path, Some(&e)) {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot read an agent.context_files entry; left out");
+                }
                 continue;
             }
         };

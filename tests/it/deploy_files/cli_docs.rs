@@ -324,3 +324,26 @@ fn docs_name_only_config_keys_that_exist() {
         }
     }
 }
+
+/// Every variable the command line reads (`[env: …]` in any `--help`) is one the config
+/// loader keeps out of the config keys: `HERALD_CONFIG` read as the key `config` made every
+/// command exit 2.
+#[test]
+fn the_cli_own_variables_are_exactly_the_loaders_exceptions() {
+    let env = regex::Regex::new(r"\[env: ([A-Z0-9_]+)=").unwrap();
+    let mut named = BTreeSet::new();
+    let mut paths: Vec<String> = cli_tree().into_keys().collect();
+    paths.push(String::new());
+    for path in paths {
+        let args: Vec<&str> = path.split_whitespace().collect();
+        for c in env.captures_iter(&help(&args)) {
+            named.insert(c[1].to_string());
+        }
+    }
+    let loader: BTreeSet<String> = herald::config::CLI_ENV
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(named.contains("HERALD_CONFIG"), "{named:?}");
+    assert_eq!(named, loader);
+}

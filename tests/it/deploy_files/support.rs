@@ -105,9 +105,10 @@ pub fn path_to_env(path: &str) -> String {
     format!("HERALD_{}", path.to_ascii_uppercase().replace('.', "__"))
 }
 
-/// Checks that `HERALD_*` names a real key; `HERALD_CONFIG` is the CLI's file flag.
+/// Checks that `HERALD_*` names a real key; the CLI's own variables (`HERALD_CONFIG`) are the
+/// loader's list of exceptions.
 pub fn check_herald_var(name: &str, known: &[String]) -> Result<(), String> {
-    if name == "HERALD_CONFIG" {
+    if herald::config::CLI_ENV.contains(&name) {
         return Ok(());
     }
     let path = env_to_path(name).ok_or_else(|| format!("{name} is not a HERALD_ variable"))?;
@@ -153,7 +154,7 @@ pub fn config_from(toml: Option<&str>, env: &[(String, String)]) -> Result<Confi
         fig = fig.merge(Toml::string(t));
     }
     for (name, value) in env {
-        if name == "HERALD_CONFIG" {
+        if herald::config::CLI_ENV.contains(&name.as_str()) {
             continue;
         }
         let Some(path) = env_to_path(name) else {

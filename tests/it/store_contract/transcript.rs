@@ -576,3 +576,31 @@ pub async fn turn_begin_counts_attempts(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(attempts(store.clone()).await, 3);
 }
+
+/// `hel*` is a prefix search on both backends (FTS5 `"hel"*`, Postgres `'hel':*`); a word
+/// without the star stays a whole word.
+pub async fn search_prefix(store: Arc<dyn Store>) {
+    let l = open_lane(&store, "web:px", "s-px").await;
+    store
+        .append_messages(
+            &l,
+            "s-px",
+            &[NewMessage::new(Role::User, "hello wonderful world")],
+        )
+        .await
+        .unwrap();
+    for (q, want) in [
+        ("hel*", 1),
+        ("hel", 0),
+        ("wor* hel*", 1),
+        ("hello won*", 1),
+        ("help*", 0),
+        ("hel**", 1),
+    ] {
+        let hits = store
+            .search(SearchScope::AllLanes, q, &[], 10)
+            .await
+            .unwrap_or_else(|e| panic!("search {q:?} failed: {e}"));
+        assert_eq!(hits.len(), want, "{q:?}: {hits:?}");
+    }
+}
