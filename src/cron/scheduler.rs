@@ -218,7 +218,8 @@ impl Scheduler {
             .cron_job_pause_because(&job.name, why, now.timestamp_millis())
             .await?
         {
-            metrics::counter!("herald_cron_jobs_paused_total", "reason" => "owner_access").increment(1);
+            metrics::counter!("herald_cron_jobs_paused_total", "reason" => "owner_access")
+                .increment(1);
             tracing::warn!(job = %job.name, reason = why, "cron job paused: its fire was skipped; resume it with `herald cron resume` once its owner may use the agent again");
         }
         Ok(recorded)

@@ -49,7 +49,11 @@ impl Worker {
                 )
             }
             None => {
-                tracing::error!(inbox_id = row.id, attempts = tries, "giving up on an inbound message");
+                tracing::error!(
+                    inbox_id = row.id,
+                    attempts = tries,
+                    "giving up on an inbound message"
+                );
                 (
                     format!(
                         "Sorry, I could not answer this message after {tries} attempts; it has been set aside."

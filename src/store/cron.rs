@@ -279,7 +279,12 @@ where
         Ok(res.rows_affected() == 1)
     }
 
-    async fn cron_job_pause_because(&self, name: &str, reason: &str, now: i64) -> StoreResult<bool> {
+    async fn cron_job_pause_because(
+        &self,
+        name: &str,
+        reason: &str,
+        now: i64,
+    ) -> StoreResult<bool> {
         let res = sqlx::query(
             "UPDATE cron_jobs SET paused = 1, paused_reason = $2, updated_at = $3 \
              WHERE name = $1 AND paused = 0",

@@ -22,9 +22,9 @@ mod postgres;
 mod search;
 mod sqlite;
 mod status;
+mod text;
 mod transcript;
 mod turns;
-mod text;
 mod tx;
 mod types;
 

@@ -44,11 +44,7 @@ pub fn clean_json(json: String) -> String {
 fn clean_value(v: &mut serde_json::Value) {
     use serde_json::Value;
     match v {
-        Value::String(s) => {
-            if s.contains('\0') {
-                *s = s.replace('\0', "\u{FFFD}");
-            }
-        }
+        Value::String(s) if s.contains('\0') => *s = s.replace('\0', "\u{FFFD}"),
         Value::Array(items) => items.iter_mut().for_each(clean_value),
         Value::Object(map) => {
             let dirty: Vec<String> = map.keys().filter(|k| k.contains('\0')).cloned().collect();

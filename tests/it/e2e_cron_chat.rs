@@ -65,7 +65,10 @@ async fn a_chat_job_faster_than_the_floor_is_refused_with_the_floor_named() {
     // No question before the create: this test is about the floor alone.
     c.tools.require_approval = Vec::new();
     let app = App::start(c).await.unwrap();
-    for (i, schedule) in ["every 1s", "* * * * *", "every 4m"].into_iter().enumerate() {
+    for (i, schedule) in ["every 1s", "* * * * *", "every 4m"]
+        .into_iter()
+        .enumerate()
+    {
         let ask = format!("ping me often ({i})");
         llm.push_when(&ask, create(&format!("fast{i}"), schedule));
         llm.push_when(&ask, Step::Reply(format!("Could not ({i}).")));
@@ -86,7 +89,9 @@ async fn a_chat_job_faster_than_the_floor_is_refused_with_the_floor_named() {
     assert!(told(&llm, "every five")[0].starts_with("added cron job \"ok\""));
     let jobs = app.store.cron_jobs().await.unwrap();
     assert_eq!(
-        jobs.iter().map(|j| j.spec.schedule.as_str()).collect::<Vec<_>>(),
+        jobs.iter()
+            .map(|j| j.spec.schedule.as_str())
+            .collect::<Vec<_>>(),
         ["every 5m"]
     );
     app.shutdown().await;
@@ -97,7 +102,10 @@ async fn a_chat_job_faster_than_the_floor_is_refused_with_the_floor_named() {
 async fn creating_a_chat_job_asks_first_by_default_and_listing_does_not() {
     let (tg, llm, data) = fakes().await;
     let app = App::start(tg_config(&tg, &llm, &data)).await.unwrap();
-    llm.push_when("what is scheduled", Step::ToolCall("cron".into(), json!({"action": "list"}).to_string()));
+    llm.push_when(
+        "what is scheduled",
+        Step::ToolCall("cron".into(), json!({"action": "list"}).to_string()),
+    );
     llm.push_when("what is scheduled", Step::Reply("Nothing yet.".into()));
     tg.push_private_text(USER, USER, "what is scheduled?");
     replied(&tg, "Nothing yet.").await;
@@ -111,9 +119,16 @@ async fn creating_a_chat_job_asks_first_by_default_and_listing_does_not() {
     })
     .await;
     let q = tg.questions().pop().unwrap();
-    assert!(q.text.contains("cron") && q.text.contains("every 1h"), "{}", q.text);
+    assert!(
+        q.text.contains("cron") && q.text.contains("every 1h"),
+        "{}",
+        q.text
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(app.store.cron_jobs().await.unwrap().is_empty(), "created before the answer");
+    assert!(
+        app.store.cron_jobs().await.unwrap().is_empty(),
+        "created before the answer"
+    );
     tg.push_button_press(USER, USER, q.message_id, &q.approve);
     replied(&tg, "Done.").await;
     assert!(told(&llm, "hourly")[0].starts_with("added cron job \"hourly\""));
@@ -165,10 +180,17 @@ async fn a_job_whose_maker_lost_access_is_paused_at_its_next_fire_and_says_why()
         enabled: true,
     };
     app.store
-        .cron_job_add_owned(&spec, &lane, &format!("telegram:{PAIRED}"), t0().timestamp_millis())
+        .cron_job_add_owned(
+            &spec,
+            &lane,
+            &format!("telegram:{PAIRED}"),
+            t0().timestamp_millis(),
+        )
         .await
         .unwrap();
-    let now = Arc::new(Mutex::new(t0() + TimeDelta::hours(1) + TimeDelta::seconds(5)));
+    let now = Arc::new(Mutex::new(
+        t0() + TimeDelta::hours(1) + TimeDelta::seconds(5),
+    ));
     let clock = now.clone();
     let sched = app
         .scheduler("test/cron")
@@ -180,23 +202,22 @@ async fn a_job_whose_maker_lost_access_is_paused_at_its_next_fire_and_says_why()
             .filter(|m| m.chat_id == PAIRED)
             .count()
     };
-    wait_until("the first run delivered", Duration::from_secs(20), || async {
-        to_carol() == 1
-    })
+    wait_until(
+        "the first run delivered",
+        Duration::from_secs(20),
+        || async { to_carol() == 1 },
+    )
     .await;
 
     // The operator revokes her; her job's next fire does not run.
-    assert!(app
-        .store
-        .sender_revoke("telegram", &paired)
-        .await
-        .unwrap());
+    assert!(app.store.sender_revoke("telegram", &paired).await.unwrap());
     *now.lock().unwrap() = t0() + TimeDelta::hours(2) + TimeDelta::seconds(5);
     let pass = sched.tick().await.unwrap();
     assert_eq!((pass.started, pass.skipped), (0, 1), "{pass:?}");
     let job = app.store.cron_job_get(&spec.name).await.unwrap().unwrap();
     assert!(job.paused);
-    let listed = execute(app.store.as_ref(), &c, CronCmd::List, *now.lock().unwrap())
+    let at = *now.lock().unwrap();
+    let listed = execute(app.store.as_ref(), &c, CronCmd::List, at)
         .await
         .unwrap();
     assert!(
@@ -207,7 +228,11 @@ async fn a_job_whose_maker_lost_access_is_paused_at_its_next_fire_and_says_why()
     );
     let fires = app.store.cron_fires(Some(&spec.name), 10).await.unwrap();
     assert_eq!(fires[0].status, FireStatus::Skipped);
-    assert!(fires[0].note.as_deref().unwrap_or("").contains("no longer allowed"));
+    assert!(fires[0]
+        .note
+        .as_deref()
+        .unwrap_or("")
+        .contains("no longer allowed"));
     // Later passes leave it paused and send nothing.
     *now.lock().unwrap() = t0() + TimeDelta::hours(3) + TimeDelta::seconds(5);
     assert_eq!(sched.tick().await.unwrap().started, 0);

@@ -162,7 +162,12 @@ async fn run_once(
     let gateway = http
         .get_gateway()
         .await
-        .map_err(|e| Retry(format!("cannot read the gateway URL from {}: {e}", config.api_url)))?
+        .map_err(|e| {
+            Retry(format!(
+                "cannot read the gateway URL from {}: {e}",
+                config.api_url
+            ))
+        })?
         .url;
     let signs = Arc::new(watchdog::LifeSigns::default());
     let handler = Handler {

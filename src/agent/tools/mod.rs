@@ -190,7 +190,10 @@ impl Tools {
             call_index,
             hardline,
         };
-        let result = match self.policy.check(name, tool.requires_approval_for(arguments)) {
+        let result = match self
+            .policy
+            .check(name, tool.requires_approval_for(arguments))
+        {
             Check::Refuse(why) => Err(ToolError::Refused(why)),
             Check::Run => gate.run_unasked(ctx, &req(false), tool.as_ref()).await,
             Check::Ask { hardline } => {

@@ -42,7 +42,10 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
     let l = super::lease(&store, lane, "w", Duration::from_secs(60)).await;
     let mut s = session("s-nul", lane);
     s.system_prompt = format!("memory: {DIRTY}");
-    store.session_create(&l, &s).await.expect("session with NUL");
+    store
+        .session_create(&l, &s)
+        .await
+        .expect("session with NUL");
     let got = store.session_get("s-nul").await.unwrap().unwrap();
     assert_eq!(got.system_prompt, format!("memory: {CLEAN}"));
 
@@ -165,7 +168,13 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
     assert!(store.approval_start("ap-1").await.unwrap());
     store.approval_finish("ap-1", DIRTY).await.unwrap();
     assert_eq!(
-        store.approval_get("ap-1").await.unwrap().unwrap().result.as_deref(),
+        store
+            .approval_get("ap-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .result
+            .as_deref(),
         Some(CLEAN)
     );
     store
