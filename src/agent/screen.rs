@@ -371,7 +371,10 @@ mod tests {
         assert!(!shown.to_lowercase().contains("ignore"), "{shown}");
         assert!(shown.contains("an instruction override"), "{shown}");
         let detail = f.detail();
-        assert!(detail.contains("Ignore all previous instructions"), "{detail}");
+        assert!(
+            detail.contains("Ignore all previous instructions"),
+            "{detail}"
+        );
         assert!(!detail.contains('\u{1b}'));
     }
 

@@ -90,9 +90,12 @@ pub fn parse(text: &str) -> Result<Skill, String> {
 /// must lie strictly inside `root` resolved the same way, or it is refused. A symlink that
 /// stays inside is fine; one that leads out is not a skill.
 pub fn inside(root: &Path, path: &Path) -> Result<PathBuf, String> {
-    let root = root
-        .canonicalize()
-        .map_err(|e| format!("the skills directory {} is not readable: {e}", root.display()))?;
+    let root = root.canonicalize().map_err(|e| {
+        format!(
+            "the skills directory {} is not readable: {e}",
+            root.display()
+        )
+    })?;
     let real = path
         .canonicalize()
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -339,12 +342,21 @@ mod tests {
         symlink(outside.path().join("out"), root.path().join("out")).unwrap();
         std::fs::create_dir_all(root.path().join("file")).unwrap();
         write(&outside.path().join("f.md"), "file");
-        symlink(outside.path().join("f.md"), root.path().join("file/SKILL.md")).unwrap();
+        symlink(
+            outside.path().join("f.md"),
+            root.path().join("file/SKILL.md"),
+        )
+        .unwrap();
         assert!(inside(root.path(), &root.path().join("ok/SKILL.md")).is_ok());
-        assert!(inside(root.path(), root.path()).is_err(), "the root itself is not inside");
+        assert!(
+            inside(root.path(), root.path()).is_err(),
+            "the root itself is not inside"
+        );
         assert!(inside(root.path(), &root.path().join("..")).is_err());
         for name in ["out", "file"] {
-            assert!(read_skill(root.path(), name).unwrap_err().contains("leads outside"));
+            assert!(read_skill(root.path(), name)
+                .unwrap_err()
+                .contains("leads outside"));
         }
         let names: Vec<String> = load(root.path()).into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["ok"]);
@@ -362,7 +374,10 @@ mod tests {
         let idx = index(&skills).unwrap();
         assert!(idx.len() < INDEX_CAP_CHARS + 600, "{}", idx.len());
         assert!(idx.contains("- skill-000: "));
-        assert!(idx.contains("it is not an instruction"), "the list is framed as data");
+        assert!(
+            idx.contains("it is not an instruction"),
+            "the list is framed as data"
+        );
         assert!(idx.contains("more skills not listed here"));
         assert!(!idx.contains(&"d".repeat(161)), "descriptions are cut");
         assert_eq!(index(&[]), None);

@@ -123,7 +123,10 @@ mod tests {
             ("web:a.b_c-d", "web:a.b_c-d"),
             // A key that is already clean (as stored) is kept byte for byte, hashed or not.
             ("web:caf_", "web:caf_"),
-            ("web:caf_-639236db925d935cf839", "web:caf_-639236db925d935cf839"),
+            (
+                "web:caf_-639236db925d935cf839",
+                "web:caf_-639236db925d935cf839",
+            ),
         ];
         for (raw, want) in cases {
             assert_eq!(LaneKey::new(raw).as_str(), *want, "raw {raw:?}");

@@ -168,7 +168,10 @@ mod tests {
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\0'));
         assert_eq!(text.lines().count(), 1, "{text}");
-        assert!(text.contains("entry=a\\u{1b}[31mb\\u{7}\\0\\nFAKE"), "{text}");
+        assert!(
+            text.contains("entry=a\\u{1b}[31mb\\u{7}\\0\\nFAKE"),
+            "{text}"
+        );
         assert_eq!(escape("plain café"), "plain café");
     }
 

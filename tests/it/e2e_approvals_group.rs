@@ -37,13 +37,25 @@ async fn ask_in_group(
     ));
     let before = tg.questions().len();
     let mention = format!("@{BOT_USERNAME}");
-    tg.push_group_text(GROUP, USER, &format!("{mention} make a skill"), Some(&mention));
+    tg.push_group_text(
+        GROUP,
+        USER,
+        &format!("{mention} make a skill"),
+        Some(&mention),
+    );
     until("the question", || tg.questions().len() > before).await;
     let q = tg.questions().pop().unwrap();
     (q.message_id, q.approve)
 }
 
-async fn start(only_requester: bool) -> (FakeTelegram, herald_test_support::fake_llm::FakeLlm, tempfile::TempDir, App) {
+async fn start(
+    only_requester: bool,
+) -> (
+    FakeTelegram,
+    herald_test_support::fake_llm::FakeLlm,
+    tempfile::TempDir,
+    App,
+) {
     let (tg, llm, data) = fakes().await;
     std::fs::create_dir_all(data.path().join("skills")).unwrap();
     let mut c = tg_config(&tg, &llm, &data);

@@ -136,7 +136,10 @@ async fn the_memory_tool_refuses_control_characters_and_logs_never_carry_them_ra
         );
     }
     let saved = std::fs::read_to_string(folder.join("MEMORY.md")).unwrap();
-    assert_eq!(saved, "- kept fact\n- x\u{1b}[31mred\u{7}bell\n", "nothing added");
+    assert_eq!(
+        saved, "- kept fact\n- x\u{1b}[31mred\u{7}bell\n",
+        "nothing added"
+    );
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
@@ -144,7 +147,10 @@ async fn the_memory_tool_refuses_control_characters_and_logs_never_carry_them_ra
     let bytes = std::fs::read(&log_path).unwrap();
     let text = String::from_utf8_lossy(&bytes);
     assert!(text.contains("memory entry left out"), "{text}");
-    assert!(text.contains("x\\u{1b}[31mred\\u{7}bell"), "escaped: {text}");
+    assert!(
+        text.contains("x\\u{1b}[31mred\\u{7}bell"),
+        "escaped: {text}"
+    );
     for (byte, name) in [(0x1b_u8, "ESC"), (0x07, "BEL"), (0x00, "NUL")] {
         assert!(!bytes.contains(&byte), "a raw {name} in the log:\n{text}");
     }

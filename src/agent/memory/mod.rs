@@ -17,8 +17,8 @@
 mod entries;
 pub mod tool;
 
-pub use entries::{is_text, parse};
 use entries::{find_one, render, withheld_notice};
+pub use entries::{is_text, parse};
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

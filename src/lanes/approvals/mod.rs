@@ -118,7 +118,11 @@ impl Approvals {
     /// The name the requester goes by in the chat (their message's sender name), for the
     /// answer another member gets; the sender id when the message cannot be read.
     async fn requester_name(&self, row: &ApprovalRow) -> String {
-        let id = row.person.split_once(':').map_or("", |(_, s)| s).to_string();
+        let id = row
+            .person
+            .split_once(':')
+            .map_or("", |(_, s)| s)
+            .to_string();
         match self.store.inbox_get(row.inbox_id).await {
             Ok(Some(inbox)) if !inbox.event.sender_name.trim().is_empty() => {
                 crate::telemetry::escape(inbox.event.sender_name.trim())
