@@ -93,6 +93,15 @@ impl ApprovalGate for ActivityGate<'_> {
     ) -> Result<String, ToolError> {
         self.inner.run_once(ctx, req, tool).await
     }
+
+    async fn run_unasked(
+        &self,
+        ctx: &ToolContext,
+        req: &ApprovalRequest,
+        tool: &dyn Tool,
+    ) -> Result<String, ToolError> {
+        self.inner.run_unasked(ctx, req, tool).await
+    }
 }
 
 /// The turn's entry on the router's board, removed however the turn ends (a panic too).

@@ -88,7 +88,8 @@ async fn an_sdk_server_s_instructions_tools_images_links_and_progress_reach_the_
     let system = first.system();
     assert!(
         system.contains("Instructions from the MCP server \"memo\"")
-            && system.contains("Memo board: read notes with note_read before writing"),
+            && system.contains("Memo board: read notes with note_read before writing")
+            && system.contains("<reference-data source=\"tool guidance (mcp:memo)\">"),
         "{system}"
     );
     assert_eq!(

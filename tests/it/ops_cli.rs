@@ -180,7 +180,10 @@ fn empty_results_say_so() {
         (&["sessions", "list"][..], "no sessions\n"),
         (&["sessions", "search", "hello"], "no matches\n"),
         (&["cron", "log"], "no cron runs\n"),
-        (&["pairing", "list"], "no pending pairing codes\n"),
+        (
+            &["pairing", "list"],
+            "no pending pairing codes\nno senders approved through pairing\n",
+        ),
     ] {
         assert_eq!(text(&herald(data.path(), args).stdout), said, "{args:?}");
     }

@@ -87,9 +87,12 @@ pub fn layers(cfg: &AgentConfig, src: &PromptSources, parts: &PromptParts<'_>) -
         layer(Tier::Stable, &src.identity.label, &src.identity.text),
         layer(Tier::Stable, "tool guidance", TOOL_GUIDANCE),
     ];
-    // MCP servers' own instructions, each labelled with its server (screened and capped).
+    // MCP servers' own instructions, each labelled with its server (screened and capped), and
+    // framed like every other text Herald did not write: a server's word is about its tools,
+    // never a change of the rules.
     for b in &src.tool_guidance {
-        out.push(layer(Tier::Stable, &b.label, &b.text));
+        let framed = frame::frame(&b.label, &b.text);
+        out.push(layer(Tier::Stable, &b.label, &framed));
     }
     if let Some(index) = crate::agent::skills::index(&src.skills) {
         out.push(layer(

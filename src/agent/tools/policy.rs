@@ -167,14 +167,13 @@ pub trait ApprovalGate: Send + Sync {
     /// Runs a call the policy lets through without asking. A gate that keeps results returns
     /// the one an earlier attempt of the same turn recorded for this call instead of running
     /// the tool again (a retried turn must not repeat a side effect it already caused).
+    /// No default: a gate that wraps another must forward this, or retries repeat side effects.
     async fn run_unasked(
         &self,
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError> {
-        tool.call(ctx, &req.arguments).await
-    }
+    ) -> Result<String, ToolError>;
 }
 
 /// The gate where there is no one to ask: every call that needs approval is denied.
@@ -197,6 +196,16 @@ impl ApprovalGate for DenyAll {
         Err(ToolError::Denied(
             "there is no one to approve it here".into(),
         ))
+    }
+
+    /// Nothing is kept where no one answers: the call runs as it comes.
+    async fn run_unasked(
+        &self,
+        ctx: &ToolContext,
+        req: &ApprovalRequest,
+        tool: &dyn Tool,
+    ) -> Result<String, ToolError> {
+        tool.call(ctx, &req.arguments).await
     }
 }
 

@@ -151,7 +151,10 @@ async fn pg_body(url: String) {
         );
         for (args, said) in [
             (&["sessions", "list"][..], "no sessions\n"),
-            (&["pairing", "list"], "no pending pairing codes\n"),
+            (
+                &["pairing", "list"],
+                "no pending pairing codes\nno senders approved through pairing\n",
+            ),
         ] {
             let (code, stdout, stderr) = herald(data.path(), &env, args);
             assert_eq!((code, stdout.as_str()), (0, said), "{args:?}: {stderr}");
