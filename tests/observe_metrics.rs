@@ -173,13 +173,16 @@ async fn a_scripted_conversation_moves_the_counters_by_the_right_amounts() {
         "reply to: four"
     );
 
-    // The sender records deliveries just after the reply: wait for all four.
+    // The sender records deliveries just after the reply: wait for all four, counted and
+    // stored (a scrape reads the store's gauges before it renders the counters, so one scrape
+    // can see a send counted whose row it read a moment earlier as `sending`).
     let deadline = Instant::now() + Duration::from_secs(10);
     let after = loop {
         let s = scrape(&client).await;
         if s.get("herald_outbox_sent_total", &[("platform", "web")])
             - before.get("herald_outbox_sent_total", &[("platform", "web")])
             >= 4.0
+            && s.get("herald_outbox_rows", &[("status", "sent")]) >= 4.0
         {
             break s;
         }

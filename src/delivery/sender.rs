@@ -190,11 +190,14 @@ impl Sender {
             .await
         {
             Ok(platform_id) => {
+                let elapsed = started.elapsed().as_secs_f64();
+                let marked = self.mark_sent(row.id, &platform_id).await;
+                // Counted once the row says so: a scrape never sees more sends than sent rows.
                 metrics::counter!("herald_outbox_sent_total", "platform" => row.platform.as_str())
                     .increment(1);
                 metrics::histogram!("herald_send_duration_seconds", "platform" => row.platform.as_str())
-                    .record(started.elapsed().as_secs_f64());
-                if let Err(e) = self.mark_sent(row.id, &platform_id).await {
+                    .record(elapsed);
+                if let Err(e) = marked {
                     tracing::error!(error = %e, outbox_id = row.id, "sent but could not record it");
                 } else if let Some(ids) = &previews {
                     self.after_delivery(outbound, row, ids).await;
