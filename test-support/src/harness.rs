@@ -64,6 +64,35 @@ where
     }
 }
 
+/// Waits (up to 10 s) until the daemon storing its SQLite file in `data_dir` has recorded the
+/// platform message id of `n` approval questions. A SIGKILL between sending a question and
+/// recording its id is the one window where a restart asks again; a test that means to kill
+/// the daemon *during the wait* kills it after this.
+pub async fn approval_questions_recorded(data_dir: &std::path::Path, n: i64) {
+    let url = format!("sqlite://{}?mode=ro", data_dir.join("herald.db").display());
+    let pool = sqlx::SqlitePool::connect(&url)
+        .await
+        .expect("open the daemon's store");
+    wait_until(
+        "the approval question's message id recorded",
+        Duration::from_secs(10),
+        || {
+            let pool = pool.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT count(*) FROM approvals WHERE prompt_message_id IS NOT NULL",
+                )
+                .fetch_one(&pool)
+                .await
+                .unwrap_or(0)
+                    >= n
+            }
+        },
+    )
+    .await;
+    pool.close().await;
+}
+
 /// Waits (up to 10 s) until inbox event `id` leaves `pending`, and returns its row.
 pub async fn settled(store: &dyn Store, id: i64) -> InboxRow {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

@@ -253,6 +253,7 @@ async fn a_sigkill_during_the_wait_resumes_it_without_asking_twice_and_runs_the_
     let mut first = spawn_daemon(data.path(), port, &tg, &llm);
     tg.push_private_text(USER, USER, "make a crashy skill");
     let (qid, _, approve, _) = wait_question(&tg, 0).await;
+    herald_test_support::harness::approval_questions_recorded(data.path(), 1).await;
     first.kill().expect("SIGKILL");
     first.wait().unwrap();
 

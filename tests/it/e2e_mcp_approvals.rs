@@ -155,6 +155,7 @@ async fn a_sigkill_while_an_mcp_call_waits_for_approval_never_runs_it_twice() {
     // The shop connects in the background; ask once its tools are offered.
     until_offered(&llm, &tg, &mut first, &starts).await;
     let (qid, _, approve, _) = questions(&tg)[0].clone();
+    herald_test_support::harness::approval_questions_recorded(data.path(), 1).await;
     first.kill().expect("SIGKILL");
     first.wait().unwrap();
 
