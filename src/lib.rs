@@ -11,6 +11,7 @@ pub mod config;
 pub mod cron;
 pub mod delivery;
 pub mod domain;
+mod events;
 pub mod handoff;
 pub mod hooks;
 pub mod http;

@@ -10,7 +10,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::cron::ValidJob;
-use crate::domain::{MessageEvent, Platform};
+use crate::domain::{MessageEvent, Origin, Platform};
 use crate::store::{
     CronFire, FireOutcome, FireStatus, InboxRow, InboxStatus, NewFire, Store, StoreError,
 };
@@ -31,9 +31,10 @@ pub fn fire_event(job: &ValidJob, key: &str, scheduled_at: DateTime<Utc>) -> Mes
     let mut ev = MessageEvent::text(Platform::Cron, &job.name, "cron", &job.prompt);
     ev.sender_name = "scheduler".into();
     ev.platform_message_id = key.to_string();
-    ev.internal = true;
     ev.timestamp = scheduled_at;
-    ev.deliver_to = job.targets.clone();
+    ev.origin = Origin::Scheduled {
+        deliver_to: job.targets.clone(),
+    };
     ev
 }
 
@@ -187,9 +188,9 @@ mod tests {
         .unwrap();
         let ev = fire_event(&job, "fire:brief:1", DateTime::UNIX_EPOCH);
         assert_eq!(ev.lane().as_str(), "cron:brief");
-        assert!(ev.internal);
+        assert!(ev.is_internal());
         assert_eq!(ev.text, "Write it.");
-        let targets: Vec<String> = ev.deliver_to.iter().map(|t| t.to_string()).collect();
+        let targets: Vec<String> = ev.deliver_to().iter().map(|t| t.to_string()).collect();
         assert_eq!(targets, ["telegram:-100:7", "web:main"]);
     }
 }

@@ -84,8 +84,6 @@ pub enum MessageKind {
     Media,
     Edited,
     Service,
-    /// An internal instruction to the lane's worker (see [`Control`]); never typed by anyone.
-    Control,
 }
 
 /// Work that must happen under a lane's turn lease but comes from outside the lane's worker
@@ -107,6 +105,41 @@ pub enum Control {
     Notice { key: String, text: String },
 }
 
+/// Who or what an event comes from, and what that allows. A person's message may carry a
+/// command; a scheduled run never does and may deliver elsewhere; a control event is an
+/// instruction to the lane's worker that nobody typed. The variants make the combinations that
+/// make no sense (a control event with a delivery list, a typed command that is internal)
+/// impossible to write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Person {
+        kind: MessageKind,
+        /// The web chat's caller came from this machine (it passed the loopback check).
+        #[serde(default)]
+        from_loopback: bool,
+    },
+    /// A cron fire: its prompt runs as a turn in the job's lane.
+    Scheduled {
+        /// Deliver the reply to these targets (`telegram:<chat>[:<thread>]`, `web:<name>`, …)
+        /// instead of the originating chat. Parsed once, where the event is made; stored as
+        /// the targets' string form.
+        #[serde(default, deserialize_with = "deserialize_targets")]
+        deliver_to: Vec<Target>,
+    },
+    Control(Control),
+}
+
+impl Origin {
+    /// A person's message of this kind, not from the loopback web chat.
+    pub fn person(kind: MessageKind) -> Origin {
+        Origin::Person {
+            kind,
+            from_loopback: false,
+        }
+    }
+}
+
 /// A file or media item attached to a message, recorded by reference (never downloaded here).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attachment {
@@ -116,6 +149,7 @@ pub struct Attachment {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "wire::StoredEvent")]
 pub struct MessageEvent {
     pub platform: Platform,
     pub chat_id: String,
@@ -128,33 +162,30 @@ pub struct MessageEvent {
     /// Telegram's update id, when there is one (stored for diagnostics).
     pub update_id: Option<i64>,
     pub text: String,
-    pub kind: MessageKind,
     pub reply_to: Option<String>,
     pub timestamp: DateTime<Utc>,
-    /// True for events nobody typed (cron fires, system notices): they never trigger commands.
-    pub internal: bool,
     #[serde(default)]
     pub attachments: Vec<Attachment>,
-    /// The peer address for web chat (loopback check), when known.
-    #[serde(default)]
-    pub from_loopback: bool,
-    /// Set on `MessageKind::Control` events.
-    #[serde(default)]
-    pub control: Option<Control>,
-    /// Deliver the reply to these targets (`telegram:<chat>[:<thread>]`, `web:<name>`, …)
-    /// instead of the originating chat: scheduled runs use it. Parsed once, where the event is
-    /// made; stored as the targets' string form.
-    #[serde(default, deserialize_with = "deserialize_targets")]
-    pub deliver_to: Vec<Target>,
     /// The sender's role ids where the platform has roles (Discord guild members); checked
     /// against a role allowlist by the auth hook.
     #[serde(default)]
     pub sender_roles: Vec<String>,
+    pub origin: Origin,
 }
 
 impl MessageEvent {
-    /// A plain text event with the fields every test and adapter needs; the rest defaulted.
-    pub fn text(platform: Platform, chat_id: &str, sender_id: &str, text: &str) -> MessageEvent {
+    /// An event with the given origin and the fields every test and adapter needs; the rest
+    /// defaulted. The caller stamps it (`timestamp`, `platform_message_id`): the domain reads
+    /// no clock and draws no random ids.
+    pub fn new(
+        platform: Platform,
+        chat_id: &str,
+        sender_id: &str,
+        text: &str,
+        origin: Origin,
+        platform_message_id: String,
+        timestamp: DateTime<Utc>,
+    ) -> MessageEvent {
         MessageEvent {
             platform,
             chat_id: chat_id.to_string(),
@@ -162,37 +193,15 @@ impl MessageEvent {
             thread_id: None,
             sender_id: sender_id.to_string(),
             sender_name: sender_id.to_string(),
-            platform_message_id: uuid::Uuid::new_v4().to_string(),
+            platform_message_id,
             update_id: None,
             text: text.to_string(),
-            kind: MessageKind::Text,
             reply_to: None,
-            timestamp: Utc::now(),
-            internal: false,
+            timestamp,
             attachments: Vec::new(),
-            from_loopback: false,
-            control: None,
-            deliver_to: Vec::new(),
             sender_roles: Vec::new(),
+            origin,
         }
-    }
-
-    /// An internal control event for the lane `platform:chat_id[:thread_id]`. `key` makes it
-    /// idempotent: the same key is written to the inbox once.
-    pub fn control(
-        platform: Platform,
-        chat_id: &str,
-        thread_id: Option<&str>,
-        key: &str,
-        control: Control,
-    ) -> MessageEvent {
-        let mut ev = MessageEvent::text(platform, chat_id, "herald", "");
-        ev.thread_id = thread_id.map(str::to_string);
-        ev.platform_message_id = format!("control:{key}");
-        ev.kind = MessageKind::Control;
-        ev.internal = true;
-        ev.control = Some(control);
-        ev
     }
 
     pub fn lane(&self) -> LaneKey {
@@ -203,9 +212,158 @@ impl MessageEvent {
         )
     }
 
+    /// True for events nobody typed (cron fires, control events): they never run commands
+    /// and pass the authorization hook.
+    pub fn is_internal(&self) -> bool {
+        !matches!(self.origin, Origin::Person { .. })
+    }
+
+    /// What the person sent; `None` for events nobody typed.
+    pub fn kind(&self) -> Option<MessageKind> {
+        match self.origin {
+            Origin::Person { kind, .. } => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// A person's message of this kind.
+    pub fn is_person(&self, kinds: &[MessageKind]) -> bool {
+        matches!(&self.origin, Origin::Person { kind, .. } if kinds.contains(kind))
+    }
+
+    /// Where a scheduled run's reply goes; empty means the originating chat.
+    pub fn deliver_to(&self) -> &[Target] {
+        match &self.origin {
+            Origin::Scheduled { deliver_to } => deliver_to,
+            _ => &[],
+        }
+    }
+
+    /// The web chat's caller came from this machine.
+    pub fn from_loopback(&self) -> bool {
+        matches!(
+            self.origin,
+            Origin::Person {
+                from_loopback: true,
+                ..
+            }
+        )
+    }
+
     /// Whether this event may start a model turn at all.
     pub fn can_start_turn(&self) -> bool {
-        matches!(self.kind, MessageKind::Text | MessageKind::Command)
+        match &self.origin {
+            Origin::Person { kind, .. } => matches!(kind, MessageKind::Text | MessageKind::Command),
+            Origin::Scheduled { .. } => true,
+            Origin::Control(_) => false,
+        }
+    }
+}
+
+/// The stored form: today's rows carry `origin`; rows written before it carry the old flags
+/// (`internal`, `kind`, `control`, `deliver_to`, `from_loopback`), which still decode.
+mod wire {
+    use chrono::{DateTime, Utc};
+    use serde::Deserialize;
+
+    use super::{
+        deserialize_targets, Attachment, ChatType, Control, MessageEvent, MessageKind, Origin,
+        Platform, Target,
+    };
+
+    #[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+    #[serde(rename_all = "lowercase")]
+    enum LegacyKind {
+        Text,
+        Command,
+        Media,
+        Edited,
+        Service,
+        Control,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct StoredEvent {
+        platform: Platform,
+        chat_id: String,
+        chat_type: ChatType,
+        thread_id: Option<String>,
+        sender_id: String,
+        sender_name: String,
+        platform_message_id: String,
+        update_id: Option<i64>,
+        text: String,
+        reply_to: Option<String>,
+        timestamp: DateTime<Utc>,
+        #[serde(default)]
+        attachments: Vec<Attachment>,
+        #[serde(default)]
+        sender_roles: Vec<String>,
+        #[serde(default)]
+        origin: Option<Origin>,
+        // The flags of rows written before `origin`.
+        #[serde(default)]
+        kind: Option<LegacyKind>,
+        #[serde(default)]
+        internal: bool,
+        #[serde(default)]
+        from_loopback: bool,
+        #[serde(default)]
+        control: Option<Control>,
+        #[serde(default, deserialize_with = "deserialize_targets")]
+        deliver_to: Vec<Target>,
+    }
+
+    impl StoredEvent {
+        fn legacy_origin(&mut self) -> Origin {
+            if let Some(control) = self.control.take() {
+                if self.internal || self.kind == Some(LegacyKind::Control) {
+                    return Origin::Control(control);
+                }
+            }
+            if self.internal && self.kind != Some(LegacyKind::Control) {
+                return Origin::Scheduled {
+                    deliver_to: std::mem::take(&mut self.deliver_to),
+                };
+            }
+            let kind = match self.kind {
+                Some(LegacyKind::Text) | None => MessageKind::Text,
+                Some(LegacyKind::Command) => MessageKind::Command,
+                Some(LegacyKind::Media) => MessageKind::Media,
+                Some(LegacyKind::Edited) => MessageKind::Edited,
+                // A control kind without its instruction is nothing to act on.
+                Some(LegacyKind::Service) | Some(LegacyKind::Control) => MessageKind::Service,
+            };
+            Origin::Person {
+                kind,
+                from_loopback: self.from_loopback,
+            }
+        }
+    }
+
+    impl From<StoredEvent> for MessageEvent {
+        fn from(mut w: StoredEvent) -> MessageEvent {
+            let origin = match w.origin.take() {
+                Some(o) => o,
+                None => w.legacy_origin(),
+            };
+            MessageEvent {
+                platform: w.platform,
+                chat_id: w.chat_id,
+                chat_type: w.chat_type,
+                thread_id: w.thread_id,
+                sender_id: w.sender_id,
+                sender_name: w.sender_name,
+                platform_message_id: w.platform_message_id,
+                update_id: w.update_id,
+                text: w.text,
+                reply_to: w.reply_to,
+                timestamp: w.timestamp,
+                attachments: w.attachments,
+                sender_roles: w.sender_roles,
+                origin,
+            }
+        }
     }
 }
 
@@ -276,9 +434,63 @@ mod tests {
         for (platform, chat, thread, kind, lane, starts) in cases {
             let mut ev = MessageEvent::text(platform, chat, "u", "x");
             ev.thread_id = thread.map(str::to_string);
-            ev.kind = kind;
+            ev.origin = Origin::person(kind);
             assert_eq!(ev.lane().as_str(), lane);
             assert_eq!(ev.can_start_turn(), starts, "{kind:?}");
+        }
+    }
+
+    /// Rows written before `origin` carried flags; each legal combination decodes to its
+    /// variant, and today's form round-trips.
+    #[test]
+    fn rows_with_the_old_flags_still_decode() {
+        let base = r#""platform":"telegram","chat_id":"5","chat_type":"dm","thread_id":null,
+            "sender_id":"42","sender_name":"ann","platform_message_id":"m1","update_id":7,
+            "text":"hi","reply_to":null,"timestamp":"2026-01-01T00:00:00Z""#;
+        let cases = [
+            (
+                r#""kind":"text","internal":false"#,
+                Origin::person(MessageKind::Text),
+            ),
+            (
+                r#""kind":"command","internal":false,"from_loopback":true"#,
+                Origin::Person {
+                    kind: MessageKind::Command,
+                    from_loopback: true,
+                },
+            ),
+            (
+                r#""kind":"media","internal":false,"attachments":[]"#,
+                Origin::person(MessageKind::Media),
+            ),
+            (
+                r#""kind":"text","internal":true,"deliver_to":["telegram:-100:7","slack:x"]"#,
+                Origin::Scheduled {
+                    deliver_to: vec![crate::domain::cron::parse_target("telegram:-100:7").unwrap()],
+                },
+            ),
+            (
+                r#""kind":"control","internal":true,"control":{"action":"mirror","label":"brief","text":"t"}"#,
+                Origin::Control(Control::Mirror {
+                    label: "brief".into(),
+                    text: "t".into(),
+                }),
+            ),
+            // A control kind without its instruction: nothing to act on.
+            (
+                r#""kind":"control","internal":true"#,
+                Origin::person(MessageKind::Service),
+            ),
+        ];
+        for (flags, origin) in cases {
+            let json = format!("{{{base},{flags}}}");
+            let ev: MessageEvent =
+                serde_json::from_str(&json).unwrap_or_else(|e| panic!("{flags}: {e}"));
+            assert_eq!(ev.origin, origin, "{flags}");
+            assert_eq!(ev.text, "hi");
+            let again: MessageEvent =
+                serde_json::from_str(&serde_json::to_string(&ev).unwrap()).unwrap();
+            assert_eq!(again, ev, "{flags}");
         }
     }
 

@@ -9,7 +9,7 @@ mod lane;
 mod message;
 
 pub use event::{
-    Attachment, ChatType, Control, MessageEvent, MessageKind, Platform, UnknownPlatform,
+    Attachment, ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform,
 };
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use message::{Role, ToolCall};

@@ -27,8 +27,7 @@ pub const ALREADY: &str =
 /// trigger, in a lane a person talks in. Whether the sender may use the agent is checked
 /// separately (it may need the store: senders approved through pairing).
 pub fn is_handoff_request(ev: &MessageEvent) -> bool {
-    !ev.internal
-        && matches!(ev.kind, MessageKind::Text | MessageKind::Command)
+    ev.is_person(&[MessageKind::Text, MessageKind::Command])
         && !ev.lane().is_cron()
         && (is_handoff_word(&ev.text) || is_wrapup_command(&ev.text, None))
 }
@@ -161,19 +160,21 @@ impl PreDispatchHook for HandoffHook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Platform;
+    use crate::domain::{Origin, Platform};
 
     #[test]
     fn request_table() {
         let ev = |platform: Platform, text: &str| MessageEvent::text(platform, "1", "42", text);
         let mut internal = ev(Platform::Telegram, "handoff");
-        internal.internal = true;
+        internal.origin = Origin::Scheduled {
+            deliver_to: Vec::new(),
+        };
         let mut media = ev(Platform::Telegram, "handoff");
-        media.kind = MessageKind::Media;
+        media.origin = Origin::person(MessageKind::Media);
         let mut edited = ev(Platform::Telegram, "handoff");
-        edited.kind = MessageKind::Edited;
+        edited.origin = Origin::person(MessageKind::Edited);
         let mut command = ev(Platform::Telegram, "/wrapup@HeraldBot");
-        command.kind = MessageKind::Command;
+        command.origin = Origin::person(MessageKind::Command);
         let cases: Vec<(&str, MessageEvent, bool)> = vec![
             ("word", ev(Platform::Telegram, "Handoff."), true),
             ("shouted", ev(Platform::Discord, "HAND-OFF!"), true),

@@ -50,11 +50,11 @@ impl Authorizer {
     }
 
     pub fn is_allowed(&self, ev: &MessageEvent) -> bool {
-        if ev.internal {
+        if ev.is_internal() {
             return true;
         }
         match ev.platform {
-            Platform::Web => ev.from_loopback || self.web_token_set,
+            Platform::Web => ev.from_loopback() || self.web_token_set,
             Platform::Telegram => self.telegram_all || self.telegram.contains(&ev.sender_id),
             Platform::Discord => {
                 self.discord_all
@@ -212,6 +212,7 @@ impl PreDispatchHook for AuthHook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{MessageKind, Origin};
 
     fn authorizer(toml: &str) -> Authorizer {
         Authorizer::from_config(&crate::config::from_toml(toml).unwrap())
@@ -224,11 +225,16 @@ mod tests {
         let mut tg_42 = MessageEvent::text(Platform::Telegram, "1", "42", "hi");
         let tg_7 = MessageEvent::text(Platform::Telegram, "1", "7", "hi");
         let mut web_local = MessageEvent::text(Platform::Web, "a", "a", "hi");
-        web_local.from_loopback = true;
+        web_local.origin = Origin::Person {
+            kind: MessageKind::Text,
+            from_loopback: true,
+        };
         let web_remote = MessageEvent::text(Platform::Web, "a", "a", "hi");
         let discord = MessageEvent::text(Platform::Discord, "1", "42", "hi");
         let mut internal = MessageEvent::text(Platform::Telegram, "1", "7", "brief");
-        internal.internal = true;
+        internal.origin = Origin::Scheduled {
+            deliver_to: Vec::new(),
+        };
         assert!(strict.is_allowed(&tg_42));
         assert!(!strict.is_allowed(&tg_7));
         assert!(open.is_allowed(&tg_7));

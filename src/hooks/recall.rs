@@ -72,7 +72,7 @@ impl MemoryRecall {
 
     /// The person an event's memory belongs to: the sender of a private chat, else nobody.
     pub fn person_of(&self, ev: &MessageEvent) -> Option<String> {
-        if ev.chat_type != ChatType::Dm || ev.internal {
+        if ev.chat_type != ChatType::Dm || ev.is_internal() {
             return None;
         }
         crate::config::person_key(&self.people, ev.platform.as_str(), &ev.sender_id)

@@ -14,7 +14,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use super::{api_error, Caller, HttpState};
-use crate::domain::{ChatType, LaneKey, MessageEvent, MessageKind, Platform};
+use crate::domain::{LaneKey, MessageEvent, MessageKind, Origin, Platform};
 use crate::store::{InboxInsert, InboxStatus, Store};
 
 #[derive(Deserialize)]
@@ -109,30 +109,22 @@ pub(super) async fn post_chat(
         );
     }
     let sender = req.sender.clone().unwrap_or_else(|| name.to_string());
-    let ev = MessageEvent {
-        platform: Platform::Web,
-        chat_id: name.to_string(),
-        chat_type: ChatType::Dm,
-        thread_id: None,
-        sender_id: sender.clone(),
-        sender_name: sender,
-        platform_message_id: req
-            .client_id
+    let mut ev = MessageEvent::new(
+        Platform::Web,
+        name,
+        &sender,
+        &req.text,
+        Origin::Person {
+            kind: MessageKind::Text,
+            // Admitted by the access guard either way; this says whether as the local operator.
+            from_loopback: caller.is_some_and(|Extension(c)| c.trusted_local),
+        },
+        req.client_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        update_id: None,
-        text: req.text.clone(),
-        kind: MessageKind::Text,
-        reply_to: None,
-        timestamp: chrono::Utc::now(),
-        internal: false,
-        attachments: Vec::new(),
-        // Admitted by the access guard either way; this says whether as the local operator.
-        from_loopback: caller.is_some_and(|Extension(c)| c.trusted_local),
-        control: None,
-        deliver_to: Vec::new(),
-        sender_roles: Vec::new(),
-    };
+        chrono::Utc::now(),
+    );
+    ev.sender_name = sender.clone();
     // Subscribe before the insert so the finish signal cannot slip past.
     let mut finished = state.ingest.subscribe_finished();
     let deltas = super::chat_stream::wanted(req.stream, &headers)

@@ -36,6 +36,11 @@ impl TurnClock {
         }
     }
 
+    /// The turn's whole budget, as configured.
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+
     /// Stops the clock until the returned guard is dropped.
     pub fn park(&self) -> Parked<'_> {
         let mut s = self.state.lock().expect("clock lock");

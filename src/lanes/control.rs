@@ -64,7 +64,7 @@ impl Worker {
         };
         self.forget();
         let deps = &self.router.deps;
-        let outbox = if row.event.internal {
+        let outbox = if row.event.is_internal() {
             Vec::new()
         } else {
             self.outbox_rows(row, &reply, "skip")

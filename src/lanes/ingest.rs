@@ -65,7 +65,7 @@ impl Ingest {
         // same way here (a refused sender's command is recorded below and dropped by the hook,
         // never run).
         let mut cmd = parse_command(&ev.text, None)
-            .filter(|c| !ev.internal && matches!(c, Command::Stop | Command::Status));
+            .filter(|c| !ev.is_internal() && matches!(c, Command::Stop | Command::Status));
         if cmd.is_some() && !self.auth.is_allowed_or_paired(ev, &*self.store).await {
             cmd = None;
         }

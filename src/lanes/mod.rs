@@ -18,6 +18,7 @@ mod preview;
 mod reply;
 mod router;
 mod send_message;
+mod session;
 mod status;
 mod stream_hub;
 mod turn;

@@ -82,7 +82,7 @@ impl LiveTurn {
     pub(super) fn start(worker: &Worker, row: &InboxRow, ev: &MessageEvent) -> Option<LiveTurn> {
         let deps = &worker.router.deps;
         let cfg = &deps.config.streaming;
-        if !cfg.enabled || !ev.deliver_to.is_empty() || ev.platform == Platform::Cron {
+        if !cfg.enabled || !ev.deliver_to().is_empty() || ev.platform == Platform::Cron {
             return None;
         }
         let (tx, rx) = watch::channel(Shown::default());

@@ -29,7 +29,7 @@ impl Worker {
             return;
         }
         let label = ev.chat_id.clone();
-        for target in &ev.deliver_to {
+        for target in ev.deliver_to() {
             let (platform, chat, thread) = match target {
                 Target::Telegram { chat, thread } => {
                     (Platform::Telegram, chat.clone(), thread.clone())

@@ -19,7 +19,7 @@ use super::commands::parse_command;
 use super::guard::AbortOnDrop;
 use super::router::LaneRouter;
 use crate::agent::context::Known;
-use crate::domain::{LaneKey, MessageKind};
+use crate::domain::{LaneKey, MessageKind, Origin};
 use crate::hooks::Dispatch;
 use crate::store::{InboxRow, Lease, Session, StoreError};
 
@@ -354,26 +354,38 @@ impl Worker {
             }
             Dispatch::Turn(ev) => *ev,
         };
-        if let (true, Some(control)) = (ev.internal, &ev.control) {
-            self.forget();
-            return self.control(lease, row, &ev, control).await;
-        }
-        if ev.kind == MessageKind::Media && !ev.internal {
-            self.forget();
-            return self.media(lease, row, &ev).await;
-        }
-        if !ev.can_start_turn() {
-            return self
-                .skip(row, "not a message the agent answers", None)
-                .await;
-        }
-        if !ev.internal {
-            if let Some(cmd) = parse_command(&ev.text, None) {
+        match &ev.origin {
+            Origin::Control(control) => {
                 self.forget();
-                return self.command(lease, row, cmd).await;
+                self.control(lease, row, &ev, control).await
             }
+            Origin::Person {
+                kind: MessageKind::Media,
+                ..
+            } => {
+                self.forget();
+                self.media(lease, row, &ev).await
+            }
+            Origin::Person {
+                kind: MessageKind::Edited | MessageKind::Service,
+                ..
+            } => {
+                self.skip(row, "not a message the agent answers", None)
+                    .await
+            }
+            Origin::Person {
+                kind: MessageKind::Text | MessageKind::Command,
+                ..
+            } => match parse_command(&ev.text, None) {
+                Some(cmd) => {
+                    self.forget();
+                    self.command(lease, row, cmd).await
+                }
+                None => self.turn(lease, row, &ev, lost).await,
+            },
+            // A scheduled run never runs a command, whatever its prompt says.
+            Origin::Scheduled { .. } => self.turn(lease, row, &ev, lost).await,
         }
-        self.turn(lease, row, &ev, lost).await
     }
 }
 

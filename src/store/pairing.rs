@@ -252,7 +252,7 @@ macro_rules! pairing_store_impl {
                     .into_iter()
                     .filter(|(_, ev)| {
                         serde_json::from_str::<crate::domain::MessageEvent>(ev).is_ok_and(|ev| {
-                            ev.sender_id == req.sender_id && ev.chat_id == req.chat_id && !ev.internal
+                            ev.sender_id == req.sender_id && ev.chat_id == req.chat_id && !ev.is_internal()
                         })
                     })
                     .map(|(id, _)| id)

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use herald::app::App;
-use herald::domain::{LaneKey, MessageEvent, Platform};
+use herald::domain::{LaneKey, MessageEvent, Origin, Platform};
 use herald::store::InboxStatus;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::{init, test_config, Client};
@@ -12,8 +12,9 @@ use herald_test_support::harness::{init, test_config, Client};
 fn fire(job: &str, key: &str, prompt: &str, targets: &[&str]) -> MessageEvent {
     let mut ev = MessageEvent::text(Platform::Cron, job, "cron", prompt);
     ev.platform_message_id = key.to_string();
-    ev.internal = true;
-    ev.deliver_to = targets.iter().map(|t| t.parse().unwrap()).collect();
+    ev.origin = Origin::Scheduled {
+        deliver_to: targets.iter().map(|t| t.parse().unwrap()).collect(),
+    };
     ev
 }
 

@@ -259,6 +259,9 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         "from_loopback",
         "control",
         "deliver_to",
+        "origin",
+        "person",
+        "scheduled",
         "x",
     ]);
     leaf.prop_recursive(3, 40, 12, move |inner| {

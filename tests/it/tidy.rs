@@ -15,6 +15,7 @@ const RANKS: &[(&str, u8)] = &[
     ("tasks", 0),
     ("test_rng", 0),
     ("config", 1),
+    ("events", 1),
     ("telemetry", 2),
     ("store", 2),
     ("llm", 2),

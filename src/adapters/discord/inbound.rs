@@ -11,7 +11,7 @@ use std::time::Duration;
 use serenity::all::{ChannelId, Message, MessageType, UserId};
 
 use crate::config::DiscordConfig;
-use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Platform};
+use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Origin, Platform};
 use crate::lanes::Ingest;
 
 /// What kind of place a channel id is. A thread is its own lane under its parent channel.
@@ -131,7 +131,7 @@ pub(super) fn translate(
     ev.thread_id = thread_id.map(|t| t.get().to_string());
     ev.sender_name = sender_name;
     ev.platform_message_id = msg.id.get().to_string();
-    ev.kind = kind;
+    ev.origin = Origin::person(kind);
     ev.reply_to = msg
         .message_reference
         .as_ref()

@@ -204,7 +204,7 @@ fn translation_fills_lane_sender_reply_and_attachments() {
     assert_eq!(ev.lane().as_str(), "discord:600:601");
     assert_eq!(ev.chat_type, ChatType::Thread);
     assert_eq!(ev.text, "/new please");
-    assert_eq!(ev.kind, MessageKind::Command);
+    assert_eq!(ev.kind(), Some(MessageKind::Command));
     assert_eq!(
         (ev.sender_id.as_str(), ev.sender_name.as_str()),
         ("42", "Ali")
@@ -229,7 +229,7 @@ fn translation_fills_lane_sender_reply_and_attachments() {
     );
     let ev = translate(&dm, Place::Dm, bot, &gate(&[])).expect("heard");
     assert_eq!(
-        (ev.lane().as_str(), ev.kind, ev.chat_type),
+        (ev.lane().as_str(), ev.kind().unwrap(), ev.chat_type),
         ("discord:9", MessageKind::Media, ChatType::Dm)
     );
     assert!(

@@ -20,7 +20,7 @@ use serenity::all::{
 
 use super::super::Edge;
 use super::inbound::{ingest_with_retry, Place};
-use crate::domain::{ChatType, MessageEvent, MessageKind, Platform};
+use crate::domain::{ChatType, MessageEvent, MessageKind, Origin, Platform};
 use crate::hooks::Authorizer;
 
 /// (name, description).
@@ -105,7 +105,7 @@ pub(super) fn event_for(cmd: &CommandInteraction, place: Place) -> MessageEvent 
     );
     ev.chat_type = chat_type;
     ev.thread_id = thread_id.map(|t| t.get().to_string());
-    ev.kind = MessageKind::Command;
+    ev.origin = Origin::person(MessageKind::Command);
     ev.platform_message_id = format!("interaction:{}", cmd.id.get());
     ev.sender_name = cmd
         .member

@@ -17,7 +17,7 @@ use teloxide::types::{
 };
 
 use crate::delivery::parse_approval_button;
-use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Platform};
+use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Origin, Platform};
 use crate::lanes::Press;
 
 /// Who the bot is (from `getMe`), needed to tell whether a group message addresses it.
@@ -125,7 +125,7 @@ pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
     ev.sender_name = from.full_name();
     ev.platform_message_id = format!("{chat_id}:{}", msg.id.0);
     ev.update_id = Some(i64::from(update.id.0));
-    ev.kind = kind;
+    ev.origin = Origin::person(kind);
     ev.reply_to = msg
         .reply_to_message()
         .map(|r| format!("{chat_id}:{}", r.id.0));

@@ -240,7 +240,7 @@ fn decision_table() {
         match (run(&u, &free), want) {
             (Decision::Ignore(_), None) => {}
             (Decision::Ingest(ev), Some((kind, text))) => {
-                assert_eq!(ev.kind, kind, "{name}");
+                assert_eq!(ev.kind(), Some(kind), "{name}");
                 assert_eq!(ev.text, text, "{name}");
             }
             (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
@@ -358,7 +358,7 @@ fn malformed_entities_are_dropped_without_a_panic() {
     for (case, u, want) in cases {
         let got = match run(&u, &[]) {
             Decision::Ignore(_) | Decision::Press { .. } => None,
-            Decision::Ingest(ev) => Some((ev.kind, ev.text)),
+            Decision::Ingest(ev) => Some((ev.kind().unwrap(), ev.text)),
         };
         assert_eq!(got, want.map(|(k, t)| (k, t.to_string())), "{case}");
     }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::delivery::Outbounds;
-use crate::domain::{ChatType, MessageEvent, Platform};
+use crate::domain::{ChatType, MessageEvent, MessageKind, Origin, Platform};
 use crate::hooks::Authorizer;
 use crate::store::{now_ms, ApprovalRow, Store};
 
@@ -161,7 +161,10 @@ impl Approvals {
         ev.chat_type = ChatType::Group;
         ev.sender_roles = p.sender_roles.clone();
         // The web chat has no sender identity of its own: its callers passed the HTTP guard.
-        ev.from_loopback = p.platform == Platform::Web;
+        ev.origin = Origin::Person {
+            kind: MessageKind::Text,
+            from_loopback: p.platform == Platform::Web,
+        };
         if !self
             .auth
             .is_allowed_or_paired(&ev, self.store.as_ref())

@@ -258,7 +258,10 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     // Follow-up events land with the commit, once, and the session can close with it.
     let mut mirror = event("tc-target", "");
     mirror.platform_message_id = "control:mirror:tc:1".into();
-    mirror.internal = true;
+    mirror.origin = herald::domain::Origin::Control(herald::domain::Control::Mirror {
+        label: "brief".into(),
+        text: "sent".into(),
+    });
     let closing = TurnCommit {
         messages: vec![],
         close_session: Some("cron_fire".into()),

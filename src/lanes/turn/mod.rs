@@ -1,0 +1,109 @@
+//! A model turn inside a lane worker, as four steps with typed hand-offs:
+//!
+//! 1. [`prepare`](prepare.rs): the session, the lease-checked turn row, the context view and
+//!    the pre-LLM hooks' content → [`Prepared`];
+//! 2. [`run`](run.rs): the agent loop under the turn deadline, `/stop`, lease loss and shutdown,
+//!    with previews and the typing indicator; a provider-confirmed overflow compacts and retries
+//!    once → [`Outcome`];
+//! 3. [`settle`](settle.rs): the outcome becomes the transcript rows, the reply and its
+//!    delivery plan → [`Settled`];
+//! 4. [`land`](land.rs): the one lease-checked commit, the outbox wake, and what the worker
+//!    keeps of the session for the next turn.
+//!
+//! A feature that lives inside a turn (media, budgets, steering) adds a function to one step,
+//! not a branch to a long body.
+
+mod land;
+mod prepare;
+mod run;
+mod settle;
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::worker::{Failure, Stop, Worker};
+use crate::agent::context::{ContextEngine, Known};
+use crate::agent::tools::Tools;
+use crate::agent::turn::{TurnError, TurnOutput};
+use crate::domain::MessageEvent;
+use crate::store::{InboxRow, InboxStatus, Lease, Session, StoredMessage, TurnCommit};
+
+/// What `prepare` hands to `run`: the turn's session and row, its tools and context.
+struct Prepared {
+    session: Session,
+    turn_id: i64,
+    /// The turn's tool list: MCP servers that came or went since the last turn show here.
+    tools: Tools,
+    /// The history the model sees (after any compaction).
+    history: Vec<StoredMessage>,
+    /// The session's live rows and context row before this turn (the commit extends them).
+    before: Known,
+    /// The pre-LLM hooks' version of the person's message (recall, capsule), when they
+    /// changed it.
+    api_content: Option<String>,
+}
+
+/// How `run` ended.
+enum Outcome {
+    Done(Result<TurnOutput, TurnError>),
+    TimedOut(Duration),
+    Stopped,
+    Abandoned(Stop),
+}
+
+/// What `settle` hands to `land`: the commit to write and what the context engine needs
+/// to anchor its estimate.
+struct Settled {
+    commit: TurnCommit,
+    status: InboxStatus,
+    /// Billed prompt tokens of each answered request.
+    readings: Vec<u64>,
+}
+
+impl Worker {
+    pub(super) async fn turn(
+        &self,
+        lease: &Lease,
+        row: &InboxRow,
+        ev: &MessageEvent,
+        lost: &CancellationToken,
+    ) -> Result<(), Failure> {
+        let deps = &self.router.deps;
+        let started = Instant::now();
+        // A root span: one trace per turn (the worker's `lane` span lives for many turns).
+        let span = tracing::info_span!(
+            parent: None,
+            "turn",
+            lane = %self.lane,
+            platform = %ev.platform,
+            inbox_id = row.id,
+            session = tracing::field::Empty,
+            turn = tracing::field::Empty,
+        );
+        // The memory provider hears about a compaction of a private chat before it is written.
+        let person = deps.recall.as_ref().and_then(|r| r.person_of(ev));
+        let notice = |sid: &str, rows: &[StoredMessage]| {
+            if let (Some(r), Some(p)) = (&deps.recall, &person) {
+                r.notify_compaction(p, sid, rows);
+            }
+        };
+        let mut context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        context.on_compact = Some(&notice);
+
+        let mut prepared = self.prepare(lease, row, ev, &context, &span).await?;
+        let outcome = self
+            .run_agent(lease, row, ev, &context, &mut prepared, lost, &span)
+            .await;
+        let settled = self.settle(row, ev, &prepared, outcome, &span).await?;
+        let status = settled.status;
+        self.land(lease, &context, prepared, settled, &span).await?;
+
+        let secs = started.elapsed().as_secs_f64();
+        metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);
+        metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.as_str())
+            .record(secs);
+        tracing::info!(parent: &span, status = status.as_str(), duration_ms = (secs * 1000.0) as u64, "turn finished");
+        Ok(())
+    }
+}
