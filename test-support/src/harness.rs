@@ -109,6 +109,51 @@ pub async fn settled(store: &dyn Store, id: i64) -> InboxRow {
     }
 }
 
+/// Waits (up to 10 s) until the store holds no work for the chats: no lane with a pending
+/// inbox event and no outbox row waiting or being sent. Whatever the platform fakes received
+/// by then is all that these events send — a retried turn or a resent row would first show
+/// here — so a test counts replies after this instead of sleeping "long enough" for a
+/// duplicate to show up.
+pub async fn quiet(store: &dyn Store) {
+    wait_until(
+        "no pending inbox event and no unsent outbox row",
+        Duration::from_secs(10),
+        || async {
+            let lanes = store.inbox_pending_lanes(1).await.unwrap();
+            let out = store.outbox_counts().await.unwrap();
+            lanes.is_empty() && out.pending == 0 && out.sending == 0
+        },
+    )
+    .await;
+}
+
+/// [`quiet`] for a daemon running as its own process on the SQLite store in `data_dir`, read
+/// through a read-only connection of its own.
+pub async fn quiet_at(data_dir: &std::path::Path) {
+    let url = format!("sqlite://{}?mode=ro", data_dir.join("herald.db").display());
+    let pool = sqlx::SqlitePool::connect(&url)
+        .await
+        .expect("open the daemon's store");
+    wait_until(
+        "no pending inbox event and no unsent outbox row",
+        Duration::from_secs(10),
+        || {
+            let pool = pool.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT (SELECT count(*) FROM inbox WHERE status = 'pending') \
+                     + (SELECT count(*) FROM outbox WHERE status IN ('pending', 'sending'))",
+                )
+                .fetch_one(&pool)
+                .await
+                .is_ok_and(|n| n == 0)
+            }
+        },
+    )
+    .await;
+    pool.close().await;
+}
+
 pub struct Client {
     pub base: String,
     http: reqwest::Client,
