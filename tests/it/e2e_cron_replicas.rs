@@ -148,7 +148,7 @@ async fn two_daemons_on_one_sqlite_file_fire_each_time_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_daemons_on_one_postgres_fire_each_time_once() {
     let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping postgres: DATABASE_URL not set");
+        herald_test_support::skip_or_fail("postgres: DATABASE_URL not set");
         return;
     };
     let schema = format!("herald_cron_{}", uuid::Uuid::new_v4().simple());
