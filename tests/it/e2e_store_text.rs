@@ -140,7 +140,7 @@ async fn a_refused_turn_ends_in_a_reply_and_runs_no_tool_twice(db: Db) {
         (status, body["reply"].as_str()),
         (200, Some("Anything else?"))
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     assert_eq!(calls(&calls_file).len(), 1, "no late run of the tool");
     app.shutdown().await;
 }

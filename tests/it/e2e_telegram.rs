@@ -203,7 +203,7 @@ async fn a_long_answer_arrives_as_ordered_chunks_within_the_limit() {
     let sent = tg
         .wait_for_sent(chunks.len(), Duration::from_secs(30))
         .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     let sent_now = tg.sent_messages();
     assert_eq!(sent_now.len(), chunks.len(), "no extra message");
     for (i, (m, chunk)) in sent.iter().zip(&chunks).enumerate() {
