@@ -302,14 +302,12 @@ async fn cron_commands_check_targets_and_manage_jobs() {
 #[test]
 fn the_binary_rejects_an_unknown_target_at_add_time() {
     let data = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
-        .env_remove("HERALD_CONFIG")
+    let out = herald_test_support::herald::Herald::new()
         .env("RUST_LOG", "error")
         .args(["--data-dir", data.path().to_str().unwrap(), "cron", "add"])
         .args(["--name", "brief", "--schedule", "every 1h", "--prompt", "p"])
         .args(["--deliver", "web:alice", "--deliver", "irc:#general"])
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
