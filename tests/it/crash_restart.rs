@@ -1,11 +1,11 @@
 //! A real crash: the `herald` binary is killed with SIGKILL in the middle of a turn and started
 //! again on the same data folder. The message must be answered exactly once.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::free_port;
-use herald_test_support::harness::{init, Client};
+use herald_test_support::harness::{init, wait_for, wait_until, Client};
 use herald_test_support::herald::{Herald, Running};
 use serde_json::Value;
 
@@ -41,29 +41,23 @@ async fn sigkill_mid_turn_then_restart_answers_exactly_once() {
             .send()
             .await;
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while llm.request_count() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the turn never reached the model"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until(
+        "the turn to reach the model",
+        Duration::from_secs(20),
+        || async { llm.request_count() > 0 },
+    )
+    .await;
     first.kill();
     pending.abort();
 
     // Restart on the same data folder; the model answers now.
     let mut second = spawn_daemon(data.path(), port, &llm);
     second.wait_ready(READY).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let transcript = loop {
+    let transcript = wait_for("an answer after restart", READY, async || {
         let t = client.transcript("web:crash").await;
-        if t.len() >= 2 {
-            break t;
-        }
-        assert!(Instant::now() < deadline, "no answer after restart: {t:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        (t.len() >= 2).then_some(t)
+    })
+    .await;
     // Nothing left to do in the store: a duplicate would have shown by now.
     herald_test_support::harness::quiet_at(data.path()).await;
     let transcript_after = client.transcript("web:crash").await;
