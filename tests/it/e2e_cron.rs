@@ -11,7 +11,7 @@ use herald::cli::cron::{execute, CronCmd};
 use herald::cron::{JobSpec, Scheduler};
 use herald::store::{CronFire, FireStatus};
 use herald_test_support::fake_llm::{FakeLlm, Step};
-use herald_test_support::harness::{init, test_config};
+use herald_test_support::harness::{init, test_config, wait_for};
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 2, 6, 0, 0).unwrap()
@@ -239,16 +239,12 @@ async fn cron_commands_check_targets_and_manage_jobs() {
     )
     .await
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let fire = loop {
+    let fire = wait_for("the manual run", Duration::from_secs(15), async || {
         let f = store.cron_fires(Some("brief"), 1).await.unwrap().remove(0);
         let inbox = store.inbox_get(f.inbox_id.unwrap()).await.unwrap().unwrap();
-        if inbox.status != herald::store::InboxStatus::Pending {
-            break f;
-        }
-        assert!(Instant::now() < deadline, "the manual run never ran");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        (inbox.status != herald::store::InboxStatus::Pending).then_some(f)
+    })
+    .await;
     assert!(fire.manual);
     assert_eq!(llm.request_count(), 1);
     // The operator looks right away: the log shows the run's outcome, not the `claimed` the
