@@ -63,7 +63,7 @@ where
     Fut: Future<Output = Outcome>,
 {
     let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping postgres: DATABASE_URL not set");
+        crate::skip_or_fail("postgres: DATABASE_URL not set");
         return;
     };
     let schema = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());

@@ -54,8 +54,21 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
+    wait_for(what, timeout, async || cond().await.then_some(())).await
+}
+
+/// Polls `probe` every 20 ms until it yields a value, and returns it; panics with `what`
+/// after `timeout`. The one polling loop of the tests: [`wait_until`] is this for a yes/no.
+pub async fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> T {
     let deadline = tokio::time::Instant::now() + timeout;
-    while !cond().await {
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
         assert!(
             tokio::time::Instant::now() < deadline,
             "timed out waiting for {what}"
@@ -95,18 +108,60 @@ pub async fn approval_questions_recorded(data_dir: &std::path::Path, n: i64) {
 
 /// Waits (up to 10 s) until inbox event `id` leaves `pending`, and returns its row.
 pub async fn settled(store: &dyn Store, id: i64) -> InboxRow {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let row = store.inbox_get(id).await.unwrap().expect("inbox row");
-        if row.status != InboxStatus::Pending {
-            return row;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "inbox event {id} never settled"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(
+        &format!("inbox event {id} to settle"),
+        Duration::from_secs(10),
+        async || {
+            let row = store.inbox_get(id).await.unwrap().expect("inbox row");
+            (row.status != InboxStatus::Pending).then_some(row)
+        },
+    )
+    .await
+}
+
+/// Waits (up to 10 s) until the store holds no work for the chats: no lane with a pending
+/// inbox event and no outbox row waiting or being sent. Whatever the platform fakes received
+/// by then is all that these events send — a retried turn or a resent row would first show
+/// here — so a test counts replies after this instead of sleeping "long enough" for a
+/// duplicate to show up.
+pub async fn quiet(store: &dyn Store) {
+    wait_until(
+        "no pending inbox event and no unsent outbox row",
+        Duration::from_secs(10),
+        || async {
+            let lanes = store.inbox_pending_lanes(1).await.unwrap();
+            let out = store.outbox_counts().await.unwrap();
+            lanes.is_empty() && out.pending == 0 && out.sending == 0
+        },
+    )
+    .await;
+}
+
+/// [`quiet`] for a daemon running as its own process on the SQLite store in `data_dir`, read
+/// through a read-only connection of its own.
+pub async fn quiet_at(data_dir: &std::path::Path) {
+    let url = format!("sqlite://{}?mode=ro", data_dir.join("herald.db").display());
+    let pool = sqlx::SqlitePool::connect(&url)
+        .await
+        .expect("open the daemon's store");
+    wait_until(
+        "no pending inbox event and no unsent outbox row",
+        Duration::from_secs(10),
+        || {
+            let pool = pool.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT (SELECT count(*) FROM inbox WHERE status = 'pending') \
+                     + (SELECT count(*) FROM outbox WHERE status IN ('pending', 'sending'))",
+                )
+                .fetch_one(&pool)
+                .await
+                .is_ok_and(|n| n == 0)
+            }
+        },
+    )
+    .await;
+    pool.close().await;
 }
 
 pub struct Client {

@@ -28,11 +28,14 @@ pub mod fidelity;
 pub mod handoff;
 #[cfg(feature = "fakes")]
 pub mod harness;
+#[cfg(feature = "fakes")]
+pub mod herald;
 pub mod invariants;
 #[cfg(feature = "fakes")]
 pub mod mcp;
 #[cfg(feature = "fakes")]
 pub mod promise;
+pub mod skip;
 #[cfg(feature = "fakes")]
 pub mod telegram;
 #[cfg(feature = "fakes")]
@@ -41,3 +44,4 @@ pub mod telegram_load;
 pub mod webdriver;
 
 pub use herald_test_rng as rng;
+pub use skip::skip_or_fail;

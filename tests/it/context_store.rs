@@ -141,7 +141,7 @@ async fn context_store_on_sqlite() {
 #[tokio::test]
 async fn context_store_on_postgres() {
     let Ok(url) = std::env::var("DATABASE_URL") else {
-        eprintln!("DATABASE_URL unset: Postgres run skipped");
+        herald_test_support::skip_or_fail("DATABASE_URL not set: no Postgres run");
         return;
     };
     contract(store::connect(&url, 4).await.unwrap()).await;

@@ -1,46 +1,26 @@
 //! A real crash: the `herald` binary is killed with SIGKILL in the middle of a turn and started
 //! again on the same data folder. The message must be answered exactly once.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::free_port;
-use herald_test_support::harness::{init, Client};
+use herald_test_support::harness::{init, wait_for, wait_until, Client};
+use herald_test_support::herald::{Herald, Running};
 use serde_json::Value;
 
-fn spawn_daemon(data: &std::path::Path, port: u16, llm: &FakeLlm) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(data)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_LLM__BASE_URL", llm.base_url())
-        .env("HERALD_LLM__MODEL", "fake-model")
+/// The daemon on `port` over `data`, with leases short enough that a restart takes the
+/// killed holder's lane over in about two seconds.
+fn spawn_daemon(data: &std::path::Path, port: u16, llm: &FakeLlm) -> Running {
+    Herald::serve(port, data)
+        .fake_model(&llm.base_url())
         .env("HERALD_LLM__TIMEOUT_SECS", "60")
-        .env("HERALD_LANES__LEASE_TTL_SECS", "2")
-        .env("HERALD_LANES__HEARTBEAT_SECS", "1")
-        .env("HERALD_LANES__RESCAN_SECS", "1")
+        .fast_leases()
         .env("HERALD_LOG__LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
         .spawn()
-        .expect("start herald")
 }
 
-async fn wait_ready(client: &Client) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(r) = reqwest::get(format!("{}/readyz", client.base)).await {
-            if r.status().is_success() {
-                return;
-            }
-        }
-        assert!(Instant::now() < deadline, "daemon never became ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+const READY: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn sigkill_mid_turn_then_restart_answers_exactly_once() {
@@ -52,7 +32,7 @@ async fn sigkill_mid_turn_then_restart_answers_exactly_once() {
     let client = Client::for_addr(&format!("127.0.0.1:{port}"));
 
     let mut first = spawn_daemon(data.path(), port, &llm);
-    wait_ready(&client).await;
+    first.wait_ready(READY).await;
     let base = client.base.clone();
     let pending = tokio::spawn(async move {
         let _ = reqwest::Client::new()
@@ -61,32 +41,25 @@ async fn sigkill_mid_turn_then_restart_answers_exactly_once() {
             .send()
             .await;
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while llm.request_count() == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the turn never reached the model"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    first.kill().expect("SIGKILL");
-    first.wait().unwrap();
+    wait_until(
+        "the turn to reach the model",
+        Duration::from_secs(20),
+        || async { llm.request_count() > 0 },
+    )
+    .await;
+    first.kill();
     pending.abort();
 
     // Restart on the same data folder; the model answers now.
     let mut second = spawn_daemon(data.path(), port, &llm);
-    wait_ready(&client).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let transcript = loop {
+    second.wait_ready(READY).await;
+    let transcript = wait_for("an answer after restart", READY, async || {
         let t = client.transcript("web:crash").await;
-        if t.len() >= 2 {
-            break t;
-        }
-        assert!(Instant::now() < deadline, "no answer after restart: {t:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    // Give a duplicate every chance to appear before counting.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+        (t.len() >= 2).then_some(t)
+    })
+    .await;
+    // Nothing left to do in the store: a duplicate would have shown by now.
+    herald_test_support::harness::quiet_at(data.path()).await;
     let transcript_after = client.transcript("web:crash").await;
     assert_eq!(transcript_after, transcript);
     assert_eq!(
@@ -104,8 +77,7 @@ async fn sigkill_mid_turn_then_restart_answers_exactly_once() {
     // The same question through the API again: the store says it was answered once.
     let (_, body) = client.chat("web:crash", "and now?").await;
     assert_eq!(body["reply"], Value::from("reply to: and now?"));
-    second.kill().unwrap();
-    second.wait().unwrap();
+    second.kill();
 
     let store = herald::store::connect(
         &format!("sqlite://{}", data.path().join("herald.db").display()),

@@ -12,9 +12,10 @@ mod support;
 mod systemd;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use herald_test_support::herald::Herald;
 use serde_json::Value;
 use support::*;
 
@@ -301,10 +302,7 @@ fn pod_env_runs_the_real_binary(toml: &str, env: &[(String, String)], config_pat
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("herald.toml");
     std::fs::write(&file, toml).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
-    cmd.args(["skills", "list"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default());
+    let mut cmd = Herald::new().args(["skills", "list"]);
     for (k, v) in env {
         let v = if k == "HERALD_CONFIG" {
             assert_eq!(v, config_path);
@@ -312,9 +310,9 @@ fn pod_env_runs_the_real_binary(toml: &str, env: &[(String, String)], config_pat
         } else {
             v.clone()
         };
-        cmd.env(k, v);
+        cmd = cmd.env(k, v);
     }
-    let out = cmd.output().expect("run herald");
+    let out = cmd.output();
     assert!(
         out.status.success(),
         "herald refuses the pod's environment (exit {:?}): {}",
@@ -371,19 +369,11 @@ fn dockerfile_env_is_real_config_and_needs_a_token() {
 #[test]
 fn healthcheck_script_tells_a_live_daemon_from_a_dead_one() {
     let port = herald_test_support::harness::free_port();
-    let listen = format!("127.0.0.1:{port}");
     let data = tempfile::tempdir().unwrap();
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", &listen])
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
+    let mut daemon = Herald::serve(port, data.path())
         .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("herald starts");
+        .silent()
+        .spawn();
     let check = || {
         Command::new("bash")
             .arg(repo("deploy/docker/healthcheck"))
@@ -401,8 +391,7 @@ fn healthcheck_script_tells_a_live_daemon_from_a_dead_one() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    daemon.kill().ok();
-    daemon.wait().ok();
+    daemon.kill();
     assert!(healthy, "the check passes against a running herald");
     assert!(!check(), "the check fails when nothing listens");
 }

@@ -11,6 +11,7 @@ use herald::app::App;
 use herald_test_support::fake_llm::Step;
 use herald_test_support::fake_telegram::FakeTelegram;
 use herald_test_support::harness::wait_until;
+use herald_test_support::herald::{Herald, Running};
 use herald_test_support::telegram::{fakes, tg_config, USER};
 use serde_json::{json, Value};
 
@@ -218,28 +219,17 @@ fn spawn_daemon(
     port: u16,
     tg: &FakeTelegram,
     llm: &herald_test_support::fake_llm::FakeLlm,
-) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(data)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_LLM__BASE_URL", llm.base_url())
-        .env("HERALD_LLM__MODEL", "fake-model")
+) -> Running {
+    Herald::serve(port, data)
+        .fake_model(&llm.base_url())
         .env("HERALD_TELEGRAM__TOKEN", tg.token())
         .env("HERALD_TELEGRAM__API_URL", tg.url())
         .env("HERALD_TELEGRAM__ALLOWED_USERS", format!("[\"{USER}\"]"))
         .env("HERALD_TELEGRAM__POLL_TIMEOUT_SECS", "1")
         .env("HERALD_TOOLS__REQUIRE_APPROVAL", "[\"skill_manage\"]")
-        .env("HERALD_LANES__LEASE_TTL_SECS", "2")
-        .env("HERALD_LANES__HEARTBEAT_SECS", "1")
-        .env("HERALD_LANES__RESCAN_SECS", "1")
+        .fast_leases()
         .env("HERALD_LOG__LEVEL", "warn")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::inherit())
         .spawn()
-        .expect("start herald")
 }
 
 #[tokio::test]
@@ -254,8 +244,7 @@ async fn a_sigkill_during_the_wait_resumes_it_without_asking_twice_and_runs_the_
     tg.push_private_text(USER, USER, "make a crashy skill");
     let (qid, _, approve, _) = wait_question(&tg, 0).await;
     herald_test_support::harness::approval_questions_recorded(data.path(), 1).await;
-    first.kill().expect("SIGKILL");
-    first.wait().unwrap();
+    first.kill();
 
     let mut second = spawn_daemon(data.path(), port, &tg, &llm);
     // The retried turn reaches the same call and resumes the wait: no second question.
@@ -275,15 +264,14 @@ async fn a_sigkill_during_the_wait_resumes_it_without_asking_twice_and_runs_the_
             .any(|m| m.text.starts_with("reply to: make a crashy skill"))
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    herald_test_support::harness::quiet_at(data.path()).await;
     let replies = tg
         .sent_messages()
         .iter()
         .filter(|m| m.text.starts_with("reply to: make a crashy skill"))
         .count();
     assert_eq!(replies, 1);
-    second.kill().unwrap();
-    second.wait().unwrap();
+    second.kill();
 }
 
 #[tokio::test]

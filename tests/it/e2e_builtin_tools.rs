@@ -370,7 +370,7 @@ async fn send_message_posts_once_where_routed_and_allowed(db: Db) {
         told.last().unwrap(),
         &format!("sent to telegram:{GROUP} (1 message(s))")
     );
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     assert_eq!(sent_to(&tg, GROUP, "Only once").len(), 1);
     let mirrored = transcript(&app, &group)
         .await

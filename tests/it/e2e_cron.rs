@@ -11,7 +11,7 @@ use herald::cli::cron::{execute, CronCmd};
 use herald::cron::{JobSpec, Scheduler};
 use herald::store::{CronFire, FireStatus};
 use herald_test_support::fake_llm::{FakeLlm, Step};
-use herald_test_support::harness::{init, test_config};
+use herald_test_support::harness::{init, test_config, wait_for};
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 2, 6, 0, 0).unwrap()
@@ -239,16 +239,12 @@ async fn cron_commands_check_targets_and_manage_jobs() {
     )
     .await
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let fire = loop {
+    let fire = wait_for("the manual run", Duration::from_secs(15), async || {
         let f = store.cron_fires(Some("brief"), 1).await.unwrap().remove(0);
         let inbox = store.inbox_get(f.inbox_id.unwrap()).await.unwrap().unwrap();
-        if inbox.status != herald::store::InboxStatus::Pending {
-            break f;
-        }
-        assert!(Instant::now() < deadline, "the manual run never ran");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        (inbox.status != herald::store::InboxStatus::Pending).then_some(f)
+    })
+    .await;
     assert!(fire.manual);
     assert_eq!(llm.request_count(), 1);
     // The operator looks right away: the log shows the run's outcome, not the `claimed` the
@@ -302,14 +298,12 @@ async fn cron_commands_check_targets_and_manage_jobs() {
 #[test]
 fn the_binary_rejects_an_unknown_target_at_add_time() {
     let data = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
-        .env_remove("HERALD_CONFIG")
+    let out = herald_test_support::herald::Herald::new()
         .env("RUST_LOG", "error")
         .args(["--data-dir", data.path().to_str().unwrap(), "cron", "add"])
         .args(["--name", "brief", "--schedule", "every 1h", "--prompt", "p"])
         .args(["--deliver", "web:alice", "--deliver", "irc:#general"])
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(

@@ -3,7 +3,7 @@
 //! is set) run each scheduled time once.
 
 use std::panic::AssertUnwindSafe;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::Utc;
 use futures::FutureExt;
@@ -12,7 +12,7 @@ use herald::config::{Config, Secret};
 use herald::cron::JobSpec;
 use herald::store::{CronFire, FireStatus, Store};
 use herald_test_support::fake_llm::{FakeLlm, Step};
-use herald_test_support::harness::{init, test_config};
+use herald_test_support::harness::{init, test_config, wait_for};
 use sqlx::{Connection, Executor};
 
 fn config_with(llm: &FakeLlm, data: &tempfile::TempDir, schedule: &str) -> Config {
@@ -30,16 +30,8 @@ fn config_with(llm: &FakeLlm, data: &tempfile::TempDir, schedule: &str) -> Confi
     c
 }
 
-async fn wait_for<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+/// How long a cron run may take to show up here.
+const WAIT: Duration = Duration::from_secs(20);
 
 async fn fires(store: &dyn Store) -> Vec<CronFire> {
     let mut f = store.cron_fires(Some("brief"), 1000).await.unwrap();
@@ -57,7 +49,7 @@ async fn a_fire_cut_by_a_restart_runs_once_and_is_marked_retried() {
     let config = config_with(&llm, &data, &at);
 
     let first = App::start(config.clone()).await.unwrap();
-    wait_for("the model call", async || {
+    wait_for("the model call", WAIT, async || {
         (llm.request_count() >= 1).then_some(())
     })
     .await;
@@ -66,7 +58,7 @@ async fn a_fire_cut_by_a_restart_runs_once_and_is_marked_retried() {
 
     let second = App::start(config).await.unwrap();
     let store = second.store.clone();
-    let done = wait_for("the fire to finish", async || {
+    let done = wait_for("the fire to finish", WAIT, async || {
         let f = fires(store.as_ref()).await;
         (f.len() == 1 && f[0].status != FireStatus::Claimed).then_some(f)
     })
@@ -110,7 +102,7 @@ async fn two_daemons_fire_each_time_once(configure: impl Fn(&mut Config)) {
     // Let the last claims of both schedulers land, then wait for their runs to finish.
     tokio::time::sleep(Duration::from_millis(600)).await;
     let store = a.store.clone();
-    let all = wait_for("every run to finish", async || {
+    let all = wait_for("every run to finish", WAIT, async || {
         let f = fires(store.as_ref()).await;
         f.iter()
             .all(|f| f.status != FireStatus::Claimed)
@@ -148,7 +140,7 @@ async fn two_daemons_on_one_sqlite_file_fire_each_time_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_daemons_on_one_postgres_fire_each_time_once() {
     let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping postgres: DATABASE_URL not set");
+        herald_test_support::skip_or_fail("postgres: DATABASE_URL not set");
         return;
     };
     let schema = format!("herald_cron_{}", uuid::Uuid::new_v4().simple());

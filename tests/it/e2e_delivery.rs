@@ -7,7 +7,7 @@ use herald::app::App;
 use herald::domain::{LaneKey, MessageEvent, Origin, Platform};
 use herald::store::InboxStatus;
 use herald_test_support::fake_llm::{FakeLlm, Step};
-use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::harness::{init, test_config, wait_for, Client};
 
 fn fire(job: &str, key: &str, prompt: &str, targets: &[&str]) -> MessageEvent {
     let mut ev = MessageEvent::text(Platform::Cron, job, "cron", prompt);
@@ -19,15 +19,15 @@ fn fire(job: &str, key: &str, prompt: &str, targets: &[&str]) -> MessageEvent {
 }
 
 async fn wait_done(app: &App, inbox_id: i64) -> InboxStatus {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let row = app.store.inbox_get(inbox_id).await.unwrap().unwrap();
-        if row.status != InboxStatus::Pending {
-            return row.status;
-        }
-        assert!(Instant::now() < deadline, "inbox {inbox_id} never finished");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
+    wait_for(
+        &format!("inbox {inbox_id} to finish"),
+        Duration::from_secs(15),
+        async || {
+            let row = app.store.inbox_get(inbox_id).await.unwrap().unwrap();
+            (row.status != InboxStatus::Pending).then_some(row.status)
+        },
+    )
+    .await
 }
 
 async fn wait_transcript(client: &Client, lane: &str, n: usize) -> Vec<(String, String)> {

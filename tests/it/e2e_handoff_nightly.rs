@@ -2,7 +2,7 @@
 //! adapter, the fake model as both chat model and capsule writer, and a pass run at a chosen
 //! instant (two hours after the conversation went quiet) through `App::nightly`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use herald::app::App;
@@ -11,7 +11,7 @@ use herald::handoff::PassKind;
 use herald::store::{now_ms, NewMessage, Session};
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::handoff::{assert_capsule_received_once, assert_writer_request};
-use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::harness::{init, test_config, wait_for, Client};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -40,15 +40,15 @@ async fn capsule(client: &Client, lane: &str) -> Value {
 }
 
 async fn wait_closed(app: &App, session_id: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let s = app.store.session_get(session_id).await.unwrap().unwrap();
-        if let Some(reason) = s.end_reason {
-            return reason;
-        }
-        assert!(Instant::now() < deadline, "the session was not closed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for(
+        "the session to close",
+        Duration::from_secs(10),
+        async || {
+            let s = app.store.session_get(session_id).await.unwrap().unwrap();
+            s.end_reason
+        },
+    )
+    .await
 }
 
 /// Outbox rows of a lane: the replies, plus any note the build sent into the chat.

@@ -3,8 +3,7 @@
 //! the real teloxide client against the fake Bot API (or the web chat). Bad servers and
 //! `herald tools list` run the real binary and read what an operator would see.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use herald::app::App;
@@ -12,6 +11,7 @@ use herald::config::McpServer;
 use herald_test_support::fake_llm::{FakeLlm, Recorded, Step};
 use herald_test_support::harness::free_port;
 use herald_test_support::harness::{init, test_config, wait_until, Client};
+use herald_test_support::herald::{write_config, Herald};
 use herald_test_support::mcp::{stdio_server, HttpShop};
 use herald_test_support::telegram::{fakes, tg_config, USER};
 
@@ -300,18 +300,13 @@ async fn a_streamable_http_server_answers_with_its_bearer_token_and_its_tools_le
 }
 
 /// A config file for the real binary: the fake model, the given `[[mcp.servers]]` tables.
-fn config_file(dir: &tempfile::TempDir, llm: &FakeLlm, port: u16, extra: &str) -> String {
-    let file = dir.path().join("herald.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\ndata_dir = {:?}\n\n[llm]\nprovider = \"openai\"\nbase_url = {:?}\nmodel = \"fake-model\"\n\n{extra}",
-            dir.path().display().to_string(),
-            llm.base_url()
-        ),
+fn config_file(dir: &tempfile::TempDir, llm: &FakeLlm, port: u16, extra: &str) -> PathBuf {
+    write_config(
+        dir.path(),
+        &format!("127.0.0.1:{port}"),
+        &llm.base_url(),
+        extra,
     )
-    .unwrap();
-    file.display().to_string()
 }
 
 fn server_toml(name: &str, mode: &str, extra: &str) -> String {
@@ -336,24 +331,13 @@ async fn bad_servers_each_log_one_clear_line_per_attempt_and_the_lane_answers() 
     .concat();
     let file = config_file(&data, &llm, port, &servers);
     let log_path = data.path().join("herald.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["--config", &file, "serve"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
+    let mut child = Herald::serve_config(&file, port)
         .env("HERALD_LOG__LEVEL", "info")
-        .stdout(Stdio::from(log.try_clone().unwrap()))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("start herald");
+        .log_to(&log_path)
+        .spawn();
     let started = Instant::now();
-    let client = Client::for_addr(&format!("127.0.0.1:{port}"));
-    wait_until("ready", WAIT, || async {
-        reqwest::get(format!("http://127.0.0.1:{port}/readyz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-    })
-    .await;
+    let client = Client::for_addr(&child.addr());
+    child.wait_ready(WAIT).await;
     let ready = started.elapsed();
     assert!(
         ready < Duration::from_secs(5),
@@ -372,8 +356,7 @@ async fn bad_servers_each_log_one_clear_line_per_attempt_and_the_lane_answers() 
     assert!(!offered_now
         .iter()
         .any(|n| n.starts_with("junk__") || n.starts_with("mute__") || n.starts_with("crash__")));
-    let _ = child.kill();
-    let _ = child.wait();
+    child.kill();
 
     let out = std::fs::read_to_string(&log_path).unwrap();
     let attempts = |server: &str| -> Vec<&str> {
@@ -426,16 +409,14 @@ async fn tools_list_shows_builtins_and_mcp_tools_with_origin_and_approval() {
     .concat();
     let file = config_file(&data, &llm, free_port(), &servers);
     let run = |json: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
-        cmd.args(["--config", &file, "tools", "list"]);
+        let mut cmd = Herald::new()
+            .arg("--config")
+            .arg(&file)
+            .args(["tools", "list"]);
         if json {
-            cmd.arg("--json");
+            cmd = cmd.arg("--json");
         }
-        let out = cmd
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .output()
-            .expect("herald tools list runs");
+        let out = cmd.output();
         assert!(
             out.status.success(),
             "{}",

@@ -4,13 +4,13 @@
 //! hardline floor asks for `*delete*` tools with no other setting.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use herald::app::App;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::fake_telegram::FakeTelegram;
 use herald_test_support::harness::wait_until;
+use herald_test_support::herald::{write_config, Herald, Running};
 use herald_test_support::mcp::stdio_server;
 use herald_test_support::telegram::{fakes, tg_config, TOKEN, USER};
 
@@ -107,19 +107,11 @@ async fn a_destructive_mcp_call_asks_never_runs_when_denied_and_runs_once_when_a
     app.shutdown().await;
 }
 
-fn spawn(file: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["--config", file, "serve"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_LANES__LEASE_TTL_SECS", "2")
-        .env("HERALD_LANES__HEARTBEAT_SECS", "1")
-        .env("HERALD_LANES__RESCAN_SECS", "1")
+fn spawn(file: &Path, port: u16) -> Running {
+    Herald::serve_config(file, port)
+        .fast_leases()
         .env("HERALD_LOG__LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
         .spawn()
-        .expect("start herald")
 }
 
 #[tokio::test]
@@ -128,38 +120,33 @@ async fn a_sigkill_while_an_mcp_call_waits_for_approval_never_runs_it_twice() {
     let state = data.path().join("deleted");
     let starts = data.path().join("starts");
     let port = herald_test_support::harness::free_port();
-    let file = data.path().join("herald.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\ndata_dir = {data:?}\n\n\
-             [llm]\nprovider = \"openai\"\nbase_url = {llm_url:?}\nmodel = \"fake-model\"\n\n\
-             [telegram]\ntoken = {TOKEN:?}\napi_url = {tg_url:?}\nallowed_users = [\"{USER}\"]\n\
-             poll_timeout_secs = 1\n\n\
-             [[mcp.servers]]\nname = \"shop\"\ncommand = \"python3\"\n\
-             args = [{script:?}, \"--mode\", \"normal\", \"--state\", {state:?}, \"--starts\", {starts:?}]\n",
-            data = data.path().display().to_string(),
-            llm_url = llm.base_url(),
-            tg_url = tg.url(),
-            script = herald_test_support::mcp::script().display().to_string(),
-            state = state.display().to_string(),
-            starts = starts.display().to_string(),
-        ),
-    )
-    .unwrap();
-    let file = file.display().to_string();
+    let extra = format!(
+        "[telegram]\ntoken = {TOKEN:?}\napi_url = {tg_url:?}\nallowed_users = [\"{USER}\"]\n\
+         poll_timeout_secs = 1\n\n\
+         [[mcp.servers]]\nname = \"shop\"\ncommand = \"python3\"\n\
+         args = [{script:?}, \"--mode\", \"normal\", \"--state\", {state:?}, \"--starts\", {starts:?}]\n",
+        tg_url = tg.url(),
+        script = herald_test_support::mcp::script().display().to_string(),
+        state = state.display().to_string(),
+        starts = starts.display().to_string(),
+    );
+    let file = write_config(
+        data.path(),
+        &format!("127.0.0.1:{port}"),
+        &llm.base_url(),
+        &extra,
+    );
     // The first attempt and its retry after the crash ask for the same call.
     llm.push(Step::ToolCall(DELETE.into(), ARGS.into()));
     llm.push(Step::ToolCall(DELETE.into(), ARGS.into()));
-    let mut first = spawn(&file);
+    let mut first = spawn(&file, port);
     // The shop connects in the background; ask once its tools are offered.
     until_offered(&llm, &tg, &mut first, &starts).await;
     let (qid, _, approve, _) = questions(&tg)[0].clone();
     herald_test_support::harness::approval_questions_recorded(data.path(), 1).await;
-    first.kill().expect("SIGKILL");
-    first.wait().unwrap();
+    first.kill();
 
-    let mut second = spawn(&file);
+    let mut second = spawn(&file, port);
     until("the retried turn reaches the call", || {
         llm.request_count() >= 2
     })
@@ -176,7 +163,7 @@ async fn a_sigkill_while_an_mcp_call_waits_for_approval_never_runs_it_twice() {
             .any(|m| m.text == "reply to: delete order A-1001")
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    herald_test_support::harness::quiet_at(data.path()).await;
     assert_eq!(
         executions(&state),
         1,
@@ -188,19 +175,18 @@ async fn a_sigkill_while_an_mcp_call_waits_for_approval_never_runs_it_twice() {
         .filter(|m| m.text == "reply to: delete order A-1001")
         .count();
     assert_eq!(replies, 1);
-    second.kill().unwrap();
-    second.wait().unwrap();
+    second.kill();
 }
 
 /// Sends the request once the daemon offers the shop's tools (a request before the server
 /// connected would not see them), and waits for the question.
-async fn until_offered(llm: &FakeLlm, tg: &FakeTelegram, child: &mut Child, starts: &Path) {
+async fn until_offered(llm: &FakeLlm, tg: &FakeTelegram, child: &mut Running, starts: &Path) {
     until("the daemon polls Telegram", || {
         !tg.calls("getupdates").is_empty()
     })
     .await;
     until("the shop lists its tools", || starts.exists()).await;
-    assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
+    assert!(child.try_wait().is_none(), "the daemon exited");
     tokio::time::sleep(Duration::from_millis(300)).await;
     tg.push_private_text(USER, USER, "delete order A-1001");
     until("a question", || questions(tg).len() == 1).await;

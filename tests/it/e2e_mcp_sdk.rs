@@ -12,6 +12,7 @@ use herald::app::App;
 use herald::config::McpServer;
 use herald_test_support::fake_llm::{FakeLlm, Recorded, Step};
 use herald_test_support::harness::{init, test_config, wait_until, Client};
+use herald_test_support::herald::{write_config, Herald};
 use herald_test_support::mcp::{sdk_stdio, HttpSdk};
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -293,22 +294,12 @@ async fn tools_list_says_why_each_tool_asks_and_a_destructive_hint_asks_in_the_c
         "[[mcp.servers]]\nname = \"memo\"\ncommand = {python:?}\nargs = [{script:?}, \"--state\", {:?}]\nrequire_approval = [\"echo\"]\ninit_timeout_secs = 60\n\n[[mcp.servers]]\nname = \"trusted\"\ncommand = {python:?}\nargs = [{script:?}]\nallow = [\"note_write\"]\ninit_timeout_secs = 60\n",
         state.display().to_string()
     );
-    let file = data.path().join("herald.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = {:?}\n\n[llm]\nprovider = \"openai\"\nbase_url = {:?}\nmodel = \"fake-model\"\n\n{servers}",
-            data.path().display().to_string(),
-            llm.base_url()
-        ),
-    )
-    .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["--config", &file.display().to_string(), "tools", "list"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .expect("herald tools list runs");
+    let file = write_config(data.path(), "127.0.0.1:0", &llm.base_url(), &servers);
+    let out = Herald::new()
+        .arg("--config")
+        .arg(&file)
+        .args(["tools", "list"])
+        .output();
     let table = String::from_utf8(out.stdout).unwrap();
     let row = |name: &str| -> String {
         let line = table

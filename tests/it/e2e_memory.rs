@@ -8,7 +8,6 @@
 //! compacted and retried once, then answered with a clear line.
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,6 +19,7 @@ use herald::config::{Person, Secret};
 use herald_test_support::fake_discord::{within, FakeDiscord};
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::herald::Herald;
 use herald_test_support::telegram;
 use serde_json::{json, Value};
 
@@ -175,15 +175,11 @@ async fn garbage_and_huge_files_are_bounded_and_the_cli_says_what_is_dropped() {
 
     // The operator sees what a session drops, and why.
     let herald = |args: &[&str], editor: Option<&str>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
-        cmd.arg("--data-dir")
-            .arg(data.path())
-            .args(args)
-            .env_clear();
+        let mut cmd = Herald::new().arg("--data-dir").arg(data.path()).args(args);
         if let Some(e) = editor {
-            cmd.env("EDITOR", e);
+            cmd = cmd.env("EDITOR", e);
         }
-        let out = cmd.output().unwrap();
+        let out = cmd.output();
         assert!(out.status.success(), "{out:?}");
         String::from_utf8(out.stdout).unwrap()
     };

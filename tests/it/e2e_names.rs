@@ -3,12 +3,12 @@
 //! would drop (control characters, separators) instead of saying "added"; and the real
 //! binary's human log lines carry no raw control character from outside text.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald::app::App;
 use herald_test_support::fake_llm::{FakeLlm, Step};
-use herald_test_support::harness::{free_port, init, test_config, Client};
+use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::herald::Herald;
 use serde_json::{json, Value};
 
 fn session_of(system: &str) -> String {
@@ -75,36 +75,14 @@ async fn the_memory_tool_refuses_control_characters_and_logs_never_carry_them_ra
     )
     .unwrap();
     let log_path = data.path().join("herald.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_LLM__BASE_URL", llm.base_url())
-        .env("HERALD_LLM__MODEL", "fake-model")
+    let mut child = Herald::serve_anywhere(data.path())
+        .fake_model(&llm.base_url())
         .env("HERALD_LOG__FORMAT", "human")
         .env("HERALD_LOG__LEVEL", "info")
-        .stdout(Stdio::from(log.try_clone().unwrap()))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("start herald");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !reqwest::get(format!("{base}/readyz"))
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(
-            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
-            "daemon never became ready:\n{}",
-            std::fs::read_to_string(&log_path).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let client = Client::for_addr(&format!("127.0.0.1:{port}"));
+        .log_to(&log_path)
+        .spawn();
+    child.wait_ready(Duration::from_secs(30)).await;
+    let client = Client::for_addr(&child.addr());
     let chat = |text: &'static str| {
         let client = &client;
         async move {
@@ -140,10 +118,8 @@ async fn the_memory_tool_refuses_control_characters_and_logs_never_carry_them_ra
         saved, "- kept fact\n- x\u{1b}[31mred\u{7}bell\n",
         "nothing added"
     );
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+    child.terminate();
+    child.wait_exit(Duration::from_secs(30)).await;
     let bytes = std::fs::read(&log_path).unwrap();
     let text = String::from_utf8_lossy(&bytes);
     assert!(text.contains("memory entry left out"), "{text}");

@@ -4,11 +4,11 @@
 //! and the next session sees the change. `herald prompt show` prints the same layers.
 
 use std::path::Path;
-use std::process::Command;
 
 use herald::app::App;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::herald::Herald;
 use serde_json::json;
 
 fn write(path: &Path, text: &str) {
@@ -166,15 +166,12 @@ fn prompt_show_prints_each_layer_with_its_tier_and_size() {
             agents.display().to_string()
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+    let out = Herald::new()
         .args(["prompt", "show", "telegram:123", "--config"])
         .arg(&config)
         .arg("--data-dir")
         .arg(dir.path().join("data"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .unwrap();
+        .output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -196,15 +193,12 @@ fn prompt_show_prints_each_layer_with_its_tier_and_size() {
     }
     // The raw form is exactly the prompt text, and a malformed hint for another platform
     // neither failed the load nor leaked in.
-    let raw = Command::new(env!("CARGO_BIN_EXE_herald"))
+    let raw = Herald::new()
         .args(["prompt", "show", "discord:9", "--raw", "--config"])
         .arg(&config)
         .arg("--data-dir")
         .arg(dir.path().join("data"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .unwrap();
+        .output();
     let raw = String::from_utf8_lossy(&raw.stdout);
     assert!(raw.contains("You are talking on Discord"), "{raw}");
     assert!(!raw.contains("──") && !raw.contains("Prefer short messages."));
@@ -212,15 +206,12 @@ fn prompt_show_prints_each_layer_with_its_tier_and_size() {
 
 /// Runs `herald skills ARGS` against `data` and returns its stdout, asserting success.
 fn skills_cli(data: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+    let out = Herald::new()
         .arg("skills")
         .args(args)
         .arg("--data-dir")
         .arg(data)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .unwrap();
+        .output();
     assert!(
         out.status.success(),
         "herald skills {args:?}: {}",

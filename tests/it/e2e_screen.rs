@@ -5,11 +5,11 @@
 //! `skill_view` and `herald skills approve`.
 
 use std::path::Path;
-use std::process::Command;
 
 use herald::app::App;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::herald::Herald;
 use serde_json::json;
 
 fn write(path: &Path, text: &str) {
@@ -95,15 +95,12 @@ async fn memory_reaches_the_prompt_framed_and_withheld_entries_are_named_by_kind
 
 /// Runs `herald skills ARGS` against `data`: (success, stdout, stderr).
 fn skills_cli(data: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+    let out = Herald::new()
         .arg("skills")
         .args(args)
         .arg("--data-dir")
         .arg(data)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .unwrap();
+        .output();
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -2,7 +2,6 @@
 //! conversation, who can call which HTTP route from where, and what a hostile client id or a
 //! hostile provider body does. Every case here was an exploitable hole once.
 
-use std::process::Command;
 use std::time::Duration;
 
 use herald::app::App;
@@ -12,6 +11,7 @@ use herald::http::{table, Guard};
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::fake_telegram::FakeTelegram;
 use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::herald::Herald;
 use herald_test_support::telegram::tg_config;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -469,15 +469,11 @@ fn a_public_listener_without_a_token_does_not_start() {
         ),
         (vec![("HERALD_WEB__TOKEN", "")], "web.token"),
     ] {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
-        cmd.args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        let out = Herald::new()
+            .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
             .arg(data.path())
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default());
-        for (k, v) in &env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
+            .envs(env.iter().cloned())
+            .output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{env:?} started");
         assert!(stderr.contains(want), "{env:?}: {stderr}");

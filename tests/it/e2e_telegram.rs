@@ -203,7 +203,7 @@ async fn a_long_answer_arrives_as_ordered_chunks_within_the_limit() {
     let sent = tg
         .wait_for_sent(chunks.len(), Duration::from_secs(30))
         .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     let sent_now = tg.sent_messages();
     assert_eq!(sent_now.len(), chunks.len(), "no extra message");
     for (i, (m, chunk)) in sent.iter().zip(&chunks).enumerate() {
@@ -230,7 +230,7 @@ async fn rate_limited_then_success_gives_exactly_one_copy() {
     let app = start(&tg, &llm, &data).await;
     push_private(&tg, USER, "are you there?");
     tg.wait_for_sent(1, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     let sent = tg.sent_messages();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].text, "reply to: are you there?");
@@ -250,7 +250,7 @@ async fn rejected_formatting_falls_back_to_one_plain_copy() {
     let app = start(&tg, &llm, &data).await;
     push_private(&tg, USER, "format something");
     tg.wait_for_sent(1, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     let sent = tg.sent_messages();
     assert_eq!(sent.len(), 1, "{sent:#?}");
     assert_eq!(sent[0].parse_mode, None);

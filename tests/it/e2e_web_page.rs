@@ -139,7 +139,9 @@ async fn browser(app: &App, lane: &str) -> Option<Driver> {
         find(&["chromium", "chromium-browser", "google-chrome"]),
         find(&["chromedriver"]),
     ) else {
-        println!("SKIPPED: chromium and chromedriver are not installed (apt-get install chromium chromium-driver)");
+        herald_test_support::skip_or_fail(
+            "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
+        );
         return None;
     };
     let driver = Driver::start(&chromedriver, &chromium).await;

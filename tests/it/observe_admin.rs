@@ -129,7 +129,9 @@ async fn admin_page_in_headless_chromium_lists_lanes_and_shows_a_transcript() {
         find(&["chromium", "chromium-browser", "google-chrome"]),
         find(&["chromedriver"]),
     ) else {
-        println!("SKIPPED: chromium and chromedriver are not installed (apt-get install chromium chromium-driver)");
+        herald_test_support::skip_or_fail(
+            "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
+        );
         return;
     };
     let llm = FakeLlm::start().await;

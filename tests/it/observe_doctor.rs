@@ -6,19 +6,17 @@ use herald_test_support::fake_discord::FakeDiscord;
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::fake_telegram::FakeTelegram;
 use herald_test_support::harness::init;
+use herald_test_support::herald::Herald;
 
 const TG_TOKEN: &str = "4242:doctor-telegram-token-xyz";
 const DC_TOKEN: &str = "doctor.discord.token-abc";
 
 /// Runs the binary with a clean environment plus `env`; returns (exit code, stdout + stderr).
 fn herald(args: &[&str], env: &[(&str, String)]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+    let out = Herald::new()
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .expect("run herald");
+        .output();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -4,14 +4,13 @@
 //! back in an error and a client that presents a wrong token. None of the secrets may appear
 //! anywhere in the output, and the turn-finished line carries the fields a log query needs.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald_test_support::fake_discord::FakeDiscord;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::fake_telegram::FakeTelegram;
-use herald_test_support::harness::free_port;
 use herald_test_support::harness::init;
+use herald_test_support::herald::Herald;
 use serde_json::{json, Value};
 
 const API_KEY: &str = "sk-test-4f1c9a0b7e2d45c8a1b3";
@@ -55,18 +54,8 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
     let discord = FakeDiscord::start(DC_TOKEN).await;
     let data = tempfile::tempdir().unwrap();
     let log_path = data.path().join("herald.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-
-    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_LLM__BASE_URL", llm.base_url())
-        .env("HERALD_LLM__MODEL", "fake-model")
+    let mut child = Herald::serve_anywhere(data.path())
+        .fake_model(&llm.base_url())
         .env("HERALD_LLM__MAX_RETRIES", "0")
         .env("OPENAI_API_KEY", API_KEY)
         .env("HERALD_WEB__TOKEN", WEB_TOKEN)
@@ -77,25 +66,10 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
         .env("HERALD_DISCORD__RATELIMITER", "false")
         .env("HERALD_LOG__FORMAT", "json")
         .env("HERALD_LOG__LEVEL", "debug")
-        .stdout(Stdio::from(log.try_clone().unwrap()))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("start herald");
-
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(r) = reqwest::get(format!("{base}/readyz")).await {
-            if r.status().is_success() {
-                break;
-            }
-        }
-        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            let out = std::fs::read_to_string(&log_path).unwrap_or_default();
-            panic!("daemon never became ready:\n{out}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        .log_to(&log_path)
+        .spawn();
+    child.wait_ready(Duration::from_secs(30)).await;
+    let base = child.base_url();
 
     let (status, _) = chat(&base, "not-the-token", "web:ops", "let me in").await;
     assert_eq!(status, 401);
@@ -124,14 +98,8 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
     assert!(!body.to_string().contains(API_KEY), "{body}");
 
     // SIGTERM: the shutdown path logs too.
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "herald did not stop on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    child.terminate();
+    child.wait_exit(Duration::from_secs(30)).await;
     let out = std::fs::read_to_string(&log_path).unwrap();
     // The Telegram adapter really used its token during the run.
     assert!(
@@ -215,35 +183,15 @@ async fn json_logs_of_a_full_run_carry_turn_fields_and_never_a_secret() {
 
 /// journald, a log file or a shipper reading a pipe get plain human lines: no colour codes
 /// unless the output is a terminal.
-#[test]
-fn human_logs_through_a_pipe_carry_no_colour_codes() {
+#[tokio::test]
+async fn human_logs_through_a_pipe_carry_no_colour_codes() {
     let data = tempfile::tempdir().unwrap();
     let log_path = data.path().join("herald.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .stdout(Stdio::from(log.try_clone().unwrap()))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("start herald");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let out = loop {
-        let out = std::fs::read_to_string(&log_path).unwrap_or_default();
-        if out.contains("herald is ready") {
-            break out;
-        }
-        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            panic!("daemon never became ready:\n{out}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut child = Herald::serve(0, data.path()).log_to(&log_path).spawn();
+    let out = child
+        .wait_log("herald is ready", Duration::from_secs(30))
+        .await;
+    child.kill();
     assert!(out.contains(" INFO "), "human format: {out}");
     assert!(
         !out.contains('\u{1b}'),

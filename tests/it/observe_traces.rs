@@ -4,15 +4,15 @@
 //! turn's trace: one root `turn` span and its children.
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::routing::post;
 use axum::Router;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::init;
+use herald_test_support::herald::Herald;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -72,31 +72,14 @@ async fn one_trace_per_turn_with_its_children_reaches_the_collector() {
     ));
     let (endpoint, got) = collector().await;
     let data = tempfile::tempdir().unwrap();
-    let port = herald_test_support::harness::free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(data.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_LLM__BASE_URL", llm.base_url())
-        .env("HERALD_LLM__MODEL", "fake-model")
+    let mut child = Herald::serve_anywhere(data.path())
+        .fake_model(&llm.base_url())
         .env("HERALD_TELEMETRY__OTLP_ENDPOINT", &endpoint)
         .env("HERALD_TELEMETRY__SERVICE_NAME", "herald-test")
         .env("HERALD_LOG__LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start herald");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !reqwest::get(format!("{base}/readyz"))
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(Instant::now() < deadline, "daemon never became ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        .spawn();
+    child.wait_ready(Duration::from_secs(30)).await;
+    let base = child.base_url();
     let reply: serde_json::Value = reqwest::Client::new()
         .post(format!("{base}/api/v1/chat"))
         .json(&json!({"lane": "web:traced", "text": "what about the weather?"}))
@@ -109,14 +92,8 @@ async fn one_trace_per_turn_with_its_children_reaches_the_collector() {
     assert_eq!(reply["reply"], "reply to: what about the weather?");
     // Let the sender deliver, then stop: the shutdown flushes what the batch still holds.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "herald did not stop on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    child.terminate();
+    child.wait_exit(Duration::from_secs(30)).await;
 
     let requests = got.lock().unwrap().clone();
     assert!(!requests.is_empty(), "the collector received nothing");

@@ -7,19 +7,17 @@ mod day_one;
 mod store_access;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use herald::store::{SqliteStore, Store};
+use herald_test_support::herald::Herald;
 
 fn herald(data: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+    let out = Herald::new()
         .arg("--data-dir")
         .arg(data)
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .expect("run herald");
+        .output();
     assert!(
         out.status.success(),
         "herald {args:?} failed: {}",
@@ -125,14 +123,11 @@ async fn export_through_a_pipe_is_exactly_the_jsonl_rows() {
 
 /// Runs herald without asserting success: (exit code, stdout, stderr).
 fn run(data: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+    let out = Herald::new()
         .arg("--data-dir")
         .arg(data)
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .expect("run herald");
+        .output();
     (
         out.status.code().unwrap_or(-1),
         text(&out.stdout),
@@ -210,18 +205,15 @@ fn an_unreachable_postgres_fails_fast_saying_what_it_tried() {
         (silent_port, 7, "no answer from Postgres at 127.0.0.1:"),
     ] {
         let started = std::time::Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+        let out = Herald::new()
             .arg("--data-dir")
             .arg(data.path())
             .arg("migrate")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env(
                 "HERALD_STORE__URL",
                 format!("postgres://herald:secret-pw@127.0.0.1:{port}/heraldb"),
             )
-            .output()
-            .expect("run herald");
+            .output();
         let took = started.elapsed();
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");

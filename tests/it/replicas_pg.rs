@@ -19,7 +19,7 @@ use promise::load::{self, LoadSpec, WebChannel};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_one_killed_keep_every_lane_single_and_every_reply_single() {
     let Ok(admin_url) = std::env::var("DATABASE_URL") else {
-        println!("skipping replicas_pg: DATABASE_URL not set");
+        herald_test_support::skip_or_fail("replicas_pg: DATABASE_URL not set");
         return;
     };
     promise::init();

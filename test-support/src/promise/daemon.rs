@@ -6,10 +6,11 @@
 //! process held a lease or left a turn behind.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sqlx::{Connection, Executor};
+
+use crate::herald::{Herald, Running};
 
 /// Where the daemons keep their state: a SQLite file in a temp dir, or a fresh schema in the
 /// `DATABASE_URL` Postgres (dropped by [`Backend::cleanup`]).
@@ -76,6 +77,7 @@ impl Backend {
 }
 
 pub use crate::harness::free_port;
+pub use crate::herald::herald_bin;
 
 /// How to start one replica; [`Daemon::start`] may be called again after a kill.
 #[derive(Clone)]
@@ -150,7 +152,7 @@ impl Spec {
 pub struct Daemon {
     pub spec: Spec,
     pub generation: u32,
-    child: Child,
+    process: Running,
     pub ready_ms: f64,
 }
 
@@ -161,38 +163,23 @@ impl Daemon {
 
     /// Starts the process and waits for `/readyz`.
     pub async fn start(spec: &Spec, generation: u32) -> Daemon {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(spec.log_path())
-            .expect("daemon log");
         let started = Instant::now();
-        let mut cmd = Command::new(&spec.bin);
-        cmd.args(["serve", "--listen", &format!("127.0.0.1:{}", spec.port)])
-            .arg("--data-dir")
-            .arg(&spec.data_dir)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
+        let process = Herald::serve(spec.port, &spec.data_dir)
+            .bin(&spec.bin)
             .env("HERALD_STORE__URL", &spec.store_url)
             .env(
                 "HERALD_SERVER__REPLICA_ID",
                 Self::replica_id(spec, generation),
             )
-            .env("HERALD_LLM__BASE_URL", &spec.llm_url)
-            .env("HERALD_LLM__MODEL", "fake-model")
-            .env("HERALD_LOG__LEVEL", "warn");
-        for (k, v) in &spec.env {
-            cmd.env(k, v);
-        }
-        let child = cmd
-            .stdout(Stdio::from(log.try_clone().expect("log handle")))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", spec.bin.display()));
+            .fake_model(&spec.llm_url)
+            .env("HERALD_LOG__LEVEL", "warn")
+            .envs(spec.env.iter().cloned())
+            .log_to(&spec.log_path())
+            .spawn();
         let mut d = Daemon {
             spec: spec.clone(),
             generation,
-            child,
+            process,
             ready_ms: 0.0,
         };
         d.wait_ready(started).await;
@@ -210,7 +197,7 @@ impl Daemon {
                     return;
                 }
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Some(status) = self.process.try_wait() {
                 panic!(
                     "{} exited before ready ({status}); log:\n{}",
                     self.spec.name,
@@ -229,13 +216,12 @@ impl Daemon {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// SIGKILL: no drain, no lease release, no flush.
     pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill();
     }
 
     pub fn log_tail(&self) -> String {
@@ -243,24 +229,4 @@ impl Daemon {
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The `herald` binary next to the running test, example or bench (`target/<profile>/herald`).
-/// `CARGO_BIN_EXE_herald` is only set when herald's own integration tests compile, never for
-/// this crate, so the path is found from the running executable: tests and benches live in
-/// target/<profile>/deps/, examples in target/<profile>/examples/.
-pub fn herald_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .expect("target/<profile>");
-    profile_dir.join("herald")
 }

@@ -5,7 +5,8 @@
 //! config key. (Metrics and the key-by-key reference are checked in `docs.rs`.)
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
+
+use herald_test_support::herald::Herald;
 
 use super::support::*;
 
@@ -15,12 +16,7 @@ const GLOBAL_FLAGS: &[&str] = &["config", "data-dir", "help", "version"];
 const VALUE_FLAGS: &[&str] = &["config", "data-dir", "listen"];
 
 fn help(path: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(path)
-        .arg("--help")
-        .env_clear()
-        .output()
-        .expect("herald --help");
+    let out = Herald::new().args(path).arg("--help").output();
     String::from_utf8(out.stdout).expect("utf-8 help")
 }
 

@@ -3,31 +3,22 @@
 //! retried turn edits the recorded preview message instead of sending another, so the person
 //! ends with exactly one message holding exactly the retried answer.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use herald::adapters::telegram::format::markdown_to_html;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::fake_telegram::message_json;
 use herald_test_support::harness::wait_until;
+use herald_test_support::herald::{Herald, Running};
 use herald_test_support::telegram::{fakes, TOKEN, USER};
 
 use super::long_answer;
 
-fn spawn_daemon(data: &std::path::Path, llm: &FakeLlm, tg_url: &str) -> Child {
-    let port = herald_test_support::harness::free_port();
-    Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(data)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERALD_LLM__BASE_URL", llm.base_url())
-        .env("HERALD_LLM__MODEL", "fake-model")
+fn spawn_daemon(data: &std::path::Path, llm: &FakeLlm, tg_url: &str) -> Running {
+    Herald::serve_anywhere(data)
+        .fake_model(&llm.base_url())
         .env("HERALD_LLM__TIMEOUT_SECS", "60")
-        .env("HERALD_LANES__LEASE_TTL_SECS", "2")
-        .env("HERALD_LANES__HEARTBEAT_SECS", "1")
-        .env("HERALD_LANES__RESCAN_SECS", "1")
+        .fast_leases()
         .env("HERALD_TELEGRAM__TOKEN", TOKEN)
         .env("HERALD_TELEGRAM__API_URL", tg_url)
         .env("HERALD_TELEGRAM__ALLOW_ALL_USERS", "true")
@@ -35,10 +26,7 @@ fn spawn_daemon(data: &std::path::Path, llm: &FakeLlm, tg_url: &str) -> Child {
         .env("HERALD_STREAMING__ENABLED", "true")
         .env("HERALD_STREAMING__EDIT_INTERVAL_MS", "300")
         .env("HERALD_LOG__LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
         .spawn()
-        .expect("start herald")
 }
 
 #[tokio::test]
@@ -61,8 +49,7 @@ async fn sigkill_mid_stream_then_restart_leaves_exactly_one_answer() {
         || async { tg.sent_messages().len() == 1 && tg.edits().len() >= 2 },
     )
     .await;
-    first.kill().expect("SIGKILL");
-    first.wait().unwrap();
+    first.kill();
     let partial = tg.chat_view(USER);
     assert_eq!(partial.len(), 1);
     assert!(
@@ -86,8 +73,8 @@ async fn sigkill_mid_stream_then_restart_leaves_exactly_one_answer() {
         },
     )
     .await;
-    // Long enough for a duplicate to show up.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Nothing left to send: a duplicate would have shown by now.
+    herald_test_support::harness::quiet_at(data.path()).await;
     assert_eq!(
         tg.sent_messages().len(),
         1,
@@ -102,6 +89,5 @@ async fn sigkill_mid_stream_then_restart_leaves_exactly_one_answer() {
         want
     );
     assert_eq!(llm.request_count(), 2);
-    let _ = second.kill();
-    let _ = second.wait();
+    second.kill();
 }

@@ -111,7 +111,9 @@ async fn web_chat_page_in_headless_chromium_shows_the_answer_growing() {
         find(&["chromium", "chromium-browser", "google-chrome"]),
         find(&["chromedriver"]),
     ) else {
-        println!("SKIPPED: chromium and chromedriver are not installed (apt-get install chromium chromium-driver)");
+        herald_test_support::skip_or_fail(
+            "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
+        );
         return;
     };
     let (llm, app, _data) = start().await;

@@ -34,7 +34,7 @@ async fn stopped_after_commit_before_reply_then_restarted_replies_exactly_once()
     let app = App::start(config).await.unwrap();
     let sent = tg.wait_for_sent(1, WAIT).await;
     assert_eq!(sent[0].text, "reply to: survive a restart");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     assert_eq!(tg.sent_messages().len(), 1, "exactly one reply");
     assert_eq!(llm.request_count(), 2, "one interrupted turn, one answered");
     assert_eq!(
@@ -210,7 +210,7 @@ async fn webhook_mode_checks_the_secret_and_answers_after_the_inbox() {
     );
     let sent = tg.wait_for_sent(1, WAIT).await;
     assert_eq!(sent[0].text, "reply to: via webhook");
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     assert_eq!(tg.sent_messages().len(), 1);
     assert_eq!(model_inputs(&llm), ["via webhook"]);
     app.shutdown().await;

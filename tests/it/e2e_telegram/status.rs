@@ -44,7 +44,7 @@ async fn status_during_a_slow_model_call_is_answered_first_and_names_the_model_c
     // The turn was not disturbed: its answer follows, and nothing came twice.
     let sent = tg.wait_for_sent(2, WAIT).await;
     assert_eq!(sent[1].text, "the slow answer");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     assert_eq!(tg.sent_messages().len(), 2, "{:?}", tg.sent_messages());
     assert_eq!(llm.request_count(), 1, "/status never reaches the model");
     app.shutdown().await;
@@ -103,7 +103,7 @@ async fn stop_answers_once() {
     let sent = tg.wait_for_sent(1, WAIT).await;
     assert_eq!(sent[0].text, "Stopped.");
     // The stopped turn sends nothing of its own: one answer to /stop.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     let texts: Vec<String> = tg.sent_messages().into_iter().map(|m| m.text).collect();
     assert_eq!(texts, ["Stopped."]);
 
@@ -111,7 +111,7 @@ async fn stop_answers_once() {
     tg.push_private_text(USER, USER, "/stop");
     let sent = tg.wait_for_sent(2, WAIT).await;
     assert_eq!(sent[1].text, "Nothing is running in this conversation now.");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    herald_test_support::harness::quiet(&*app.store).await;
     assert_eq!(tg.sent_messages().len(), 2);
     app.shutdown().await;
 }

@@ -4,22 +4,15 @@
 //! prefix, and `memory show` of a name that is nobody.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald::domain::Role;
 use herald::store::{NewMessage, SqliteStore, Store};
+use herald_test_support::herald::Herald;
 
 /// (exit code, stdout, stderr) of herald with a clean environment plus `env`.
 fn herald(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
-    cmd.args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run herald");
+    let out = Herald::new().args(args).envs(env.iter().copied()).output();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -57,29 +50,15 @@ async fn herald_config_names_the_file_for_doctor_and_serve() {
         "{stdout}"
     );
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+    // Serve listens where the file says.
+    let mut child = Herald::new()
         .arg("serve")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HERALD_CONFIG", &file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut up = false;
-    while Instant::now() < deadline && !up {
-        up = reqwest::get(format!("http://127.0.0.1:{port}/readyz"))
-            .await
-            .is_ok_and(|r| r.status().is_success());
-        if !up {
-            assert!(child.try_wait().unwrap().is_none(), "serve exited");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-    child.kill().ok();
-    child.wait().ok();
-    assert!(up, "serve listens where the file says");
+        .port(port)
+        .silent()
+        .spawn();
+    child.wait_ready(Duration::from_secs(60)).await;
+    child.kill();
     assert!(
         data.join("herald.db").exists(),
         "and keeps data where it says"

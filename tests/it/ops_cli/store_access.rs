@@ -4,9 +4,9 @@
 //! output and never a log line. The real binary, on SQLite and on a fresh Postgres schema.
 
 use std::path::Path;
-use std::process::Command;
 
 use futures::FutureExt;
+use herald_test_support::herald::Herald;
 use sqlx::{Connection, Executor};
 
 /// Reading commands, each of which used to migrate the store it was pointed at.
@@ -22,16 +22,12 @@ const READERS: &[&[&str]] = &[
 
 /// (exit code, stdout, stderr) of herald on `data`, with `env` on top of a clean environment.
 fn herald(data: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
-    cmd.arg("--data-dir")
+    let out = Herald::new()
+        .arg("--data-dir")
         .arg(data)
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run herald");
+        .envs(env.iter().copied())
+        .output();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
