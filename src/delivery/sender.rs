@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::{Outbounds, SendError};
-use crate::store::{now_ms, NewOutbox, OutboxRow, Store, StoreError};
+use crate::store::{now_ms, NewOutbox, OutboxKey, OutboxRow, ReplyKey, Store, StoreError};
 
 pub struct Sender {
     pub store: Arc<dyn Store>,
@@ -102,14 +102,11 @@ impl Sender {
 
     async fn deliver_lane(&self, rows: Vec<OutboxRow>) {
         let mut rest = rows.into_iter();
-        // The reply (idempotency-key prefix) whose chunk failed for good in this round: its
-        // later chunks were failed in the store and must not go out from this claim either.
-        let mut stopped: Option<String> = None;
+        // The reply whose chunk failed for good in this round: its later chunks were failed in
+        // the store and must not go out from this claim either.
+        let mut stopped: Option<ReplyKey> = None;
         while let Some(row) = rest.next() {
-            if stopped
-                .as_deref()
-                .is_some_and(|key| row.idem_key.starts_with(key))
-            {
+            if stopped.is_some() && stopped == row.reply() {
                 continue;
             }
             // Its own trace: the send may run on another replica, long after the turn; the
@@ -140,15 +137,14 @@ impl Sender {
 
     /// A chunk failed for good: a reply must not arrive with a hole in the middle, so its later
     /// chunks are failed unsent and one notice goes out instead. Returns the reply's key.
-    async fn stop_reply(&self, row: &OutboxRow) -> Option<String> {
-        let (reply_key, _) = row.idem_key.rsplit_once(':')?;
-        let reply_key = format!("{reply_key}:");
+    async fn stop_reply(&self, row: &OutboxRow) -> Option<ReplyKey> {
+        let reply_key = row.reply()?;
         // A notice that fails is not followed by another.
-        if reply_key.ends_with(":notice:") {
+        if reply_key.is_notice() {
             return Some(reply_key);
         }
         let notice = NewOutbox {
-            idem_key: format!("{reply_key}notice:0"),
+            key: OutboxKey::chunk(reply_key.notice(), 0),
             lane: row.lane.clone(),
             platform: row.platform,
             chat_id: row.chat_id.clone(),

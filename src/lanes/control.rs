@@ -6,7 +6,8 @@ use super::commands::{Command, HELP_TEXT};
 use super::worker::{Failure, Worker};
 use crate::domain::{Control, MessageEvent, Role};
 use crate::store::{
-    InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, StoreError, TurnCommit,
+    InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, OutboxKey, StoreError,
+    TurnCommit,
 };
 
 impl Worker {
@@ -132,7 +133,7 @@ impl Worker {
             }
             Control::Notice { key, text } => {
                 let notice = NewOutbox {
-                    idem_key: key.clone(),
+                    key: OutboxKey::Single(key.clone()),
                     lane: self.lane.clone(),
                     platform: ev.platform,
                     chat_id: ev.chat_id.clone(),

@@ -6,7 +6,7 @@
 use super::worker::Worker;
 use crate::domain::cron::{is_silent, Target};
 use crate::domain::{Control, MessageEvent, Platform};
-use crate::store::{InboxRow, NewOutbox, TurnCommit};
+use crate::store::{InboxRow, NewOutbox, OutboxKey, ReplyKey, TurnCommit};
 
 impl Worker {
     /// Reply chunks with keys derived from (lane, inbox event, chunk): a re-run of the same
@@ -49,7 +49,7 @@ impl Worker {
                 .enumerate()
             {
                 commit.outbox.push(NewOutbox {
-                    idem_key: format!("{lane}:{}:{}:brief:{i}", self.lane, row.id),
+                    key: OutboxKey::chunk(ReplyKey::brief(&lane, &self.lane, row.id), i),
                     lane: lane.clone(),
                     platform,
                     chat_id: chat.clone(),
@@ -89,7 +89,7 @@ pub(super) fn reply_rows(
         .into_iter()
         .enumerate()
         .map(|(i, chunk)| NewOutbox {
-            idem_key: format!("{lane}:{}:{kind}:{i}", row.id),
+            key: OutboxKey::chunk(ReplyKey::answer(lane, row.id, kind), i),
             lane: lane.clone(),
             platform: ev.platform,
             chat_id: ev.chat_id.clone(),

@@ -26,7 +26,7 @@ use crate::domain::cron::{parse_target, Target};
 use crate::domain::{Control, LaneKey, MessageEvent, Platform};
 use crate::hooks::Authorizer;
 use crate::llm::ToolSpec;
-use crate::store::{NewOutbox, Store};
+use crate::store::{NewOutbox, OutboxKey, ReplyKey, Store};
 
 /// Longest message the tool sends.
 pub const MAX_SEND_CHARS: usize = 4000;
@@ -152,14 +152,14 @@ impl Tool for SendMessage {
                 "send_message can only be used while answering a message".into(),
             ));
         };
-        let key = format!("send:{}:{inbox}:{}", ctx.lane, ctx.call_index);
+        let key = ReplyKey::sent(&ctx.lane, inbox, ctx.call_index);
         let rows: Vec<NewOutbox> = self
             .outbounds
             .split(platform, text)
             .into_iter()
             .enumerate()
             .map(|(i, chunk)| NewOutbox {
-                idem_key: format!("{key}:{i}"),
+                key: OutboxKey::chunk(key.clone(), i),
                 lane: lane.clone(),
                 platform,
                 chat_id: chat.clone(),
@@ -181,7 +181,7 @@ impl Tool for SendMessage {
             platform,
             &chat,
             thread.as_deref(),
-            &key,
+            key.as_str(),
             Control::Relayed {
                 from: ctx.lane.to_string(),
                 text: text.to_string(),

@@ -46,7 +46,7 @@ impl ApprovalStatus {
             "running" => ApprovalStatus::Running,
             "done" => ApprovalStatus::Done,
             other => {
-                return Err(StoreError::Other(format!(
+                return Err(StoreError::other(format!(
                     "unknown approval status {other:?}"
                 )))
             }

@@ -20,7 +20,7 @@ pub(super) const MESSAGE_COLS: &str = "id, session_id, role, content, api_conten
      tool_call_id, tool_name, active, compacted, platform_message_id, created_at";
 pub(super) const SESSION_COLS: &str = "id, lane, parent_id, started_at, ended_at, end_reason, \
      system_prompt, model, compaction_strikes, fallback_streak, cooldown_until";
-pub(super) const OUTBOX_COLS: &str = "id, idem_key, lane, platform, chat_id, thread_id, reply_to, \
+pub(super) const OUTBOX_COLS: &str = "id, idem_key, reply_key, lane, platform, chat_id, thread_id, reply_to, \
      inbox_id, chunk_index, text, status, attempts, platform_message_id, last_error, created_at, sent_at";
 
 /// The lease check every transcript write runs first, inside its transaction. Updating the
@@ -84,7 +84,7 @@ where
         id: row.try_get("id")?,
         session_id: row.try_get("session_id")?,
         role: Role::parse(&role)
-            .ok_or_else(|| StoreError::Other(format!("unknown role {role:?} in messages")))?,
+            .ok_or_else(|| StoreError::other(format!("unknown role {role:?} in messages")))?,
         content: row.try_get("content")?,
         api_content: row.try_get("api_content")?,
         tool_calls,
@@ -107,7 +107,7 @@ pub(super) fn tool_calls_json(m: &NewMessage) -> Option<String> {
 
 /// A write aimed at a session of another lane than the lease's: a caller bug, never retried.
 pub(super) fn wrong_lane(session_id: &str, lane: &str, lease: &Lease) -> StoreError {
-    StoreError::Other(format!(
+    StoreError::other(format!(
         "session {session_id} belongs to lane {lane}, not to the lease's lane {}",
         lease.name
     ))
@@ -177,7 +177,7 @@ macro_rules! store_impl {
             $migrator
                 .run(&self.pool)
                 .await
-                .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+                .map_err(|e| StoreError::other_from(format!("migration failed: {e}"), e))
         }
 
         async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>> {
@@ -206,7 +206,7 @@ macro_rules! store_impl {
             $migrator
                 .run_to(version, &self.pool)
                 .await
-                .map_err(|e| StoreError::Other(format!("migration {version} failed: {e}")))
+                .map_err(|e| StoreError::other_from(format!("migration {version} failed: {e}"), e))
         }
 
         async fn ready(&self) -> StoreResult<bool> {
@@ -238,7 +238,7 @@ pub(super) fn refuse_unknown(versions: Vec<i64>) -> StoreResult<()> {
     if versions.is_empty() {
         Ok(())
     } else {
-        Err(StoreError::Other(unknown_migrations_message(&versions)))
+        Err(StoreError::other(unknown_migrations_message(&versions)))
     }
 }
 
@@ -250,7 +250,7 @@ pub(super) fn platform_filter(platforms: &[String]) -> StoreResult<String> {
         .iter()
         .find(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_lowercase()))
     {
-        return Err(StoreError::Other(format!("invalid platform name {bad:?}")));
+        return Err(StoreError::other(format!("invalid platform name {bad:?}")));
     }
     let names: Vec<String> = platforms.iter().map(|p| format!("'{p}'")).collect();
     Ok(format!("o.platform IN ({})", names.join(", ")))

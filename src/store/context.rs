@@ -147,7 +147,7 @@ macro_rules! context_store_impl {
                 set_flags(&mut tx, session_id, flip_ids, 1).await?;
                 let mut ids = Vec::with_capacity(insert.len());
                 for m in insert {
-                    ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+                    ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?);
                 }
                 context_write(&mut tx, session_id, row).await?;
                 tx.commit().await?;
@@ -186,7 +186,7 @@ macro_rules! context_store_impl {
                 .bind(&s.lane)
                 .bind(&s.parent_id)
                 .bind(s.started_at)
-                .bind(now_ms())
+                .bind(self.now_ms())
                 .bind(&*super::text::clean(end_reason))
                 .bind(&*super::text::clean(&s.system_prompt))
                 .bind(&*super::text::clean(&s.model))
@@ -195,7 +195,7 @@ macro_rules! context_store_impl {
                 let mut ids = Vec::with_capacity(messages.len());
                 let (mut compacted, mut retracted) = (Vec::new(), Vec::new());
                 for m in messages {
-                    let id = insert_message(&mut tx, &lease.name, &s.id, None, &m.message).await?;
+                    let id = insert_message(&mut tx, self.now_ms(), &lease.name, &s.id, None, &m.message).await?;
                     match (m.active, m.compacted) {
                         (true, _) => {}
                         (false, true) => compacted.push(id),

@@ -151,7 +151,7 @@ where
         scheduled_at: row.try_get("scheduled_at")?,
         manual: manual != 0,
         status: FireStatus::parse(&status)
-            .ok_or_else(|| StoreError::Other(format!("unknown status {status:?} in cron_fires")))?,
+            .ok_or_else(|| StoreError::other(format!("unknown status {status:?} in cron_fires")))?,
         claimed_by: row.try_get("claimed_by")?,
         claim_until: row.try_get("claim_until")?,
         attempts: row.try_get("attempts")?,
@@ -316,10 +316,10 @@ where
             .bind(&f.holder)
             .bind(f.claim_until)
             .bind(1_i64)
-            .bind(Some(super::now_ms()))
+            .bind(Some(self.now_ms()))
             .bind(f.missed_count)
             .bind(super::text::clean_opt(f.note.as_deref()))
-            .bind(super::now_ms())
+            .bind(self.now_ms())
             .fetch_optional(self.writer())
             .await?;
         Ok(id.map(|(id,)| id))
@@ -337,7 +337,7 @@ where
             .bind(None::<i64>)
             .bind(f.missed_count)
             .bind(super::text::clean_opt(f.note.as_deref()))
-            .bind(super::now_ms())
+            .bind(self.now_ms())
             .fetch_optional(self.writer())
             .await?;
         Ok(id.is_some())

@@ -139,7 +139,7 @@ macro_rules! handoff_store_impl {
                 holder: &str,
                 ttl: Duration,
             ) -> StoreResult<bool> {
-                let now = now_ms();
+                let now = self.now_ms();
                 let row: Option<(String,)> = sqlx::query_as(super::handoff::HANDOFF_CLAIM)
                     .bind(lane.as_str())
                     .bind(holder)

@@ -51,7 +51,7 @@ macro_rules! inbox_store_impl {
             .bind(&ev.platform_message_id)
             .bind(ev.lane().as_str())
             .bind(&json)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .fetch_optional(&self.pool)
             .await?;
             if let Some((id,)) = inserted {
@@ -128,7 +128,7 @@ macro_rules! inbox_store_impl {
                    (SELECT s.id FROM sessions s WHERE s.lane = i.lane AND s.ended_at IS NULL) AS session_id \
                  FROM inbox i GROUP BY i.lane ORDER BY MAX(i.received_at) DESC LIMIT $2",
             )
-            .bind(now_ms())
+            .bind(self.now_ms())
             .bind(limit)
             .fetch_all(&self.reader)
             .await?)
@@ -148,12 +148,12 @@ macro_rules! inbox_store_impl {
                 sqlx::query("UPDATE inbox SET status = $1, note = $2, done_at = $3 WHERE id = $4")
                     .bind(status)
                     .bind(&*super::text::clean(note))
-                    .bind(now_ms())
+                    .bind(self.now_ms())
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
                 for r in replies {
-                    insert_outbox(&mut tx, r).await?;
+                    insert_outbox(&mut tx, self.now_ms(), r).await?;
                 }
                 tx.commit().await?;
                 Ok(())

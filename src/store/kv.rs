@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
-use super::{now_ms, Pools, StoreResult};
+use super::{Pools, StoreResult};
 
 #[async_trait]
 pub trait KvStore: Send + Sync {
@@ -42,7 +42,7 @@ where
         )
         .bind(key)
         .bind(&*super::text::clean(value))
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(self.writer())
         .await?;
         Ok(())

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::types::{Lease, LeaseInfo};
-use super::{now_ms, Pools, StoreError, StoreResult};
+use super::{Pools, StoreError, StoreResult};
 
 #[async_trait]
 pub trait LeaseStore: Send + Sync {
@@ -50,7 +50,7 @@ where
         holder: &str,
         ttl: Duration,
     ) -> StoreResult<Option<Lease>> {
-        let now = now_ms();
+        let now = self.now_ms();
         let row: Option<(i64,)> = sqlx::query_as(super::common::LEASE_ACQUIRE)
             .bind(name)
             .bind(holder)
@@ -71,7 +71,7 @@ where
             "UPDATE leases SET expires_at = $1 WHERE name = $2 AND holder = $3 AND token = $4 \
              RETURNING token",
         )
-        .bind(now_ms() + ttl.as_millis() as i64)
+        .bind(self.now_ms() + ttl.as_millis() as i64)
         .bind(lease.name.as_str())
         .bind(lease.holder.as_str())
         .bind(lease.token)
@@ -115,7 +115,7 @@ where
              WHERE substr(name, 1, length($1)) = $1 AND expires_at > $2 ORDER BY name",
         )
         .bind(prefix)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .fetch_all(self.reader())
         .await?)
     }

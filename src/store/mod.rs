@@ -7,6 +7,7 @@
 //! and a takeover waits for an in-flight write to commit before it sees the transcript.
 
 mod approvals;
+pub mod clock;
 mod common;
 mod context;
 mod cron;
@@ -17,6 +18,7 @@ mod kv;
 mod leases;
 mod nightly;
 mod outbox;
+mod outbox_key;
 mod pairing;
 mod postgres;
 mod search;
@@ -34,6 +36,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::Role;
+use clock::Clock;
 
 pub use approvals::{ApprovalRow, ApprovalStatus, ApprovalStore, NewApproval};
 pub use common::unknown_migrations_message;
@@ -66,23 +69,92 @@ pub enum StoreError {
     /// The database could not be reached or answered with a transient failure; retrying later
     /// is the right move.
     #[error("store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     #[error("store error: {0}")]
-    Other(String),
+    Other(#[source] Cause),
+}
+
+/// What went wrong, in words, and the error that caused it when there is one (the sqlx,
+/// migration, JSON or I/O error): `source()` reaches it, so a `{:#}` chain or a log shows the
+/// driver's own error under the store's words.
+#[derive(Debug)]
+pub struct Cause {
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Cause {
+    pub fn new(message: impl Into<String>) -> Cause {
+        Cause {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Cause {
+        Cause {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl StoreError {
+    /// A failure described in words only (a caller bug, a refused input, a bad row).
+    pub fn other(message: impl Into<String>) -> StoreError {
+        StoreError::Other(Cause::new(message))
+    }
+
+    /// A failure in words with the error underneath it.
+    pub fn other_from(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Other(Cause::with_source(message, source))
+    }
+
+    /// The database could not be reached: retrying later is the right move.
+    pub fn unavailable_from(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Unavailable(Cause::with_source(message, source))
+    }
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        match &e {
+        let transient = match &e {
             sqlx::Error::Io(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed
-            | sqlx::Error::Tls(_) => StoreError::Unavailable(e.to_string()),
-            sqlx::Error::Database(db) if is_transient_db_error(db.code().as_deref()) => {
-                StoreError::Unavailable(e.to_string())
-            }
-            _ => StoreError::Other(e.to_string()),
+            | sqlx::Error::Tls(_) => true,
+            sqlx::Error::Database(db) => is_transient_db_error(db.code().as_deref()),
+            _ => false,
+        };
+        let message = e.to_string();
+        if transient {
+            StoreError::unavailable_from(message, e)
+        } else {
+            StoreError::other_from(message, e)
         }
     }
 }
@@ -109,7 +181,7 @@ fn is_transient_db_error(code: Option<&str>) -> bool {
 
 impl From<serde_json::Error> for StoreError {
     fn from(e: serde_json::Error) -> Self {
-        StoreError::Other(format!("stored JSON is invalid: {e}"))
+        StoreError::other_from(format!("stored JSON is invalid: {e}"), e)
     }
 }
 
@@ -173,12 +245,29 @@ pub trait Store:
 
 /// Opens the store named by a URL (`sqlite://path` or `postgres://…`).
 pub async fn connect(url: &str, max_connections: u32) -> StoreResult<Arc<dyn Store>> {
+    connect_with_clock(url, max_connections, Arc::new(clock::SystemClock)).await
+}
+
+/// [`connect`] with the clock the store reads "now" from (a test's [`clock::ManualClock`]).
+pub async fn connect_with_clock(
+    url: &str,
+    max_connections: u32,
+    clock: Arc<dyn Clock>,
+) -> StoreResult<Arc<dyn Store>> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PgStore::connect(url, max_connections).await?))
+        Ok(Arc::new(
+            PgStore::connect(url, max_connections)
+                .await?
+                .with_clock(clock),
+        ))
     } else if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::connect(url, max_connections).await?))
+        Ok(Arc::new(
+            SqliteStore::connect(url, max_connections)
+                .await?
+                .with_clock(clock),
+        ))
     } else {
-        Err(StoreError::Other(format!(
+        Err(StoreError::other(format!(
             "store.url must start with sqlite:// or postgres://, got {url:?}"
         )))
     }
@@ -192,7 +281,7 @@ pub async fn connect_read_only(url: &str) -> StoreResult<Arc<dyn Store>> {
     } else if url.starts_with("sqlite:") {
         Ok(Arc::new(SqliteStore::connect_read_only(url).await?))
     } else {
-        Err(StoreError::Other(format!(
+        Err(StoreError::other(format!(
             "store.url must start with sqlite:// or postgres://, got {url:?}"
         )))
     }
@@ -204,6 +293,11 @@ pub(crate) trait Pools: Send + Sync {
     type Db: sqlx::Database;
     fn writer(&self) -> &sqlx::Pool<Self::Db>;
     fn reader(&self) -> &sqlx::Pool<Self::Db>;
+    /// The store's clock ([`clock`]): every time the store stamps or compares is read here.
+    fn clock(&self) -> &dyn Clock;
+    fn now_ms(&self) -> i64 {
+        self.clock().now_ms()
+    }
 }
 
 /// The count of rows a statement changed, which sqlx keeps on each backend's own result type

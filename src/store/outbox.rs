@@ -12,7 +12,7 @@
 
 use async_trait::async_trait;
 
-use super::types::{Lease, NewOutbox, OutboxCounts, OutboxRow};
+use super::types::{Lease, NewOutbox, OutboxCounts, OutboxRow, ReplyKey};
 use super::StoreResult;
 
 #[async_trait]
@@ -44,15 +44,15 @@ pub trait OutboxStore: Send + Sync {
         note: &str,
         rows: &[NewOutbox],
     ) -> StoreResult<()>;
-    /// A chunk failed for good: the later chunks of the same reply (the rows of its lane whose
-    /// idempotency key starts with `reply_key`, after it, not sent yet) fail too, unsent, and
+    /// A chunk failed for good: the later chunks of the same reply (the rows of its lane stored
+    /// with `reply_key`, after it, not sent yet) fail too, unsent, and
     /// `notice` (when given, and the reply has a hole: chunks were stopped or the failed one was
     /// not the first) is queued in their place, in one transaction. Returns how many chunks
     /// were stopped.
     async fn outbox_fail_reply(
         &self,
         failed: &OutboxRow,
-        reply_key: &str,
+        reply_key: &ReplyKey,
         notice: Option<&NewOutbox>,
     ) -> StoreResult<u64>;
 }
@@ -69,7 +69,7 @@ macro_rules! outbox_store_impl {
                  attempts = attempts + 1, claimed_by = NULL, claim_until = NULL WHERE id = $3",
             )
             .bind(platform_message_id)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -151,7 +151,7 @@ macro_rules! outbox_store_impl {
         async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()> {
             let mut tx = self.begin().await?;
             for r in rows {
-                insert_outbox(&mut tx, r).await?;
+                insert_outbox(&mut tx, self.now_ms(), r).await?;
             }
             tx.commit().await?;
             Ok(())
@@ -168,12 +168,12 @@ macro_rules! outbox_store_impl {
             check_lease(&mut tx, lease).await?;
             sqlx::query("UPDATE inbox SET status = 'skipped', note = $1, done_at = $2 WHERE id = $3")
                 .bind(&*super::text::clean(note))
-                .bind(now_ms())
+                .bind(self.now_ms())
                 .bind(inbox_id)
                 .execute(&mut *tx)
                 .await?;
             for r in rows {
-                insert_outbox(&mut tx, r).await?;
+                insert_outbox(&mut tx, self.now_ms(), r).await?;
             }
             tx.commit().await?;
             Ok(())
@@ -182,29 +182,27 @@ macro_rules! outbox_store_impl {
         async fn outbox_fail_reply(
             &self,
             failed: &OutboxRow,
-            reply_key: &str,
+            reply_key: &ReplyKey,
             notice: Option<&NewOutbox>,
         ) -> StoreResult<u64> {
             let mut tx = self.begin().await?;
             let stopped = sqlx::query(
                 "UPDATE outbox SET status = 'failed', last_error = $1, claimed_by = NULL, \
                  claim_until = NULL WHERE lane = $2 AND id > $3 AND chunk_index > $4 \
-                 AND status IN ('pending', 'sending') \
-                 AND substr(idem_key, 1, CAST($5 AS INTEGER)) = $6",
+                 AND status IN ('pending', 'sending') AND reply_key = $5",
             )
             .bind("not sent: an earlier chunk of this reply failed for good")
             .bind(failed.lane.as_str())
             .bind(failed.id)
             .bind(failed.chunk_index)
-            .bind(reply_key.chars().count() as i64)
-            .bind(reply_key)
+            .bind(reply_key.as_str())
             .execute(&mut *tx)
             .await?
             .rows_affected();
             // Only a reply with a hole gets the notice: a first chunk that failed with nothing
             // after it leaves nothing half-said.
             if let Some(n) = notice.filter(|_| stopped > 0 || failed.chunk_index > 0) {
-                insert_outbox(&mut tx, n).await?;
+                insert_outbox(&mut tx, self.now_ms(), n).await?;
             }
             tx.commit().await?;
             Ok(stopped)

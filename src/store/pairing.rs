@@ -97,7 +97,7 @@ macro_rules! pairing_store_impl {
         // module, but its body names this file's items.
         const _: () = {
         use super::pairing::*;
-        use super::{now_ms, StoreError};
+        use super::StoreError;
         #[async_trait::async_trait]
         impl PairingStore for $ty {
             async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
@@ -122,7 +122,7 @@ macro_rules! pairing_store_impl {
                     remind_every_ms,
                     max_pending,
                 } = *ask;
-                let now = now_ms();
+                let now = self.now_ms();
                 let mut tx = self.begin().await?;
                 sqlx::query(
                     "UPDATE pairing_requests SET status = 'expired' WHERE status = 'pending' AND expires_at < $1",
@@ -209,7 +209,7 @@ macro_rules! pairing_store_impl {
             }
 
             async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest> {
-                let now = now_ms();
+                let now = self.now_ms();
                 let mut tx = self.begin().await?;
                 let sql = format!(
                     "UPDATE pairing_requests SET status = 'approved' WHERE platform = $1 AND code = $2 \
@@ -272,7 +272,7 @@ macro_rules! pairing_store_impl {
                         text.push_str(APPROVED_REQUEUED);
                     }
                     let notice = super::types::NewOutbox {
-                        idem_key: format!("pairing:{platform}:{code}"),
+                        key: super::types::OutboxKey::Single(format!("pairing:{platform}:{code}")),
                         lane: crate::domain::LaneKey::from_parts(platform, &req.chat_id, None),
                         platform: p,
                         chat_id: req.chat_id.clone(),
@@ -282,7 +282,7 @@ macro_rules! pairing_store_impl {
                         chunk_index: 0,
                         text,
                     };
-                    insert_outbox(&mut tx, &notice).await?;
+                    insert_outbox(&mut tx, self.now_ms(), &notice).await?;
                 }
                 tx.commit().await?;
                 Ok(req)
@@ -303,7 +303,7 @@ macro_rules! pairing_store_impl {
                      ORDER BY created_at"
                 );
                 Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                    .bind(now_ms())
+                    .bind(self.now_ms())
                     .fetch_all(&self.pool)
                     .await?)
             }

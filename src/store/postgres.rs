@@ -3,18 +3,20 @@
 //! `FOR UPDATE SKIP LOCKED` (outbox claims). No home-made consensus.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{Connection, Postgres};
 
+use super::clock::{Clock, SystemClock};
 use super::common::{self, store_impl};
 use super::search;
 use super::tx::{
     check_lease, check_session_write, insert_inbox, insert_message, insert_outbox, set_flags,
 };
 use super::types::*;
-use super::{now_ms, Store, StoreError, StoreResult};
+use super::{Cause, Pools, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
 
 /// Advisory lock key that serializes outbox claims ("heraldob" in ASCII).
@@ -31,6 +33,8 @@ pub struct PgStore {
     /// The same pool: Postgres runs writers side by side, so reads need no pool of their own
     /// (the shared store code names `reader` for SQLite's sake).
     pub(super) reader: PgPool,
+    /// Where "now" comes from ([`super::clock`]).
+    pub(super) clock: Arc<dyn Clock>,
 }
 
 impl PgStore {
@@ -48,9 +52,9 @@ impl PgStore {
     }
 
     async fn connect_as(url: &str, max_connections: u32, read_only: bool) -> StoreResult<PgStore> {
-        let mut opts: PgConnectOptions = url
-            .parse()
-            .map_err(|e| StoreError::Other(format!("store.url is not a Postgres URL: {e}")))?;
+        let mut opts: PgConnectOptions = url.parse().map_err(|e| {
+            StoreError::other_from(format!("store.url is not a Postgres URL: {e}"), e)
+        })?;
         if read_only {
             opts = opts.options([("default_transaction_read_only", "on")]);
         }
@@ -69,15 +73,16 @@ impl PgStore {
                 let _ = conn.close().await;
             }
             Ok(Err(e)) => {
-                return Err(StoreError::Unavailable(format!(
-                    "cannot connect to {target}: {e}"
-                )))
+                return Err(StoreError::unavailable_from(
+                    format!("cannot connect to {target}: {e}"),
+                    e,
+                ))
             }
             Err(_) => {
-                return Err(StoreError::Unavailable(format!(
+                return Err(StoreError::Unavailable(Cause::new(format!(
                     "no answer from {target} within {} s",
                     FIRST_CONNECT_TIMEOUT.as_secs()
-                )))
+                ))))
             }
         }
         let pool = PgPoolOptions::new()
@@ -88,7 +93,13 @@ impl PgStore {
         Ok(PgStore {
             reader: pool.clone(),
             pool,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same store reading "now" from `clock` (a test's manual clock).
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> PgStore {
+        PgStore { clock, ..self }
     }
 
     pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
@@ -103,6 +114,9 @@ impl super::Pools for PgStore {
     }
     fn reader(&self) -> &PgPool {
         &self.reader
+    }
+    fn clock(&self) -> &dyn Clock {
+        &*self.clock
     }
 }
 
@@ -203,7 +217,7 @@ store_impl!(PgStore, MIGRATOR, {
             .bind(OUTBOX_CLAIM_LOCK)
             .execute(&mut *tx)
             .await?;
-        let now = now_ms();
+        let now = self.now_ms();
         let sql = format!(
             "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
              WHERE id IN (SELECT o.id FROM outbox o WHERE {} AND {} \

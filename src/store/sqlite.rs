@@ -9,18 +9,20 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool};
 
+use super::clock::{Clock, SystemClock};
 use super::common::{self, store_impl};
 use super::search;
 use super::tx::{
     check_lease, check_session_write, insert_inbox, insert_message, insert_outbox, set_flags,
 };
 use super::types::*;
-use super::{now_ms, Store, StoreError, StoreResult};
+use super::{Pools, Store, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, Role};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -31,6 +33,8 @@ pub struct SqliteStore {
     /// Query-only connections for reads; the same pool as `pool` for an in-memory database,
     /// where every connection would otherwise open a database of its own.
     pub(super) reader: SqlitePool,
+    /// Where "now" comes from ([`super::clock`]).
+    pub(super) clock: Arc<dyn Clock>,
 }
 
 impl SqliteStore {
@@ -43,10 +47,10 @@ impl SqliteStore {
             if let Some(dir) = std::path::Path::new(path).parent() {
                 if !dir.as_os_str().is_empty() && path != ":memory:" {
                     std::fs::create_dir_all(dir).map_err(|e| {
-                        StoreError::Other(format!(
-                            "cannot create data folder {}: {e}",
-                            dir.display()
-                        ))
+                        StoreError::other_from(
+                            format!("cannot create data folder {}: {e}", dir.display()),
+                            e,
+                        )
                     })?;
                 }
             }
@@ -68,6 +72,7 @@ impl SqliteStore {
             return Ok(SqliteStore {
                 reader: pool.clone(),
                 pool,
+                clock: Arc::new(SystemClock),
             });
         }
         let reader = SqlitePoolOptions::new()
@@ -75,7 +80,11 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(15))
             .connect_with(opts.pragma("query_only", "ON"))
             .await?;
-        Ok(SqliteStore { pool, reader })
+        Ok(SqliteStore {
+            pool,
+            reader,
+            clock: Arc::new(SystemClock),
+        })
     }
 
     /// Opens an existing database read-only (`SQLITE_OPEN_READONLY`): no file, table or
@@ -92,7 +101,13 @@ impl SqliteStore {
         Ok(SqliteStore {
             reader: pool.clone(),
             pool,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same store reading "now" from `clock` (a test's manual clock).
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> SqliteStore {
+        SqliteStore { clock, ..self }
     }
 
     pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
@@ -107,6 +122,9 @@ impl super::Pools for SqliteStore {
     }
     fn reader(&self) -> &SqlitePool {
         &self.reader
+    }
+    fn clock(&self) -> &dyn Clock {
+        &*self.clock
     }
 }
 
@@ -193,7 +211,7 @@ store_impl!(SqliteStore, MIGRATOR, {
         if platforms.is_empty() {
             return Ok(Vec::new());
         }
-        let now = now_ms();
+        let now = self.now_ms();
         let sql = format!(
             "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
              WHERE id IN (SELECT o.id FROM outbox o WHERE {} AND {} \

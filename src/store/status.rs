@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::StoreError;
 
 fn unknown(column: &str, value: &str) -> StoreError {
-    StoreError::Other(format!("unknown {column} status {value:?} in the store"))
+    StoreError::other(format!("unknown {column} status {value:?} in the store"))
 }
 
 /// Where an inbound event is: waiting for a turn, or closed one way or another.

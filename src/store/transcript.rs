@@ -163,7 +163,7 @@ macro_rules! transcript_store_impl {
             sqlx::query(
                 "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
             )
-            .bind(now_ms())
+            .bind(self.now_ms())
             .bind(&*super::text::clean(reason))
             .bind(session_id)
             .execute(&mut *tx)
@@ -195,7 +195,7 @@ macro_rules! transcript_store_impl {
             check_session_write(&mut tx, lease, session_id).await?;
             let mut ids = Vec::with_capacity(messages.len());
             for m in messages {
-                ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+                ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?);
             }
             tx.commit().await?;
             Ok(ids)
@@ -213,7 +213,7 @@ macro_rules! transcript_store_impl {
             set_flags(&mut tx, session_id, flip_ids, 1).await?;
             let mut ids = Vec::with_capacity(insert.len());
             for m in insert {
-                ids.push(insert_message(&mut tx, &lease.name, session_id, None, m).await?);
+                ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?);
             }
             tx.commit().await?;
             Ok(ids)

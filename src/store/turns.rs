@@ -73,7 +73,7 @@ macro_rules! turn_store_impl {
                 "UPDATE turns SET status = 'abandoned', ended_at = $1 \
                  WHERE lane = $2 AND holder = $3 AND token = $4 AND ended_at IS NULL",
             )
-            .bind(now_ms())
+            .bind(self.now_ms())
             .bind(&lease.name)
             .bind(&lease.holder)
             .bind(lease.token)
@@ -88,7 +88,7 @@ macro_rules! turn_store_impl {
             .bind(inbox.map(|a| a.id))
             .bind(&lease.holder)
             .bind(lease.token)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .fetch_one(&mut *tx)
             .await?;
             tx.commit().await?;
@@ -105,15 +105,15 @@ macro_rules! turn_store_impl {
             check_session_write(&mut tx, lease, &c.session_id).await?;
             let mut ids = Vec::with_capacity(c.messages.len());
             for m in &c.messages {
-                ids.push(insert_message(&mut tx, &lease.name, &c.session_id, Some(c.turn_id), m).await?);
+                ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, &c.session_id, Some(c.turn_id), m).await?);
             }
             if let Some(row) = context(&ids) {
                 context_write(&mut tx, &c.session_id, &row).await?;
             }
             for o in &c.outbox {
-                insert_outbox(&mut tx, o).await?;
+                insert_outbox(&mut tx, self.now_ms(), o).await?;
             }
-            let now = now_ms();
+            let now = self.now_ms();
             if let Some(inbox_id) = c.inbox_id {
                 let reply_id = c
                     .messages
@@ -160,7 +160,7 @@ macro_rules! turn_store_impl {
                 .await?;
             }
             for ev in &c.enqueue {
-                insert_inbox(&mut tx, ev).await?;
+                insert_inbox(&mut tx, self.now_ms(), ev).await?;
             }
             tx.commit().await?;
             Ok(TurnCommitted { message_ids: ids })

@@ -12,7 +12,7 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Transaction, Type
 use super::common;
 use super::text::{clean, clean_json, clean_opt};
 use super::types::{Lease, NewMessage, NewOutbox};
-use super::{now_ms, RowsAffected, StoreError, StoreResult};
+use super::{RowsAffected, StoreError, StoreResult};
 use crate::domain::MessageEvent;
 
 pub(super) async fn check_lease<DB>(
@@ -92,6 +92,7 @@ where
 
 pub(super) async fn insert_message<DB>(
     tx: &mut Transaction<'static, DB>,
+    now: i64,
     lane: &str,
     session_id: &str,
     turn_id: Option<i64>,
@@ -125,7 +126,7 @@ where
     .bind(clean_opt(m.tool_call_id.as_deref()))
     .bind(clean_opt(m.tool_name.as_deref()))
     .bind(&m.platform_message_id)
-    .bind(now_ms())
+    .bind(now)
     .fetch_one(&mut **tx)
     .await?;
     Ok(id)
@@ -176,6 +177,7 @@ where
 /// as it is.
 pub(super) async fn insert_inbox<DB>(
     tx: &mut Transaction<'static, DB>,
+    now: i64,
     ev: &MessageEvent,
 ) -> StoreResult<()>
 where
@@ -199,7 +201,7 @@ where
     .bind(&ev.platform_message_id)
     .bind(ev.lane().as_str())
     .bind(clean_json(serde_json::to_string(ev)?))
-    .bind(now_ms())
+    .bind(now)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -209,6 +211,7 @@ where
 /// second copy of a chunk).
 pub(super) async fn insert_outbox<DB>(
     tx: &mut Transaction<'static, DB>,
+    now: i64,
     o: &NewOutbox,
 ) -> StoreResult<()>
 where
@@ -225,11 +228,13 @@ where
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
     sqlx::query(
-        "INSERT INTO outbox (idem_key, lane, platform, chat_id, thread_id, reply_to, inbox_id, \
-         chunk_index, text, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+        "INSERT INTO outbox (idem_key, reply_key, lane, platform, chat_id, thread_id, reply_to, \
+         inbox_id, chunk_index, text, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          ON CONFLICT (idem_key) DO NOTHING",
     )
-    .bind(&o.idem_key)
+    .bind(o.key.idem_key())
+    .bind(o.key.reply().map(|r| r.as_str().to_string()))
     .bind(o.lane.as_str())
     .bind(o.platform.as_str())
     .bind(&o.chat_id)
@@ -238,7 +243,7 @@ where
     .bind(o.inbox_id)
     .bind(o.chunk_index)
     .bind(&*clean(&o.text))
-    .bind(now_ms())
+    .bind(now)
     .execute(&mut **tx)
     .await?;
     Ok(())

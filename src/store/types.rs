@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::outbox_key::{OutboxKey, ReplyKey};
 pub use super::status::{InboxStatus, OutboxStatus, TurnStatus};
 use crate::domain::{LaneKey, MessageEvent, Platform, Role, ToolCall};
 
@@ -157,7 +158,7 @@ impl StoredMessage {
 /// One reply chunk to deliver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewOutbox {
-    pub idem_key: String,
+    pub key: OutboxKey,
     pub lane: LaneKey,
     pub platform: Platform,
     pub chat_id: String,
@@ -172,6 +173,9 @@ pub struct NewOutbox {
 pub struct OutboxRow {
     pub id: i64,
     pub idem_key: String,
+    /// The reply this row is a chunk of (see [`OutboxKey`]); none for a row on its own.
+    #[serde(skip)]
+    pub reply_key: Option<String>,
     #[sqlx(try_from = "String")]
     pub lane: LaneKey,
     #[sqlx(try_from = "String")]
@@ -189,6 +193,13 @@ pub struct OutboxRow {
     pub last_error: Option<String>,
     pub created_at: i64,
     pub sent_at: Option<i64>,
+}
+
+impl OutboxRow {
+    /// The reply this row is a chunk of, as it was stored with the row.
+    pub fn reply(&self) -> Option<ReplyKey> {
+        self.reply_key.clone().map(ReplyKey::stored)
+    }
 }
 
 /// The context state a turn's commit writes, computed from the ids of the rows it inserted.

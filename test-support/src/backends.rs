@@ -9,6 +9,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+pub use herald::store::clock::ManualClock;
+use herald::store::clock::{Clock, SystemClock};
 use herald::store::Store;
 use sqlx::{Connection, Executor};
 
@@ -22,9 +24,18 @@ where
     F: FnOnce(Arc<dyn Store>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    on_sqlite_with(migrate, Arc::new(SystemClock), body).await
+}
+
+/// [`on_sqlite`] with the clock the store reads "now" from.
+pub async fn on_sqlite_with<F, Fut>(migrate: bool, clock: Arc<dyn Clock>, body: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("herald.db").display());
-    let store = herald::store::connect(&url, POOL)
+    let store = herald::store::connect_with_clock(&url, POOL, clock)
         .await
         .expect("open sqlite");
     let outcome = run_catching(store, migrate, body).await;
@@ -41,8 +52,17 @@ where
     F: FnOnce(Arc<dyn Store>) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    on_postgres_with(migrate, Arc::new(SystemClock), body).await
+}
+
+/// [`on_postgres`] with the clock the store reads "now" from.
+pub async fn on_postgres_with<F, Fut>(migrate: bool, clock: Arc<dyn Clock>, body: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     in_fresh_pg_schema("herald_test", |url| async move {
-        let store = herald::store::connect(&url, POOL)
+        let store = herald::store::connect_with_clock(&url, POOL, clock)
             .await
             .expect("open postgres");
         run_catching(store, migrate, body).await
@@ -105,10 +125,26 @@ where
 }
 
 /// One contract, two tests: `contract!(sqlite_name, postgres_name, path::to::body)`.
-/// `contract!(unmigrated ...)` hands the body a store on which `migrate` never ran. Four
+/// `contract!(unmigrated ...)` hands the body a store on which `migrate` never ran;
+/// `contract!(clocked ...)` hands it the store and the [`ManualClock`] the store reads "now"
+/// from, so a body moves time on instead of waiting for a lease or claim to expire. Four
 /// worker threads, so the race contracts really run their contenders side by side.
 #[macro_export]
 macro_rules! contract {
+    (clocked $sqlite:ident, $postgres:ident, $body:path) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            let clock = std::sync::Arc::new($crate::backends::ManualClock::new());
+            let c = clock.clone();
+            $crate::backends::on_sqlite_with(true, clock, move |s| $body(s, c)).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            let clock = std::sync::Arc::new($crate::backends::ManualClock::new());
+            let c = clock.clone();
+            $crate::backends::on_postgres_with(true, clock, move |s| $body(s, c)).await;
+        }
+    };
     (unmigrated $sqlite:ident, $postgres:ident, $body:path) => {
         $crate::contract!(@emit false, $sqlite, $postgres, $body);
     };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::{MessageEvent, Platform};
-use herald::store::{InboxInsert, Lease, NewOutbox, Session, Store, StoreError};
+use herald::store::{InboxInsert, Lease, NewOutbox, OutboxKey, Session, Store, StoreError};
 
 use herald_test_support::contract;
 mod approvals;
@@ -33,16 +33,19 @@ contract!(
     inbox_leases::inbox_pending_and_skip
 );
 contract!(
+    clocked
     sqlite_lease_lifecycle,
     postgres_lease_lifecycle,
     inbox_leases::lease_lifecycle
 );
 contract!(
+    clocked
     sqlite_lease_fencing,
     postgres_lease_fencing,
     inbox_leases::lease_fencing
 );
 contract!(
+    clocked
     sqlite_leases_live_by_prefix,
     postgres_leases_live_by_prefix,
     inbox_leases::leases_live_by_prefix
@@ -51,6 +54,11 @@ contract!(
     sqlite_lease_acquire_race,
     postgres_lease_acquire_race,
     inbox_leases::lease_acquire_race
+);
+contract!(
+    sqlite_fail_reply_stops_its_own_chunks,
+    postgres_fail_reply_stops_its_own_chunks,
+    outbox::fail_reply_stops_its_own_chunks
 );
 contract!(sqlite_sessions, postgres_sessions, transcript::sessions);
 contract!(
@@ -95,16 +103,19 @@ contract!(
     transcript::messages_around
 );
 contract!(
+    clocked
     sqlite_outbox_claim_and_expiry,
     postgres_outbox_claim_and_expiry,
     outbox::claim_and_expiry
 );
 contract!(
+    clocked
     sqlite_outbox_lane_order,
     postgres_outbox_lane_order,
     outbox::lane_order
 );
 contract!(
+    clocked
     sqlite_outbox_sent_and_failed,
     postgres_outbox_sent_and_failed,
     outbox::sent_and_failed
@@ -115,6 +126,7 @@ contract!(
     outbox::claim_race
 );
 contract!(
+    clocked
     sqlite_dead_replica_claims_return,
     postgres_dead_replica_claims_return,
     outbox::dead_replica_claims_return
@@ -135,6 +147,7 @@ contract!(
     pairing::pairing_cap_and_expiry
 );
 contract!(
+    clocked
     sqlite_kv_and_lanes_overview,
     postgres_kv_and_lanes_overview,
     outbox::kv_and_lanes_overview
@@ -203,7 +216,7 @@ pub async fn open_lane(store: &Arc<dyn Store>, lane: &str, session_id: &str) -> 
 pub fn reply(lane: &str, key: &str, chunk: i64, inbox_id: Option<i64>) -> NewOutbox {
     let (platform, chat_id) = lane.split_once(':').unwrap_or(("web", lane));
     NewOutbox {
-        idem_key: key.to_string(),
+        key: OutboxKey::Single(key.to_string()),
         lane: herald::domain::LaneKey::parse(lane),
         platform: Platform::parse(platform).expect("a known platform"),
         chat_id: chat_id.to_string(),
@@ -228,4 +241,139 @@ pub fn assert_lease_lost<T: std::fmt::Debug>(what: &str, r: Result<T, StoreError
         Err(StoreError::LeaseLost { .. }) => {}
         other => panic!("{what} by a stale holder: expected LeaseLost, got {other:?}"),
     }
+}
+
+/// A database that cannot be reached says so in words and keeps the driver's error beneath
+/// them, so a log's error chain shows why.
+#[tokio::test]
+async fn unreachable_store_keeps_its_cause() {
+    // Port 1 on loopback: refused at once, nothing listens there.
+    let err = match herald::store::connect("postgres://herald@127.0.0.1:1/herald", 1).await {
+        Err(e) => e,
+        Ok(_) => panic!("a store on port 1 answered"),
+    };
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("store unavailable: cannot connect to Postgres at 127.0.0.1:1"),
+        "{err}"
+    );
+    let cause = std::error::Error::source(&err).expect("the store's words");
+    let driver = cause.source().expect("the driver's error under them");
+    assert!(!driver.to_string().is_empty());
+}
+
+/// Rows queued by a release before `0010_outbox_key` (version 9 of the schema).
+const QUEUED_BEFORE_0010: &str = "INSERT INTO outbox \
+     (idem_key, lane, platform, chat_id, chunk_index, text, status, created_at) VALUES \
+     ('web:bf:5:turn:0', 'web:bf', 'web', 'bf', 0, 'a', 'pending', 1), \
+     ('web:bf:5:turn:1', 'web:bf', 'web', 'bf', 1, 'b', 'pending', 1), \
+     ('web:bf:4:turn:0', 'web:bf', 'web', 'bf', 0, 'c', 'sent', 1), \
+     ('nocolon', 'web:bf', 'web', 'bf', 0, 'd', 'pending', 1)";
+
+/// An upgraded install: rows queued before the reply became a column get it from their key,
+/// and failing one of them stops the rest of its reply as for a row written today.
+async fn backfilled_rows_keep_their_reply(
+    store: Arc<dyn Store>,
+    insert_raw: impl std::future::Future<Output = ()>,
+) {
+    store.migrate_to(9).await.expect("migrate to 9");
+    insert_raw.await;
+    store.migrate().await.expect("migrate the rest");
+    let rows = store.outbox_recent(10).await.unwrap();
+    let reply_of = |key: &str| {
+        let row = rows.iter().find(|r| r.idem_key == key).expect(key);
+        row.reply().map(|r| r.as_str().to_string())
+    };
+    assert_eq!(
+        reply_of("web:bf:5:turn:0").as_deref(),
+        Some("web:bf:5:turn")
+    );
+    assert_eq!(
+        reply_of("web:bf:5:turn:1").as_deref(),
+        Some("web:bf:5:turn")
+    );
+    assert_eq!(
+        reply_of("web:bf:4:turn:0"),
+        None,
+        "a sent row is left as it was"
+    );
+    assert_eq!(reply_of("nocolon"), None);
+
+    let web = vec!["web".to_string()];
+    let claimed = store
+        .outbox_claim("a", &web, 1, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(claimed[0].idem_key, "web:bf:5:turn:0");
+    let reply = claimed[0].reply().unwrap();
+    store
+        .outbox_mark_retry(claimed[0].id, "403", 0, true)
+        .await
+        .unwrap();
+    let stopped = store
+        .outbox_fail_reply(&claimed[0], &reply, None)
+        .await
+        .unwrap();
+    assert_eq!(stopped, 1, "the second chunk of the backfilled reply");
+}
+
+#[tokio::test]
+async fn sqlite_backfilled_rows_keep_their_reply() {
+    use sqlx::{Connection, Executor};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("herald.db").display());
+    let store = herald::store::connect(&url, 2).await.expect("open sqlite");
+    let raw = async {
+        let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        c.execute(QUEUED_BEFORE_0010).await.unwrap();
+    };
+    backfilled_rows_keep_their_reply(store, raw).await;
+}
+
+#[tokio::test]
+async fn postgres_backfilled_rows_keep_their_reply() {
+    herald_test_support::backends::in_fresh_pg_schema("herald_test", |url| async move {
+        use sqlx::{Connection, Executor};
+        let store = herald::store::connect(&url, 2)
+            .await
+            .expect("open postgres");
+        let raw = async {
+            let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+            c.execute(QUEUED_BEFORE_0010).await.unwrap();
+        };
+        use futures::FutureExt;
+        std::panic::AssertUnwindSafe(backfilled_rows_keep_their_reply(store, raw))
+            .catch_unwind()
+            .await
+    })
+    .await;
+}
+
+/// The keys the lanes build are the text earlier releases wrote: rows already queued by them
+/// keep their place as the idempotency key of the same reply.
+#[test]
+fn outbox_keys_keep_the_text_earlier_releases_wrote() {
+    use herald::domain::LaneKey;
+    use herald::store::ReplyKey;
+    let lane = LaneKey::parse("telegram:42");
+    let turn = ReplyKey::answer(&lane, 7, "turn");
+    assert_eq!(
+        OutboxKey::chunk(turn.clone(), 2).idem_key(),
+        "telegram:42:7:turn:2"
+    );
+    assert_eq!(
+        OutboxKey::chunk(turn.notice(), 0).idem_key(),
+        "telegram:42:7:turn:notice:0"
+    );
+    assert!(turn.notice().is_notice() && !turn.is_notice());
+    let web = LaneKey::parse("web:a");
+    assert_eq!(
+        OutboxKey::chunk(ReplyKey::brief(&web, &lane, 7), 0).idem_key(),
+        "web:a:telegram:42:7:brief:0"
+    );
+    assert_eq!(
+        OutboxKey::chunk(ReplyKey::sent(&lane, 7, 3), 1).idem_key(),
+        "send:telegram:42:7:3:1"
+    );
 }

@@ -292,6 +292,7 @@ mod tests {
         OutboxRow {
             id: 1,
             idem_key: "k".into(),
+            reply_key: None,
             lane: LaneKey::parse("discord:600"),
             platform: Platform::Discord,
             chat_id: "600".into(),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::{LaneKey, Role};
+use herald::store::clock::ManualClock;
 use herald::store::{
     InboxAttempt, InboxInsert, InboxStatus, NewMessage, Store, StoreError, TurnCommit,
 };
@@ -118,7 +119,7 @@ pub async fn inbox_pending_and_skip(store: Arc<dyn Store>) {
     assert!(store.inbox_get(999_999).await.unwrap().is_none());
 }
 
-pub async fn lease_lifecycle(store: Arc<dyn Store>) {
+pub async fn lease_lifecycle(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let short = Duration::from_millis(150);
     let a = lease(&store, "web:l", "a", short).await;
     assert_eq!(a.token, 1);
@@ -130,7 +131,7 @@ pub async fn lease_lifecycle(store: Arc<dyn Store>) {
     let info = store.lease_get("web:l").await.unwrap().unwrap();
     assert_eq!((info.holder.as_str(), info.token), ("a", 1));
 
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     let b = lease(&store, "web:l", "b", Duration::from_secs(60)).await;
     assert!(
         b.token > a.token,
@@ -165,7 +166,7 @@ pub async fn lease_lifecycle(store: Arc<dyn Store>) {
 
 /// Live leases by name prefix: expired and released ones are left out, and the prefix is matched
 /// literally (`_` and `%` are not wildcards).
-pub async fn leases_live_by_prefix(store: Arc<dyn Store>) {
+pub async fn leases_live_by_prefix(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let long = Duration::from_secs(60);
     lease(&store, "replica:a", "a", long).await;
     let b = lease(&store, "replica:b", "b", long).await;
@@ -174,7 +175,7 @@ pub async fn leases_live_by_prefix(store: Arc<dyn Store>) {
     lease(&store, "role:discord-shard-0", "a/discord", long).await;
     lease(&store, "role:discord_shard-1", "x", long).await;
     store.lease_release(&b).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    clock.advance(Duration::from_millis(250));
 
     let names = |v: Vec<herald::store::LeaseInfo>| {
         v.into_iter()
@@ -193,7 +194,7 @@ pub async fn leases_live_by_prefix(store: Arc<dyn Store>) {
 }
 
 /// After a takeover every transcript write by the old holder is refused and lands nothing.
-pub async fn lease_fencing(store: Arc<dyn Store>) {
+pub async fn lease_fencing(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let lane = "web:f";
     let short = Duration::from_millis(150);
     let old = lease(&store, lane, "old", short).await;
@@ -211,7 +212,7 @@ pub async fn lease_fencing(store: Arc<dyn Store>) {
         .await
         .unwrap();
 
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     let new = lease(&store, lane, "new", Duration::from_secs(60)).await;
 
     let m = [NewMessage::new(Role::Assistant, "late answer")];

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald::store::{now_ms, OutboxRow, Store};
+use herald::domain::LaneKey;
+use herald::store::clock::{Clock, ManualClock};
+use herald::store::{now_ms, NewOutbox, OutboxKey, OutboxRow, ReplyKey, Store};
 
 use super::{event, insert, open_lane, reply};
 
@@ -29,7 +31,7 @@ async fn row(store: &Arc<dyn Store>, key: &str) -> OutboxRow {
         .unwrap_or_else(|| panic!("outbox row {key} missing"))
 }
 
-pub async fn claim_and_expiry(store: Arc<dyn Store>) {
+pub async fn claim_and_expiry(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     store
         .outbox_enqueue(&[
             reply("web:o1", "o1", 0, None),
@@ -75,7 +77,7 @@ pub async fn claim_and_expiry(store: Arc<dyn Store>) {
     );
 
     // A sender that died holding a claim: its rows come back once the claim expires.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     assert_eq!(
         keys(&store.outbox_claim("s4", &web(), 10, LONG).await.unwrap()),
         ["o1", "o2"]
@@ -90,7 +92,7 @@ pub async fn claim_and_expiry(store: Arc<dyn Store>) {
 }
 
 /// A lane's later chunk waits for its earlier one; other lanes are not held up.
-pub async fn lane_order(store: Arc<dyn Store>) {
+pub async fn lane_order(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     store
         .outbox_enqueue(&[
             reply("web:l", "l0", 0, None),
@@ -108,7 +110,12 @@ pub async fn lane_order(store: Arc<dyn Store>) {
     );
 
     store
-        .outbox_mark_retry(a[0].id, "429 too many requests", now_ms() + 400, false)
+        .outbox_mark_retry(
+            a[0].id,
+            "429 too many requests",
+            clock.now_ms() + 400,
+            false,
+        )
         .await
         .unwrap();
     let l0 = row(&store, "l0").await;
@@ -126,13 +133,13 @@ pub async fn lane_order(store: Arc<dyn Store>) {
     );
 
     // Once l0 is due again, both go out in order.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    clock.advance(Duration::from_millis(500));
     let due = store.outbox_claim("d", &web(), 10, LONG).await.unwrap();
     assert_eq!(keys(&due), ["l0", "l1"]);
     assert_eq!(due[0].attempts, 1);
 }
 
-pub async fn sent_and_failed(store: Arc<dyn Store>) {
+pub async fn sent_and_failed(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let inbox_id = insert(&store, &event("sf", "hi")).await;
     store
         .outbox_enqueue(&[
@@ -154,9 +161,9 @@ pub async fn sent_and_failed(store: Arc<dyn Store>) {
 
     // A sent row is never claimed again, not even after its claim would have expired, and a
     // late retry from a sender whose claim had lapsed does not bring it back.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_millis(300));
     store
-        .outbox_mark_retry(sent.id, "timeout (late)", now_ms(), false)
+        .outbox_mark_retry(sent.id, "timeout (late)", clock.now_ms(), false)
         .await
         .unwrap();
     assert_eq!(row(&store, "sf0").await.status, "sent");
@@ -165,7 +172,7 @@ pub async fn sent_and_failed(store: Arc<dyn Store>) {
 
     // Giving up fails the row for good and lets the rest of the lane go.
     store
-        .outbox_mark_retry(c[0].id, "403 bot was blocked", now_ms(), true)
+        .outbox_mark_retry(c[0].id, "403 bot was blocked", clock.now_ms(), true)
         .await
         .unwrap();
     let failed = row(&store, "sf1").await;
@@ -189,6 +196,55 @@ pub async fn sent_and_failed(store: Arc<dyn Store>) {
     let for_inbox = store.outbox_for_inbox(inbox_id).await.unwrap();
     assert_eq!(keys(&for_inbox), ["sf0", "sf1", "sf2"]);
     assert_eq!(keys(&store.outbox_recent(2).await.unwrap()), ["sf2", "sf1"]);
+}
+
+/// The chunks of one answer, keyed the way the lanes key them.
+fn answer(lane: &str, inbox_id: i64, chunks: usize) -> Vec<NewOutbox> {
+    let reply = ReplyKey::answer(&LaneKey::parse(lane), inbox_id, "turn");
+    (0..chunks)
+        .map(|i| NewOutbox {
+            key: OutboxKey::chunk(reply.clone(), i),
+            ..reply_row(lane, i as i64)
+        })
+        .collect()
+}
+
+fn reply_row(lane: &str, chunk: i64) -> NewOutbox {
+    reply(lane, "unused", chunk, None)
+}
+
+/// A chunk that failed for good stops the later chunks of its own reply, and only those, and
+/// queues the notice in their place.
+pub async fn fail_reply_stops_its_own_chunks(store: Arc<dyn Store>) {
+    let lane = "web:fr";
+    let mut rows = answer(lane, 1, 3);
+    rows.extend(answer(lane, 2, 1));
+    store.outbox_enqueue(&rows).await.unwrap();
+    let claimed = store.outbox_claim("a", &web(), 1, LONG).await.unwrap();
+    assert_eq!(keys(&claimed), ["web:fr:1:turn:0"]);
+    let first = &claimed[0];
+    let reply = first.reply().expect("a chunk of a reply");
+    assert_eq!(reply.as_str(), "web:fr:1:turn");
+    store
+        .outbox_mark_retry(first.id, "403", now_ms(), true)
+        .await
+        .unwrap();
+    let notice = NewOutbox {
+        key: OutboxKey::chunk(reply.notice(), 0),
+        ..reply_row(lane, 0)
+    };
+    let stopped = store
+        .outbox_fail_reply(first, &reply, Some(&notice))
+        .await
+        .unwrap();
+    assert_eq!(stopped, 2);
+    for key in ["web:fr:1:turn:1", "web:fr:1:turn:2"] {
+        assert_eq!(row(&store, key).await.status, "failed", "{key}");
+    }
+    assert_eq!(row(&store, "web:fr:2:turn:0").await.status, "pending");
+    let queued = row(&store, "web:fr:1:turn:notice:0").await;
+    assert_eq!(queued.status, "pending");
+    assert!(queued.reply().is_some_and(|r| r.is_notice()));
 }
 
 /// Two senders (two replicas) claim at the same moment: no row goes to both, and a lane's
@@ -223,7 +279,7 @@ pub async fn claim_race(store: Arc<dyn Store>) {
     }
 }
 
-pub async fn kv_and_lanes_overview(store: Arc<dyn Store>) {
+pub async fn kv_and_lanes_overview(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     assert_eq!(store.kv_get("telegram.offset").await.unwrap(), None);
     store.kv_set("telegram.offset", "41").await.unwrap();
     store.kv_set("other", "x").await.unwrap();
@@ -252,7 +308,7 @@ pub async fn kv_and_lanes_overview(store: Arc<dyn Store>) {
     store.inbox_skip(x1, "skipped", &[]).await.unwrap();
     let lease = open_lane(&store, "web:x", "s-x").await;
     // Lanes are listed by last activity: y arrives last.
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    clock.advance(Duration::from_millis(5));
     insert(&store, &event("y", "y1")).await;
 
     let lanes = store.lanes_overview(10).await.unwrap();
@@ -274,13 +330,13 @@ pub async fn kv_and_lanes_overview(store: Arc<dyn Store>) {
             ("web:x", 2, Some(lease.holder.as_str()), Some("s-x"))
         ]
     );
-    assert!(lanes[1].lease_expires_at.unwrap() > now_ms());
+    assert!(lanes[1].lease_expires_at.unwrap() > clock.now_ms());
     assert_eq!(store.lanes_overview(1).await.unwrap().len(), 1);
 }
 
 /// A crashed replica's claims come back as soon as its replica lease expires, long before the
 /// claim's own TTL; a live replica's claims stay put.
-pub async fn dead_replica_claims_return(store: Arc<dyn Store>) {
+pub async fn dead_replica_claims_return(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     store
         .outbox_enqueue(&[
             reply("web:d1", "d1-0", 0, None),
@@ -314,7 +370,7 @@ pub async fn dead_replica_claims_return(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .is_empty());
-    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    clock.advance(std::time::Duration::from_millis(350));
     let _ = dead;
     // Its lease expired: its claims return, in order; the live replica's claim does not.
     assert_eq!(
