@@ -15,12 +15,9 @@ use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::adapters::discord::DiscordAdapter;
-use crate::adapters::telegram::TelegramAdapter;
-use crate::adapters::web::WebOutbound;
 use crate::adapters::Edge;
 use crate::agent::mcp::McpManager;
-use crate::agent::tools::{approval_policy, builtin_tools, ToolCatalog};
+use crate::agent::tools::{approval_policy, ToolCatalog};
 use crate::config::{Config, ProviderKind};
 use crate::cron::Scheduler;
 use crate::delivery::sender::Sender;
@@ -31,6 +28,7 @@ use crate::http::{self, HttpState};
 use crate::lanes::{Approvals, Deps, Ingest, LaneRouter};
 use crate::llm::writer_chain;
 use crate::store::{self, Store};
+use crate::toolset::{builtins, ToolDeps};
 
 /// A running Herald.
 pub struct App {
@@ -89,29 +87,13 @@ impl App {
             tracing::warn!("approvals.bypass is on: tools that ask for approval run without asking (the hardline still asks)");
         }
         let mut tools = ToolCatalog::new(policy);
-        for tool in builtin_tools(&config, store.clone()) {
-            tools.builtin(tool);
-        }
         for problem in config.agent.hint_problems() {
             tracing::warn!("{problem}");
         }
+        let adapters = crate::adapters::configured(&config)?;
         let mut outbounds = Outbounds::default();
-        if config.web.enabled {
-            outbounds.register(Arc::new(WebOutbound));
-        }
-        let telegram = match &config.telegram.token {
-            Some(_) => Some(TelegramAdapter::new(&config.telegram).context("telegram adapter")?),
-            None => None,
-        };
-        let discord = match &config.discord.token {
-            Some(_) => Some(DiscordAdapter::new(&config.discord).context("discord adapter")?),
-            None => None,
-        };
-        for o in telegram.iter().filter_map(|a| a.outbound()) {
-            outbounds.register(o);
-        }
-        for o in discord.iter().filter_map(|a| a.outbound()) {
-            outbounds.register(o);
+        for adapter in &adapters {
+            outbounds.register(adapter.outbound());
         }
         outbounds.edit_pace = Arc::new(crate::delivery::pace::EditPace::new(
             [
@@ -153,28 +135,16 @@ impl App {
         .only_requester(config.approvals.only_requester);
         let outbox_wake = Arc::new(Notify::new());
         let cron_poke = Arc::new(Notify::new());
-        // The built-in tools that act beyond the conversation, each switchable in `[tools]`.
-        let approval = |name: &str| config.tools.require_approval.iter().any(|t| t == name);
-        if config.tools.cron {
-            tools.builtin(Arc::new(crate::cron::CronTool {
-                store: store.clone(),
-                platforms: config.delivery_platforms(),
-                approval: approval("cron"),
-                approval_create: approval("cron.create"),
-                min_interval: Duration::from_secs(config.cron.chat_min_interval_secs),
-                poke: cron_poke.clone(),
-            }));
-        }
-        if config.tools.send_message && !config.tools.send_message_routes.is_empty() {
-            tools.builtin(Arc::new(crate::lanes::SendMessage {
-                store: store.clone(),
-                auth: auth.clone(),
-                ingest: ingest.clone(),
-                outbounds: outbounds.clone(),
-                outbox_wake: outbox_wake.clone(),
-                routes: config.tools.send_message_routes.clone(),
-                approval: approval("send_message"),
-            }));
+        let tool_deps = ToolDeps {
+            store: store.clone(),
+            auth: auth.clone(),
+            ingest: ingest.clone(),
+            outbounds: outbounds.clone(),
+            outbox_wake: outbox_wake.clone(),
+            cron_poke: cron_poke.clone(),
+        };
+        for tool in builtins(&config, &tool_deps) {
+            tools.builtin(tool);
         }
         let recall =
             crate::hooks::MemoryRecall::from_config(&config, tracker.clone(), cancel.child_token());
@@ -245,9 +215,7 @@ impl App {
         let (listener, addr) = http::bind(&config.server.listen)
             .await
             .with_context(|| format!("binding server.listen {}", config.server.listen))?;
-        let mut extra_routes = Vec::new();
-        extra_routes.extend(telegram.as_ref().and_then(|a| a.routes()));
-        extra_routes.extend(discord.as_ref().and_then(|a| a.routes()));
+        let extra_routes = adapters.iter().filter_map(|a| a.routes()).collect();
         let state = HttpState {
             config: config.clone(),
             store: store.clone(),
@@ -275,11 +243,8 @@ impl App {
             replica_id: replica_id.clone(),
             config: config.clone(),
         };
-        if let Some(a) = telegram {
-            a.spawn(edge.clone(), &tracker, cancel.child_token());
-        }
-        if let Some(a) = discord {
-            a.spawn(edge, &tracker, cancel.child_token());
+        for adapter in adapters {
+            adapter.spawn(edge.clone(), &tracker, cancel.child_token());
         }
         tracing::info!(
             %addr,
