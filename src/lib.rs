@@ -20,6 +20,7 @@ pub mod llm;
 pub mod store;
 pub mod tasks;
 pub mod telemetry;
+pub mod toolset;
 
 /// The seeded generator of the unit tests (`herald-test-rng`, a dev-dependency without herald
 /// in it), the same one `tests/` and `examples/` get through `herald_test_support::rng`.

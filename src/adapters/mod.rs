@@ -1,5 +1,8 @@
 //! Platform adapters: the only place platform crates (teloxide, serenity) appear. Each turns
 //! platform updates into `MessageEvent`s and registers an `Outbound` for its replies.
+//!
+//! `app` sees a platform only as an [`Adapter`]: [`configured`] builds the ones the config
+//! turns on, and `App::start` registers, routes and starts them in one loop.
 
 pub mod discord;
 pub mod split;
@@ -8,9 +11,54 @@ pub mod web;
 
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
 use crate::config::Config;
+use crate::delivery::Outbound;
+use crate::domain::Platform;
 use crate::lanes::{Approvals, Ingest};
 use crate::store::Store;
+
+/// What `App::start` needs of a chat platform. Building one touches no network; the platform's
+/// own types stay behind it.
+pub trait Adapter: Send {
+    /// The adapter this configuration asks for, or `None` when the platform is not configured
+    /// (no token; the web chat switched off).
+    fn from_config(config: &Config) -> anyhow::Result<Option<Self>>
+    where
+        Self: Sized;
+
+    fn platform(&self) -> Platform;
+
+    /// The sending side, registered before the lane router is built.
+    fn outbound(&self) -> Arc<dyn Outbound>;
+
+    /// Extra HTTP routes merged into the daemon's server (Telegram's webhook).
+    fn routes(&self) -> Option<axum::Router> {
+        None
+    }
+
+    /// Starts receiving as tasks on `tracker` that stop with `cancel`.
+    fn spawn(self: Box<Self>, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken);
+}
+
+/// The adapters this configuration turns on, in a fixed order: web, Telegram, Discord.
+pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
+    fn build<A: Adapter + 'static>(config: &Config) -> anyhow::Result<Option<Box<dyn Adapter>>> {
+        Ok(A::from_config(config)?.map(|a| Box::new(a) as Box<dyn Adapter>))
+    }
+    let builders = [
+        build::<web::WebAdapter>,
+        build::<telegram::TelegramAdapter>,
+        build::<discord::DiscordAdapter>,
+    ];
+    let mut adapters = Vec::new();
+    for build in builders {
+        adapters.extend(build(config)?);
+    }
+    Ok(adapters)
+}
 
 /// What an adapter gets of the core when it starts, and nothing more: the inbox handle, the
 /// store for its own leases and offsets (poller role, shard leases), this replica's name and

@@ -2,11 +2,37 @@
 //! page's transcript view), so "sending" records delivery and keeps the whole text in one
 //! chunk; approval questions are read by the page from the pending requests.
 
-use async_trait::async_trait;
+use std::sync::Arc;
 
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{Adapter, Edge};
+use crate::config::Config;
 use crate::delivery::{Ask, Outbound, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
+
+/// The web chat as an adapter: only its sending side. Its messages arrive through the HTTP
+/// server's own routes (`http/`), so there is nothing to start.
+pub struct WebAdapter;
+
+impl Adapter for WebAdapter {
+    fn from_config(config: &Config) -> anyhow::Result<Option<WebAdapter>> {
+        Ok(config.web.enabled.then_some(WebAdapter))
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Web
+    }
+
+    fn outbound(&self) -> Arc<dyn Outbound> {
+        Arc::new(WebOutbound)
+    }
+
+    fn spawn(self: Box<Self>, _edge: Edge, _tracker: &TaskTracker, _cancel: CancellationToken) {}
+}
 
 pub struct WebOutbound;
 

@@ -1,16 +1,23 @@
 //! `herald tools list`: every tool the model could be offered, where it comes from, and what
-//! the approval policy does with a call — the same catalog the daemon builds, with each MCP
-//! server reached once (within its `init_timeout_secs`) to list what it offers now.
+//! the approval policy does with a call — the built-ins from the daemon's own function
+//! (`toolset::builtins`) under the daemon's policy, and each MCP server reached once (within
+//! its `init_timeout_secs`) to list what it offers now.
 
 use std::sync::Arc;
 
 use clap::Subcommand;
 use serde::Serialize;
+use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::mcp::{connect, tools_of};
 use crate::agent::tools::{Check, Policy, Tool};
 use crate::config::Config;
+use crate::delivery::Outbounds;
+use crate::hooks::Authorizer;
+use crate::lanes::Ingest;
+use crate::store::Store;
+use crate::toolset::ToolDeps;
 
 #[derive(Subcommand)]
 pub enum ToolsCmd {
@@ -41,29 +48,12 @@ struct Row {
 pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
     let ToolsCmd::List { json } = cmd;
     let policy = crate::agent::tools::approval_policy(config)?;
-    // The builtins want a store handle but listing them reads nothing from it: a throwaway
-    // in-memory one keeps `tools list` working before the first start and off the real store.
     let store = crate::store::connect("sqlite::memory:", 1).await?;
     store.migrate().await?;
-    let mut rows: Vec<Row> = crate::agent::tools::builtin_tools(config, store.clone())
+    let mut rows: Vec<Row> = crate::toolset::builtins(config, &listing_deps(store.clone()))
         .iter()
         .map(|t| row(t, &policy))
         .collect();
-    for name in crate::agent::tools::lane_builtins(config) {
-        let check = policy.check(name, false);
-        rows.push(Row {
-            name: name.to_string(),
-            origin: "builtin".into(),
-            approval: approval_word(&check).into(),
-            why: match check {
-                Check::Refuse(_) => "approvals.deny".into(),
-                Check::Ask { hardline: true } => "approvals.hardline".into(),
-                Check::Ask { .. } => "tools.require_approval".into(),
-                Check::Run => String::new(),
-            },
-            read_only: false,
-        });
-    }
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     let tracker = TaskTracker::new();
     for server in &config.mcp.servers {
@@ -134,6 +124,23 @@ pub async fn tools(config: &Config, cmd: ToolsCmd) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The built-ins want the core's parts but listing them calls none: a throwaway in-memory
+/// store (so `tools list` works before the first start and stays off the real one), a deny-all
+/// authorizer, no outbounds.
+fn listing_deps(store: Arc<dyn Store>) -> ToolDeps {
+    let (finished, _) = tokio::sync::broadcast::channel(1);
+    let auth = Authorizer::default();
+    let (ingest, _wakes) = Ingest::new(store.clone(), auth.clone(), finished);
+    ToolDeps {
+        store,
+        auth,
+        ingest,
+        outbounds: Outbounds::default(),
+        outbox_wake: Arc::new(Notify::new()),
+        cron_poke: Arc::new(Notify::new()),
+    }
 }
 
 fn row(t: &Arc<dyn Tool>, policy: &Policy) -> Row {

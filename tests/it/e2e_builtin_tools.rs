@@ -619,3 +619,85 @@ async fn send_message_named_for_approval_asks_and_sends_only_when_approved() {
     app.shutdown().await;
     tg.shutdown().await;
 }
+
+// ---- the CLI lists what the daemon offers ----
+
+/// `herald tools list` and the daemon build their built-ins through one function: from one
+/// config file, the names the model is offered are exactly the CLI's `builtin` rows, and a
+/// built-in named in `tools.require_approval` is listed as asking for that reason.
+#[tokio::test]
+async fn tools_list_names_exactly_the_builtins_the_daemon_offers() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    // Every switch on: skills need their folder to be offered.
+    std::fs::create_dir_all(data.path().join("skills")).unwrap();
+    let file = data.path().join("herald.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = {:?}\n\n\
+             [llm]\nprovider = \"openai\"\nbase_url = {:?}\nmodel = \"fake-model\"\n\n\
+             [tools]\nrequire_approval = [\"send_message\"]\n\
+             [[tools.send_message_routes]]\nfrom = \"*\"\nto = [\"web:ops\"]\n",
+            data.path().display().to_string(),
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let config = herald::config::load(&herald::config::LoadOptions {
+        file: Some(file.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+
+    let app = App::start(config).await.unwrap();
+    let (status, _) = Client::new(&app).chat("web:list", "hello").await;
+    assert_eq!(status, 200);
+    let mut daemon = offered(&llm);
+    daemon.sort();
+    app.shutdown().await;
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args([
+            "--config",
+            &file.display().to_string(),
+            "tools",
+            "list",
+            "--json",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .expect("herald tools list runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut listed: Vec<String> = rows
+        .iter()
+        .filter(|r| r["origin"] == "builtin")
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, daemon);
+    for tool in [
+        "session_search",
+        "memory",
+        "skill_view",
+        "skill_manage",
+        "cron",
+        "send_message",
+    ] {
+        assert!(listed.iter().any(|n| n == tool), "{tool}: {listed:?}");
+    }
+    let send = rows.iter().find(|r| r["name"] == "send_message").unwrap();
+    assert_eq!(send["approval"], "ask", "{send}");
+    assert_eq!(send["why"], "tools.require_approval", "{send}");
+}

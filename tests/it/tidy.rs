@@ -29,6 +29,7 @@ const RANKS: &[(&str, u8)] = &[
     ("lanes", 4),
     ("cron", 5),
     ("handoff", 6),
+    ("toolset", 6),
     ("adapters", 7),
     ("http", 7),
     ("cli", 8),

@@ -1,6 +1,6 @@
 //! Discord adapter (serenity): gateway in, channel messages out.
 //!
-//! `app` calls exactly the four functions of [`DiscordAdapter`]. Inbound messages and slash
+//! `app` sees it as an [`Adapter`] (`None` without `discord.token`). Inbound messages and slash
 //! commands become `MessageEvent`s stored through `LaneRouter::ingest`; replies leave through
 //! [`outbound::DiscordOutbound`] driven by the outbox sender. This module wires serenity's
 //! client, handler, watchdog and shutdown; it must not decide what the agent answers, nor log
@@ -34,9 +34,10 @@ use tokio_util::task::TaskTracker;
 
 use self::inbound::{Gate, Place};
 use self::outbound::DiscordOutbound;
-use super::Edge;
-use crate::config::DiscordConfig;
+use super::{Adapter, Edge};
+use crate::config::{Config, DiscordConfig};
 use crate::delivery::Outbound;
+use crate::domain::Platform;
 use crate::hooks::Authorizer;
 
 const DISCORD_API: &str = "https://discord.com";
@@ -75,7 +76,7 @@ fn build_http(config: &DiscordConfig) -> anyhow::Result<Http> {
 
 impl DiscordAdapter {
     /// Builds the client from config (no network yet).
-    pub fn new(config: &DiscordConfig) -> anyhow::Result<DiscordAdapter> {
+    fn new(config: &DiscordConfig) -> anyhow::Result<DiscordAdapter> {
         let http = Arc::new(build_http(config)?);
         Ok(DiscordAdapter {
             config: config.clone(),
@@ -86,20 +87,30 @@ impl DiscordAdapter {
             }),
         })
     }
+}
 
-    /// The outbound side, registered before the lane router is built.
-    pub fn outbound(&self) -> Option<Arc<dyn Outbound>> {
-        Some(self.outbound.clone())
+/// Discord talks to us over the gateway only: no extra HTTP routes.
+impl Adapter for DiscordAdapter {
+    fn from_config(config: &Config) -> anyhow::Result<Option<DiscordAdapter>> {
+        if config.discord.token.is_none() {
+            return Ok(None);
+        }
+        DiscordAdapter::new(&config.discord)
+            .context("discord adapter")
+            .map(Some)
     }
 
-    /// Extra HTTP routes: none (Discord talks to us over the gateway only).
-    pub fn routes(&self) -> Option<axum::Router> {
-        None
+    fn platform(&self) -> Platform {
+        Platform::Discord
+    }
+
+    fn outbound(&self) -> Arc<dyn Outbound> {
+        self.outbound.clone()
     }
 
     /// Starts receiving: this replica's share of the gateway shards, as tracked, cancellable
     /// tasks.
-    pub fn spawn(self, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken) {
+    fn spawn(self: Box<Self>, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken) {
         let owner = shards::Owner {
             holder: format!("{}/discord", edge.replica_id),
             config: self.config,

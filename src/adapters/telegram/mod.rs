@@ -1,9 +1,9 @@
 //! Telegram adapter (teloxide): long polling or webhook in, `sendMessage` out.
 //!
-//! `app` calls exactly four functions: [`TelegramAdapter::new`] (clients, no network),
-//! [`TelegramAdapter::outbound`] (the paced sender), [`TelegramAdapter::routes`] (the webhook,
-//! in webhook mode) and [`TelegramAdapter::spawn`] (getMe, setMyCommands, then the poller or
-//! setWebhook, all tracked and cancellable).
+//! `app` sees it as an [`Adapter`]: `from_config` (clients, no network; `None` without
+//! `telegram.token`), `outbound` (the paced sender), `routes` (the webhook, in webhook mode)
+//! and `spawn` (getMe, setMyCommands, then the poller or setWebhook, all tracked and
+//! cancellable).
 //!
 //! Must not: log the token (teloxide's request URLs contain it, and `Bot`'s `Debug` prints it:
 //! every error goes through [`redact`] and no `Bot` is ever formatted), or acknowledge an update
@@ -32,9 +32,10 @@ use teloxide::Bot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Edge;
-use crate::config::{TelegramConfig, TelegramMode};
+use super::{Adapter, Edge};
+use crate::config::{Config, TelegramConfig, TelegramMode};
 use crate::delivery::Outbound;
+use crate::domain::Platform;
 use inbound::BotIdentity;
 use outbound::{TelegramOutbound, ThrottleWorker};
 use receive::Receiver;
@@ -65,7 +66,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
 
 impl TelegramAdapter {
     /// Builds the client from config (no network yet).
-    pub fn new(config: &TelegramConfig) -> anyhow::Result<TelegramAdapter> {
+    fn new(config: &TelegramConfig) -> anyhow::Result<TelegramAdapter> {
         let token = config
             .token
             .as_ref()
@@ -113,14 +114,28 @@ impl TelegramAdapter {
             receiver: Arc::new(OnceLock::new()),
         })
     }
+}
 
-    /// The outbound side, registered before the lane router is built.
-    pub fn outbound(&self) -> Option<Arc<dyn Outbound>> {
-        Some(self.outbound.clone())
+impl Adapter for TelegramAdapter {
+    fn from_config(config: &Config) -> anyhow::Result<Option<TelegramAdapter>> {
+        if config.telegram.token.is_none() {
+            return Ok(None);
+        }
+        TelegramAdapter::new(&config.telegram)
+            .context("telegram adapter")
+            .map(Some)
     }
 
-    /// Extra HTTP routes (the webhook), merged into the daemon's server.
-    pub fn routes(&self) -> Option<axum::Router> {
+    fn platform(&self) -> Platform {
+        Platform::Telegram
+    }
+
+    fn outbound(&self) -> Arc<dyn Outbound> {
+        self.outbound.clone()
+    }
+
+    /// The webhook, in webhook mode.
+    fn routes(&self) -> Option<axum::Router> {
         if self.config.mode != TelegramMode::Webhook {
             return None;
         }
@@ -131,8 +146,9 @@ impl TelegramAdapter {
     }
 
     /// Starts receiving (poller or webhook registration) as tracked, cancellable tasks.
-    pub fn spawn(self, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken) {
-        let worker = self.throttle_worker;
+    fn spawn(self: Box<Self>, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken) {
+        let this = *self;
+        let worker = this.throttle_worker;
         let worker_cancel = cancel.clone();
         // The throttle's worker ends only when every sender is gone; shutdown ends it instead.
         tracker.spawn(async move {
@@ -142,11 +158,11 @@ impl TelegramAdapter {
             }
         });
         let start = Start {
-            config: self.config,
-            token: self.token,
-            bot: self.bot,
-            poll_bot: self.poll_bot,
-            receiver: self.receiver,
+            config: this.config,
+            token: this.token,
+            bot: this.bot,
+            poll_bot: this.poll_bot,
+            receiver: this.receiver,
             edge,
         };
         tracker.spawn(start.run(cancel));

@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use crate::domain::LaneKey;
 use crate::llm::ToolSpec;
 
-pub use builtins::{approval_policy, builtin_tools, lane_builtins};
+pub use builtins::approval_policy;
 pub use policy::{ApprovalGate, ApprovalRequest, Check, Decision, DenyAll, Policy};
 pub(crate) use session_search::page;
 pub use session_search::SessionSearch;

@@ -107,9 +107,14 @@ impl Policy {
                 "approvals.bypass".to_string()
             }
             Check::Run => String::new(),
-            Check::Ask { hardline: false } if requires => tool
-                .approval_reason()
-                .unwrap_or_else(|| "config".to_string()),
+            // A built-in asks of itself only because `tools.require_approval` names it.
+            Check::Ask { hardline: false } if requires => {
+                tool.approval_reason()
+                    .unwrap_or_else(|| match tool.origin() {
+                        Origin::Builtin => "tools.require_approval".to_string(),
+                        Origin::Mcp(_) => "config".to_string(),
+                    })
+            }
             Check::Ask { hardline: false } => "tools.require_approval".to_string(),
         };
         (check, why)
