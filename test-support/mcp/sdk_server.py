@@ -7,8 +7,10 @@ answered like server-everything does: HTTP 400 with a JSON-RPC error that has no
 Tools: echo; note_write (destructiveHint, appends to --state); note_read (readOnlyHint);
 research (listed with execution.taskSupport = "required"); grow (adds the tool `fresh` and sends
 notifications/tools/list_changed); picture (a text part and a PNG image part); link (a resource
-link to memo://welcome, a readable resource); long (reports progress and logs every 0.3 s).
-The server sends `instructions`. --pidfile FILE: write the pid. --wrap: start the real server
+link to memo://welcome, a readable resource); long (reports progress and logs every 0.3 s);
+confirm (asks the person through elicitation and says what came back). The server sends
+`instructions`. --json-response: over HTTP, answer each request with one JSON body instead of
+an SSE stream. --pidfile FILE: write the pid. --wrap: start the real server
 as a child sharing stdio and wait for it (like npx), writing its own pid to FILE.wrapper.
 """
 import argparse
@@ -29,6 +31,7 @@ ap.add_argument("--http", type=int)
 ap.add_argument("--state")
 ap.add_argument("--pidfile")
 ap.add_argument("--wrap", action="store_true")
+ap.add_argument("--json-response", action="store_true")
 ap.add_argument("--instructions", default=INSTRUCTIONS)
 args = ap.parse_args()
 
@@ -44,6 +47,7 @@ if args.pidfile:
 
 # The SDK is imported only now: a wrapper that imported it too would double the start-up time.
 import anyio
+from pydantic import BaseModel
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import (ImageContent, ResourceLink, TextContent, ToolAnnotations,
                        ToolExecution)
@@ -59,7 +63,8 @@ class Server(FastMCP):
         return tools
 
 
-mcp = Server("memo", instructions=args.instructions, log_level="WARNING")
+mcp = Server("memo", instructions=args.instructions, log_level="WARNING",
+             json_response=args.json_response)
 
 
 @mcp.tool(description="Echoes the text.")
@@ -121,6 +126,18 @@ async def long(seconds: float, ctx: Context) -> str:
         await ctx.warning("memo step %d <of> %d\x1b[31m" % (i + 1, steps))
         await anyio.sleep(0.3)
     return "done after %d steps" % steps
+
+
+class Confirmation(BaseModel):
+    confirmed: bool
+
+
+@mcp.tool(description="Asks the person to confirm the order before placing it.")
+async def confirm(order: str, ctx: Context) -> str:
+    answer = await ctx.elicit("Place order %s?" % order, Confirmation)
+    if answer.action == "accept":
+        return "confirmed: %s" % answer.data.confirmed
+    return "the client answered %s; order %s not placed" % (answer.action, order)
 
 
 class StaleSessions:

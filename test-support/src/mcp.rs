@@ -115,11 +115,17 @@ pub struct HttpSdk {
 }
 
 impl HttpSdk {
-    /// Starts it on `port` (0: any free port).
+    /// Starts it on `port` (0: any free port), answering requests with SSE streams.
     pub async fn start(port: u16) -> HttpSdk {
+        HttpSdk::start_with(port, &[]).await
+    }
+
+    /// Starts it on `port` with `extra` arguments (`--json-response`: plain JSON answers).
+    pub async fn start_with(port: u16, extra: &[&str]) -> HttpSdk {
         let mut child = tokio::process::Command::new(sdk_python())
             .arg(sdk_script())
             .args(["--http", &port.to_string()])
+            .args(extra)
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()

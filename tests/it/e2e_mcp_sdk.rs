@@ -3,9 +3,11 @@
 //! the web chat or the real teloxide client. Covers what real servers do that the hand-written
 //! test server did not: instructions, task-only tools, annotations, images, resource links,
 //! progress, list changes mid-conversation, a restarted HTTP server answering a stale session
-//! with an id-less 400, and a wrapper's grandchild outliving its parent.
+//! with an id-less 400, a wrapper's grandchild outliving its parent, a task-only tool over
+//! streamable HTTP (JSON and SSE answers), and elicitation declined.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use herald::app::App;
@@ -96,6 +98,7 @@ async fn an_sdk_server_s_instructions_tools_images_links_and_progress_reach_the_
     assert_eq!(
         memo_tools(first),
         [
+            "memo__confirm",
             "memo__echo",
             "memo__grow",
             "memo__link",
@@ -348,4 +351,149 @@ async fn tools_list_says_why_each_tool_asks_and_a_destructive_hint_asks_in_the_c
     );
     assert!(!state.exists(), "a denied call reached the server");
     app.shutdown().await;
+}
+
+/// What Herald logs (info and up, plain text) while the guard lives, on this thread — the
+/// test's runtime and the MCP session's tasks run there.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
+        let logs = Logs::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (logs, tracing::subscriber::set_default(subscriber))
+    }
+
+    fn lines_with(&self, needle: &str) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// The content type the server answers `initialize` with (to know which mode it runs in).
+async fn answer_type(url: &str) -> String {
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"}}});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("the server answers");
+    response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_task_only_tool_over_streamable_http_is_left_out_with_one_log_line() {
+    init();
+    for (extra, kind) in [
+        (&[][..], "text/event-stream"),
+        (&["--json-response"][..], "application/json"),
+    ] {
+        let sdk = HttpSdk::start_with(0, extra).await;
+        assert!(answer_type(&sdk.url).await.starts_with(kind), "{kind}");
+        let server = McpServer {
+            name: "memo".into(),
+            url: Some(sdk.url.clone()),
+            init_timeout_secs: 60,
+            ..McpServer::default()
+        };
+        let tracker = tokio_util::task::TaskTracker::new();
+        let (logs, guard) = Logs::capture();
+        let conn = herald::agent::mcp::connect::connect(&server, &tracker)
+            .await
+            .expect("connects");
+        let listed: Vec<&str> = conn.tools.iter().map(|t| t.name.as_ref()).collect();
+        assert!(
+            listed.contains(&"echo") && !listed.contains(&"research"),
+            "{kind}: {listed:?}"
+        );
+        let (tools, _) = herald::agent::mcp::tools_of(&server, &conn);
+        assert!(
+            !tools.iter().any(|t| t.spec().name == "memo__research"),
+            "{kind}: the model is not offered it"
+        );
+        let told = herald::agent::mcp::mcp_tool(&server, &conn, "echo")
+            .unwrap()
+            .call_full(r#"{"text":"still here"}"#)
+            .await
+            .expect("echo answers");
+        assert_eq!(told.text, "still here", "{kind}");
+        conn.close().await;
+        drop(guard);
+        let lines = logs.lines_with("requires task augmentation");
+        assert_eq!(lines.len(), 1, "{kind}: {lines:?}");
+        assert!(
+            lines[0].contains("server=memo") && lines[0].contains("tool=research"),
+            "{kind}: {lines:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_asking_the_person_through_elicitation_is_declined_with_one_log_line() {
+    init();
+    let stdio = sdk_stdio("memo", &[]);
+    let sdk = HttpSdk::start(0).await;
+    let http = McpServer {
+        name: "memo".into(),
+        url: Some(sdk.url.clone()),
+        init_timeout_secs: 60,
+        ..McpServer::default()
+    };
+    for server in [stdio, http] {
+        let how = if server.url.is_some() {
+            "http"
+        } else {
+            "stdio"
+        };
+        let tracker = tokio_util::task::TaskTracker::new();
+        let (logs, guard) = Logs::capture();
+        let conn = herald::agent::mcp::connect::connect(&server, &tracker)
+            .await
+            .expect("connects");
+        let tool = herald::agent::mcp::mcp_tool(&server, &conn, "confirm").expect("confirm");
+        let told = tool
+            .call_full(r#"{"order":"A-1001"}"#)
+            .await
+            .expect("a result");
+        assert_eq!(
+            told.text, "the client answered decline; order A-1001 not placed",
+            "{how}"
+        );
+        conn.close().await;
+        drop(guard);
+        let lines = logs.lines_with("elicitation");
+        assert_eq!(lines.len(), 1, "{how}: {lines:?}");
+        assert!(
+            lines[0].contains("declined")
+                && lines[0].contains("server=memo")
+                && lines[0].contains("Place order A-1001?"),
+            "{how}: {lines:?}"
+        );
+    }
 }

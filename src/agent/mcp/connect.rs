@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use super::client::HeraldClient;
 use super::stdio::{self, Group};
+use super::task_only::TaskOnly;
 use crate::config::McpServer;
 
 pub use super::stdio::Diagnostics;
@@ -65,7 +66,7 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
     let (mut spawned, started) = match &server.url {
         Some(url) => {
             let ready = async {
-                let service = http(server, url, handler, &suspect).await?;
+                let service = http(server, url, handler, &suspect, &diag.task_only).await?;
                 let tools = list_tools(&service, &diag, &server.name).await?;
                 Ok((service, tools))
             };
@@ -148,14 +149,7 @@ pub async fn list_tools(
         .list_all_tools()
         .await
         .map_err(|e| format!("tools/list failed: {}", short(&e.to_string())))?;
-    let task_only = diag.task_only.lock().expect("diag lock").clone();
-    tools.retain(|t| {
-        let keep = !task_only.contains(t.name.as_ref());
-        if !keep {
-            tracing::info!(server = %server, tool = %short(&t.name), "mcp tool left out: it requires task augmentation (execution.taskSupport = required), which Herald does not support");
-        }
-        keep
-    });
+    diag.task_only.leave_out(server, &mut tools);
     Ok(tools)
 }
 
@@ -238,6 +232,7 @@ async fn http(
     url: &str,
     handler: HeraldClient,
     suspect: &Arc<Notify>,
+    task_only: &Arc<TaskOnly>,
 ) -> Result<RunningService<RoleClient, HeraldClient>, String> {
     let client = reqwest::Client::builder()
         .build()
@@ -261,6 +256,7 @@ async fn http(
     let watched = super::http::Watched {
         inner: client,
         suspect: suspect.clone(),
+        task_only: task_only.clone(),
     };
     initialize(
         handler,

@@ -20,6 +20,7 @@ mod http;
 pub mod names;
 pub mod resource;
 pub mod stdio;
+pub mod task_only;
 pub mod tool;
 
 use std::sync::{Arc, Mutex};

@@ -9,9 +9,8 @@
 //!
 //! The stdout reader sees each message as JSON before rmcp does, which is how tools that
 //! require task augmentation (`execution.taskSupport: "required"`, a field rmcp's `Tool` does
-//! not carry) are recognised and left out.
+//! not carry) are recognised ([`super::task_only`]) and left out.
 
-use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connect::{short, MAX_MESSAGE_BYTES};
+use super::task_only::TaskOnly;
 use crate::config::McpServer;
 
 /// What a server said besides JSON-RPC, and what its raw messages told us that rmcp drops.
@@ -35,8 +35,8 @@ pub struct Diagnostics {
     best_stderr: Mutex<Option<(u8, String)>>,
     last_stderr: Mutex<String>,
     junk_lines: AtomicU64,
-    /// Tools listed with `execution.taskSupport: "required"`.
-    pub task_only: Mutex<BTreeSet<String>>,
+    /// Tools listed with `execution.taskSupport: "required"` (over stdio or HTTP).
+    pub task_only: Arc<TaskOnly>,
 }
 
 /// How much a stderr line says about a failure: npm's `404 Not Found` beats its closing
@@ -106,16 +106,7 @@ impl Diagnostics {
                 return None;
             }
         };
-        if let Some(tools) = value["result"]["tools"].as_array() {
-            let mut set = self.task_only.lock().expect("diag lock");
-            for t in tools {
-                if t["execution"]["taskSupport"] == "required" {
-                    if let Some(name) = t["name"].as_str() {
-                        set.insert(name.to_string());
-                    }
-                }
-            }
-        }
+        self.task_only.see(&value);
         match serde_json::from_value(value) {
             Ok(m) => Some(m),
             Err(_) => {
@@ -289,10 +280,7 @@ mod tests {
         let d = Diagnostics::default();
         let m = d.message(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]}}"#);
         assert!(m.is_some());
-        assert_eq!(
-            d.task_only.lock().unwrap().iter().collect::<Vec<_>>(),
-            ["b"]
-        );
+        assert!(d.task_only.contains("b") && !d.task_only.contains("a"));
         assert!(d.message("hello").is_none());
         assert!(d.suffix().contains("1 line(s)"));
     }
