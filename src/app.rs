@@ -242,7 +242,7 @@ impl App {
         .await;
         tracker.spawn(sender.run(cancel.child_token()));
 
-        let (listener, addr) = http::bind(&config.server.listen)
+        let (listener, addr) = http::bind(config.server.listen)
             .await
             .with_context(|| format!("binding server.listen {}", config.server.listen))?;
         let mut extra_routes = Vec::new();

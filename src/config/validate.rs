@@ -8,8 +8,8 @@ use super::{Config, ProviderKind, TelegramMode};
 
 /// Every rule, section by section; the first one broken is the error.
 pub fn validate(c: &Config) -> Result<(), ConfigError> {
-    let addr = server(c)?;
-    web_access(c, addr)?;
+    server(c)?;
+    web_access(c, c.server.listen)?;
     streaming(c)?;
     llm(c)?;
     context(c)?;
@@ -41,17 +41,8 @@ fn key_error(key: &'static str, message: impl Into<String>) -> ConfigError {
     }
 }
 
-/// `[server]`: the listen address and the connection limits; returns the address.
-fn server(c: &Config) -> Result<SocketAddr, ConfigError> {
-    let addr: SocketAddr = c.server.listen.parse().map_err(|e| {
-        key_error(
-            "server.listen",
-            format!(
-                "{:?} is not an address like 127.0.0.1:8080 ({e})",
-                c.server.listen
-            ),
-        )
-    })?;
+/// `[server]`: the connection limits (the address is typed, so it was checked on load).
+fn server(c: &Config) -> Result<(), ConfigError> {
     for (key, v) in [
         ("server.header_timeout_secs", c.server.header_timeout_secs),
         ("server.idle_timeout_secs", c.server.idle_timeout_secs),
@@ -61,7 +52,7 @@ fn server(c: &Config) -> Result<SocketAddr, ConfigError> {
             return Err(key_error(key, "must be at least 1"));
         }
     }
-    Ok(addr)
+    Ok(())
 }
 
 /// `web.token` and `web.trust_loopback`. The admin API and every transcript sit behind the
@@ -126,15 +117,8 @@ fn streaming(c: &Config) -> Result<(), ConfigError> {
 /// `[llm]`: an OpenAI-compatible provider needs a URL and a model, and so does each fallback.
 fn llm(c: &Config) -> Result<(), ConfigError> {
     if c.provider_kind() == ProviderKind::Openai {
-        let base = c.llm.base_url.as_deref().unwrap_or("");
-        if url::Url::parse(base).is_err() {
-            return Err(key_error(
-                "llm.base_url",
-                format!(
-                    "{base:?} is not a URL (set HERALD_LLM__BASE_URL or OPENAI_BASE_URL, \
-                     e.g. https://api.openai.com/v1)"
-                ),
-            ));
+        if c.llm.base_url.is_none() {
+            return Err(key_error("llm.base_url", not_a_base_url("")));
         }
         if c.llm.model.as_deref().unwrap_or("").is_empty() {
             return Err(key_error(
@@ -145,7 +129,7 @@ fn llm(c: &Config) -> Result<(), ConfigError> {
         }
     }
     for (i, f) in c.llm.fallbacks.iter().enumerate() {
-        if url::Url::parse(&f.base_url).is_err() || f.model.is_empty() {
+        if f.base_url.is_none() || f.model.is_empty() {
             return Err(key_error(
                 "llm.fallbacks",
                 format!("entry {i} needs a base_url URL and a model"),
@@ -156,6 +140,14 @@ fn llm(c: &Config) -> Result<(), ConfigError> {
         return Err(key_error("llm.timeout_secs", "must be at least 1"));
     }
     Ok(())
+}
+
+/// The `llm.base_url` message, also given when `OPENAI_BASE_URL` is not a URL.
+pub(super) fn not_a_base_url(text: &str) -> String {
+    format!(
+        "{text:?} is not a URL (set HERALD_LLM__BASE_URL or OPENAI_BASE_URL, \
+         e.g. https://api.openai.com/v1)"
+    )
 }
 
 /// `[context]`: both compaction thresholds are shares of the window.
@@ -242,13 +234,9 @@ fn telegram(c: &Config) -> Result<(), ConfigError> {
         ));
     }
     // The webhook is served on the URL's path: it must not be one of the daemon's own.
-    let path = t.webhook_url.as_deref().and_then(|u| {
-        url::Url::parse(u)
-            .ok()
-            .map(|u| u.path().trim_end_matches('/').to_string())
-    });
-    if let Some(path) = path {
-        let own = ["/admin", "/healthz", "/readyz", "/metrics"].contains(&path.as_str())
+    if let Some(u) = &t.webhook_url {
+        let path = u.url().path().trim_end_matches('/');
+        let own = ["/admin", "/healthz", "/readyz", "/metrics"].contains(&path)
             || path == "/api"
             || path.starts_with("/api/");
         if own {
@@ -287,7 +275,7 @@ fn discord(c: &Config) -> Result<(), ConfigError> {
 /// `telemetry.otlp_endpoint`: an http(s) collector when set.
 fn telemetry(c: &Config) -> Result<(), ConfigError> {
     if let Some(ep) = &c.telemetry.otlp_endpoint {
-        if !url::Url::parse(ep).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+        if !ep.is_http() {
             return Err(key_error(
                 "telemetry.otlp_endpoint",
                 format!("{ep:?} is not an http(s) URL like http://127.0.0.1:4318"),
@@ -322,8 +310,7 @@ fn mcp_servers(servers: &[super::McpServer]) -> Result<(), ConfigError> {
                 }
             }
             (None, Some(u)) => {
-                let ok = url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
-                if !ok {
+                if !u.is_http() {
                     return bad(format!("url {u:?} is not an http(s) URL"));
                 }
                 if !s.args.is_empty() || !s.env.is_empty() {
