@@ -105,7 +105,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     if let Command::Serve { .. } = cli.command {
-        if let Err(e) = cli::port_free(&config.server.listen) {
+        if let Err(e) = cli::port_free(config.server.listen) {
             eprintln!("herald: {e}");
             return std::process::ExitCode::FAILURE;
         }

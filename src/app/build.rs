@@ -269,7 +269,7 @@ impl Core {
         adapters: &[Box<dyn Adapter>],
     ) -> anyhow::Result<SocketAddr> {
         let config = &self.config;
-        let (listener, addr) = http::bind(&config.server.listen)
+        let (listener, addr) = http::bind(config.server.listen)
             .await
             .with_context(|| format!("binding server.listen {}", config.server.listen))?;
         let extra_routes = adapters.iter().filter_map(|a| a.routes()).collect();

@@ -215,8 +215,8 @@ async fn check_model(config: &Config, http: &reqwest::Client) -> Check {
     let base = config
         .llm
         .base_url
-        .as_deref()
-        .unwrap_or_default()
+        .as_ref()
+        .map_or("", |u| u.as_str())
         .trim_end_matches('/');
     let model = config.llm.model.as_deref().unwrap_or_default();
     let mut req = http.get(format!("{base}/models"));

@@ -53,7 +53,7 @@ pub fn model_sources(opts: &LoadOptions, config: &Config) -> Check {
         ),
         format!(
             "base_url {} ({})",
-            shown(llm.base_url.as_deref()),
+            shown(llm.base_url.as_ref().map(|u| u.as_str())),
             source(
                 opts,
                 "base_url",

@@ -337,7 +337,7 @@ pub(crate) fn fmt_ms(ms: i64) -> String {
 /// address already taken (often a second herald) used to surface only after the migrations,
 /// as "binding server.listen … Address in use". The probe is released at once; `serve` binds
 /// for real moments later.
-pub fn port_free(listen: &str) -> anyhow::Result<()> {
+pub fn port_free(listen: std::net::SocketAddr) -> anyhow::Result<()> {
     match std::net::TcpListener::bind(listen) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(

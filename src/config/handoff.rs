@@ -29,8 +29,8 @@ pub struct HandoffConfig {
     /// A build holds its lane's slot at most this long (a crashed replica's claim expires).
     pub build_timeout_secs: u64,
     /// When the nightly closer runs: a five-field cron expression (or `every …`) read on the
-    /// wall clock of `nightly_timezone`. Empty: no scheduled pass (`herald handoff nightly`
-    /// still runs one by hand).
+    /// wall clock of `nightly_timezone`. Empty, the default: no scheduled pass, because each
+    /// one spends writer-model tokens (`herald handoff nightly` still runs one by hand).
     pub nightly: String,
     /// IANA zone of `nightly` (e.g. `Europe/Berlin`).
     pub nightly_timezone: String,
@@ -54,7 +54,7 @@ impl Default for HandoffConfig {
             confidential_lanes: Vec::new(),
             export_dir: None,
             build_timeout_secs: 900,
-            nightly: "0 3 * * *".into(),
+            nightly: String::new(),
             nightly_timezone: "UTC".into(),
             nightly_cap: 20,
             nightly_min_messages: 6,
@@ -122,5 +122,14 @@ mod tests {
                 .map_err(|(k, _)| k);
             assert_eq!(got, want, "{nightly:?} in {tz}");
         }
+    }
+
+    #[test]
+    fn nightly_is_opt_in() {
+        // A fresh install must not spend model tokens every night unasked.
+        assert!(HandoffConfig::default()
+            .nightly_schedule()
+            .unwrap()
+            .is_none());
     }
 }

@@ -8,7 +8,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Deserializer};
 
-use super::{validate, Config, Secret};
+use super::{validate, Config, ConfigUrl, Secret};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -67,13 +67,16 @@ pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
         .extract()
         .map_err(|e| ConfigError::Invalid(flatten_figment_error(e)))?;
     if opts.use_env {
-        apply_conventional_env(&mut config, |k| std::env::var(k).ok());
+        apply_conventional_env(&mut config, |k| std::env::var(k).ok())?;
     }
     if let Some(d) = &opts.data_dir {
         config.server.data_dir = d.clone();
     }
     if let Some(l) = &opts.listen {
-        config.server.listen = l.clone();
+        config.server.listen = l.parse().map_err(|e| ConfigError::Key {
+            key: "server.listen",
+            message: format!("{l:?} is not an address like 127.0.0.1:8080 ({e})"),
+        })?;
     }
     validate(&config)?;
     Ok(config)
@@ -97,11 +100,21 @@ fn flatten_figment_error(e: figment::Error) -> String {
 }
 
 /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL` and `TELEGRAM_BOT_TOKEN` fill keys the
-/// Herald variables left unset.
-pub(crate) fn apply_conventional_env(config: &mut Config, get: impl Fn(&str) -> Option<String>) {
+/// Herald variables left unset. An `OPENAI_BASE_URL` that is not a URL is an error naming
+/// `llm.base_url`, as the same text in the file would be.
+pub(crate) fn apply_conventional_env(
+    config: &mut Config,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<(), ConfigError> {
     let nonempty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
     if config.llm.base_url.is_none() {
-        config.llm.base_url = nonempty("OPENAI_BASE_URL");
+        if let Some(text) = nonempty("OPENAI_BASE_URL") {
+            let url = ConfigUrl::parse(&text).map_err(|_| ConfigError::Key {
+                key: "llm.base_url",
+                message: super::validate::not_a_base_url(&text),
+            })?;
+            config.llm.base_url = Some(url);
+        }
     }
     if config.llm.api_key.is_none() {
         config.llm.api_key = nonempty("OPENAI_API_KEY").map(Secret::new);
@@ -115,6 +128,7 @@ pub(crate) fn apply_conventional_env(config: &mut Config, get: impl Fn(&str) -> 
     if config.discord.token.is_none() {
         config.discord.token = nonempty("DISCORD_BOT_TOKEN").map(Secret::new);
     }
+    Ok(())
 }
 
 /// Accepts `["1", 2]`: platform ids are written both ways in TOML and env variables.
@@ -160,7 +174,7 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_embedded() {
         let c = from_toml("").unwrap();
-        assert_eq!(c.server.listen, "127.0.0.1:8080");
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(c.store_url(), "sqlite://./data/herald.db");
         assert_eq!(c.provider_kind(), ProviderKind::None);
     }
@@ -227,6 +241,25 @@ mod tests {
             ),
             ("[llm]\ntimeout_secs = \"soon\"", "timeout_secs"),
             ("[lanes]\nunknown_key = 1", "unknown_key"),
+            // URLs are parsed on load: the error names the key even where the value is unused.
+            (
+                "[telemetry]\notlp_endpoint = \"not a url\"",
+                "telemetry.otlp_endpoint",
+            ),
+            (
+                "[telemetry]\notlp_endpoint = \"ftp://h\"",
+                "telemetry.otlp_endpoint: \"ftp://h\" is not an http(s) URL",
+            ),
+            ("[memory.provider]\nurl = \"recall\"", "memory.provider.url"),
+            ("[telegram]\nwebhook_url = \"/hook\"", "telegram.webhook_url"),
+            (
+                "[[llm.fallbacks]]\nbase_url = \"nowhere\"\nmodel = \"m\"",
+                "llm.fallbacks",
+            ),
+            (
+                "[[mcp.servers]]\nname = \"shop\"\nurl = \"shop\"",
+                "mcp.servers",
+            ),
             (
                 "[[cron.jobs]]\nname = \"m\"\nschedule = \"every 1h\"\nprompt = \"p\"\n\
                  deliver = [\"slack:1\"]",
@@ -262,8 +295,12 @@ mod tests {
             "OPENAI_MODEL" => Some("theirs".into()),
             "TELEGRAM_BOT_TOKEN" => Some("1:abc".into()),
             _ => None,
-        });
-        assert_eq!(c.llm.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+        })
+        .unwrap();
+        assert_eq!(
+            c.llm.base_url.as_ref().map(ConfigUrl::as_str),
+            Some("http://127.0.0.1:9/v1")
+        );
         assert_eq!(c.llm.api_key.as_ref().unwrap().expose(), "sk-x");
         assert_eq!(c.llm.model.as_deref(), Some("mine"));
         assert_eq!(c.telegram.token.as_ref().unwrap().expose(), "1:abc");

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Secret;
+use super::{ConfigUrl, Secret};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -27,7 +27,7 @@ pub struct McpServer {
     /// The child's whole environment besides PATH, HOME and LANG (Herald's own is not passed).
     pub env: BTreeMap<String, Secret>,
     /// A streamable-HTTP endpoint (`https://host/mcp`).
-    pub url: Option<String>,
+    pub url: Option<ConfigUrl>,
     /// Sent as `Authorization: Bearer <token>` to a `url` server.
     pub bearer_token: Option<Secret>,
     /// Extra HTTP headers for a `url` server.

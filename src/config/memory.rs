@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ConfigUrl;
+
 /// `[[people]]`: one named person and the sender identities (`platform:sender_id`) that are them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -49,7 +51,7 @@ impl Default for MemoryConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryProviderConfig {
     /// `POST {person, message}` → `{"text": "…"}`. Unset: no provider (the default).
-    pub url: Option<String>,
+    pub url: Option<ConfigUrl>,
     /// How long a turn waits for the recall before going on without it.
     pub timeout_ms: u64,
     /// Recall longer than this reaches the model as a preview; the whole is saved to a file.
@@ -168,7 +170,7 @@ impl MemoryConfig {
             return Err(("memory.entry_chars", "must be at least 20".into()));
         }
         if let Some(u) = &self.provider.url {
-            if !url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+            if !u.is_http() {
                 return Err((
                     "memory.provider.url",
                     format!("{u:?} is not an http(s) URL like http://127.0.0.1:7070/recall"),

@@ -4,6 +4,7 @@
 //! environment later. Every key has a default so that `herald serve` runs with no file at all.
 //! `config/herald.example.toml` documents every key and a test parses it.
 
+mod address;
 mod agent;
 mod handoff;
 mod load;
@@ -16,10 +17,12 @@ mod streaming;
 mod tools;
 mod validate;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use address::ConfigUrl;
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
@@ -65,7 +68,7 @@ pub struct Config {
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// Address of the HTTP server (web chat, API, health, metrics).
-    pub listen: String,
+    pub listen: SocketAddr,
     /// Folder for the SQLite database and other local state.
     pub data_dir: PathBuf,
     /// How long in-flight turns may run after SIGTERM before their leases are released.
@@ -89,7 +92,7 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            listen: "127.0.0.1:8080".into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir: PathBuf::from("./data"),
             shutdown_grace_secs: 20,
             replica_id: None,
@@ -133,7 +136,8 @@ pub enum ProviderKind {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Endpoint {
-    pub base_url: String,
+    /// Required in a list entry (validation names the entry without it).
+    pub base_url: Option<ConfigUrl>,
     pub api_key: Option<Secret>,
     pub model: String,
 }
@@ -144,7 +148,7 @@ pub struct LlmConfig {
     pub provider: ProviderKind,
     /// e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`. Falls back to
     /// `OPENAI_BASE_URL`.
-    pub base_url: Option<String>,
+    pub base_url: Option<ConfigUrl>,
     /// Falls back to `OPENAI_API_KEY`.
     pub api_key: Option<Secret>,
     /// Falls back to `OPENAI_MODEL`.
@@ -365,7 +369,7 @@ impl Default for LogConfig {
 pub struct TelemetryConfig {
     /// Base URL of an OTLP/HTTP collector, e.g. `http://127.0.0.1:4318`; traces go to
     /// `<endpoint>/v1/traces` as protobuf.
-    pub otlp_endpoint: Option<String>,
+    pub otlp_endpoint: Option<ConfigUrl>,
     /// `service.name` of the exported spans.
     pub service_name: String,
 }

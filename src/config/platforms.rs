@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Secret, ShardCount};
+use super::{ConfigUrl, Secret, ShardCount};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -33,7 +33,7 @@ pub struct TelegramConfig {
     /// Secret checked on the webhook's `X-Telegram-Bot-Api-Secret-Token` header.
     pub webhook_secret: Option<Secret>,
     /// Public URL registered with setWebhook in webhook mode.
-    pub webhook_url: Option<String>,
+    pub webhook_url: Option<ConfigUrl>,
     /// Long-poll timeout in seconds.
     pub poll_timeout_secs: u32,
     /// Pace sends within Telegram's published limits. Off only against a local fake or Bot API

@@ -6,228 +6,22 @@ use std::net::SocketAddr;
 use super::load::ConfigError;
 use super::{Config, ProviderKind, TelegramMode};
 
+/// Every rule, section by section; the first one broken is the error.
 pub fn validate(c: &Config) -> Result<(), ConfigError> {
-    let addr: SocketAddr = c.server.listen.parse().map_err(|e| ConfigError::Key {
-        key: "server.listen",
-        message: format!(
-            "{:?} is not an address like 127.0.0.1:8080 ({e})",
-            c.server.listen
-        ),
-    })?;
-    // The admin API and every transcript sit behind this listener whether or not the web chat
-    // is on, so the token follows the address, not `web.enabled`.
-    if c.web
-        .token
-        .as_ref()
-        .is_some_and(|t| t.expose().trim().is_empty())
-    {
-        return Err(ConfigError::Key {
-            key: "web.token",
-            message: "is empty; set a long random value (openssl rand -hex 32) or remove the key"
-                .into(),
-        });
-    }
-    if !addr.ip().is_loopback() && c.web.token.is_none() {
-        return Err(ConfigError::Key {
-            key: "web.token",
-            message: format!(
-                "required when server.listen ({addr}) is not a loopback address; \
-                 set HERALD_WEB__TOKEN or bind to 127.0.0.1"
-            ),
-        });
-    }
-    if c.web.trust_loopback == Some(false) && c.web.token.is_none() {
-        return Err(ConfigError::Key {
-            key: "web.token",
-            message: "required when web.trust_loopback is false (nobody could use the API)".into(),
-        });
-    }
-    for (key, v) in [
-        ("server.header_timeout_secs", c.server.header_timeout_secs),
-        ("server.idle_timeout_secs", c.server.idle_timeout_secs),
-        ("server.max_connections", c.server.max_connections as u64),
-    ] {
-        if v == 0 {
-            return Err(ConfigError::Key {
-                key,
-                message: "must be at least 1".into(),
-            });
-        }
-    }
-    for (key, ms) in [
-        (
-            "streaming.edit_interval_ms",
-            Some(c.streaming.edit_interval_ms),
-        ),
-        (
-            "streaming.telegram_edit_interval_ms",
-            c.streaming.telegram_edit_interval_ms,
-        ),
-        (
-            "streaming.discord_edit_interval_ms",
-            c.streaming.discord_edit_interval_ms,
-        ),
-    ] {
-        if ms.is_some_and(|ms| !(super::MIN_EDIT_INTERVAL_MS..=60_000).contains(&ms)) {
-            return Err(ConfigError::Key {
-                key,
-                message: format!(
-                    "must be between {} and 60000 milliseconds (the platforms rate-limit edits)",
-                    super::MIN_EDIT_INTERVAL_MS
-                ),
-            });
-        }
-    }
-    match c.provider_kind() {
-        ProviderKind::Openai => {
-            let base = c.llm.base_url.as_deref().unwrap_or("");
-            if url::Url::parse(base).is_err() {
-                return Err(ConfigError::Key {
-                    key: "llm.base_url",
-                    message: format!(
-                        "{base:?} is not a URL (set HERALD_LLM__BASE_URL or OPENAI_BASE_URL, \
-                         e.g. https://api.openai.com/v1)"
-                    ),
-                });
-            }
-            if c.llm.model.as_deref().unwrap_or("").is_empty() {
-                return Err(ConfigError::Key {
-                    key: "llm.model",
-                    message: "a model name is required with an OpenAI-compatible provider \
-                              (set HERALD_LLM__MODEL or OPENAI_MODEL)"
-                        .into(),
-                });
-            }
-        }
-        ProviderKind::Auto | ProviderKind::Echo | ProviderKind::None => {}
-    }
-    if !(c.context.threshold > 0.0 && c.context.threshold < 1.0) {
-        return Err(ConfigError::Key {
-            key: "context.threshold",
-            message: format!(
-                "{} must be between 0 and 1 (e.g. 0.75)",
-                c.context.threshold
-            ),
-        });
-    }
-    for (i, f) in c.llm.fallbacks.iter().enumerate() {
-        if url::Url::parse(&f.base_url).is_err() || f.model.is_empty() {
-            return Err(ConfigError::Key {
-                key: "llm.fallbacks",
-                message: format!("entry {i} needs a base_url URL and a model"),
-            });
-        }
-    }
-    if c.llm.timeout_secs == 0 {
-        return Err(ConfigError::Key {
-            key: "llm.timeout_secs",
-            message: "must be at least 1".into(),
-        });
-    }
-    if c.lanes.heartbeat_secs == 0 || c.lanes.heartbeat_secs * 2 > c.lanes.lease_ttl_secs {
-        return Err(ConfigError::Key {
-            key: "lanes.heartbeat_secs",
-            message: format!(
-                "must be at least 1 and at most half of lanes.lease_ttl_secs ({})",
-                c.lanes.lease_ttl_secs
-            ),
-        });
-    }
-    if c.lanes.max_workers == 0 {
-        return Err(ConfigError::Key {
-            key: "lanes.max_workers",
-            message: "must be at least 1".into(),
-        });
-    }
-    if c.lanes.max_attempts < 1 || c.outbox.max_attempts < 1 {
-        return Err(ConfigError::Key {
-            key: "lanes.max_attempts",
-            message: "attempt limits (lanes.max_attempts, outbox.max_attempts) must be at least 1"
-                .into(),
-        });
-    }
-    if let Some(url) = &c.store.url {
-        let u = url.expose();
-        if !(u.starts_with("sqlite:")
-            || u.starts_with("postgres://")
-            || u.starts_with("postgresql://"))
-        {
-            return Err(ConfigError::Key {
-                key: "store.url",
-                message: "must start with sqlite:// or postgres://".into(),
-            });
-        }
-    }
-    if c.telegram.token.is_some() {
-        if url::Url::parse(&c.telegram.api_url).is_err() {
-            return Err(ConfigError::Key {
-                key: "telegram.api_url",
-                message: format!("{:?} is not a URL", c.telegram.api_url),
-            });
-        }
-        if c.telegram.mode == TelegramMode::Webhook
-            && (c.telegram.webhook_secret.is_none() || c.telegram.webhook_url.is_none())
-        {
-            return Err(ConfigError::Key {
-                key: "telegram.webhook_secret",
-                message: "webhook mode needs telegram.webhook_secret and telegram.webhook_url"
-                    .into(),
-            });
-        }
-        // The webhook is served on the URL's path: it must not be one of the daemon's own.
-        if let Some(path) = c.telegram.webhook_url.as_deref().and_then(|u| {
-            url::Url::parse(u)
-                .ok()
-                .map(|u| u.path().trim_end_matches('/').to_string())
-        }) {
-            let own = ["/admin", "/healthz", "/readyz", "/metrics"].contains(&path.as_str())
-                || path == "/api"
-                || path.starts_with("/api/");
-            if c.telegram.mode == TelegramMode::Webhook && own {
-                return Err(ConfigError::Key {
-                    key: "telegram.webhook_url",
-                    message: format!(
-                        "its path {path:?} is one of Herald's own routes; updates are received \
-                         on that path, so choose another (e.g. /telegram/webhook)"
-                    ),
-                });
-            }
-        }
-    }
-    if c.discord.token.is_some()
-        && c.discord.ratelimiter
-        && c.discord.api_url.trim_end_matches('/')
-            != super::DiscordConfig::default()
-                .api_url
-                .trim_end_matches('/')
-    {
-        return Err(ConfigError::Key {
-            key: "discord.ratelimiter",
-            message: format!(
-                "must be false with discord.api_url = {:?}: serenity's ratelimiter ignores \
-                 api_url and would talk to discord.com directly",
-                c.discord.api_url
-            ),
-        });
-    }
-    if let Some(ep) = &c.telemetry.otlp_endpoint {
-        if !url::Url::parse(ep).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
-            return Err(ConfigError::Key {
-                key: "telemetry.otlp_endpoint",
-                message: format!("{ep:?} is not an http(s) URL like http://127.0.0.1:4318"),
-            });
-        }
-    }
+    server(c)?;
+    web_access(c, c.server.listen)?;
+    streaming(c)?;
+    llm(c)?;
+    context(c)?;
+    lanes(c)?;
+    store(c)?;
+    telegram(c)?;
+    discord(c)?;
+    telemetry(c)?;
     if let Err((key, message)) = c.memory.check() {
         return Err(ConfigError::Key { key, message });
     }
     super::check_people(&c.people).map_err(ConfigError::Invalid)?;
-    if !(0.05..=0.99).contains(&c.context.in_turn_threshold) {
-        return Err(ConfigError::Key {
-            key: "context.in_turn_threshold",
-            message: "must be between 0.05 and 0.99".into(),
-        });
-    }
     if let Err((key, message)) = c.handoff.nightly_schedule() {
         return Err(ConfigError::Key { key, message });
     }
@@ -237,7 +31,257 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             e.key()
         )));
     }
-    mcp_servers(&c.mcp.servers)?;
+    mcp_servers(&c.mcp.servers)
+}
+
+fn key_error(key: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Key {
+        key,
+        message: message.into(),
+    }
+}
+
+/// `[server]`: the connection limits (the address is typed, so it was checked on load).
+fn server(c: &Config) -> Result<(), ConfigError> {
+    for (key, v) in [
+        ("server.header_timeout_secs", c.server.header_timeout_secs),
+        ("server.idle_timeout_secs", c.server.idle_timeout_secs),
+        ("server.max_connections", c.server.max_connections as u64),
+    ] {
+        if v == 0 {
+            return Err(key_error(key, "must be at least 1"));
+        }
+    }
+    Ok(())
+}
+
+/// `web.token` and `web.trust_loopback`. The admin API and every transcript sit behind the
+/// listener whether or not the web chat is on, so the token follows the address, not
+/// `web.enabled`.
+fn web_access(c: &Config, addr: SocketAddr) -> Result<(), ConfigError> {
+    if c.web
+        .token
+        .as_ref()
+        .is_some_and(|t| t.expose().trim().is_empty())
+    {
+        return Err(key_error(
+            "web.token",
+            "is empty; set a long random value (openssl rand -hex 32) or remove the key",
+        ));
+    }
+    if !addr.ip().is_loopback() && c.web.token.is_none() {
+        return Err(key_error(
+            "web.token",
+            format!(
+                "required when server.listen ({addr}) is not a loopback address; \
+                 set HERALD_WEB__TOKEN or bind to 127.0.0.1"
+            ),
+        ));
+    }
+    if c.web.trust_loopback == Some(false) && c.web.token.is_none() {
+        return Err(key_error(
+            "web.token",
+            "required when web.trust_loopback is false (nobody could use the API)",
+        ));
+    }
+    Ok(())
+}
+
+/// `[streaming]`: edit intervals within what the platforms allow.
+fn streaming(c: &Config) -> Result<(), ConfigError> {
+    let s = &c.streaming;
+    for (key, ms) in [
+        ("streaming.edit_interval_ms", Some(s.edit_interval_ms)),
+        (
+            "streaming.telegram_edit_interval_ms",
+            s.telegram_edit_interval_ms,
+        ),
+        (
+            "streaming.discord_edit_interval_ms",
+            s.discord_edit_interval_ms,
+        ),
+    ] {
+        if ms.is_some_and(|ms| !(super::MIN_EDIT_INTERVAL_MS..=60_000).contains(&ms)) {
+            return Err(key_error(
+                key,
+                format!(
+                    "must be between {} and 60000 milliseconds (the platforms rate-limit edits)",
+                    super::MIN_EDIT_INTERVAL_MS
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[llm]`: an OpenAI-compatible provider needs a URL and a model, and so does each fallback.
+fn llm(c: &Config) -> Result<(), ConfigError> {
+    if c.provider_kind() == ProviderKind::Openai {
+        if c.llm.base_url.is_none() {
+            return Err(key_error("llm.base_url", not_a_base_url("")));
+        }
+        if c.llm.model.as_deref().unwrap_or("").is_empty() {
+            return Err(key_error(
+                "llm.model",
+                "a model name is required with an OpenAI-compatible provider \
+                 (set HERALD_LLM__MODEL or OPENAI_MODEL)",
+            ));
+        }
+    }
+    for (i, f) in c.llm.fallbacks.iter().enumerate() {
+        if f.base_url.is_none() || f.model.is_empty() {
+            return Err(key_error(
+                "llm.fallbacks",
+                format!("entry {i} needs a base_url URL and a model"),
+            ));
+        }
+    }
+    if c.llm.timeout_secs == 0 {
+        return Err(key_error("llm.timeout_secs", "must be at least 1"));
+    }
+    Ok(())
+}
+
+/// The `llm.base_url` message, also given when `OPENAI_BASE_URL` is not a URL.
+pub(super) fn not_a_base_url(text: &str) -> String {
+    format!(
+        "{text:?} is not a URL (set HERALD_LLM__BASE_URL or OPENAI_BASE_URL, \
+         e.g. https://api.openai.com/v1)"
+    )
+}
+
+/// `[context]`: both compaction thresholds are shares of the window.
+fn context(c: &Config) -> Result<(), ConfigError> {
+    let t = c.context.threshold;
+    if !(t > 0.0 && t < 1.0) {
+        return Err(key_error(
+            "context.threshold",
+            format!("{t} must be between 0 and 1 (e.g. 0.75)"),
+        ));
+    }
+    if !(0.05..=0.99).contains(&c.context.in_turn_threshold) {
+        return Err(key_error(
+            "context.in_turn_threshold",
+            "must be between 0.05 and 0.99",
+        ));
+    }
+    Ok(())
+}
+
+/// `[lanes]` and `[outbox]`: a lease renewed well before it expires, attempts at least one.
+fn lanes(c: &Config) -> Result<(), ConfigError> {
+    let l = &c.lanes;
+    if l.heartbeat_secs == 0 || l.heartbeat_secs * 2 > l.lease_ttl_secs {
+        return Err(key_error(
+            "lanes.heartbeat_secs",
+            format!(
+                "must be at least 1 and at most half of lanes.lease_ttl_secs ({})",
+                l.lease_ttl_secs
+            ),
+        ));
+    }
+    if l.max_workers == 0 {
+        return Err(key_error("lanes.max_workers", "must be at least 1"));
+    }
+    if l.max_attempts < 1 || c.outbox.max_attempts < 1 {
+        return Err(key_error(
+            "lanes.max_attempts",
+            "attempt limits (lanes.max_attempts, outbox.max_attempts) must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// `store.url`: one of the two backends.
+fn store(c: &Config) -> Result<(), ConfigError> {
+    let Some(url) = &c.store.url else {
+        return Ok(());
+    };
+    let u = url.expose();
+    if ["sqlite:", "postgres://", "postgresql://"]
+        .iter()
+        .any(|p| u.starts_with(p))
+    {
+        Ok(())
+    } else {
+        Err(key_error(
+            "store.url",
+            "must start with sqlite:// or postgres://",
+        ))
+    }
+}
+
+/// `[telegram]` when the adapter runs: its API URL, and a webhook that can be registered and
+/// does not shadow one of the daemon's own routes.
+fn telegram(c: &Config) -> Result<(), ConfigError> {
+    let t = &c.telegram;
+    if t.token.is_none() {
+        return Ok(());
+    }
+    if url::Url::parse(&t.api_url).is_err() {
+        return Err(key_error(
+            "telegram.api_url",
+            format!("{:?} is not a URL", t.api_url),
+        ));
+    }
+    if t.mode != TelegramMode::Webhook {
+        return Ok(());
+    }
+    if t.webhook_secret.is_none() || t.webhook_url.is_none() {
+        return Err(key_error(
+            "telegram.webhook_secret",
+            "webhook mode needs telegram.webhook_secret and telegram.webhook_url",
+        ));
+    }
+    // The webhook is served on the URL's path: it must not be one of the daemon's own.
+    if let Some(u) = &t.webhook_url {
+        let path = u.url().path().trim_end_matches('/');
+        let own = ["/admin", "/healthz", "/readyz", "/metrics"].contains(&path)
+            || path == "/api"
+            || path.starts_with("/api/");
+        if own {
+            return Err(key_error(
+                "telegram.webhook_url",
+                format!(
+                    "its path {path:?} is one of Herald's own routes; updates are received \
+                     on that path, so choose another (e.g. /telegram/webhook)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[discord]`: serenity's ratelimiter ignores `api_url`, so a non-default URL needs it off.
+fn discord(c: &Config) -> Result<(), ConfigError> {
+    let d = &c.discord;
+    let default_url = super::DiscordConfig::default().api_url;
+    if d.token.is_some()
+        && d.ratelimiter
+        && d.api_url.trim_end_matches('/') != default_url.trim_end_matches('/')
+    {
+        return Err(key_error(
+            "discord.ratelimiter",
+            format!(
+                "must be false with discord.api_url = {:?}: serenity's ratelimiter ignores \
+                 api_url and would talk to discord.com directly",
+                d.api_url
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `telemetry.otlp_endpoint`: an http(s) collector when set.
+fn telemetry(c: &Config) -> Result<(), ConfigError> {
+    if let Some(ep) = &c.telemetry.otlp_endpoint {
+        if !ep.is_http() {
+            return Err(key_error(
+                "telemetry.otlp_endpoint",
+                format!("{ep:?} is not an http(s) URL like http://127.0.0.1:4318"),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -266,8 +310,7 @@ fn mcp_servers(servers: &[super::McpServer]) -> Result<(), ConfigError> {
                 }
             }
             (None, Some(u)) => {
-                let ok = url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
-                if !ok {
+                if !u.is_http() {
                     return bad(format!("url {u:?} is not an http(s) URL"));
                 }
                 if !s.args.is_empty() || !s.env.is_empty() {

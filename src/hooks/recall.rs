@@ -47,7 +47,7 @@ impl MemoryRecall {
         tracker: TaskTracker,
         cancel: CancellationToken,
     ) -> Option<Arc<MemoryRecall>> {
-        let url = config.memory.provider.url.clone()?;
+        let url = config.memory.provider.url.as_ref()?.as_str().to_string();
         if !config.memory.enabled {
             return None;
         }

@@ -77,11 +77,7 @@ pub const PROXY_HEADERS: [&str; 15] = [
 
 impl Access {
     pub fn from_config(c: &Config) -> Access {
-        let listen_loopback = c
-            .server
-            .listen
-            .parse::<SocketAddr>()
-            .is_ok_and(|a| a.ip().is_loopback());
+        let listen_loopback = c.server.listen.ip().is_loopback();
         Access {
             token: c.web.token.clone(),
             trust_loopback: c.web.trust_loopback.unwrap_or(listen_loopback),

@@ -221,7 +221,7 @@ pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
 }
 
 /// Serves until `shutdown` fires; returns the bound address through `bound`.
-pub async fn bind(addr: &str) -> std::io::Result<(tokio::net::TcpListener, SocketAddr)> {
+pub async fn bind(addr: SocketAddr) -> std::io::Result<(tokio::net::TcpListener, SocketAddr)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     Ok((listener, local))

@@ -20,8 +20,9 @@ fn retry_policy(config: &Config) -> RetryPolicy {
 }
 
 fn endpoint(e: &Endpoint, timeout: Duration) -> Result<Arc<dyn Provider>, LlmError> {
+    let base_url = e.base_url.as_ref().map_or("", |u| u.as_str());
     Ok(Arc::new(OpenAiProvider::new(
-        &e.base_url,
+        base_url,
         e.api_key.clone(),
         &e.model,
         timeout,
@@ -35,7 +36,7 @@ pub fn main_chain(config: &Config) -> Result<ProviderChain, LlmError> {
     match config.provider_kind() {
         ProviderKind::Openai => providers.push(endpoint(
             &Endpoint {
-                base_url: config.llm.base_url.clone().unwrap_or_default(),
+                base_url: config.llm.base_url.clone(),
                 api_key: config.llm.api_key.clone(),
                 model: config.llm.model.clone().unwrap_or_default(),
             },

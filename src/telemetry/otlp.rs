@@ -44,7 +44,7 @@ type BoxedLayer = Box<dyn Layer<Registry> + Send + Sync>;
 /// The OpenTelemetry layer, when an endpoint is configured. A broken exporter is reported
 /// and leaves Herald running without traces.
 pub(super) fn layer(cfg: &TelemetryConfig) -> (Option<BoxedLayer>, Telemetry) {
-    let Some(endpoint) = cfg.otlp_endpoint.as_deref() else {
+    let Some(endpoint) = cfg.otlp_endpoint.as_ref().map(|u| u.as_str()) else {
         return (None, Telemetry::default());
     };
     let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));

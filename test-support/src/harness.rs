@@ -23,11 +23,11 @@ pub fn init() {
 /// A config for tests: fake model, temp data dir, fast leases and retries.
 pub fn test_config(llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
     let mut c = Config::default();
-    c.server.listen = "127.0.0.1:0".into();
+    c.server.listen = "127.0.0.1:0".parse().unwrap();
     c.server.data_dir = data.path().to_path_buf();
     c.server.shutdown_grace_secs = 5;
     c.llm.provider = ProviderKind::Openai;
-    c.llm.base_url = Some(llm.base_url());
+    c.llm.base_url = Some(llm.base_url().parse().unwrap());
     c.llm.model = Some("fake-model".into());
     c.llm.timeout_secs = 10;
     c.llm.max_retries = 2;

@@ -83,7 +83,7 @@ fn compose_runs_two_replicas_of_our_image_on_postgres() {
             config.store_url().starts_with("postgres://"),
             "{name} uses Postgres"
         );
-        let port = port_of(&config.server.listen);
+        let port = config.server.listen.port();
         let mapping = svc["ports"][0].as_str().expect("a published port");
         assert_eq!(
             port_of(mapping),
@@ -226,7 +226,7 @@ fn kubernetes_manifests_agree_with_the_daemon() {
     let port = &c["ports"][0];
     assert_eq!(
         port["containerPort"].as_u64(),
-        Some(port_of(&config.server.listen) as u64)
+        Some(config.server.listen.port() as u64)
     );
     assert_eq!(service["spec"]["ports"][0]["targetPort"], port["name"]);
     assert_eq!(c["livenessProbe"]["httpGet"]["port"], port["name"]);
@@ -338,7 +338,7 @@ fn dockerfile_env_is_real_config_and_needs_a_token() {
     with_token.push(("HERALD_WEB__TOKEN".into(), "t".into()));
     let config = config_from(None, &with_token).expect("with a token the image's config is valid");
     assert_eq!(config.server.data_dir.to_string_lossy(), "/data");
-    assert!(text.contains(&format!("EXPOSE {}", port_of(&config.server.listen))));
+    assert!(text.contains(&format!("EXPOSE {}", config.server.listen.port())));
     for needle in [
         "cargo build --release --locked",
         "VOLUME /data",

@@ -107,7 +107,8 @@ async fn an_idle_conversation_is_closed_into_a_capsule_that_the_next_session_get
     let llm = FakeLlm::start().await;
     let data = tempfile::tempdir().unwrap();
     let mut config = test_config(&llm, &data);
-    // The scheduled loop stays off: the test runs the night's pass itself, at a chosen instant.
+    // The scheduled loop stays off (the default, said here on purpose): the test runs the
+    // night's pass itself, at a chosen instant.
     config.handoff.nightly = String::new();
     let app = App::start(config).await.unwrap();
     let client = Client::new(&app);

@@ -252,7 +252,7 @@ async fn a_streamable_http_server_answers_with_its_bearer_token_and_its_tools_le
     let mut c = test_config(&llm, &data);
     c.mcp.servers = vec![McpServer {
         name: "shop".into(),
-        url: Some(shop.url.clone()),
+        url: Some(shop.url.parse().unwrap()),
         bearer_token: Some(herald::config::Secret::new("t0ken-for-the-shop")),
         ..McpServer::default()
     }];

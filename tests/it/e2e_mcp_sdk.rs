@@ -194,7 +194,7 @@ async fn a_restarted_http_server_that_answers_a_stale_session_with_400_is_reache
     let mut c = test_config(&llm, &data);
     c.mcp.servers = vec![McpServer {
         name: "memo".into(),
-        url: Some(sdk.url.clone()),
+        url: Some(sdk.url.parse().unwrap()),
         timeout_secs: 30,
         ..McpServer::default()
     }];

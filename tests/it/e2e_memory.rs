@@ -258,7 +258,12 @@ async fn provider_recall_reaches_api_content_and_a_stalled_provider_is_skipped()
     let data = tempfile::tempdir().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let mut c = test_config(&llm, &data);
-    c.memory.provider.url = Some(provider(calls.clone(), Arc::default()).await);
+    c.memory.provider.url = Some(
+        provider(calls.clone(), Arc::default())
+            .await
+            .parse()
+            .unwrap(),
+    );
     c.memory.provider.timeout_ms = 400;
     let app = App::start(c).await.unwrap();
     let client = Client::new(&app);
@@ -333,7 +338,12 @@ async fn a_context_overflow_is_compacted_and_retried_once_then_told_plainly() {
     let data = tempfile::tempdir().unwrap();
     let mut c = test_config(&llm, &data);
     let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
-    c.memory.provider.url = Some(provider(Arc::default(), notices.clone()).await);
+    c.memory.provider.url = Some(
+        provider(Arc::default(), notices.clone())
+            .await
+            .parse()
+            .unwrap(),
+    );
     let app = App::start(c).await.unwrap();
     let client = Client::new(&app);
     let long = |i: usize| format!("step {i}: {}", "the deploy log says ok. ".repeat(150));

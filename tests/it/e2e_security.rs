@@ -206,7 +206,7 @@ struct Shape {
 
 fn config_for(shape: &Shape, llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
     let mut c = test_config(llm, data);
-    c.server.listen = shape.listen.into();
+    c.server.listen = shape.listen.parse().unwrap();
     c.web.token = shape.token.then(|| Secret::new(TOKEN));
     c.web.trust_loopback = shape.trust_loopback;
     c.web.enabled = shape.web;

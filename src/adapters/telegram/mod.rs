@@ -140,7 +140,7 @@ impl Adapter for TelegramAdapter {
             return None;
         }
         let secret = self.config.webhook_secret.as_ref()?.expose();
-        let path = webhook::local_path(self.config.webhook_url.as_deref()?);
+        let path = webhook::local_path(self.config.webhook_url.as_ref()?.url());
         tracing::info!(path = %path, "telegram webhook updates are received on this local path");
         Some(webhook::routes(&path, secret, self.receiver.clone()))
     }
@@ -256,13 +256,7 @@ impl Start {
         else {
             return;
         };
-        let url = match url::Url::parse(url) {
-            Ok(u) => u,
-            Err(e) => {
-                tracing::error!(error = %e, "telegram.webhook_url is not a URL; webhook not set");
-                return;
-            }
-        };
+        let url = url.url().clone();
         let mut backoff = Duration::from_secs(1);
         loop {
             let req = self

@@ -35,7 +35,10 @@ pub async fn context_window(llm: &LlmConfig) -> usize {
     if let Some(w) = llm.context_window.filter(|w| *w > 0) {
         return w as usize;
     }
-    let (Some(base), Some(model)) = (llm.base_url.as_deref(), llm.model.as_deref()) else {
+    let (Some(base), Some(model)) = (
+        llm.base_url.as_ref().map(|u| u.as_str()),
+        llm.model.as_deref(),
+    ) else {
         return DEFAULT_WINDOW;
     };
     let key = format!("{base}\n{model}");

@@ -66,7 +66,7 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
     let (mut spawned, started) = match &server.url {
         Some(url) => {
             let ready = async {
-                let service = http(server, url, handler, &suspect, &diag.task_only).await?;
+                let service = http(server, url.as_str(), handler, &suspect, &diag.task_only).await?;
                 let tools = list_tools(&service, &diag, &server.name).await?;
                 Ok((service, tools))
             };
@@ -131,7 +131,10 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
             tokio::time::sleep(Duration::from_millis(20)).await;
             stop.cancel();
             if server.url.is_some() {
-                reason.push_str(&legacy_hint(server.url.as_deref().unwrap_or(""), &reason));
+                reason.push_str(&legacy_hint(
+                    server.url.as_ref().map_or("", |u| u.as_str()),
+                    &reason,
+                ));
             }
             Err(format!("{reason}{}", diag.suffix()))
         }

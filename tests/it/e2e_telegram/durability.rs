@@ -150,7 +150,11 @@ async fn webhook_mode_checks_the_secret_and_answers_after_the_inbox() {
     let (tg, llm, data) = fakes().await;
     let mut c = tg_config(&tg, &llm, &data);
     c.telegram.mode = TelegramMode::Webhook;
-    c.telegram.webhook_url = Some("https://herald.example.org/telegram/webhook".into());
+    c.telegram.webhook_url = Some(
+        "https://herald.example.org/telegram/webhook"
+            .parse()
+            .unwrap(),
+    );
     c.telegram.webhook_secret = Some(Secret::new("hook-secret"));
     let app = App::start(c).await.unwrap();
     wait_until("setWebhook", WAIT, || async {
@@ -227,7 +231,7 @@ async fn webhook_is_served_on_the_path_of_webhook_url() {
     let (tg, llm, data) = fakes().await;
     let mut c = tg_config(&tg, &llm, &data);
     c.telegram.mode = TelegramMode::Webhook;
-    c.telegram.webhook_url = Some("https://herald.example.org/bots/tg-7f3a".into());
+    c.telegram.webhook_url = Some("https://herald.example.org/bots/tg-7f3a".parse().unwrap());
     c.telegram.webhook_secret = Some(Secret::new("hook-secret"));
     let app = App::start(c).await.unwrap();
     wait_until("setWebhook", WAIT, || async {
