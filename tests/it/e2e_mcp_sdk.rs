@@ -418,7 +418,7 @@ async fn a_task_only_tool_over_streamable_http_is_left_out_with_one_log_line() {
         assert!(answer_type(&sdk.url).await.starts_with(kind), "{kind}");
         let server = McpServer {
             name: "memo".into(),
-            url: Some(sdk.url.clone()),
+            url: Some(sdk.url.parse().unwrap()),
             init_timeout_secs: 60,
             ..McpServer::default()
         };
@@ -461,7 +461,7 @@ async fn a_server_asking_the_person_through_elicitation_is_declined_with_one_log
     let sdk = HttpSdk::start(0).await;
     let http = McpServer {
         name: "memo".into(),
-        url: Some(sdk.url.clone()),
+        url: Some(sdk.url.parse().unwrap()),
         init_timeout_secs: 60,
         ..McpServer::default()
     };
