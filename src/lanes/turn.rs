@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use super::activity::ActivityEntry;
 use super::clock::TurnClock;
-use super::guard::AbortOnDrop;
 use super::worker::{Failure, Stop, Worker};
 use crate::agent::context::in_turn::InTurnBudget;
 use crate::agent::context::{ContextEngine, Known, Prepared};
@@ -388,18 +388,21 @@ impl Worker {
         ev: &MessageEvent,
         stop: CancellationToken,
         clock: std::sync::Arc<TurnClock>,
-    ) -> AbortOnDrop {
+    ) -> AbortOnDropHandle<()> {
         let outbound = self.router.deps.outbounds.get(ev.platform).cloned();
         let chat = ev.chat_id.clone();
         let thread = ev.thread_id.clone();
-        AbortOnDrop::spawn(async move {
+        crate::tasks::spawn_owned(async move {
             let Some(o) = outbound else { return };
             loop {
                 // A turn parked on a person is not typing.
                 if !clock.is_parked() {
                     o.typing(&chat, thread.as_deref()).await;
                 }
-                if !crate::tasks::sleep_or_cancel(Duration::from_secs(4), &stop).await {
+                if crate::tasks::sleep_or_cancel(Duration::from_secs(4), &stop)
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }

@@ -35,6 +35,7 @@ use tokio_util::task::TaskTracker;
 use super::Edge;
 use crate::config::{TelegramConfig, TelegramMode};
 use crate::delivery::Outbound;
+use crate::tasks::Backoff;
 use inbound::BotIdentity;
 use outbound::{TelegramOutbound, ThrottleWorker};
 use receive::Receiver;
@@ -209,7 +210,7 @@ impl Start {
 
     /// getMe, retried until it answers: group rules need the bot's username and id.
     async fn identify(&self, cancel: &CancellationToken) -> Option<BotIdentity> {
-        let mut backoff = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
         loop {
             match self.bot.get_me().await {
                 Ok(me) => return Some(BotIdentity::from(&me)),
@@ -217,10 +218,7 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram getMe failed; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(backoff, cancel).await {
-                return None;
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(60));
+            backoff.wait(cancel).await.ok()?;
         }
     }
 
@@ -247,7 +245,7 @@ impl Start {
                 return;
             }
         };
-        let mut backoff = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
         loop {
             let req = self
                 .bot
@@ -267,10 +265,9 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram setWebhook failed; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(backoff, cancel).await {
+            if backoff.wait(cancel).await.is_err() {
                 return;
             }
-            backoff = (backoff * 2).min(Duration::from_secs(60));
         }
     }
 }
