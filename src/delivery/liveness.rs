@@ -34,7 +34,10 @@ pub async fn start(
     };
     tracker.spawn(async move {
         loop {
-            if !crate::tasks::sleep_or_cancel(RENEW_EVERY, &cancel).await {
+            if crate::tasks::sleep_or_cancel(RENEW_EVERY, &cancel)
+                .await
+                .is_err()
+            {
                 break;
             }
             if let Err(e) = store.lease_renew(&lease, TTL).await {

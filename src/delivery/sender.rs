@@ -17,6 +17,7 @@ use tracing::Instrument;
 
 use super::{Outbounds, SendError};
 use crate::store::{now_ms, NewOutbox, OutboxKey, OutboxRow, ReplyKey, Store, StoreError};
+use crate::tasks::Backoff;
 
 pub struct Sender {
     pub store: Arc<dyn Store>,
@@ -236,13 +237,10 @@ impl Sender {
 
     /// Recording a send must survive a brief store outage: retry a few times.
     async fn mark_sent(&self, id: i64, platform_id: &str) -> Result<(), StoreError> {
-        let mut delay = Duration::from_millis(100);
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
         for _ in 0..8 {
             match self.store.outbox_mark_sent(id, platform_id).await {
-                Err(StoreError::Unavailable(_)) => {
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(5));
-                }
+                Err(StoreError::Unavailable(_)) => backoff.pause().await,
                 other => return other,
             }
         }

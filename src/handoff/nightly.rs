@@ -280,7 +280,7 @@ impl NightlyCloser {
                 .and_then(|next| (next - Utc::now()).to_std().ok())
                 .unwrap_or(MAX_SLEEP)
                 .min(MAX_SLEEP);
-            if !crate::tasks::sleep_or_cancel(wait, &cancel).await {
+            if crate::tasks::sleep_or_cancel(wait, &cancel).await.is_err() {
                 return;
             }
         }

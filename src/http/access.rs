@@ -25,11 +25,11 @@ use std::net::SocketAddr;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use url::Host;
 
-use super::{api_error, HttpState};
+use super::{ApiError, HttpState};
 use crate::config::{Config, Secret};
 
 /// How a route is protected.
@@ -145,7 +145,7 @@ pub(super) async fn require(
             req.extensions_mut().insert(caller);
             next.run(req).await
         }
-        Err(message) => api_error(StatusCode::UNAUTHORIZED, message),
+        Err(message) => ApiError::new(StatusCode::UNAUTHORIZED, message).into_response(),
     }
 }
 

@@ -11,14 +11,14 @@
 use std::collections::HashSet;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, Method};
+use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{api_error, row, Guard, HttpState, RouteRow};
+use super::{row, ApiError, Guard, HttpState, RouteRow};
 use crate::domain::cron::parse_schedule;
 use crate::domain::LaneKey;
 use crate::store::{now_ms, StoreError};
@@ -66,12 +66,12 @@ impl Limit {
     }
 }
 
-fn store_error(e: StoreError) -> Response {
-    api_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!("the store could not answer: {e}"),
-    )
+fn store_error(e: StoreError) -> ApiError {
+    ApiError::unavailable(format!("the store could not answer: {e}"))
 }
+
+/// What the admin API answers: JSON, or an [`ApiError`].
+type Answer = Result<Json<serde_json::Value>, ApiError>;
 
 /// One lane as the operator sees it.
 #[derive(Serialize)]
@@ -116,44 +116,36 @@ async fn lane_views(state: &HttpState, limit: i64) -> Result<Vec<LaneView>, Stor
         .collect())
 }
 
-async fn lanes(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
-    match lane_views(&state, q.get(200)).await {
-        Ok(lanes) => Json(json!({ "lanes": lanes })).into_response(),
-        Err(e) => store_error(e),
-    }
+async fn lanes(State(state): State<HttpState>, Query(q): Query<Limit>) -> Answer {
+    let lanes = lane_views(&state, q.get(200)).await.map_err(store_error)?;
+    Ok(Json(json!({ "lanes": lanes })))
 }
 
 /// Everything the page's first screen needs, in one call.
-async fn overview(State(state): State<HttpState>) -> Response {
-    let lanes = match lane_views(&state, 200).await {
-        Ok(l) => l,
-        Err(e) => return store_error(e),
-    };
-    let outbox = match state.store.outbox_counts().await {
-        Ok(c) => c,
-        Err(e) => return store_error(e),
-    };
-    Json(json!({
+async fn overview(State(state): State<HttpState>) -> Answer {
+    let lanes = lane_views(&state, 200).await.map_err(store_error)?;
+    let outbox = state.store.outbox_counts().await.map_err(store_error)?;
+    Ok(Json(json!({
         "replica": state.replica_id,
         "store": state.store.backend(),
         "model": state.model,
         "now": now_ms(),
         "lanes": lanes,
         "outbox": outbox,
-    }))
-    .into_response()
+    })))
 }
 
 async fn lane_turns(
     State(state): State<HttpState>,
     Path(lane): Path<String>,
     Query(q): Query<Limit>,
-) -> Response {
+) -> Answer {
     let store = &state.store;
-    match store.turns(&LaneKey::parse(&lane), q.get(50)).await {
-        Ok(turns) => Json(json!({ "lane": lane, "turns": turns })).into_response(),
-        Err(e) => store_error(e),
-    }
+    let turns = store
+        .turns(&LaneKey::parse(&lane), q.get(50))
+        .await
+        .map_err(store_error)?;
+    Ok(Json(json!({ "lane": lane, "turns": turns })))
 }
 
 /// A session without its (long) system prompt.
@@ -168,77 +160,67 @@ struct SessionView {
     model: String,
 }
 
-async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Answer {
     let lane = q.lane.as_deref().map(LaneKey::parse);
     let store = &state.store;
-    match store.sessions_list(lane.as_ref(), q.get(100)).await {
-        Ok(list) => {
-            let list: Vec<SessionView> = list
-                .into_iter()
-                .map(|s| SessionView {
-                    id: s.id,
-                    lane: s.lane,
-                    parent_id: s.parent_id,
-                    started_at: s.started_at,
-                    ended_at: s.ended_at,
-                    end_reason: s.end_reason,
-                    model: s.model,
-                })
-                .collect();
-            Json(json!({ "sessions": list })).into_response()
-        }
-        Err(e) => store_error(e),
-    }
+    let list: Vec<SessionView> = store
+        .sessions_list(lane.as_ref(), q.get(100))
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .map(|s| SessionView {
+            id: s.id,
+            lane: s.lane,
+            parent_id: s.parent_id,
+            started_at: s.started_at,
+            ended_at: s.ended_at,
+            end_reason: s.end_reason,
+            model: s.model,
+        })
+        .collect();
+    Ok(Json(json!({ "sessions": list })))
 }
 
 async fn session_messages(
     State(state): State<HttpState>,
     Path(id): Path<String>,
     Query(q): Query<Limit>,
-) -> Response {
+) -> Answer {
     let store = &state.store;
-    let session = match store.session_get(&id).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return api_error(StatusCode::NOT_FOUND, format!("no session {id}")),
-        Err(e) => return store_error(e),
-    };
-    match store.messages(&id, !q.all).await {
-        Ok(messages) => Json(json!({
-            "session": {
-                "id": session.id,
-                "lane": session.lane,
-                "started_at": session.started_at,
-                "ended_at": session.ended_at,
-                "end_reason": session.end_reason,
-                "model": session.model,
-            },
-            "messages": messages,
-        }))
-        .into_response(),
-        Err(e) => store_error(e),
-    }
+    let session = store
+        .session_get(&id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+    let messages = store.messages(&id, !q.all).await.map_err(store_error)?;
+    Ok(Json(json!({
+        "session": {
+            "id": session.id,
+            "lane": session.lane,
+            "started_at": session.started_at,
+            "ended_at": session.ended_at,
+            "end_reason": session.end_reason,
+            "model": session.model,
+        },
+        "messages": messages,
+    })))
 }
 
-async fn outbox(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+async fn outbox(State(state): State<HttpState>, Query(q): Query<Limit>) -> Answer {
     let store = &state.store;
-    let counts = match store.outbox_counts().await {
-        Ok(c) => c,
-        Err(e) => return store_error(e),
-    };
-    match store.outbox_recent(q.get(50)).await {
-        Ok(recent) => Json(json!({ "counts": counts, "recent": recent })).into_response(),
-        Err(e) => store_error(e),
-    }
+    let counts = store.outbox_counts().await.map_err(store_error)?;
+    let recent = store.outbox_recent(q.get(50)).await.map_err(store_error)?;
+    Ok(Json(json!({ "counts": counts, "recent": recent })))
 }
 
 /// The latest handoff build of each recent lane. `status` is its own field (`ok`, `degraded`,
 /// …) so that a fallback capsule is visible without opening it; the text is left out.
-async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Response {
+async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Answer {
     let store = &state.store;
-    let lanes = match store.lanes_overview(q.get(200)).await {
-        Ok(l) => l,
-        Err(e) => return store_error(e),
-    };
+    let lanes = store
+        .lanes_overview(q.get(200))
+        .await
+        .map_err(store_error)?;
     let mut out = Vec::new();
     for l in lanes {
         match store.capsule_latest(&l.lane).await {
@@ -253,26 +235,25 @@ async fn capsules(State(state): State<HttpState>, Query(q): Query<Limit>) -> Res
                 "chars": c.text.chars().count(),
             })),
             Ok(None) => {}
-            Err(e) => return store_error(e),
+            Err(e) => return Err(store_error(e)),
         }
     }
-    Json(json!({ "capsules": out })).into_response()
+    Ok(Json(json!({ "capsules": out })))
 }
 
 /// Each cron job with its last fire (time, status) and its next scheduled time.
-async fn cron(State(state): State<HttpState>) -> Response {
+async fn cron(State(state): State<HttpState>) -> Answer {
     let store = &state.store;
-    let jobs = match store.cron_jobs().await {
-        Ok(j) => j,
-        Err(e) => return store_error(e),
-    };
+    let jobs = store.cron_jobs().await.map_err(store_error)?;
     let now = chrono::Utc::now();
     let mut out = Vec::new();
     for j in jobs {
-        let last = match store.cron_fires(Some(&j.name), 1).await {
-            Ok(f) => f.into_iter().next(),
-            Err(e) => return store_error(e),
-        };
+        let last = store
+            .cron_fires(Some(&j.name), 1)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .next();
         let anchor = chrono::DateTime::from_timestamp_millis(j.anchor_at).unwrap_or(now);
         let next = (!j.paused)
             .then(|| parse_schedule(&j.spec.schedule, j.spec.timezone.as_deref()).ok())
@@ -289,5 +270,5 @@ async fn cron(State(state): State<HttpState>) -> Response {
             "next_fire_at": next,
         }));
     }
-    Json(json!({ "jobs": out })).into_response()
+    Ok(Json(json!({ "jobs": out })))
 }

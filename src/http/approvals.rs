@@ -12,7 +12,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{api_error, HttpState};
+use super::{ApiError, HttpState};
 use crate::domain::{LaneKey, Platform};
 use crate::lanes::{Press, PressOutcome};
 
@@ -26,29 +26,31 @@ pub(super) struct Answer {
 }
 
 /// `GET /api/v1/lanes/{lane}/approvals`: the web conversation's pending requests.
-pub(super) async fn pending(State(state): State<HttpState>, Path(lane): Path<String>) -> Response {
+pub(super) async fn pending(
+    State(state): State<HttpState>,
+    Path(lane): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     if !lane.starts_with("web:") {
-        return api_error(
-            StatusCode::BAD_REQUEST,
+        return Err(ApiError::bad_request(
             "only web conversations (web:<name>) answer approvals here",
-        );
+        ));
     }
-    match state.approvals.pending(Some(&LaneKey::new(&lane))).await {
-        Ok(rows) => {
-            let rows: Vec<_> = rows
-                .into_iter()
-                .map(|r| {
-                    json!({"id": r.id, "tool": r.tool, "arguments": r.arguments,
-                        "deadline": r.deadline})
-                })
-                .collect();
-            Json(json!({"lane": lane, "approvals": rows})).into_response()
-        }
-        Err(e) => {
+    let rows = state
+        .approvals
+        .pending(Some(&LaneKey::new(&lane)))
+        .await
+        .map_err(|e| {
             tracing::warn!(error = %e, "cannot list pending approvals");
-            api_error(StatusCode::SERVICE_UNAVAILABLE, "the store is unavailable")
-        }
-    }
+            ApiError::unavailable("the store is unavailable")
+        })?;
+    let rows: Vec<_> = rows
+        .into_iter()
+        .map(|r| {
+            json!({"id": r.id, "tool": r.tool, "arguments": r.arguments,
+                "deadline": r.deadline})
+        })
+        .collect();
+    Ok(Json(json!({"lane": lane, "approvals": rows})))
 }
 
 /// `POST /api/v1/approvals/{id}` with `{"lane": "web:<name>", "approve": true}`.
@@ -56,18 +58,17 @@ pub(super) async fn answer(
     State(state): State<HttpState>,
     Path(id): Path<String>,
     body: Result<Json<Answer>, axum::extract::rejection::JsonRejection>,
-) -> Response {
+) -> Result<Response, ApiError> {
     let Ok(Json(a)) = body else {
-        return api_error(
-            StatusCode::BAD_REQUEST,
+        return Err(ApiError::bad_request(
             "the body must be JSON like {\"lane\": \"web:alice\", \"approve\": true}",
-        );
+        ));
     };
     let Some(name) = a.lane.strip_prefix("web:").filter(|n| !n.is_empty()) else {
-        return api_error(StatusCode::BAD_REQUEST, "lane must be \"web:<name>\"");
+        return Err(ApiError::bad_request("lane must be \"web:<name>\""));
     };
     if id.len() > 64 || a.sender.as_deref().is_some_and(|s| s.chars().count() > 128) {
-        return api_error(StatusCode::BAD_REQUEST, "id or sender is too long");
+        return Err(ApiError::bad_request("id or sender is too long"));
     }
     let press = Press {
         approval_id: id,
@@ -83,9 +84,9 @@ pub(super) async fn answer(
         PressOutcome::NotYours | PressOutcome::OnlyRequester(_) => StatusCode::FORBIDDEN,
         PressOutcome::NotOpen => StatusCode::CONFLICT,
     };
-    (
+    Ok((
         status,
         Json(json!({"outcome": outcome.as_str(), "message": outcome.text()})),
     )
-        .into_response()
+        .into_response())
 }

@@ -3,21 +3,19 @@
 //! summary) is visible without reading the text. Read-only.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use super::{api_error, HttpState};
+use super::{ApiError, HttpState};
 use crate::domain::LaneKey;
 
 pub(super) async fn lane_capsule(
     State(state): State<HttpState>,
     Path(lane): Path<String>,
-) -> Response {
+) -> Result<Json<serde_json::Value>, ApiError> {
     let lane = LaneKey::parse(&lane);
-    match state.store.capsule_latest(&lane).await {
-        Ok(Some(c)) => Json(json!({
+    match state.store.capsule_latest(&lane).await? {
+        Some(c) => Ok(Json(json!({
             "lane": c.lane,
             "status": c.status,
             "session_id": c.session_id,
@@ -26,14 +24,9 @@ pub(super) async fn lane_capsule(
             "created_at": c.created_at,
             "message_count": c.message_count,
             "confidential": c.confidential,
-        }))
-        .into_response(),
-        Ok(None) => api_error(
-            StatusCode::NOT_FOUND,
-            format!(
-                "no handoff capsule for lane {lane}: type \"handoff\" in that chat to write one"
-            ),
-        ),
-        Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        }))),
+        None => Err(ApiError::not_found(format!(
+            "no handoff capsule for lane {lane}: type \"handoff\" in that chat to write one"
+        ))),
     }
 }

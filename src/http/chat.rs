@@ -13,7 +13,7 @@ use axum::Extension;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::{api_error, Caller, HttpState};
+use super::{ApiError, Caller, HttpState};
 use crate::domain::{LaneKey, MessageEvent, MessageKind, Origin, Platform};
 use crate::store::{InboxInsert, InboxStatus, Store};
 
@@ -44,87 +44,22 @@ pub(super) struct ChatReply {
 /// labels, stored with every row of the conversation.
 const MAX_ID_CHARS: usize = 128;
 
+/// `POST /api/v1/chat`: the message goes into the lane's inbox; the answer is the reply
+/// once the turn is over (or a stream of it, `chat_stream.rs`).
 pub(super) async fn post_chat(
     State(state): State<HttpState>,
     caller: Option<Extension<Caller>>,
     headers: axum::http::HeaderMap,
     body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
-) -> Response {
-    let Json(req) = match body {
-        Ok(b) => b,
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return api_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is larger than {} bytes",
-                    super::MAX_BODY_BYTES
-                ),
-            )
-        }
-        Err(e) => {
-            return api_error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "the body must be JSON like {{\"lane\": \"web:alice\", \"text\": \"hi\"}}: {e}"
-                ),
-            )
-        }
-    };
-    let name = req.lane.strip_prefix("web:").unwrap_or(&req.lane).trim();
-    if name.is_empty() {
-        return api_error(
-            StatusCode::BAD_REQUEST,
-            "lane must be \"web:<name>\" with a non-empty name",
-        );
-    }
-    for (field, value) in [
-        ("lane", Some(name)),
-        ("client_id", req.client_id.as_deref()),
-        ("sender", req.sender.as_deref()),
-    ] {
-        if value.is_some_and(|v| v.chars().count() > MAX_ID_CHARS) {
-            return api_error(
-                StatusCode::BAD_REQUEST,
-                format!("{field} is longer than {MAX_ID_CHARS} characters"),
-            );
-        }
-    }
-    if req.sender.as_deref().is_some_and(|s| s.trim().is_empty()) {
-        return api_error(
-            StatusCode::BAD_REQUEST,
-            "sender is empty; leave it out instead",
-        );
-    }
-    if req.text.trim().is_empty() {
-        return api_error(StatusCode::BAD_REQUEST, "text is empty");
-    }
-    let max = state.config.web.max_message_chars;
-    let chars = req.text.chars().count();
-    if chars > max {
-        return api_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the message has {chars} characters; the limit is {max} (web.max_message_chars)"
-            ),
-        );
-    }
-    let sender = req.sender.clone().unwrap_or_else(|| name.to_string());
-    let mut ev = MessageEvent::new(
-        Platform::Web,
+) -> Result<Response, ApiError> {
+    let req = read_request(body)?;
+    let name = checked_name(&req, state.config.web.max_message_chars)?;
+    // Admitted by the access guard either way; this says whether as the local operator.
+    let ev = event(
+        &req,
         name,
-        &sender,
-        &req.text,
-        Origin::Person {
-            kind: MessageKind::Text,
-            // Admitted by the access guard either way; this says whether as the local operator.
-            from_loopback: caller.is_some_and(|Extension(c)| c.trusted_local),
-        },
-        req.client_id
-            .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        chrono::Utc::now(),
+        caller.is_some_and(|Extension(c)| c.trusted_local),
     );
-    ev.sender_name = sender.clone();
     // Subscribe before the insert so the finish signal cannot slip past.
     let mut finished = state.ingest.subscribe_finished();
     let deltas = super::chat_stream::wanted(req.stream, &headers)
@@ -133,20 +68,111 @@ pub(super) async fn post_chat(
         Ok(r @ InboxInsert::Inserted(_)) => (r.id(), true),
         Ok(r) => (r.id(), false),
         Err(e) => {
-            return api_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("the message could not be stored; nothing was sent, try again: {e}"),
-            )
+            return Err(ApiError::unavailable(format!(
+                "the message could not be stored; nothing was sent, try again: {e}"
+            )))
         }
     };
     if let Some(deltas) = deltas {
-        return super::chat_stream::respond(state, inbox_id, fresh, deltas, finished);
+        return Ok(super::chat_stream::respond(
+            state, inbox_id, fresh, deltas, finished,
+        ));
     }
+    await_reply(&state, inbox_id, fresh, &mut finished).await
+}
+
+/// The body as a [`ChatRequest`], or what is wrong with it.
+fn read_request(
+    body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<ChatRequest, ApiError> {
+    match body {
+        Ok(Json(req)) => Ok(req),
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body is larger than {} bytes",
+                super::MAX_BODY_BYTES
+            ),
+        )),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the body must be JSON like {{\"lane\": \"web:alice\", \"text\": \"hi\"}}: {e}"
+        ))),
+    }
+}
+
+/// The lane's name (`web:` taken off), once every field is within its limits.
+fn checked_name(req: &ChatRequest, max_chars: usize) -> Result<&str, ApiError> {
+    let name = req.lane.strip_prefix("web:").unwrap_or(&req.lane).trim();
+    if name.is_empty() {
+        return Err(ApiError::bad_request(
+            "lane must be \"web:<name>\" with a non-empty name",
+        ));
+    }
+    for (field, value) in [
+        ("lane", Some(name)),
+        ("client_id", req.client_id.as_deref()),
+        ("sender", req.sender.as_deref()),
+    ] {
+        if value.is_some_and(|v| v.chars().count() > MAX_ID_CHARS) {
+            return Err(ApiError::bad_request(format!(
+                "{field} is longer than {MAX_ID_CHARS} characters"
+            )));
+        }
+    }
+    if req.sender.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        return Err(ApiError::bad_request(
+            "sender is empty; leave it out instead",
+        ));
+    }
+    if req.text.trim().is_empty() {
+        return Err(ApiError::bad_request("text is empty"));
+    }
+    let chars = req.text.chars().count();
+    if chars > max_chars {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the message has {chars} characters; the limit is {max_chars} (web.max_message_chars)"
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+/// The person's message in lane `web:<name>`.
+fn event(req: &ChatRequest, name: &str, from_loopback: bool) -> MessageEvent {
+    let sender = req.sender.clone().unwrap_or_else(|| name.to_string());
+    let mut ev = MessageEvent::new(
+        Platform::Web,
+        name,
+        &sender,
+        &req.text,
+        Origin::Person {
+            kind: MessageKind::Text,
+            from_loopback,
+        },
+        req.client_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        chrono::Utc::now(),
+    );
+    ev.sender_name = sender;
+    ev
+}
+
+/// Waits for the turn on `inbox_id` to finish and answers with its reply; past
+/// `web.reply_timeout_secs`, a 202 that says where the reply will appear.
+async fn await_reply(
+    state: &HttpState,
+    inbox_id: i64,
+    fresh: bool,
+    finished: &mut tokio::sync::broadcast::Receiver<i64>,
+) -> Result<Response, ApiError> {
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(state.config.web.reply_timeout_secs);
     // A row inserted just now is pending: wait for the finish signal before the first read.
     if fresh {
-        wait_finished(&mut finished, inbox_id).await;
+        wait_finished(finished, inbox_id).await;
     }
     loop {
         match state.store.inbox_get(inbox_id).await {
@@ -163,16 +189,16 @@ pub(super) async fn post_chat(
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cannot read inbox while waiting for a reply"),
         }
-        wait_finished(&mut finished, inbox_id).await;
+        wait_finished(finished, inbox_id).await;
         if tokio::time::Instant::now() > deadline {
-            return (
+            return Ok((
                 StatusCode::ACCEPTED,
                 Json(serde_json::json!({
                     "error": "the reply is taking longer than web.reply_timeout_secs; it will appear in the lane's messages",
                     "inbox_id": inbox_id,
                 })),
             )
-                .into_response();
+                .into_response());
         }
     }
 }
@@ -201,31 +227,26 @@ pub(super) async fn reply(
     status: InboxStatus,
     session_id: Option<String>,
     message_id: Option<i64>,
-) -> Response {
-    let rows = match store.outbox_for_inbox(inbox_id).await {
-        Ok(rows) => rows,
-        Err(e) => {
-            return api_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("cannot read the reply: {e}"),
-            )
-        }
-    };
+) -> Result<Response, ApiError> {
+    let rows = store
+        .outbox_for_inbox(inbox_id)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("cannot read the reply: {e}")))?;
     if status == InboxStatus::Skipped && rows.is_empty() {
-        return api_error(
+        return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "this sender is not allowed to talk to the agent",
-        );
+        ));
     }
     let text: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
-    Json(ChatReply {
+    Ok(Json(ChatReply {
         reply: text.join("\n"),
         session_id,
         message_id,
         status,
         inbox_id,
     })
-    .into_response()
+    .into_response())
 }
 
 #[derive(Serialize)]
@@ -240,32 +261,27 @@ struct LaneMessage {
 pub(super) async fn lane_messages(
     State(state): State<HttpState>,
     Path(lane): Path<String>,
-) -> Response {
+) -> Result<Json<serde_json::Value>, ApiError> {
     let store = &state.store;
     let lane = LaneKey::parse(&lane);
-    let session = match store.session_current(&lane).await {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            return Json(serde_json::json!({"lane": lane, "session_id": null, "messages": []}))
-                .into_response()
-        }
-        Err(e) => return api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    let Some(session) = store.session_current(&lane).await? else {
+        return Ok(Json(
+            serde_json::json!({"lane": lane, "session_id": null, "messages": []}),
+        ));
     };
-    match store.messages(&session.id, true).await {
-        Ok(msgs) => {
-            let msgs: Vec<LaneMessage> = msgs
-                .into_iter()
-                .filter(|m| m.tool_calls.is_empty() && m.role != crate::domain::Role::Tool)
-                .map(|m| LaneMessage {
-                    id: m.id,
-                    role: m.role,
-                    content: m.content,
-                    created_at: m.created_at,
-                })
-                .collect();
-            Json(serde_json::json!({"lane": lane, "session_id": session.id, "messages": msgs}))
-                .into_response()
-        }
-        Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+    let msgs: Vec<LaneMessage> = store
+        .messages(&session.id, true)
+        .await?
+        .into_iter()
+        .filter(|m| m.tool_calls.is_empty() && m.role != crate::domain::Role::Tool)
+        .map(|m| LaneMessage {
+            id: m.id,
+            role: m.role,
+            content: m.content,
+            created_at: m.created_at,
+        })
+        .collect();
+    Ok(Json(
+        serde_json::json!({"lane": lane, "session_id": session.id, "messages": msgs}),
+    ))
 }

@@ -11,14 +11,14 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
-use super::{api_error, HttpState};
+use super::{ApiError, HttpState};
 use crate::domain::{LaneKey, Role};
 use crate::store::{StoreError, StoredMessage};
 
@@ -138,10 +138,7 @@ fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>> {
                 return None;
             }
             if !feed.first {
-                tokio::select! {
-                    _ = tokio::time::sleep(POLL) => {}
-                    _ = feed.stop.cancelled() => return None,
-                }
+                crate::tasks::sleep_or_cancel(POLL, &feed.stop).await.ok()?;
             }
             feed.first = false;
             if let Err(e) = feed.read().await {
@@ -217,24 +214,24 @@ struct SessionItem {
 pub(super) async fn lane_sessions(
     State(state): State<HttpState>,
     Path(lane): Path<String>,
-) -> Response {
+) -> Result<Json<serde_json::Value>, ApiError> {
     let lane = LaneKey::parse(&lane);
-    match state.store.sessions_list(Some(&lane), SESSIONS_SHOWN).await {
-        Ok(list) => {
-            let sessions: Vec<SessionItem> = list
-                .into_iter()
-                .map(|s| SessionItem {
-                    open: s.ended_at.is_none(),
-                    id: s.id,
-                    started_at: s.started_at,
-                    ended_at: s.ended_at,
-                    end_reason: s.end_reason,
-                })
-                .collect();
-            Json(serde_json::json!({ "lane": lane, "sessions": sessions })).into_response()
-        }
-        Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+    let sessions: Vec<SessionItem> = state
+        .store
+        .sessions_list(Some(&lane), SESSIONS_SHOWN)
+        .await?
+        .into_iter()
+        .map(|s| SessionItem {
+            open: s.ended_at.is_none(),
+            id: s.id,
+            started_at: s.started_at,
+            ended_at: s.ended_at,
+            end_reason: s.end_reason,
+        })
+        .collect();
+    Ok(Json(
+        serde_json::json!({ "lane": lane, "sessions": sessions }),
+    ))
 }
 
 /// `GET /api/v1/lanes/{lane}/sessions/{id}/messages`: one session of the lane, to read (its
@@ -242,32 +239,25 @@ pub(super) async fn lane_sessions(
 pub(super) async fn session_messages(
     State(state): State<HttpState>,
     Path((lane, id)): Path<(String, String)>,
-) -> Response {
+) -> Result<Json<serde_json::Value>, ApiError> {
     let lane = LaneKey::parse(&lane);
-    let session = match state.store.session_get(&id).await {
-        Ok(Some(s)) if s.lane == lane.as_str() => s,
-        Ok(_) => {
-            return api_error(
-                StatusCode::NOT_FOUND,
-                format!("no session {id} in the lane {lane}"),
-            )
+    let session = match state.store.session_get(&id).await? {
+        Some(s) if s.lane == lane.as_str() => s,
+        _ => {
+            return Err(ApiError::not_found(format!(
+                "no session {id} in the lane {lane}"
+            )))
         }
-        Err(e) => return api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     };
-    match state.store.messages(&session.id, false).await {
-        Ok(rows) => {
-            let messages: Vec<PageMessage> = rows.iter().filter_map(page_message).collect();
-            Json(serde_json::json!({
-                "lane": lane,
-                "session_id": session.id,
-                "started_at": session.started_at,
-                "ended_at": session.ended_at,
-                "messages": messages,
-            }))
-            .into_response()
-        }
-        Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+    let rows = state.store.messages(&session.id, false).await?;
+    let messages: Vec<PageMessage> = rows.iter().filter_map(page_message).collect();
+    Ok(Json(serde_json::json!({
+        "lane": lane,
+        "session_id": session.id,
+        "started_at": session.started_at,
+        "ended_at": session.ended_at,
+        "messages": messages,
+    })))
 }
 
 #[cfg(test)]

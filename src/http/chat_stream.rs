@@ -136,7 +136,8 @@ impl Run {
             row.session_id,
             row.reply_message_id,
         )
-        .await;
+        .await
+        .into_response();
         let body = axum::body::to_bytes(resp.into_body(), super::MAX_BODY_BYTES * 16)
             .await
             .unwrap_or_default();

@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 use super::HttpState;
+use crate::store::StoreError;
 
 pub(super) async fn healthz() -> &'static str {
     "ok"
@@ -18,13 +19,22 @@ pub(super) async fn healthz() -> &'static str {
 
 const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Why the store check has no answer (the probe shows it after "store unreachable: ").
+#[derive(Debug, thiserror::Error)]
+enum Unreachable {
+    #[error("no answer within {STORE_CHECK_TIMEOUT:?}")]
+    Timeout,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Asks the store whether it answers and every migration is applied, and records the answer
 /// in `herald_store_up`.
-async fn store_check(state: &HttpState) -> Result<bool, String> {
-    let answer = tokio::time::timeout(STORE_CHECK_TIMEOUT, state.store.ready())
-        .await
-        .map_err(|_| format!("no answer within {STORE_CHECK_TIMEOUT:?}"))
-        .and_then(|r| r.map_err(|e| e.to_string()));
+async fn store_check(state: &HttpState) -> Result<bool, Unreachable> {
+    let answer = match tokio::time::timeout(STORE_CHECK_TIMEOUT, state.store.ready()).await {
+        Ok(r) => r.map_err(Unreachable::from),
+        Err(_) => Err(Unreachable::Timeout),
+    };
     let up = matches!(answer, Ok(true));
     metrics::gauge!("herald_store_up").set(if up { 1.0 } else { 0.0 });
     answer

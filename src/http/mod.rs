@@ -13,6 +13,7 @@ mod chat;
 mod chat_events;
 mod chat_stream;
 mod conn;
+mod error;
 mod headers;
 mod health;
 mod page;
@@ -31,11 +32,9 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use axum::extract::{FromRef, MatchedPath};
 use axum::http::{Method, StatusCode};
 use axum::middleware;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, MethodRouter};
-use axum::{Json, Router};
+use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
-use serde_json::json;
 
 pub use access::{Access, Caller, Guard, PROXY_HEADERS};
 pub use headers::CSP;
@@ -43,6 +42,7 @@ pub use headers::CSP;
 use crate::config::Config;
 use crate::lanes::{Approvals, Ingest, LaneView};
 use crate::store::Store;
+pub(crate) use error::ApiError;
 
 /// What the handlers use, each named: the server gets no router and no dependency bag, so a
 /// handler cannot reach a worker or another edge through it.
@@ -225,9 +225,4 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<(tokio::net::TcpListener,
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     Ok((listener, local))
-}
-
-/// Every API error is JSON with a message a person can act on.
-pub(crate) fn api_error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
 }

@@ -2,19 +2,17 @@
 //! the admin page and for scripts.
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 
-use super::{api_error, HttpState};
+use super::{ApiError, HttpState};
 use crate::store::StoreError;
 
-pub(super) async fn pending(State(state): State<HttpState>) -> Response {
-    match state.store.pairing_pending().await {
-        Ok(p) => Json(serde_json::json!({ "pending": p })).into_response(),
-        Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+pub(super) async fn pending(
+    State(state): State<HttpState>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let p = state.store.pairing_pending().await?;
+    Ok(Json(serde_json::json!({ "pending": p })))
 }
 
 #[derive(Deserialize)]
@@ -23,14 +21,16 @@ pub(super) struct Approve {
     code: String,
 }
 
-pub(super) async fn approve(State(state): State<HttpState>, Json(req): Json<Approve>) -> Response {
+pub(super) async fn approve(
+    State(state): State<HttpState>,
+    Json(req): Json<Approve>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let code = req.code.trim().to_ascii_uppercase();
-    match state.store.pairing_approve(&req.platform, &code).await {
-        Ok(r) => {
-            tracing::info!(platform = %r.platform, sender = %r.sender_id, "pairing approved");
-            Json(serde_json::json!({ "approved": r })).into_response()
-        }
-        Err(StoreError::NotFound(m)) => api_error(StatusCode::NOT_FOUND, m),
-        Err(e) => api_error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
+    let r = match state.store.pairing_approve(&req.platform, &code).await {
+        Ok(r) => r,
+        Err(StoreError::NotFound(m)) => return Err(ApiError::not_found(m)),
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(platform = %r.platform, sender = %r.sender_id, "pairing approved");
+    Ok(Json(serde_json::json!({ "approved": r })))
 }

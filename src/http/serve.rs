@@ -161,10 +161,14 @@ async fn accept_loop(
                     error_warned = Some(Instant::now());
                 }
                 open.lock().expect("open connections").evict_one(u64::MAX);
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                    _ = shutdown.cancelled() => return,
+                let pause = Duration::from_millis(100);
+                if crate::tasks::sleep_or_cancel(pause, &shutdown)
+                    .await
+                    .is_err()
+                {
+                    return;
                 }
+                continue;
             }
         };
         let permit = match slots.clone().try_acquire_owned() {

@@ -11,7 +11,6 @@ pub mod commands;
 mod control;
 #[doc(hidden)]
 pub mod fault;
-mod guard;
 mod ingest;
 mod media;
 mod preview;

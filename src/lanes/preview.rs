@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
-use super::guard::AbortOnDrop;
 use super::stream_hub::{StreamHub, StreamKind};
 use super::worker::Worker;
 use crate::delivery::pace::EditPace;
@@ -71,7 +71,7 @@ impl DeltaSink for LiveSink {
 pub(super) struct LiveTurn {
     sink: Arc<LiveSink>,
     stop: CancellationToken,
-    task: Option<AbortOnDrop>,
+    task: Option<AbortOnDropHandle<()>>,
 }
 
 /// How long a finished turn waits for an edit in flight before it commits.
@@ -112,7 +112,7 @@ impl LiveTurn {
                     rx,
                     started: Instant::now(),
                 };
-                AbortOnDrop::spawn(preview.run())
+                crate::tasks::spawn_owned(preview.run())
             });
         Some(LiveTurn { sink, stop, task })
     }
@@ -126,7 +126,7 @@ impl LiveTurn {
     pub(super) async fn finish(mut self) {
         self.stop.cancel();
         if let Some(task) = &mut self.task {
-            task.join(FINISH_WAIT).await;
+            let _ = tokio::time::timeout(FINISH_WAIT, task).await;
         }
     }
 }
@@ -165,7 +165,11 @@ impl Preview {
             }
             loop {
                 let wait = self.pace.ready_in(self.platform, &self.chat_id);
-                if !wait.is_zero() && !self.sleep(wait).await {
+                if !wait.is_zero()
+                    && crate::tasks::sleep_or_cancel(wait, &self.stop)
+                        .await
+                        .is_err()
+                {
                     return;
                 }
                 let text = self.render();
@@ -217,7 +221,7 @@ impl Preview {
                         self.record(&ids).await;
                     }
                     Err(SendError::RetryAfter(d)) => {
-                        if !self.sleep(d).await {
+                        if crate::tasks::sleep_or_cancel(d, &self.stop).await.is_err() {
                             return;
                         }
                     }
@@ -234,17 +238,14 @@ impl Preview {
     /// Stores the preview ids, retrying a brief store outage: an unrecorded preview becomes a
     /// second message when the outbox sends the answer.
     async fn record(&self, ids: &[String]) {
-        let mut delay = Duration::from_millis(100);
+        let mut backoff = crate::tasks::Backoff::new(Duration::from_millis(100), Duration::MAX);
         for attempt in 1..=5 {
             match previews::save(self.store.as_ref(), &self.lane, self.inbox_id, ids).await {
                 Ok(()) => return,
                 Err(e) if attempt == 5 => {
                     tracing::warn!(error = %e, lane = %self.lane, "preview message not recorded; the answer may arrive as a second message");
                 }
-                Err(_) => {
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                }
+                Err(_) => backoff.pause().await,
             }
         }
     }
@@ -262,13 +263,5 @@ impl Preview {
             .saturating_sub(REASONING_TAIL_CHARS);
         let tail: String = s.reasoning.chars().skip(skip).collect();
         format!("Thinking…\n{tail}")
-    }
-
-    /// False when the turn ended meanwhile.
-    async fn sleep(&self, d: Duration) -> bool {
-        tokio::select! {
-            _ = tokio::time::sleep(d) => true,
-            _ = self.stop.cancelled() => false,
-        }
     }
 }

@@ -155,7 +155,10 @@ impl LaneRouter {
                 }
                 Err(e) => tracing::warn!(error = %e, "inbox rescan failed"),
             }
-            if !crate::tasks::sleep_or_cancel(every, &self.stop_taking).await {
+            if crate::tasks::sleep_or_cancel(every, &self.stop_taking)
+                .await
+                .is_err()
+            {
                 return;
             }
         }

@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::commands::parse_command;
-use super::guard::AbortOnDrop;
 use super::router::LaneRouter;
 use crate::agent::context::Known;
 use crate::domain::{LaneKey, MessageKind, Origin};
@@ -158,11 +157,12 @@ impl Worker {
             {
                 return None;
             }
-            if !crate::tasks::sleep_or_cancel(
+            if crate::tasks::sleep_or_cancel(
                 Duration::from_millis(100 * (attempt as u64 + 1).min(10)),
                 &self.router.abort,
             )
             .await
+            .is_err()
             {
                 return None;
             }
@@ -173,7 +173,7 @@ impl Worker {
     async fn serve(&mut self, lease: &Lease) {
         let deps = self.router.deps.clone();
         let lost = CancellationToken::new();
-        let heartbeat = AbortOnDrop::spawn(heartbeat(
+        let heartbeat = crate::tasks::spawn_owned(heartbeat(
             deps.clone(),
             lease.clone(),
             lost.clone(),
@@ -188,7 +188,13 @@ impl Worker {
                 Ok(rows) => rows,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the lane's inbox; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let wait = Duration::from_secs(1);
+                    if crate::tasks::sleep_or_cancel(wait, &self.router.stop_taking)
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
                     continue;
                 }
             };
@@ -292,7 +298,8 @@ impl Worker {
         lost: &CancellationToken,
     ) -> Result<(), Stop> {
         let deps = &self.router.deps;
-        let mut backoff = Duration::from_millis(200);
+        let mut backoff =
+            crate::tasks::Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
         // Attempts count starts of processing (crash loops), and store refusals within one:
         // a store that is unreachable is waited out (nothing could be saved anyway), but one
         // that answers and refuses this event's writes will refuse them again, so each refusal
@@ -326,9 +333,8 @@ impl Worker {
             tokio::select! {
                 _ = self.router.abort.cancelled() => return Err(Stop::Shutdown),
                 _ = lost.cancelled() => return Err(Stop::LeaseLost),
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(backoff.next_delay()) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(10));
         }
     }
 
@@ -417,7 +423,7 @@ async fn heartbeat(
     let every = Duration::from_secs(deps.config.lanes.heartbeat_secs);
     let ttl = Duration::from_secs(deps.config.lanes.lease_ttl_secs);
     loop {
-        if !crate::tasks::sleep_or_cancel(every, &abort).await {
+        if crate::tasks::sleep_or_cancel(every, &abort).await.is_err() {
             return;
         }
         match deps.store.lease_renew(&lease, ttl).await {

@@ -13,6 +13,7 @@ use serenity::all::{ChannelId, Message, MessageType, UserId};
 use crate::config::DiscordConfig;
 use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Origin, Platform};
 use crate::lanes::Ingest;
+use crate::tasks::Backoff;
 
 /// What kind of place a channel id is. A thread is its own lane under its parent channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,15 +153,14 @@ const INGEST_ATTEMPTS: u32 = 6;
 /// Stores the event, retrying through a brief store outage. Discord never redelivers a
 /// gateway event, so a final failure is a lost message and is logged as one.
 pub(super) async fn ingest_with_retry(ingest: &Ingest, ev: &MessageEvent) -> bool {
-    let mut delay = Duration::from_millis(200);
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
     for attempt in 1..=INGEST_ATTEMPTS {
         match ingest.ingest(ev).await {
             Ok(_) => return true,
             Err(e) if attempt < INGEST_ATTEMPTS => {
                 tracing::warn!(error = %e, attempt, message_id = %ev.platform_message_id,
                     "could not store a Discord message; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
+                backoff.pause().await;
             }
             Err(e) => {
                 metrics::counter!("herald_inbound_lost_total", "platform" => "discord")

@@ -39,6 +39,7 @@ use crate::config::{Config, DiscordConfig};
 use crate::delivery::Outbound;
 use crate::domain::Platform;
 use crate::hooks::Authorizer;
+use crate::tasks::Backoff;
 
 const DISCORD_API: &str = "https://discord.com";
 
@@ -132,8 +133,9 @@ async fn run(
     shard: (u32, u32),
     interactions: Arc<interactions::InteractionTokens>,
 ) {
-    let mut pause = Duration::from_secs(1);
+    let mut pause = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     while !cancel.is_cancelled() {
+        let delay = pause.next_delay();
         match run_once(&config, &edge, &tracker, &cancel, shard, &interactions).await {
             Ok(()) => return,
             Err(Fatal(e)) => {
@@ -141,13 +143,12 @@ async fn run(
                 return;
             }
             Err(Retry(e)) => {
-                tracing::warn!(error = %e, shard = shard.0, pause_secs = pause.as_secs(), "discord client stopped; starting it again");
+                tracing::warn!(error = %e, shard = shard.0, pause_secs = delay.as_secs(), "discord client stopped; starting it again");
             }
         }
-        if !crate::tasks::sleep_or_cancel(pause, &cancel).await {
+        if crate::tasks::sleep_or_cancel(delay, &cancel).await.is_err() {
             return;
         }
-        pause = (pause * 2).min(Duration::from_secs(60));
     }
 }
 

@@ -24,6 +24,7 @@ use tokio_util::task::TaskTracker;
 use super::super::Edge;
 use crate::config::{DiscordConfig, ShardCount};
 use crate::store::{Lease, Store, StoreError};
+use crate::tasks::Backoff;
 
 pub const SHARD_LEASE_PREFIX: &str = "role:discord-shard-";
 const REPLICA_LEASE_PREFIX: &str = "replica:";
@@ -91,7 +92,7 @@ impl Owner {
                 }
             }
             metrics::gauge!("herald_discord_shards_owned").set(owned.len() as f64);
-            if !crate::tasks::sleep_or_cancel(TICK, &cancel).await {
+            if crate::tasks::sleep_or_cancel(TICK, &cancel).await.is_err() {
                 break;
             }
         }
@@ -113,7 +114,7 @@ impl Owner {
                 return None;
             }
         };
-        let mut pause = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
         loop {
             match http.get_bot_gateway().await {
                 Ok(g) => return Some(g.shards.max(1)),
@@ -121,10 +122,7 @@ impl Owner {
                     tracing::warn!(error = %e, "cannot read Discord's recommended shard count; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(pause, cancel).await {
-                return None;
-            }
-            pause = (pause * 2).min(Duration::from_secs(60));
+            backoff.wait(cancel).await.ok()?;
         }
     }
 

@@ -86,7 +86,7 @@ pub(super) async fn run(
     let tick = (limit / 10).clamp(Duration::from_millis(200), Duration::from_secs(5));
     let mut seen: HashMap<ShardId, Seen> = HashMap::new();
     loop {
-        if !crate::tasks::sleep_or_cancel(tick, &cancel).await {
+        if crate::tasks::sleep_or_cancel(tick, &cancel).await.is_err() {
             return;
         }
         let now = Instant::now();

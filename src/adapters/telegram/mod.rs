@@ -36,6 +36,7 @@ use super::{Adapter, Edge};
 use crate::config::{Config, TelegramConfig, TelegramMode};
 use crate::delivery::Outbound;
 use crate::domain::Platform;
+use crate::tasks::Backoff;
 use inbound::BotIdentity;
 use outbound::{TelegramOutbound, ThrottleWorker};
 use receive::Receiver;
@@ -225,7 +226,7 @@ impl Start {
 
     /// getMe, retried until it answers: group rules need the bot's username and id.
     async fn identify(&self, cancel: &CancellationToken) -> Option<BotIdentity> {
-        let mut backoff = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
         loop {
             match self.bot.get_me().await {
                 Ok(me) => return Some(BotIdentity::from(&me)),
@@ -233,10 +234,7 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram getMe failed; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(backoff, cancel).await {
-                return None;
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(60));
+            backoff.wait(cancel).await.ok()?;
         }
     }
 
@@ -257,7 +255,7 @@ impl Start {
             return;
         };
         let url = url.url().clone();
-        let mut backoff = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
         loop {
             let req = self
                 .bot
@@ -277,10 +275,9 @@ impl Start {
                     tracing::warn!(error = %redact(&e, &self.token), "Telegram setWebhook failed; retrying")
                 }
             }
-            if !crate::tasks::sleep_or_cancel(backoff, cancel).await {
+            if backoff.wait(cancel).await.is_err() {
                 return;
             }
-            backoff = (backoff * 2).min(Duration::from_secs(60));
         }
     }
 }

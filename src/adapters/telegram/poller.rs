@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::receive::Receiver;
 use super::redact;
 use crate::store::{Lease, Store, StoreError};
+use crate::tasks::{sleep_or_cancel, Backoff};
 
 pub const POLLER_LEASE: &str = "role:telegram-poller";
 pub const OFFSET_KEY: &str = "telegram:offset";
@@ -85,7 +86,10 @@ impl Poller {
                     tracing::warn!(error = %e, "cannot take the Telegram poller lease; retrying")
                 }
             }
-            if sleep_or_cancel(STANDBY_RETRY.min(self.renew_every), &cancel).await {
+            if sleep_or_cancel(STANDBY_RETRY.min(self.renew_every), &cancel)
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -96,7 +100,7 @@ impl Poller {
         let stop = cancel.child_token();
         let renew = async {
             loop {
-                if sleep_or_cancel(self.renew_every, &stop).await {
+                if sleep_or_cancel(self.renew_every, &stop).await.is_err() {
                     return false;
                 }
                 match self.store.lease_renew(&lease, self.lease_ttl).await {
@@ -124,7 +128,7 @@ impl Poller {
 
     async fn poll(&self, stop: &CancellationToken) {
         // A webhook left set makes getUpdates fail with 409; pending updates are kept.
-        let mut backoff = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), MAX_BACKOFF);
         loop {
             match self.bot.delete_webhook().await {
                 Ok(_) => break,
@@ -132,15 +136,14 @@ impl Poller {
                     tracing::warn!(error = %redact(&e, &self.token), "deleteWebhook failed; retrying")
                 }
             }
-            if sleep_or_cancel(backoff, stop).await {
+            if backoff.wait(stop).await.is_err() {
                 return;
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
         let Some(mut offset) = self.load_offset(stop).await else {
             return;
         };
-        let mut backoff = Duration::from_secs(1);
+        let mut backoff = Backoff::new(Duration::from_secs(1), MAX_BACKOFF);
         loop {
             let req = JsonRequest::new(
                 self.bot.clone(),
@@ -155,9 +158,9 @@ impl Poller {
                 r = req => r,
                 _ = stop.cancelled() => return,
             };
-            let wait = match res {
+            let err = match res {
                 Ok(updates) => {
-                    backoff = Duration::from_secs(1);
+                    backoff.reset();
                     match self.take_batch(updates, offset, stop).await {
                         Some(next) => {
                             offset = next;
@@ -166,35 +169,38 @@ impl Poller {
                         None => return,
                     }
                 }
-                Err(RequestError::Api(ApiError::TerminatedByOtherGetUpdates)) => {
+                Err(e) => e,
+            };
+            let delay = backoff.next_delay();
+            let wait = match err {
+                RequestError::Api(ApiError::TerminatedByOtherGetUpdates) => {
                     metrics::counter!("herald_telegram_poll_conflicts_total").increment(1);
-                    tracing::warn!(retry_in_ms = backoff.as_millis() as u64,
+                    tracing::warn!(retry_in_ms = delay.as_millis() as u64,
                         "Telegram getUpdates conflict (409): another process is polling with this bot token; retrying");
-                    backoff
+                    delay
                 }
-                Err(RequestError::Api(ApiError::CantGetUpdates)) => {
+                RequestError::Api(ApiError::CantGetUpdates) => {
                     metrics::counter!("herald_telegram_poll_conflicts_total").increment(1);
                     tracing::warn!("Telegram getUpdates conflict (409): a webhook is set; deleting it (pending updates kept)");
                     if let Err(e) = self.bot.delete_webhook().await {
                         tracing::warn!(error = %redact(&e, &self.token), "deleteWebhook failed");
                     }
-                    backoff
+                    delay
                 }
-                Err(RequestError::Api(ApiError::InvalidToken)) => {
+                RequestError::Api(ApiError::InvalidToken) => {
                     tracing::error!("Telegram rejected the bot token; check telegram.token");
                     MAX_BACKOFF
                 }
-                Err(RequestError::RetryAfter(s)) => s.duration(),
-                Err(e) => {
-                    tracing::warn!(error = %redact(&e, &self.token), retry_in_ms = backoff.as_millis() as u64,
+                RequestError::RetryAfter(s) => s.duration(),
+                e => {
+                    tracing::warn!(error = %redact(&e, &self.token), retry_in_ms = delay.as_millis() as u64,
                         "Telegram getUpdates failed; retrying");
-                    backoff
+                    delay
                 }
             };
-            if sleep_or_cancel(wait, stop).await {
+            if sleep_or_cancel(wait, stop).await.is_err() {
                 return;
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 
@@ -209,17 +215,16 @@ impl Poller {
         let mut next = offset;
         let mut interrupted = false;
         'updates: for raw in &updates {
-            let mut backoff = Duration::from_millis(200);
+            let mut backoff = store_retry();
             loop {
                 match self.receiver.handle(raw).await {
                     Ok(_) => break,
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot store a Telegram update; retrying (offset not advanced)");
-                        if sleep_or_cancel(backoff, stop).await {
+                        if backoff.wait(stop).await.is_err() {
                             interrupted = true;
                             break 'updates;
                         }
-                        backoff = (backoff * 2).min(Duration::from_secs(10));
                     }
                 }
             }
@@ -238,16 +243,13 @@ impl Poller {
     }
 
     async fn load_offset(&self, stop: &CancellationToken) -> Option<Option<i64>> {
-        let mut backoff = Duration::from_millis(200);
+        let mut backoff = store_retry();
         loop {
             match self.store.kv_get(OFFSET_KEY).await {
                 Ok(v) => return Some(v.and_then(|s| s.parse().ok())),
                 Err(e) => tracing::warn!(error = %e, "cannot read the Telegram offset; retrying"),
             }
-            if sleep_or_cancel(backoff, stop).await {
-                return None;
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(10));
+            backoff.wait(stop).await.ok()?;
         }
     }
 
@@ -255,24 +257,20 @@ impl Poller {
     /// the next start re-reads them (deduplicated).
     async fn store_offset(&self, next: Option<i64>, stop: &CancellationToken) -> bool {
         let Some(next) = next else { return true };
-        let mut backoff = Duration::from_millis(200);
+        let mut backoff = store_retry();
         loop {
             match self.store.kv_set(OFFSET_KEY, &next.to_string()).await {
                 Ok(()) => return true,
                 Err(e) => tracing::warn!(error = %e, "cannot store the Telegram offset; retrying"),
             }
-            if sleep_or_cancel(backoff, stop).await {
+            if backoff.wait(stop).await.is_err() {
                 return false;
             }
-            backoff = (backoff * 2).min(Duration::from_secs(10));
         }
     }
 }
 
-/// Sleeps; returns true when cancelled first.
-async fn sleep_or_cancel(d: Duration, cancel: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = cancel.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
+/// Retrying a store call: quick at first, never slower than every 10 s.
+fn store_retry() -> Backoff {
+    Backoff::new(Duration::from_millis(200), Duration::from_secs(10))
 }

@@ -66,7 +66,8 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
     let (mut spawned, started) = match &server.url {
         Some(url) => {
             let ready = async {
-                let service = http(server, url.as_str(), handler, &suspect, &diag.task_only).await?;
+                let service =
+                    http(server, url.as_str(), handler, &suspect, &diag.task_only).await?;
                 let tools = list_tools(&service, &diag, &server.name).await?;
                 Ok((service, tools))
             };

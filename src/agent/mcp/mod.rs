@@ -226,7 +226,7 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
                     retry_in_ms = wait.as_millis() as u64,
                     "mcp server went away{how}{status}{diag}"
                 );
-                if !crate::tasks::sleep_or_cancel(wait, &cancel).await {
+                if crate::tasks::sleep_or_cancel(wait, &cancel).await.is_err() {
                     return;
                 }
             }
@@ -237,7 +237,7 @@ async fn run(server: McpServer, slot: Arc<Slot>, tracker: TaskTracker, cancel: C
                     retry_in_ms = wait.as_millis() as u64,
                     "mcp server unavailable: {reason}"
                 );
-                if !crate::tasks::sleep_or_cancel(wait, &cancel).await {
+                if crate::tasks::sleep_or_cancel(wait, &cancel).await.is_err() {
                     return;
                 }
             }

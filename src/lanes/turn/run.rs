@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use super::{Outcome, Prepared};
@@ -16,7 +17,6 @@ use crate::agent::turn::{run_turn, TurnError, TurnInput};
 use crate::domain::MessageEvent;
 use crate::lanes::activity::{Activity, ActivityEntry, ActivityGate};
 use crate::lanes::clock::TurnClock;
-use crate::lanes::guard::AbortOnDrop;
 use crate::lanes::preview::LiveTurn;
 use crate::lanes::worker::{Stop, Worker};
 use crate::store::{InboxRow, Lease, StoreError};
@@ -206,18 +206,21 @@ impl Worker {
         ev: &MessageEvent,
         stop: CancellationToken,
         clock: Arc<TurnClock>,
-    ) -> AbortOnDrop {
+    ) -> AbortOnDropHandle<()> {
         let outbound = self.router.deps.outbounds.get(ev.platform).cloned();
         let chat = ev.chat_id.clone();
         let thread = ev.thread_id.clone();
-        AbortOnDrop::spawn(async move {
+        crate::tasks::spawn_owned(async move {
             let Some(o) = outbound else { return };
             loop {
                 // A turn parked on a person is not typing.
                 if !clock.is_parked() {
                     o.typing(&chat, thread.as_deref()).await;
                 }
-                if !crate::tasks::sleep_or_cancel(Duration::from_secs(4), &stop).await {
+                if crate::tasks::sleep_or_cancel(Duration::from_secs(4), &stop)
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
