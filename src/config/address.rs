@@ -11,6 +11,15 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use url::Url;
 
+/// A configured value that is not a URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a URL ({source})")]
+pub struct NotAUrl {
+    text: String,
+    #[source]
+    source: url::ParseError,
+}
+
 #[derive(Clone, PartialEq, Eq)]
 pub struct ConfigUrl {
     text: String,
@@ -19,13 +28,16 @@ pub struct ConfigUrl {
 
 impl ConfigUrl {
     /// Parses `text`; the error says what is wrong in words an operator can act on.
-    pub fn parse(text: &str) -> Result<ConfigUrl, String> {
+    pub fn parse(text: &str) -> Result<ConfigUrl, NotAUrl> {
         match Url::parse(text) {
             Ok(url) => Ok(ConfigUrl {
                 text: text.to_string(),
                 url,
             }),
-            Err(e) => Err(format!("{text:?} is not a URL ({e})")),
+            Err(source) => Err(NotAUrl {
+                text: text.to_string(),
+                source,
+            }),
         }
     }
 
@@ -46,9 +58,9 @@ impl ConfigUrl {
 }
 
 impl std::str::FromStr for ConfigUrl {
-    type Err = String;
+    type Err = NotAUrl;
 
-    fn from_str(s: &str) -> Result<ConfigUrl, String> {
+    fn from_str(s: &str) -> Result<ConfigUrl, NotAUrl> {
         ConfigUrl::parse(s)
     }
 }
@@ -89,7 +101,7 @@ mod tests {
         assert_eq!(u.url().path(), "/");
         assert!(u.is_http());
         assert!(!ConfigUrl::parse("ftp://x").unwrap().is_http());
-        let err = ConfigUrl::parse("not a url").unwrap_err();
+        let err = ConfigUrl::parse("not a url").unwrap_err().to_string();
         assert!(err.starts_with("\"not a url\" is not a URL"), "{err}");
     }
 }

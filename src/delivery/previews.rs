@@ -7,7 +7,7 @@
 //! instead of sending new ones. Display state only: nothing here is a transcript.
 
 use crate::domain::LaneKey;
-use crate::store::{Store, StoreResult};
+use crate::store::{OutboxKey, ReplyKey, Store, StoreResult};
 
 fn key(lane: &str, inbox_id: i64) -> String {
     format!("preview:{lane}:{inbox_id}")
@@ -35,8 +35,9 @@ pub async fn forget(store: &dyn Store, lane: &LaneKey, inbox_id: i64) -> StoreRe
     store.kv_delete(&key(lane.as_str(), inbox_id)).await
 }
 
-/// The idempotency key of chunk `i` of a turn's reply ends like this (see the lane worker's
-/// `outbox_rows`); only such rows finalize previews.
+/// Whether `idem_key` is chunk `chunk` of the turn reply to inbox row `inbox_id` (built from
+/// the same typed key as the lane worker's `outbox_rows`); only such rows finalize previews.
 pub fn is_turn_chunk(idem_key: &str, lane: &LaneKey, inbox_id: i64, chunk: i64) -> bool {
-    idem_key == format!("{}:{inbox_id}:turn:{chunk}", lane.as_str())
+    let key = OutboxKey::chunk(ReplyKey::answer(lane, inbox_id, "turn"), chunk as usize);
+    idem_key == key.idem_key()
 }
