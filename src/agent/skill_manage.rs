@@ -113,7 +113,7 @@ impl SkillManage {
         let cannot = |e: std::io::Error| format!("cannot write the proposal: {e}");
         let pending = self.dir.join(PROPOSED_DIR);
         std::fs::create_dir_all(&pending).map_err(cannot)?;
-        inside(&self.dir, &pending)?;
+        inside(&self.dir, &pending).map_err(|e| e.to_string())?;
         let dir = proposal_dir(&self.dir, name);
         match std::fs::create_dir(&dir) {
             // New: the note goes first, so the folder is never ownerless for long.
@@ -121,7 +121,7 @@ impl SkillManage {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(cannot(e)),
         }
-        let dir = inside(&self.dir, &dir)?;
+        let dir = inside(&self.dir, &dir).map_err(|e| e.to_string())?;
         let owner = std::fs::read_to_string(dir.join(PROPOSAL_NOTE))
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -149,7 +149,7 @@ impl SkillManage {
                 "the skill would be longer than {MAX_SKILL_CHARS} characters"
             ));
         }
-        let parsed = parse(&text)?;
+        let parsed = parse(&text).map_err(|e| e.to_string())?;
         if parsed.name != a.name {
             return Err("the patch would change the skill's name; names stay as they are".into());
         }

@@ -36,6 +36,36 @@ pub struct Skill {
     pub body: String,
 }
 
+/// Why a SKILL.md is not a usable skill, or a path not one Herald reads. The text is what the
+/// operator's warning, `herald doctor` and the model's tool result show.
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    #[error("no front matter (the file must start with a --- line)")]
+    NoFrontMatter,
+    #[error("the front matter is not closed by a --- line")]
+    Unclosed,
+    #[error("the front matter has no {0}")]
+    Missing(&'static str),
+    #[error("the skills directory {} is not readable: {source}", root.display())]
+    RootUnreadable {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} leads outside the skills directory (a symlink to {})", path.display(), real.display())]
+    Outside { path: PathBuf, real: PathBuf },
+    #[error("SKILL.md is larger than {MAX_FILE_BYTES} bytes")]
+    TooLarge,
+    #[error("its name {name:?} is not its directory's name {dir:?}")]
+    NameMismatch { name: String, dir: String },
+    #[error("it contains {0}")]
+    Screened(String),
+}
+
 /// A skill name is a directory name: letters, digits, `.`, `_`, `-`, not starting with `.`.
 pub fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -48,15 +78,13 @@ pub fn valid_name(name: &str) -> bool {
 /// Splits a SKILL.md into its front matter's `name` and `description` and the body. The front
 /// matter is the block between a first line `---` and the next `---` line, of `key: value`
 /// lines (values may be quoted); other keys are ignored.
-pub fn parse(text: &str) -> Result<Skill, String> {
+pub fn parse(text: &str) -> Result<Skill, SkillError> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("no front matter (the file must start with a --- line)")?;
-    let end = rest
-        .find("\n---")
-        .ok_or("the front matter is not closed by a --- line")?;
+        .ok_or(SkillError::NoFrontMatter)?;
+    let end = rest.find("\n---").ok_or(SkillError::Unclosed)?;
     let (head, body) = (&rest[..end], &rest[end + 4..]);
     let body = body.split_once('\n').map_or("", |(_, b)| b);
     let mut name = None;
@@ -74,10 +102,10 @@ pub fn parse(text: &str) -> Result<Skill, String> {
     }
     let name = name
         .filter(|n| !n.is_empty())
-        .ok_or("the front matter has no name")?;
+        .ok_or(SkillError::Missing("name"))?;
     let description = description
         .filter(|d| !d.is_empty())
-        .ok_or("the front matter has no description")?;
+        .ok_or(SkillError::Missing("description"))?;
     Ok(Skill {
         name,
         description,
@@ -89,46 +117,52 @@ pub fn parse(text: &str) -> Result<Skill, String> {
 /// `skill_view`, proposals, `herald skills approve`): `path` resolved through every symlink
 /// must lie strictly inside `root` resolved the same way, or it is refused. A symlink that
 /// stays inside is fine; one that leads out is not a skill.
-pub fn inside(root: &Path, path: &Path) -> Result<PathBuf, String> {
-    let root = root.canonicalize().map_err(|e| {
-        format!(
-            "the skills directory {} is not readable: {e}",
-            root.display()
-        )
-    })?;
+pub fn inside(root: &Path, path: &Path) -> Result<PathBuf, SkillError> {
+    let root = root
+        .canonicalize()
+        .map_err(|source| SkillError::RootUnreadable {
+            root: root.to_path_buf(),
+            source,
+        })?;
     let real = path
         .canonicalize()
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|source| SkillError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
     if real.starts_with(&root) && real != root {
         Ok(real)
     } else {
-        Err(format!(
-            "{} leads outside the skills directory (a symlink to {})",
-            path.display(),
-            real.display()
-        ))
+        Err(SkillError::Outside {
+            path: path.to_path_buf(),
+            real,
+        })
     }
 }
 
 /// Reads skill `dir_name` under `root`, the directory and its SKILL.md both held to
 /// [`inside`], checking that the front matter's name is the directory's.
-pub(crate) fn read_skill(root: &Path, dir_name: &str) -> Result<Skill, String> {
+pub(crate) fn read_skill(root: &Path, dir_name: &str) -> Result<Skill, SkillError> {
     let dir = inside(root, &root.join(dir_name))?;
     let file = inside(root, &dir.join("SKILL.md"))?;
-    let meta = std::fs::metadata(&file).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    let unreadable = |source| SkillError::Unreadable {
+        path: "SKILL.md".into(),
+        source,
+    };
+    let meta = std::fs::metadata(&file).map_err(unreadable)?;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("SKILL.md is larger than {MAX_FILE_BYTES} bytes"));
+        return Err(SkillError::TooLarge);
     }
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read SKILL.md: {e}"))?;
+    let text = std::fs::read_to_string(&file).map_err(unreadable)?;
     let skill = parse(&text)?;
     if skill.name != dir_name {
-        return Err(format!(
-            "its name {:?} is not its directory's name {dir_name:?}",
-            skill.name
-        ));
+        return Err(SkillError::NameMismatch {
+            name: skill.name,
+            dir: dir_name.to_string(),
+        });
     }
     if let Some(f) = screen(&text) {
-        return Err(format!("it contains {f}"));
+        return Err(SkillError::Screened(f.to_string()));
     }
     Ok(skill)
 }
@@ -159,7 +193,7 @@ pub fn load(dir: &Path) -> Vec<Skill> {
                 out.push(s)
             }
             Err(why) => {
-                if crate::agent::prompt::first_report(&file, Some(&why)) {
+                if crate::agent::prompt::first_report(&file, Some(&why.to_string())) {
                     tracing::warn!(skill = %path.display(), "skill skipped: {why}")
                 }
             }
@@ -286,9 +320,7 @@ impl Tool for SkillView {
                 "files": other_files(&dir),
             })
             .to_string()),
-            Err(why) if why.starts_with("cannot read") || why.contains("leads outside") => {
-                not_found()
-            }
+            Err(SkillError::Unreadable { .. } | SkillError::Outside { .. }) => not_found(),
             Err(why) => Err(ToolError::Failed(format!(
                 "the skill {name:?} cannot be used: {why}"
             ))),
@@ -313,7 +345,7 @@ mod tests {
             ("---\ndescription: d\n---\nbody", "no name"),
             ("---\nname: x\n---\nbody", "no description"),
         ] {
-            assert!(parse(text).unwrap_err().contains(why), "{text:?}");
+            assert!(parse(text).unwrap_err().to_string().contains(why), "{text:?}");
         }
         for (name, valid) in [
             ("deploy", true),
@@ -356,6 +388,7 @@ mod tests {
         for name in ["out", "file"] {
             assert!(read_skill(root.path(), name)
                 .unwrap_err()
+                .to_string()
                 .contains("leads outside"));
         }
         let names: Vec<String> = load(root.path()).into_iter().map(|s| s.name).collect();

@@ -73,7 +73,7 @@ pub fn prompt_files(config: &Config) -> Vec<(&'static str, Check)> {
             .unwrap_or_default();
         let why = skills::read_skill(&dir, name)
             .err()
-            .unwrap_or_else(|| "unreadable".into());
+            .map_or_else(|| "unreadable".to_string(), |e| e.to_string());
         out.push((
             "skill",
             Check::Warn(format!("{}: skipped, {why}", path.display())),
