@@ -345,7 +345,10 @@ mod tests {
             ("---\ndescription: d\n---\nbody", "no name"),
             ("---\nname: x\n---\nbody", "no description"),
         ] {
-            assert!(parse(text).unwrap_err().to_string().contains(why), "{text:?}");
+            assert!(
+                parse(text).unwrap_err().to_string().contains(why),
+                "{text:?}"
+            );
         }
         for (name, valid) in [
             ("deploy", true),

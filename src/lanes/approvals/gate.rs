@@ -9,10 +9,25 @@ use async_trait::async_trait;
 use super::Approvals;
 use crate::agent::screen::cap_head_tail;
 use crate::agent::tools::{ApprovalGate, ApprovalRequest, Decision, Tool, ToolContext, ToolError};
-use crate::delivery::Ask;
+use crate::delivery::{Ask, SendError};
 use crate::domain::{MessageEvent, Platform};
 use crate::lanes::clock::TurnClock;
-use crate::store::{now_ms, ApprovalRow, ApprovalStatus, NewApproval};
+use crate::store::{now_ms, ApprovalRow, ApprovalStatus, NewApproval, StoreError};
+
+/// Why a tool call could not be put to the person; the text is the denial the model reads.
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error("the call does not belong to a message anyone sent")]
+    NoMessage,
+    #[error("the request could not be recorded ({0})")]
+    NotRecorded(#[source] StoreError),
+    #[error("this chat's platform is not connected here")]
+    NotConnected,
+    #[error("the question could not be shown ({0})")]
+    NotShown(#[source] SendError),
+    #[error("the request disappeared")]
+    Disappeared,
+}
 
 /// How often a waiter re-reads its row, for presses that landed on another replica.
 const POLL: Duration = Duration::from_secs(1);
@@ -31,10 +46,12 @@ impl<'a> TurnGate<'a> {
         TurnGate { desk, ev, clock }
     }
 
-    async fn open(&self, ctx: &ToolContext, req: &ApprovalRequest) -> Result<ApprovalRow, String> {
-        let inbox_id = ctx
-            .inbox_id
-            .ok_or_else(|| "the call does not belong to a message anyone sent".to_string())?;
+    async fn open(
+        &self,
+        ctx: &ToolContext,
+        req: &ApprovalRequest,
+    ) -> Result<ApprovalRow, AskError> {
+        let inbox_id = ctx.inbox_id.ok_or(AskError::NoMessage)?;
         let now = now_ms();
         let hash = super::kept::call_hash(req);
         let new = NewApproval {
@@ -56,16 +73,16 @@ impl<'a> TurnGate<'a> {
             .store
             .approval_open(&new)
             .await
-            .map_err(|e| format!("the request could not be recorded ({e})"))
+            .map_err(AskError::NotRecorded)
     }
 
     /// Sends the question unless an earlier attempt did.
-    async fn ask(&self, row: &ApprovalRow, req: &ApprovalRequest) -> Result<(), String> {
+    async fn ask(&self, row: &ApprovalRow, req: &ApprovalRequest) -> Result<(), AskError> {
         if row.prompt_message_id.is_some() {
             return Ok(());
         }
         let Some(out) = self.desk.outbounds.get(self.ev.platform) else {
-            return Err("this chat's platform is not connected here".into());
+            return Err(AskError::NotConnected);
         };
         let text = question(req, self.desk.timeout);
         let id = out
@@ -76,7 +93,7 @@ impl<'a> TurnGate<'a> {
                 text: &text,
             })
             .await
-            .map_err(|e| format!("the question could not be shown ({e})"))?;
+            .map_err(AskError::NotShown)?;
         if let Err(e) = self.desk.store.approval_prompted(&row.id, &id).await {
             tracing::warn!(error = %e, "cannot record the approval question's message id");
         }
@@ -84,14 +101,14 @@ impl<'a> TurnGate<'a> {
     }
 
     /// Waits until the row leaves `pending` or its deadline passes (then expires it).
-    async fn wait(&self, id: &str) -> Result<ApprovalRow, String> {
+    async fn wait(&self, id: &str) -> Result<ApprovalRow, AskError> {
         let notify = self.desk.waiter(id);
         let _parked = self.clock.park();
         let result = loop {
             let woken = notify.notified();
             let row = match self.desk.store.approval_get(id).await {
                 Ok(Some(row)) => row,
-                Ok(None) => break Err("the request disappeared".to_string()),
+                Ok(None) => break Err(AskError::Disappeared),
                 // A store hiccup: keep waiting until the deadline, re-reading.
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read an approval request; retrying");
@@ -143,7 +160,7 @@ impl ApprovalGate for TurnGate<'_> {
         }
         let row = match self.open(ctx, req).await {
             Ok(row) => row,
-            Err(why) => return deny(why),
+            Err(why) => return deny(why.to_string()),
         };
         if row.status == ApprovalStatus::Pending {
             if let Err(why) = self.ask(&row, req).await {
@@ -153,12 +170,12 @@ impl ApprovalGate for TurnGate<'_> {
                     .store
                     .approval_answer(&row.id, false, "herald", now_ms())
                     .await;
-                return deny(why);
+                return deny(why.to_string());
             }
         }
         let row = match self.wait(&row.id).await {
             Ok(row) => row,
-            Err(why) => return deny(why),
+            Err(why) => return deny(why.to_string()),
         };
         let by = row.decided_by.clone().unwrap_or_default();
         match row.status {
