@@ -7,6 +7,7 @@ pub mod cron;
 mod event;
 mod lane;
 mod message;
+mod stored_event;
 
 pub use event::{
     Attachment, ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform,
