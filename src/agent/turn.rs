@@ -8,8 +8,8 @@
 
 use tracing::Instrument;
 
-use crate::domain::Role;
-use crate::llm::{ChatMessage, ChatRequest, DeltaSink, LlmError, ProviderChain, Usage};
+use crate::domain::{Role, ToolCall};
+use crate::llm::{ChatMessage, ChatRequest, DeltaSink, LlmError, ProviderChain, ToolSpec, Usage};
 use crate::store::{NewMessage, StoredMessage};
 
 use super::context::in_turn::{self, InTurnBudget};
@@ -138,51 +138,86 @@ pub async fn run_turn(
             tool_calls: resp.tool_calls.clone(),
             tool_call_id: None,
         });
-        for call in &resp.tool_calls {
-            let index = call_index;
-            call_index += 1;
-            let result = match spill.page(&call.name, &call.arguments) {
-                Some(page) => page,
-                None => {
-                    if let Some(p) = input.progress {
-                        p.tool_call(&call.name);
-                    }
-                    tools
-                        .call(
-                            input.tool_ctx,
-                            input.approvals,
-                            index,
-                            &call.name,
-                            &call.arguments,
-                        )
-                        .instrument(tracing::info_span!("tool", name = %call.name))
-                        .await
-                }
-            };
-            // The row keeps the whole result; the model sees what later turns will see.
-            let sent = spill.wire(Some(&call.name), &result);
-            let mut msg = NewMessage::new(Role::Tool, result);
-            msg.tool_call_id = Some(call.id.clone());
-            msg.tool_name = Some(call.name.clone());
-            out.messages.push(msg);
-            wire.push(ChatMessage {
-                role: Role::Tool,
-                content: Some(sent),
-                tool_calls: Vec::new(),
-                tool_call_id: Some(call.id.clone()),
-            });
-        }
+        run_tools(
+            tools,
+            &input,
+            &resp.tool_calls,
+            &mut call_index,
+            &mut spill,
+            &mut out,
+            &mut wire,
+        )
+        .await;
         if let Some(b) = input.in_turn {
-            if let Some(s) = in_turn::shrink(&mut wire, input.history, &mut opening, &specs, b) {
-                metrics::counter!("herald_in_turn_compactions_total").increment(1);
-                tracing::info!(session = %input.session_id, before = s.before, after = s.after,
-                    stubbed = s.stubbed, projected = s.projected, budget = b.budget_tokens,
-                    "in-flight request shrunk between tool iterations");
-            }
+            shrink_between(&mut wire, &input, &mut opening, &specs, b);
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.
     final_call(chain, wire, out, input.sink, input.progress).await
+}
+
+/// Runs one answer's tool calls in emission order; each result becomes a stored row (whole)
+/// and a wire message (what later turns will see).
+async fn run_tools(
+    tools: &Tools,
+    input: &TurnInput<'_>,
+    calls: &[ToolCall],
+    call_index: &mut usize,
+    spill: &mut TurnSpill<'_>,
+    out: &mut TurnOutput,
+    wire: &mut Vec<ChatMessage>,
+) {
+    for call in calls {
+        let index = *call_index;
+        *call_index += 1;
+        let result = match spill.page(&call.name, &call.arguments) {
+            Some(page) => page,
+            None => {
+                if let Some(p) = input.progress {
+                    p.tool_call(&call.name);
+                }
+                tools
+                    .call(
+                        input.tool_ctx,
+                        input.approvals,
+                        index,
+                        &call.name,
+                        &call.arguments,
+                    )
+                    .instrument(tracing::info_span!("tool", name = %call.name))
+                    .await
+            }
+        };
+        // The row keeps the whole result; the model sees what later turns will see.
+        let sent = spill.wire(Some(&call.name), &result);
+        let mut msg = NewMessage::new(Role::Tool, result);
+        msg.tool_call_id = Some(call.id.clone());
+        msg.tool_name = Some(call.name.clone());
+        out.messages.push(msg);
+        wire.push(ChatMessage {
+            role: Role::Tool,
+            content: Some(sent),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call.id.clone()),
+        });
+    }
+}
+
+/// The in-turn check between tool iterations: shrinks the in-flight request when it has
+/// outgrown its budget.
+fn shrink_between(
+    wire: &mut Vec<ChatMessage>,
+    input: &TurnInput<'_>,
+    opening: &mut usize,
+    specs: &[ToolSpec],
+    b: InTurnBudget,
+) {
+    if let Some(s) = in_turn::shrink(wire, input.history, opening, specs, b) {
+        metrics::counter!("herald_in_turn_compactions_total").increment(1);
+        tracing::info!(session = %input.session_id, before = s.before, after = s.after,
+            stubbed = s.stubbed, projected = s.projected, budget = b.budget_tokens,
+            "in-flight request shrunk between tool iterations");
+    }
 }
 
 /// The tools-stripped call that ends a turn with text: after the iteration budget, or when the
