@@ -146,6 +146,25 @@ macro_rules! cols {
     };
 }
 
+/// Binds `$1`–`$11`, the columns that name a request (which call of which turn, whose, where),
+/// in the order both inserts list them: a question opened, and a result kept unasked.
+macro_rules! bind_request {
+    ($a:expr, $query:expr) => {
+        $query
+            .bind($a.id.as_str())
+            .bind($a.lane.as_str())
+            .bind($a.inbox_id)
+            .bind($a.call_index)
+            .bind($a.call_hash.as_str())
+            .bind(&*super::text::clean(&$a.tool))
+            .bind(&*super::text::clean(&$a.arguments))
+            .bind($a.person.as_str())
+            .bind($a.platform.as_str())
+            .bind($a.chat_id.as_str())
+            .bind($a.thread_id.as_deref())
+    };
+}
+
 #[async_trait]
 pub trait ApprovalStore: Send + Sync {
     /// Opens the request, or returns the one a previous attempt of the same turn opened for
@@ -208,23 +227,12 @@ where
     (Option<String>,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
 {
     async fn approval_open(&self, a: &NewApproval) -> StoreResult<ApprovalRow> {
-        sqlx::query(
+        bind_request!(a, sqlx::query(
             "INSERT INTO approvals (id, lane, inbox_id, call_index, call_hash, tool, arguments, \
              person, platform, chat_id, thread_id, status, deadline, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13) \
              ON CONFLICT (lane, inbox_id, call_index, call_hash) DO NOTHING",
-        )
-        .bind(a.id.as_str())
-        .bind(a.lane.as_str())
-        .bind(a.inbox_id)
-        .bind(a.call_index)
-        .bind(a.call_hash.as_str())
-        .bind(&*super::text::clean(&a.tool))
-        .bind(&*super::text::clean(&a.arguments))
-        .bind(a.person.as_str())
-        .bind(a.platform.as_str())
-        .bind(a.chat_id.as_str())
-        .bind(a.thread_id.as_deref())
+        ))
         .bind(a.deadline)
         .bind(a.now)
         .execute(self.writer())
@@ -359,24 +367,13 @@ where
     }
 
     async fn tool_result_keep(&self, a: &NewApproval, result: &str) -> StoreResult<()> {
-        sqlx::query(
+        bind_request!(a, sqlx::query(
             "INSERT INTO approvals (id, lane, inbox_id, call_index, call_hash, tool, arguments, \
              person, platform, chat_id, thread_id, status, decided_by, decided_at, deadline, \
              result, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'done', $12, $13, $13, $14, $13) \
              ON CONFLICT (lane, inbox_id, call_index, call_hash) DO NOTHING",
-        )
-        .bind(a.id.as_str())
-        .bind(a.lane.as_str())
-        .bind(a.inbox_id)
-        .bind(a.call_index)
-        .bind(a.call_hash.as_str())
-        .bind(&*super::text::clean(&a.tool))
-        .bind(&*super::text::clean(&a.arguments))
-        .bind(a.person.as_str())
-        .bind(a.platform.as_str())
-        .bind(a.chat_id.as_str())
-        .bind(a.thread_id.as_deref())
+        ))
         .bind(KEPT_BY)
         .bind(a.now)
         .bind(&*super::text::clean(result))
