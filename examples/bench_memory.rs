@@ -125,22 +125,18 @@ fn main() {
         "Check the blast radius first.",
     ));
     for n in 0..12 {
-        wire.push(ChatMessage {
-            role: Role::Assistant,
-            content: None,
-            tool_calls: vec![ToolCall {
+        wire.push(ChatMessage::tool_calls(
+            None,
+            vec![ToolCall {
                 id: format!("c{n}"),
                 name: "read_file".into(),
                 arguments: r#"{"path":"src/main.rs"}"#.into(),
             }],
-            tool_call_id: None,
-        });
-        wire.push(ChatMessage {
-            role: Role::Tool,
-            content: Some(format!("line {n} ").repeat(1_500)),
-            tool_calls: Vec::new(),
-            tool_call_id: Some(format!("c{n}")),
-        });
+        ));
+        wire.push(ChatMessage::tool_result(
+            &format!("c{n}"),
+            format!("line {n} ").repeat(1_500),
+        ));
     }
     let budget = InTurnBudget {
         budget_tokens: 20_000,

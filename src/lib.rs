@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod http;
 pub mod lanes;
 pub mod llm;
+pub mod media;
 pub mod store;
 pub mod tasks;
 pub mod telemetry;

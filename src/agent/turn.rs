@@ -75,6 +75,7 @@ pub fn history_to_wire(system_prompt: &str, history: &[StoredMessage]) -> Vec<Ch
         out.push(ChatMessage {
             role: m.role,
             content: Some(m.wire_content().to_string()),
+            parts: Vec::new(),
             tool_calls: m.tool_calls.clone(),
             tool_call_id: m.tool_call_id.clone(),
         });
@@ -132,12 +133,10 @@ pub async fn run_turn(
             NewMessage::new(Role::Assistant, resp.content.clone().unwrap_or_default());
         assistant.tool_calls = resp.tool_calls.clone();
         out.messages.push(assistant);
-        wire.push(ChatMessage {
-            role: Role::Assistant,
-            content: resp.content,
-            tool_calls: resp.tool_calls.clone(),
-            tool_call_id: None,
-        });
+        wire.push(ChatMessage::tool_calls(
+            resp.content,
+            resp.tool_calls.clone(),
+        ));
         run_tools(
             tools,
             &input,
@@ -194,12 +193,7 @@ async fn run_tools(
         msg.tool_call_id = Some(call.id.clone());
         msg.tool_name = Some(call.name.clone());
         out.messages.push(msg);
-        wire.push(ChatMessage {
-            role: Role::Tool,
-            content: Some(sent),
-            tool_calls: Vec::new(),
-            tool_call_id: Some(call.id.clone()),
-        });
+        wire.push(ChatMessage::tool_result(&call.id, sent));
     }
 }
 

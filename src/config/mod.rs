@@ -9,6 +9,7 @@ mod agent;
 mod handoff;
 mod load;
 mod mcp;
+mod media;
 mod memory;
 mod platforms;
 mod secret;
@@ -27,6 +28,7 @@ pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
+pub use media::MediaConfig;
 pub use memory::{
     check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, Person,
 };
@@ -62,6 +64,7 @@ pub struct Config {
     pub approvals: ApprovalsConfig,
     pub streaming: StreamingConfig,
     pub mcp: McpConfig,
+    pub media: MediaConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -163,6 +166,9 @@ pub struct LlmConfig {
     pub context_window: Option<u64>,
     /// Tried in order when the main provider gives up.
     pub fallbacks: Vec<Endpoint>,
+    /// The model takes images: photos, image documents and tools' images are sent as image
+    /// parts. Off: the model is told an image arrived that it cannot see.
+    pub vision: bool,
 }
 
 impl Default for LlmConfig {
@@ -177,6 +183,7 @@ impl Default for LlmConfig {
             max_retry_after_secs: 60,
             context_window: None,
             fallbacks: Vec::new(),
+            vision: false,
         }
     }
 }

@@ -18,6 +18,7 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     telegram(c)?;
     discord(c)?;
     telemetry(c)?;
+    media(c)?;
     if let Err((key, message)) = c.memory.check() {
         return Err(ConfigError::Key { key, message });
     }
@@ -83,6 +84,28 @@ fn web_access(c: &Config, addr: SocketAddr) -> Result<(), ConfigError> {
             "web.token",
             "required when web.trust_loopback is false (nobody could use the API)",
         ));
+    }
+    Ok(())
+}
+
+/// `[media]`: a fetch cap and timeout that let something through.
+fn media(c: &Config) -> Result<(), ConfigError> {
+    let m = &c.media;
+    for (key, bad) in [
+        ("media.max_bytes", m.max_bytes == 0),
+        ("media.fetch_timeout_secs", m.fetch_timeout_secs == 0),
+        ("media.document_chars", m.document_chars == 0),
+        (
+            "media.transcription_model",
+            m.transcription_model.trim().is_empty(),
+        ),
+    ] {
+        if bad {
+            return Err(ConfigError::Key {
+                key,
+                message: "must not be zero or empty".into(),
+            });
+        }
     }
     Ok(())
 }

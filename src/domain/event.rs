@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::cron::{deserialize_targets, Target};
-use super::LaneKey;
+use super::{Attachment, LaneKey};
 
 /// Where an event came from (and where its replies go).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -140,14 +140,6 @@ impl Origin {
     }
 }
 
-/// A file or media item attached to a message, recorded by reference (never downloaded here).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attachment {
-    pub kind: String,
-    /// Platform file id or URL.
-    pub reference: String,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "super::stored_event::StoredEvent")]
 pub struct MessageEvent {
@@ -263,16 +255,17 @@ impl MessageEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{MediaKind, MediaSource};
 
     #[test]
     fn event_round_trips_through_json() {
         let mut ev = MessageEvent::text(Platform::Telegram, "-100", "42", "hello");
         ev.thread_id = Some("7".into());
         ev.chat_type = ChatType::Thread;
-        ev.attachments.push(Attachment {
-            kind: "photo".into(),
-            reference: "AgAD".into(),
-        });
+        ev.attachments.push(Attachment::new(
+            MediaKind::Photo,
+            MediaSource::Telegram("AgAD".into()),
+        ));
         let json = serde_json::to_string(&ev).unwrap();
         let back: MessageEvent = serde_json::from_str(&json).unwrap();
         assert_eq!(back, ev);

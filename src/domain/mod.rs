@@ -6,11 +6,11 @@
 pub mod cron;
 mod event;
 mod lane;
+mod media;
 mod message;
 mod stored_event;
 
-pub use event::{
-    Attachment, ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform,
-};
+pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
+pub use media::{describe_all, Attachment, MediaKind, MediaSource};
 pub use message::{Role, ToolCall};

@@ -58,6 +58,7 @@ mod tests {
             active,
             compacted,
             platform_message_id: None,
+            media: Vec::new(),
             created_at: 0,
         }
     }

@@ -8,49 +8,15 @@
 //! model or download anything.
 
 use super::worker::{Failure, Worker};
-use crate::domain::{Attachment, MessageEvent, Role};
+use crate::domain::{describe_all, Attachment, MessageEvent, Role};
 use crate::store::{InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, TurnCommit};
-
-/// "a voice message", "a photo and a document", … for a message's attachments.
-pub fn describe(attachments: &[Attachment]) -> String {
-    let mut names: Vec<&str> = Vec::new();
-    for a in attachments {
-        let name = name_of(&a.kind);
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    match names.as_slice() {
-        [] => "a message without text".to_string(),
-        [one] => one.to_string(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-/// Telegram names the kind; Discord gives a MIME type.
-fn name_of(kind: &str) -> &'static str {
-    match kind {
-        "photo" => "a photo",
-        "voice" => "a voice message",
-        "audio" => "an audio file",
-        "video" => "a video",
-        "video_note" => "a video message",
-        "animation" => "an animation",
-        "sticker" => "a sticker",
-        "document" => "a document",
-        k if k.starts_with("image/") => "an image",
-        k if k.starts_with("audio/") => "an audio file",
-        k if k.starts_with("video/") => "a video",
-        _ => "a file",
-    }
-}
 
 /// The answer to a media-only message.
 pub fn reply_text(attachments: &[Attachment]) -> String {
     format!(
         "I received {} but I can only read text for now, so I could not open it. Please type \
          what you want me to know, or add it as a caption.",
-        describe(attachments)
+        describe_all(attachments)
     )
 }
 
@@ -74,7 +40,10 @@ impl Worker {
         commit.messages = vec![
             NewMessage::new(
                 Role::User,
-                format!("[{} received; not readable yet]", describe(&ev.attachments)),
+                format!(
+                    "[{} received; not readable yet]",
+                    describe_all(&ev.attachments)
+                ),
             ),
             NewMessage::new(Role::Assistant, reply.clone()),
         ];
@@ -85,40 +54,5 @@ impl Worker {
         metrics::counter!("herald_media_unread_total", "platform" => ev.platform.as_str())
             .increment(1);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn att(kinds: &[&str]) -> Vec<Attachment> {
-        kinds
-            .iter()
-            .map(|k| Attachment {
-                kind: k.to_string(),
-                reference: "x".into(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn names_what_arrived() {
-        let table: [(&[&str], &str); 6] = [
-            (&["voice"], "a voice message"),
-            (&["photo"], "a photo"),
-            (&["sticker"], "a sticker"),
-            (&["photo", "document"], "a photo and a document"),
-            (
-                &["image/png", "image/jpeg", "audio/ogg", "application/pdf"],
-                "an image, an audio file and a file",
-            ),
-            (&[], "a message without text"),
-        ];
-        for (kinds, want) in table {
-            assert_eq!(describe(&att(kinds)), want, "{kinds:?}");
-        }
-        assert!(reply_text(&att(&["voice"]))
-            .starts_with("I received a voice message but I can only read text"));
     }
 }

@@ -7,6 +7,7 @@
 
 mod build;
 mod chain;
+mod content;
 mod echo;
 mod openai;
 mod openai_stream;
@@ -21,15 +22,19 @@ use crate::domain::{Role, ToolCall};
 
 pub use build::{main_chain, writer_chain};
 pub use chain::{ProviderChain, RetryPolicy};
+pub use content::{Blob, Part, IMAGE_TOKENS};
 pub use echo::{EchoProvider, UnconfiguredProvider, NOT_CONFIGURED_REPLY};
 pub use openai::OpenAiProvider;
 pub use stream::{DeltaSink, NoSink};
 
-/// One message as the provider sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One message as the provider sees it: its text, then its other parts in order.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChatMessage {
     pub role: Role,
+    /// The text part (first when there are others).
     pub content: Option<String>,
+    /// Images and audio after the text (a person's photo, a tool's image).
+    pub parts: Vec<Part>,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
 }
@@ -39,9 +44,28 @@ impl ChatMessage {
         ChatMessage {
             role,
             content: Some(content.into()),
+            parts: Vec::new(),
             tool_calls: Vec::new(),
             tool_call_id: None,
         }
+    }
+
+    /// An assistant message that asks for tools.
+    pub fn tool_calls(content: Option<String>, calls: Vec<ToolCall>) -> ChatMessage {
+        ChatMessage {
+            role: Role::Assistant,
+            content,
+            parts: Vec::new(),
+            tool_calls: calls,
+            tool_call_id: None,
+        }
+    }
+
+    /// The result of the call `call_id`.
+    pub fn tool_result(call_id: &str, content: impl Into<String>) -> ChatMessage {
+        let mut m = ChatMessage::new(Role::Tool, content);
+        m.tool_call_id = Some(call_id.to_string());
+        m
     }
 }
 

@@ -12,12 +12,12 @@ use sqlx::Row;
 
 use super::types::*;
 use super::{StoreError, StoreResult};
-use crate::domain::{LaneKey, MessageEvent, Role, ToolCall};
+use crate::domain::{Attachment, LaneKey, MessageEvent, Role, ToolCall};
 
 pub(super) const INBOX_COLS: &str =
     "id, lane, event, status, attempts, note, session_id, reply_message_id, received_at";
 pub(super) const MESSAGE_COLS: &str = "id, session_id, role, content, api_content, tool_calls, \
-     tool_call_id, tool_name, active, compacted, platform_message_id, created_at";
+     tool_call_id, tool_name, active, compacted, platform_message_id, media, created_at";
 pub(super) const SESSION_COLS: &str = "id, lane, parent_id, started_at, ended_at, end_reason, \
      system_prompt, model, compaction_strikes, fallback_streak, cooldown_until";
 pub(super) const OUTBOX_COLS: &str = "id, idem_key, reply_key, lane, platform, chat_id, thread_id, reply_to, \
@@ -78,6 +78,11 @@ where
         Some(s) if !s.is_empty() => serde_json::from_str(&s)?,
         _ => Vec::new(),
     };
+    let media: Option<String> = row.try_get("media")?;
+    let media: Vec<Attachment> = match media {
+        Some(s) if !s.is_empty() => serde_json::from_str(&s)?,
+        _ => Vec::new(),
+    };
     let active: i64 = row.try_get("active")?;
     let compacted: i64 = row.try_get("compacted")?;
     Ok(StoredMessage {
@@ -93,8 +98,17 @@ where
         active: active != 0,
         compacted: compacted != 0,
         platform_message_id: row.try_get("platform_message_id")?,
+        media,
         created_at: row.try_get("created_at")?,
     })
+}
+
+pub(super) fn media_json(m: &NewMessage) -> Option<String> {
+    if m.media.is_empty() {
+        None
+    } else {
+        serde_json::to_string(&m.media).ok()
+    }
 }
 
 pub(super) fn tool_calls_json(m: &NewMessage) -> Option<String> {

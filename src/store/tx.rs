@@ -113,8 +113,8 @@ where
 {
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO messages (session_id, lane, turn_id, role, content, api_content, \
-         tool_calls, tool_call_id, tool_name, platform_message_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+         tool_calls, tool_call_id, tool_name, platform_message_id, media, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
     )
     .bind(session_id)
     .bind(lane)
@@ -126,6 +126,7 @@ where
     .bind(clean_opt(m.tool_call_id.as_deref()))
     .bind(clean_opt(m.tool_name.as_deref()))
     .bind(&m.platform_message_id)
+    .bind(common::media_json(m).map(clean_json))
     .bind(now)
     .fetch_one(&mut **tx)
     .await?;

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::outbox_key::{OutboxKey, ReplyKey};
 pub use super::status::{InboxStatus, OutboxStatus, TurnStatus};
-use crate::domain::{LaneKey, MessageEvent, Platform, Role, ToolCall};
+use crate::domain::{Attachment, LaneKey, MessageEvent, Platform, Role, ToolCall};
 
 /// Proof of holding a named lease (a lane's turn lease, or a singleton role such as the
 /// Telegram poller). The fencing token grows on every takeover: a write carrying an old token
@@ -87,6 +87,8 @@ pub struct NewMessage {
     pub tool_call_id: Option<String>,
     pub tool_name: Option<String>,
     pub platform_message_id: Option<String>,
+    /// Files the message carried, by reference (a person's photo, a tool's image).
+    pub media: Vec<Attachment>,
 }
 
 impl NewMessage {
@@ -99,6 +101,7 @@ impl NewMessage {
             tool_call_id: None,
             tool_name: None,
             platform_message_id: None,
+            media: Vec::new(),
         }
     }
 }
@@ -119,6 +122,8 @@ pub struct StoredMessage {
     /// on every row Herald wrote itself (replies, tool traffic, compaction carriers, delivery
     /// mirrors, media acknowledgements).
     pub platform_message_id: Option<String>,
+    /// Files the row carries, by reference.
+    pub media: Vec<Attachment>,
     pub created_at: i64,
 }
 
@@ -145,6 +150,7 @@ impl StoredMessage {
             active: true,
             compacted: false,
             platform_message_id: m.platform_message_id.clone(),
+            media: m.media.clone(),
             created_at,
         }
     }

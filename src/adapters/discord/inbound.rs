@@ -11,7 +11,9 @@ use std::time::Duration;
 use serenity::all::{ChannelId, Message, MessageType, UserId};
 
 use crate::config::DiscordConfig;
-use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Origin, Platform};
+use crate::domain::{
+    Attachment, ChatType, MediaKind, MediaSource, MessageEvent, MessageKind, Origin, Platform,
+};
 use crate::lanes::Ingest;
 use crate::tasks::Backoff;
 
@@ -89,16 +91,26 @@ pub(super) fn translate(
     let attachments: Vec<Attachment> = msg
         .attachments
         .iter()
-        .map(|a| Attachment {
-            kind: a
+        .map(|a| {
+            let mime = a
                 .content_type
                 .clone()
-                .unwrap_or_else(|| "application/octet-stream".into()),
-            reference: a.url.clone(),
+                .unwrap_or_else(|| "application/octet-stream".into());
+            let mut out =
+                Attachment::new(MediaKind::from_mime(&mime), MediaSource::Url(a.url.clone()));
+            out.mime = Some(mime);
+            out.size = Some(u64::from(a.size));
+            out.name = Some(a.filename.clone());
+            out.duration_secs = a.duration_secs.map(|d| d as u32);
+            out
         })
-        .chain(msg.sticker_items.iter().map(|st| Attachment {
-            kind: "sticker".into(),
-            reference: st.id.get().to_string(),
+        .chain(msg.sticker_items.iter().map(|st| {
+            let mut out = Attachment::new(
+                MediaKind::Sticker,
+                MediaSource::DiscordSticker(st.id.get().to_string()),
+            );
+            out.name = Some(st.name.clone());
+            out
         }))
         .collect();
     if text.is_empty() && attachments.is_empty() {

@@ -214,9 +214,15 @@ fn translation_fills_lane_sender_reply_and_attachments() {
     assert_eq!(ev.reply_to.as_deref(), Some("6999"));
     assert_eq!(
         ev.attachments,
-        vec![Attachment {
-            kind: "image/png".into(),
-            reference: "https://cdn/a.png".into()
+        vec![{
+            let mut a = Attachment::new(
+                MediaKind::Photo,
+                MediaSource::Url("https://cdn/a.png".into()),
+            );
+            a.mime = Some("image/png".into());
+            a.size = Some(3);
+            a.name = Some("a.png".into());
+            a
         }]
     );
 

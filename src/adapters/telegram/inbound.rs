@@ -17,7 +17,9 @@ use teloxide::types::{
 };
 
 use crate::delivery::parse_approval_button;
-use crate::domain::{Attachment, ChatType, MessageEvent, MessageKind, Origin, Platform};
+use crate::domain::{
+    Attachment, ChatType, MediaKind, MediaSource, MessageEvent, MessageKind, Origin, Platform,
+};
 use crate::lanes::Press;
 
 /// Who the bot is (from `getMe`), needed to tell whether a group message addresses it.
@@ -247,36 +249,73 @@ fn model_text(text: &str, entities: &[MessageEntityRef<'_>], me: &BotIdentity) -
 
 fn attachments(msg: &Message) -> Vec<Attachment> {
     let mut out = Vec::new();
-    let mut add = |kind: &str, id: &str| {
-        out.push(Attachment {
-            kind: kind.to_string(),
-            reference: id.to_string(),
-        })
-    };
+    let mut add =
+        |kind: MediaKind, id: &str, size: u32, mime: Option<String>, name: Option<String>| {
+            let mut a = Attachment::new(kind, MediaSource::Telegram(id.to_string()));
+            a.size = Some(u64::from(size));
+            a.mime = mime;
+            a.name = name;
+            out.push(a);
+        };
     // Telegram sends every size of a photo; the last one is the largest.
     if let Some(p) = msg.photo().and_then(|sizes| sizes.last()) {
-        add("photo", &p.file.id.0);
+        add(
+            MediaKind::Photo,
+            &p.file.id.0,
+            p.file.size,
+            Some("image/jpeg".into()),
+            None,
+        );
     }
     if let Some(d) = msg.document() {
-        add("document", &d.file.id.0);
+        let mime = d.mime_type.as_ref().map(|m| m.to_string());
+        add(
+            MediaKind::Document,
+            &d.file.id.0,
+            d.file.size,
+            mime,
+            d.file_name.clone(),
+        );
     }
     if let Some(v) = msg.video() {
-        add("video", &v.file.id.0);
+        let mime = v.mime_type.as_ref().map(|m| m.to_string());
+        add(
+            MediaKind::Video,
+            &v.file.id.0,
+            v.file.size,
+            mime,
+            v.file_name.clone(),
+        );
     }
     if let Some(v) = msg.voice() {
-        add("voice", &v.file.id.0);
+        let mime = v.mime_type.as_ref().map(|m| m.to_string());
+        add(MediaKind::Voice, &v.file.id.0, v.file.size, mime, None);
     }
     if let Some(a) = msg.audio() {
-        add("audio", &a.file.id.0);
+        let mime = a.mime_type.as_ref().map(|m| m.to_string());
+        add(
+            MediaKind::Audio,
+            &a.file.id.0,
+            a.file.size,
+            mime,
+            a.file_name.clone(),
+        );
     }
     if let Some(a) = msg.animation() {
-        add("animation", &a.file.id.0);
+        let mime = a.mime_type.as_ref().map(|m| m.to_string());
+        add(
+            MediaKind::Animation,
+            &a.file.id.0,
+            a.file.size,
+            mime,
+            a.file_name.clone(),
+        );
     }
     if let Some(s) = msg.sticker() {
-        add("sticker", &s.file.id.0);
+        add(MediaKind::Sticker, &s.file.id.0, s.file.size, None, None);
     }
     if let Some(v) = msg.video_note() {
-        add("video_note", &v.file.id.0);
+        add(MediaKind::VideoNote, &v.file.id.0, v.file.size, None, None);
     }
     out
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use teloxide::types::Update;
 
 use super::inbound::{decide, BotIdentity, Decision, Rules};
-use crate::domain::{ChatType, MessageKind};
+use crate::domain::{ChatType, MediaKind, MediaSource, MessageKind};
 
 const BOT_ID: u64 = 777;
 
@@ -286,8 +286,11 @@ fn photo_attachment_is_the_largest_size() {
         panic!("not ingested")
     };
     assert_eq!(ev.attachments.len(), 1);
-    assert_eq!(ev.attachments[0].kind, "photo");
-    assert_eq!(ev.attachments[0].reference, "large");
+    assert_eq!(ev.attachments[0].kind, MediaKind::Photo);
+    assert_eq!(
+        ev.attachments[0].source,
+        MediaSource::Telegram("large".into())
+    );
     assert_eq!(ev.chat_type, ChatType::Dm);
 }
 

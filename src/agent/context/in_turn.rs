@@ -14,7 +14,7 @@ use crate::agent::compaction::{
     carrier, estimate_tokens, project, projection_budget_chars, ProjMessage,
 };
 use crate::domain::Role;
-use crate::llm::{ChatMessage, ToolSpec};
+use crate::llm::{ChatMessage, Part, ToolSpec};
 use crate::store::StoredMessage;
 
 use super::plan::to_proj;
@@ -47,7 +47,8 @@ fn tokens(m: &ChatMessage) -> usize {
         .iter()
         .map(|c| estimate_tokens(&c.name) + estimate_tokens(&c.arguments))
         .sum();
-    estimate_tokens(m.content.as_deref().unwrap_or_default()) + calls + OVERHEAD
+    let parts: usize = m.parts.iter().map(Part::tokens).sum();
+    estimate_tokens(m.content.as_deref().unwrap_or_default()) + calls + parts + OVERHEAD
 }
 
 /// Estimated tokens of a request: its messages and the tool schemas.
@@ -146,22 +147,15 @@ mod tests {
     }
 
     fn group(wire: &mut Vec<ChatMessage>, n: usize, result: &str) {
-        wire.push(ChatMessage {
-            role: Role::Assistant,
-            content: None,
-            tool_calls: vec![ToolCall {
+        wire.push(ChatMessage::tool_calls(
+            None,
+            vec![ToolCall {
                 id: format!("c{n}"),
                 name: "read".into(),
                 arguments: "{}".into(),
             }],
-            tool_call_id: None,
-        });
-        wire.push(ChatMessage {
-            role: Role::Tool,
-            content: Some(result.to_string()),
-            tool_calls: Vec::new(),
-            tool_call_id: Some(format!("c{n}")),
-        });
+        ));
+        wire.push(ChatMessage::tool_result(&format!("c{n}"), result));
     }
 
     #[test]

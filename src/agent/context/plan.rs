@@ -118,6 +118,7 @@ pub fn plan(live: &[StoredMessage], window_tokens: usize, tail_tokens: usize) ->
         // A copy of a person's request is still that request (the first turn, the latest
         // request and the tail rule all look for it).
         platform_message_id: m.platform_message_id.clone(),
+        media: m.media.clone(),
     }));
     Some(Plan {
         projection,
@@ -146,6 +147,7 @@ mod tests {
             active: true,
             compacted: false,
             platform_message_id: person.then(|| format!("m{id}")),
+            media: Vec::new(),
             created_at: 0,
         }
     }

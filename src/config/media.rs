@@ -1,0 +1,42 @@
+//! The `[media]` section: how large a file Herald fetches, how long its bytes stay cached,
+//! how voice notes become text and how much of a document reaches the model.
+//!
+//! Only settings live here; reading files is `crate::media`'s job.
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigUrl;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MediaConfig {
+    /// Largest file fetched from a platform, in bytes; a larger one gets a clear answer.
+    pub max_bytes: u64,
+    /// A fetch that takes longer than this many seconds fails with a clear answer.
+    pub fetch_timeout_secs: u64,
+    /// Images stay in the model's view for this many turns after the one that brought them;
+    /// older ones become a one-line placeholder.
+    pub keep_images_turns: u32,
+    /// Fetched bytes are kept under `<data_dir>/media` for this many hours (0: not cached).
+    pub cache_hours: u64,
+    /// Speech-to-text endpoint (OpenAI-compatible `POST <url>/audio/transcriptions`); unset:
+    /// the model's `base_url`.
+    pub transcription_url: Option<ConfigUrl>,
+    pub transcription_model: String,
+    /// Characters of a document's text given to the model; the rest is cut with a note.
+    pub document_chars: usize,
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        MediaConfig {
+            max_bytes: 20 * 1024 * 1024,
+            fetch_timeout_secs: 60,
+            keep_images_turns: 3,
+            cache_hours: 24,
+            transcription_url: None,
+            transcription_model: "whisper-1".into(),
+            document_chars: 40_000,
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! Reading what people send besides text: fetching a file by its reference under a size cap,
+//! turning a voice note into text, a document into text, an image into an image part.
+//!
+//! Nothing here touches the store: a turn asks for an attachment's meaning and gets text and
+//! parts back; the transcript keeps the reference (`domain::Attachment`), never the bytes.
+
+/// Why one attachment could not be read. Each turns into one line the person (or the model)
+/// reads; none stops the lane.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MediaError {
+    #[error("the file is {size} bytes, over the {max}-byte limit")]
+    TooLarge { size: u64, max: u64 },
+    #[error("the download did not finish in time")]
+    Timeout,
+    #[error("the download failed: {0}")]
+    Fetch(String),
+    /// The platform the file lives on is not configured here (a Telegram file id on a replica
+    /// without a bot token).
+    #[error("files from {0} cannot be fetched here")]
+    NoSource(&'static str),
+    /// The bytes are not what they claim (a truncated image, a PDF that does not parse).
+    #[error("the file could not be read: {0}")]
+    Corrupt(String),
+    #[error("no speech-to-text endpoint is configured")]
+    NoTranscriber,
+    #[error("the speech-to-text endpoint failed: {0}")]
+    Transcription(String),
+}
