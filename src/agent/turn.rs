@@ -46,6 +46,10 @@ pub struct TurnInput<'a> {
     pub in_turn: Option<InTurnBudget>,
     /// Told what the turn starts doing (a model call, a tool), for `/status`.
     pub progress: Option<&'a dyn TurnProgress>,
+    /// The model takes images (`llm.vision`): images go to it as image parts.
+    pub vision: bool,
+    /// Where files a tool returns are kept (the tool row references them by hash).
+    pub media_cache: &'a crate::media::MediaCache,
 }
 
 /// Hears the steps of a running turn as they start; display state only.

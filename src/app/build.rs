@@ -210,6 +210,10 @@ impl Core {
             finished: self.finished.clone(),
             approvals: self.approvals.clone(),
             recall,
+            media_cache: crate::media::MediaCache::under(
+                &self.config.server.data_dir,
+                self.config.media.cache_hours,
+            ),
         })
     }
 

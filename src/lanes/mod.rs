@@ -61,4 +61,6 @@ pub struct Deps {
     /// The memory provider (`[memory.provider]`), told about compactions; it is also in
     /// `pre_llm`.
     pub recall: Option<Arc<crate::hooks::MemoryRecall>>,
+    /// Bytes of fetched files and of files tools produced (`<data_dir>/media`).
+    pub media_cache: crate::media::MediaCache,
 }

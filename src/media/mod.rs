@@ -4,6 +4,10 @@
 //! Nothing here touches the store: a turn asks for an attachment's meaning and gets text and
 //! parts back; the transcript keeps the reference (`domain::Attachment`), never the bytes.
 
+pub mod cache;
+
+pub use cache::{is_sha256, sha256_hex, MediaCache};
+
 /// Why one attachment could not be read. Each turns into one line the person (or the model)
 /// reads; none stops the lane.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -157,6 +157,8 @@ impl Worker {
                     window: context.window,
                 }),
                 progress: Some(s.activity),
+                vision: deps.config.llm.vision,
+                media_cache: &deps.media_cache,
             },
         );
         tokio::select! {
