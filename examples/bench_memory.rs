@@ -119,7 +119,7 @@ fn main() {
             StoredMessage::committed(i, "s", &m, 0)
         })
         .collect();
-    let mut wire = history_to_wire("SYSTEM PROMPT", &history);
+    let mut wire = history_to_wire("SYSTEM PROMPT", &history, &Default::default());
     wire.push(ChatMessage::new(
         Role::User,
         "Check the blast radius first.",

@@ -4,6 +4,7 @@
 
 pub mod compaction;
 pub mod context;
+pub mod images;
 pub mod mcp;
 pub mod memory;
 pub mod prompt;

@@ -9,11 +9,14 @@
 use tracing::Instrument;
 
 use crate::domain::{Role, ToolCall};
-use crate::llm::{ChatMessage, ChatRequest, DeltaSink, LlmError, ProviderChain, ToolSpec, Usage};
+use crate::llm::{
+    ChatMessage, ChatRequest, DeltaSink, LlmError, Part, ProviderChain, ToolSpec, Usage,
+};
 use crate::store::{NewMessage, StoredMessage};
 
 use super::context::in_turn::{self, InTurnBudget};
 use super::context::spill::TurnSpill;
+use super::images::HistoryImages;
 use super::tools::{ApprovalGate, ToolContext, Tools};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +32,10 @@ pub struct TurnInput<'a> {
     pub user_content: &'a str,
     /// The user message as sent (with pre-LLM context), when it differs.
     pub user_api_content: Option<&'a str>,
+    /// The images of the user message (a photo the person sent, for a model that sees).
+    pub user_parts: &'a [Part],
+    /// The images of the history still in view.
+    pub history_images: &'a HistoryImages,
     pub max_iterations: u32,
     /// The session the turn belongs to (named in previews of its large tool results).
     pub session_id: &'a str,
@@ -72,17 +79,25 @@ pub struct TurnOutput {
 
 const EMPTY_REPLY: &str = "(The model returned an empty answer.)";
 
-pub fn history_to_wire(system_prompt: &str, history: &[StoredMessage]) -> Vec<ChatMessage> {
+/// The request's messages for the system prompt and the history, each row with the images it
+/// still shows (or their placeholder).
+pub fn history_to_wire(
+    system_prompt: &str,
+    history: &[StoredMessage],
+    images: &HistoryImages,
+) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(history.len() + 2);
     out.push(ChatMessage::new(Role::System, system_prompt));
     for m in history {
-        out.push(ChatMessage {
+        let mut msg = ChatMessage {
             role: m.role,
             content: Some(m.wire_content().to_string()),
             parts: Vec::new(),
             tool_calls: m.tool_calls.clone(),
             tool_call_id: m.tool_call_id.clone(),
-        });
+        };
+        images.apply(m, &mut msg);
+        out.push(msg);
     }
     out
 }
@@ -92,11 +107,13 @@ pub async fn run_turn(
     tools: &Tools,
     input: TurnInput<'_>,
 ) -> Result<TurnOutput, TurnError> {
-    let mut wire = history_to_wire(input.system_prompt, input.history);
-    wire.push(ChatMessage::new(
+    let mut wire = history_to_wire(input.system_prompt, input.history, input.history_images);
+    let mut user = ChatMessage::new(
         Role::User,
         input.user_api_content.unwrap_or(input.user_content),
-    ));
+    );
+    user.parts = input.user_parts.to_vec();
+    wire.push(user);
     let specs = tools.specs();
     // Where the opening request sits in `wire` (an in-turn shrink may fold the history).
     let mut opening = input.history.len() + 1;

@@ -197,6 +197,10 @@ impl Core {
             self.store.clone(),
             vec![Arc::new(handoff_hook)],
         );
+        let media_cache = crate::media::MediaCache::under(
+            &self.config.server.data_dir,
+            self.config.media.cache_hours,
+        );
         Arc::new(Deps {
             config: self.config.clone(),
             store: self.store.clone(),
@@ -210,10 +214,11 @@ impl Core {
             finished: self.finished.clone(),
             approvals: self.approvals.clone(),
             recall,
-            media_cache: crate::media::MediaCache::under(
-                &self.config.server.data_dir,
-                self.config.media.cache_hours,
-            ),
+            media: Arc::new(crate::media::MediaReader::from_config(
+                &self.config,
+                media_cache.clone(),
+            )),
+            media_cache,
         })
     }
 

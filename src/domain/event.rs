@@ -75,7 +75,8 @@ pub enum ChatType {
     Thread,
 }
 
-/// What the person sent. Only `Text` and `Command` can start a turn; the others are recorded.
+/// What the person sent. `Text`, `Command` and `Media` (files, with or without a caption) can
+/// start a turn; an edit or a service message is recorded only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageKind {
@@ -245,7 +246,10 @@ impl MessageEvent {
     /// Whether this event may start a model turn at all.
     pub fn can_start_turn(&self) -> bool {
         match &self.origin {
-            Origin::Person { kind, .. } => matches!(kind, MessageKind::Text | MessageKind::Command),
+            Origin::Person { kind, .. } => matches!(
+                kind,
+                MessageKind::Text | MessageKind::Command | MessageKind::Media
+            ),
             Origin::Scheduled { .. } => true,
             Origin::Control(_) => false,
         }
@@ -298,7 +302,7 @@ mod tests {
                 None,
                 MessageKind::Media,
                 "discord:77",
-                false,
+                true,
             ),
             (
                 Platform::Telegram,

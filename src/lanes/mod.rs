@@ -12,7 +12,6 @@ mod control;
 #[doc(hidden)]
 pub mod fault;
 mod ingest;
-mod media;
 mod preview;
 mod reply;
 mod router;
@@ -63,4 +62,6 @@ pub struct Deps {
     pub recall: Option<Arc<crate::hooks::MemoryRecall>>,
     /// Bytes of fetched files and of files tools produced (`<data_dir>/media`).
     pub media_cache: crate::media::MediaCache,
+    /// Reads what people attach (fetch, transcribe, extract).
+    pub media: Arc<crate::media::MediaReader>,
 }

@@ -366,13 +366,6 @@ impl Worker {
                 self.control(lease, row, &ev, control).await
             }
             Origin::Person {
-                kind: MessageKind::Media,
-                ..
-            } => {
-                self.forget();
-                self.media(lease, row, &ev).await
-            }
-            Origin::Person {
                 kind: MessageKind::Edited | MessageKind::Service,
                 ..
             } => {
@@ -380,7 +373,7 @@ impl Worker {
                     .await
             }
             Origin::Person {
-                kind: MessageKind::Text | MessageKind::Command,
+                kind: MessageKind::Text | MessageKind::Command | MessageKind::Media,
                 ..
             } => match parse_command(&ev.text, None) {
                 Some(cmd) => {

@@ -5,14 +5,22 @@
 //! parts back; the transcript keeps the reference (`domain::Attachment`), never the bytes.
 
 pub mod cache;
+pub mod document;
+pub mod fetch;
+pub mod read;
+pub mod reading;
+pub mod sniff;
+pub mod transcribe;
 
 pub use cache::{is_sha256, sha256_hex, MediaCache};
+pub use read::MediaReader;
+pub use reading::{Item, Reading};
 
 /// Why one attachment could not be read. Each turns into one line the person (or the model)
 /// reads; none stops the lane.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MediaError {
-    #[error("the file is {size} bytes, over the {max}-byte limit")]
+    #[error("the file is {}, over the {} limit", human_size(*.size), human_size(*.max))]
     TooLarge { size: u64, max: u64 },
     #[error("the download did not finish in time")]
     Timeout,
@@ -29,4 +37,17 @@ pub enum MediaError {
     NoTranscriber,
     #[error("the speech-to-text endpoint failed: {0}")]
     Transcription(String),
+}
+
+/// `512 bytes`, `14.2 KB`, `25.0 MB`, for a sentence.
+pub fn human_size(bytes: u64) -> String {
+    const KB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b < KB {
+        format!("{bytes} bytes")
+    } else if b < KB * KB {
+        format!("{:.1} KB", b / KB)
+    } else {
+        format!("{:.1} MB", b / (KB * KB))
+    }
 }

@@ -239,8 +239,8 @@ fn translation_fills_lane_sender_reply_and_attachments() {
         ("discord:9", MessageKind::Media, ChatType::Dm)
     );
     assert!(
-        !ev.can_start_turn(),
-        "a bare attachment is recorded, not answered"
+        ev.can_start_turn(),
+        "a bare attachment is read and answered"
     );
 }
 

@@ -174,7 +174,8 @@ mod tests {
                 )
             })
             .collect();
-        let mut wire = crate::agent::turn::history_to_wire("SYSTEM PROMPT", &history);
+        let mut wire =
+            crate::agent::turn::history_to_wire("SYSTEM PROMPT", &history, &Default::default());
         wire.push(ChatMessage::new(
             Role::User,
             "Don't change it yet. Check the blast radius.",

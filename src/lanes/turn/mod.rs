@@ -14,6 +14,7 @@
 //! not a branch to a long body.
 
 mod land;
+mod media;
 mod prepare;
 mod run;
 mod settle;
@@ -24,9 +25,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::worker::{Failure, Stop, Worker};
 use crate::agent::context::{ContextEngine, Known};
+use crate::agent::images::HistoryImages;
 use crate::agent::tools::Tools;
 use crate::agent::turn::{TurnError, TurnOutput};
-use crate::domain::MessageEvent;
+use crate::domain::{Attachment, MessageEvent};
+use crate::llm::Part;
+use crate::media::Reading;
 use crate::store::{InboxRow, InboxStatus, Lease, Session, StoredMessage, TurnCommit};
 
 /// What `prepare` hands to `run`: the turn's session and row, its tools and context.
@@ -39,9 +43,30 @@ struct Prepared {
     history: Vec<StoredMessage>,
     /// The session's live rows and context row before this turn (the commit extends them).
     before: Known,
-    /// The pre-LLM hooks' version of the person's message (recall, capsule), when they
-    /// changed it.
+    /// The person's message as the turn reads it: their words and what their files say.
+    user: UserMessage,
+    /// The pre-LLM hooks' version of `user.content` (recall, capsule), when they changed it.
     api_content: Option<String>,
+    /// The history's images still in view.
+    history_images: HistoryImages,
+}
+
+/// The user row of the turn: the person's words followed by the lines their attachments
+/// gave, the attachments by reference, and this turn's image parts.
+struct UserMessage {
+    content: String,
+    media: Vec<Attachment>,
+    parts: Vec<Part>,
+}
+
+impl UserMessage {
+    fn new(ev: &MessageEvent, reading: Reading) -> UserMessage {
+        UserMessage {
+            content: reading.compose(&ev.text),
+            media: reading.attachments,
+            parts: reading.parts,
+        }
+    }
 }
 
 /// How `run` ended.
@@ -91,7 +116,12 @@ impl Worker {
         let mut context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
         context.on_compact = Some(&notice);
 
-        let mut prepared = self.prepare(lease, row, ev, &context, &span).await?;
+        let reading = self.read_media(ev, &span).await;
+        if reading.all_failed() && ev.text.trim().is_empty() {
+            return self.unreadable(lease, row, ev, reading).await;
+        }
+        let user = UserMessage::new(ev, reading);
+        let mut prepared = self.prepare(lease, row, ev, user, &context, &span).await?;
         let outcome = self
             .run_agent(lease, row, ev, &context, &mut prepared, lost, &span)
             .await;

@@ -4,7 +4,7 @@
 
 use tracing::Instrument;
 
-use super::Prepared;
+use super::{Prepared, UserMessage};
 use crate::agent::context::{ContextEngine, Prepared as View};
 use crate::domain::MessageEvent;
 use crate::hooks::PreLlmContext;
@@ -17,6 +17,7 @@ impl Worker {
         lease: &Lease,
         row: &InboxRow,
         ev: &MessageEvent,
+        user: UserMessage,
         context: &ContextEngine<'_>,
         span: &tracing::Span,
     ) -> Result<Prepared, Failure> {
@@ -51,7 +52,7 @@ impl Worker {
             view: history,
             known: before,
         } = context
-            .prepare_with(lease, &session, &ev.text, &tools, known)
+            .prepare_with(lease, &session, &user.content, &tools, known)
             .instrument(tracing::info_span!(parent: span, "context.prepare"))
             .await?;
         // The first turn of a session is the first request a person wrote in it: a brief
@@ -60,7 +61,7 @@ impl Worker {
         let api_content = deps
             .pre_llm
             .api_content(
-                &ev.text,
+                &user.content,
                 &PreLlmContext {
                     lane: &self.lane,
                     session_id: &session.id,
@@ -70,13 +71,19 @@ impl Worker {
             )
             .instrument(tracing::info_span!(parent: span, "hooks.pre_llm"))
             .await;
+        let history_images = self
+            .history_images(&history)
+            .instrument(tracing::info_span!(parent: span, "media.history"))
+            .await;
         Ok(Prepared {
             session,
             turn_id,
             tools,
             history,
             before,
+            user,
             api_content,
+            history_images,
         })
     }
 }

@@ -23,7 +23,6 @@ use crate::store::{InboxRow, Lease, StoreError};
 
 /// What every attempt of one turn shares.
 struct Scope<'a> {
-    ev: &'a MessageEvent,
     tool_ctx: &'a ToolContext,
     gate: &'a ActivityGate<'a>,
     activity: &'a Activity,
@@ -82,7 +81,6 @@ impl Worker {
         };
         let live = LiveTurn::start(self, row, ev);
         let scope = Scope {
-            ev,
             tool_ctx: &tool_ctx,
             gate: &gate,
             activity: &activity,
@@ -142,8 +140,10 @@ impl Worker {
             TurnInput {
                 system_prompt: &p.session.system_prompt,
                 history: &p.history,
-                user_content: &s.ev.text,
+                user_content: &p.user.content,
                 user_api_content: p.api_content.as_deref(),
+                user_parts: &p.user.parts,
+                history_images: &p.history_images,
                 max_iterations: deps.config.agent.max_iterations,
                 session_id: &p.session.id,
                 spill_chars: deps.config.context.spill_chars,

@@ -28,7 +28,8 @@ impl Worker {
         span: &tracing::Span,
     ) -> Result<Settled, Failure> {
         let answer = self.answer(row, ev, outcome, span).await?;
-        let mut user = NewMessage::new(Role::User, ev.text.clone());
+        let mut user = NewMessage::new(Role::User, p.user.content.clone());
+        user.media = p.user.media.clone();
         user.api_content = p.api_content.clone();
         user.platform_message_id = Some(ev.platform_message_id.clone());
         let mut commit = TurnCommit::new(p.turn_id, &p.session.id, Some(row.id), answer.status);

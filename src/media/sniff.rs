@@ -1,0 +1,3 @@
+pub fn sniff(_b: &[u8]) -> Option<&'static str> {
+    None
+}
