@@ -202,26 +202,7 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
     };
     let store = open_store(config, name, access).await?;
     match cmd {
-        SessionsCmd::List { lane, limit } => {
-            let lane = lane.map(|l| LaneKey::parse(&l));
-            let list = store.sessions_list(lane.as_ref(), limit).await?;
-            if list.is_empty() {
-                println!("no sessions");
-            }
-            for s in list {
-                println!(
-                    "{}  {}  started {}  {}",
-                    s.id,
-                    s.lane,
-                    fmt_ms(s.started_at),
-                    match (&s.ended_at, &s.end_reason) {
-                        (Some(t), Some(r)) => format!("ended {} ({r})", fmt_ms(*t)),
-                        (Some(t), None) => format!("ended {}", fmt_ms(*t)),
-                        _ => "open".to_string(),
-                    }
-                );
-            }
-        }
+        SessionsCmd::List { lane, limit } => list_sessions(store.as_ref(), lane, limit).await?,
         SessionsCmd::Show { id, all } => {
             let s = resolve_session(store.as_ref(), &id).await?;
             println!("session {} in {} (model {})", s.id, s.lane, s.model);
@@ -262,35 +243,73 @@ pub async fn sessions(config: &Config, cmd: SessionsCmd) -> anyhow::Result<()> {
             print!("{}", compact_dry_run(store.as_ref(), config, &id).await?);
         }
         SessionsCmd::Search { query, limit, role } => {
-            let roles = role
-                .iter()
-                .map(|r| Role::parse(r.trim()).ok_or_else(|| anyhow::anyhow!("unknown role {r:?}")))
-                .collect::<anyhow::Result<Vec<Role>>>()?;
-            let hits = store
-                .search(store::SearchScope::AllLanes, &query, &roles, limit)
-                .await?;
-            if hits.is_empty() {
-                println!("no matches");
-            }
-            let n = hits.len();
-            for h in hits {
-                println!(
-                    "{}  #{}  {}  {}",
-                    h.session_id,
-                    h.message_id,
-                    h.role.as_str(),
-                    h.snippet
-                );
-            }
-            if n > 0 {
-                println!(
-                    "{n} session(s), one hit each (its newest match); `herald sessions show ID` \
-                     prints a whole session, and a word ending in * matches as a prefix (hel*)"
-                );
-            }
+            search_sessions(store.as_ref(), &query, limit, &role).await?
         }
     }
     store.close().await;
+    Ok(())
+}
+
+/// `herald sessions list`.
+async fn list_sessions(
+    store: &dyn store::Store,
+    lane: Option<String>,
+    limit: i64,
+) -> anyhow::Result<()> {
+    let lane = lane.map(|l| LaneKey::parse(&l));
+    let list = store.sessions_list(lane.as_ref(), limit).await?;
+    if list.is_empty() {
+        println!("no sessions");
+    }
+    for s in list {
+        println!(
+            "{}  {}  started {}  {}",
+            s.id,
+            s.lane,
+            fmt_ms(s.started_at),
+            match (&s.ended_at, &s.end_reason) {
+                (Some(t), Some(r)) => format!("ended {} ({r})", fmt_ms(*t)),
+                (Some(t), None) => format!("ended {}", fmt_ms(*t)),
+                _ => "open".to_string(),
+            }
+        );
+    }
+    Ok(())
+}
+
+/// `herald sessions search`.
+async fn search_sessions(
+    store: &dyn store::Store,
+    query: &str,
+    limit: i64,
+    role: &[String],
+) -> anyhow::Result<()> {
+    let roles = role
+        .iter()
+        .map(|r| Role::parse(r.trim()).ok_or_else(|| anyhow::anyhow!("unknown role {r:?}")))
+        .collect::<anyhow::Result<Vec<Role>>>()?;
+    let hits = store
+        .search(store::SearchScope::AllLanes, &query, &roles, limit)
+        .await?;
+    if hits.is_empty() {
+        println!("no matches");
+    }
+    let n = hits.len();
+    for h in hits {
+        println!(
+            "{}  #{}  {}  {}",
+            h.session_id,
+            h.message_id,
+            h.role.as_str(),
+            h.snippet
+        );
+    }
+    if n > 0 {
+        println!(
+            "{n} session(s), one hit each (its newest match); `herald sessions show ID` \
+             prints a whole session, and a word ending in * matches as a prefix (hel*)"
+        );
+    }
     Ok(())
 }
 

@@ -78,6 +78,20 @@ fn fold<'a>(
     messages: &'a [ProjMessage],
     pairing: &Pairing<'a>,
 ) -> Vec<Option<usize>> {
+    let first_names = fold_requests_and_names(facts, messages);
+    fold_calls(facts, messages, pairing);
+    // Recency order: the entry touched longest ago is the first one dropped.
+    facts.files.sort_by_key(|f| f.last_id);
+    facts.commands.sort_by_key(|c| c.last_id);
+    first_names
+}
+
+/// The first and latest requests, and the error names in the span (first sighting wins);
+/// returns where each message's first error name starts.
+fn fold_requests_and_names<'a>(
+    facts: &mut Facts<'a>,
+    messages: &'a [ProjMessage],
+) -> Vec<Option<usize>> {
     // Requests are quoted once, at the end: only the first and the latest are shown.
     let (mut first, mut latest) = (None, None);
     let mut seen_names: HashSet<&str, RandomState> = facts.names.iter().map(|n| n.name).collect();
@@ -118,7 +132,11 @@ fn fold<'a>(
     if let Some(m) = latest {
         facts.latest_request = Some(goal(m));
     }
+    first_names
+}
 
+/// The files, failures (and their fixes) and commands the span's tool calls show.
+fn fold_calls<'a>(facts: &mut Facts<'a>, messages: &'a [ProjMessage], pairing: &Pairing<'a>) {
     // Open failures from the previous projection can be fixed by a success in this span.
     let mut open: HashMap<String, usize, RandomState> =
         HashMap::with_capacity_and_hasher(facts.errors.len() + 16, RandomState::default());
@@ -180,10 +198,6 @@ fn fold<'a>(
             );
         }
     }
-    // Recency order: the entry touched longest ago is the first one dropped.
-    facts.files.sort_by_key(|f| f.last_id);
-    facts.commands.sort_by_key(|c| c.last_id);
-    first_names
 }
 
 /// Position of each entry by its key, first occurrence wins (as a front-to-back search would).
