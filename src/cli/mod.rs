@@ -289,7 +289,7 @@ async fn search_sessions(
         .map(|r| Role::parse(r.trim()).ok_or_else(|| anyhow::anyhow!("unknown role {r:?}")))
         .collect::<anyhow::Result<Vec<Role>>>()?;
     let hits = store
-        .search(store::SearchScope::AllLanes, &query, &roles, limit)
+        .search(store::SearchScope::AllLanes, query, &roles, limit)
         .await?;
     if hits.is_empty() {
         println!("no matches");
