@@ -3,7 +3,7 @@
 //! tool accepts is dropped at the next load), and the notice a snapshot gives for what it left
 //! out. No I/O here.
 
-use super::{Loaded, Target};
+use super::{Loaded, MemoryError, Target};
 use crate::agent::screen::screen;
 
 /// One line saying how many entries were left out of a snapshot and why, or nothing. A
@@ -82,10 +82,10 @@ pub(super) fn render(entries: &[String]) -> String {
     entries.iter().map(|e| format!("- {e}\n")).collect()
 }
 
-pub(super) fn find_one(entries: &[String], old: &str) -> Result<usize, String> {
+pub(super) fn find_one(entries: &[String], old: &str) -> Result<usize, MemoryError> {
     let old = old.trim();
     if old.is_empty() {
-        return Err("old_text is required: a unique part of the entry to change".into());
+        return Err(MemoryError::NoOldText);
     }
     let hits: Vec<usize> = entries
         .iter()
@@ -95,10 +95,7 @@ pub(super) fn find_one(entries: &[String], old: &str) -> Result<usize, String> {
         .collect();
     match hits.as_slice() {
         [i] => Ok(*i),
-        [] => Err("no saved entry contains old_text".into()),
-        _ => Err(format!(
-            "old_text matches {} entries; quote more of the one you mean",
-            hits.len()
-        )),
+        [] => Err(MemoryError::NoMatch),
+        _ => Err(MemoryError::Ambiguous(hits.len())),
     }
 }

@@ -15,7 +15,10 @@
 //! the sender identity of the event being answered).
 
 mod entries;
+mod error;
 pub mod tool;
+
+pub use error::MemoryError;
 
 use entries::{find_one, render, withheld_notice};
 pub use entries::{is_text, parse};
@@ -202,18 +205,16 @@ impl MemoryFiles {
 
     /// Applies one edit under the file's lock and writes the result atomically. `Ok` is the
     /// line the model is told; `Err` the reason the edit was refused.
-    pub fn edit(&self, person: &str, t: Target, edit: &Edit) -> Result<String, String> {
-        let path = self
-            .path(person, t)
-            .ok_or_else(|| "memory is not available for this sender".to_string())?;
+    pub fn edit(&self, person: &str, t: Target, edit: &Edit) -> Result<String, MemoryError> {
+        let path = self.path(person, t).ok_or(MemoryError::Unavailable)?;
         let lock = file_lock(&path);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.load(person, t);
         if current.oversized {
-            return Err(format!(
-                "{} is larger than Herald reads; an operator must trim it (herald memory edit {person})",
-                t.file_name()
-            ));
+            return Err(MemoryError::Oversized {
+                file: t.file_name(),
+                person: person.to_string(),
+            });
         }
         // Entries left out at load (screened or past the cap) stay out of a rewrite, so a
         // rewrite also cleans the file; they were logged when read.
@@ -223,7 +224,7 @@ impl MemoryFiles {
             Edit::Add(content) => {
                 let c = self.check_entry(content)?;
                 if entries.iter().any(|e| e.eq_ignore_ascii_case(&c)) {
-                    return Err("that entry is already saved; nothing changed".into());
+                    return Err(MemoryError::Duplicate);
                 }
                 entries.push(c);
                 "added"
@@ -236,10 +237,7 @@ impl MemoryFiles {
                     .enumerate()
                     .any(|(j, e)| j != i && e.eq_ignore_ascii_case(&c))
                 {
-                    return Err(
-                        "the new text is already saved as another entry; remove this one instead"
-                            .into(),
-                    );
+                    return Err(MemoryError::DuplicateOther);
                 }
                 entries[i] = c;
                 "replaced"
@@ -252,16 +250,15 @@ impl MemoryFiles {
         };
         let total = used(&entries);
         if total > cap && !matches!(edit, Edit::Remove { .. }) {
-            return Err(format!(
-                "{} would hold {total} of at most {cap} characters. Consolidate first: replace \
-                 several related entries with one shorter entry, or remove ones that no longer \
-                 matter, then try again",
-                t.file_name()
-            ));
+            return Err(MemoryError::Full {
+                file: t.file_name(),
+                total,
+                cap,
+            });
         }
         write_atomic(&path, &render(&entries)).map_err(|e| {
             tracing::warn!(file = %path.display(), error = %e, "memory write failed");
-            format!("the memory file could not be written ({e})")
+            MemoryError::Write(e)
         })?;
         Ok(format!(
             "{msg}; {} now uses {total}/{cap} characters ({} entries). It reaches the prompt of the next session.",
@@ -270,37 +267,30 @@ impl MemoryFiles {
         ))
     }
 
-    fn check_entry(&self, content: &str) -> Result<String, String> {
+    fn check_entry(&self, content: &str) -> Result<String, MemoryError> {
         let c = content.trim();
         let c = c.strip_prefix("- ").unwrap_or(c).trim();
         if c.is_empty() {
-            return Err("content is empty".into());
+            return Err(MemoryError::Empty);
         }
         if c.contains('\n') || c.contains('\r') {
-            return Err("an entry is one line; save separate facts as separate entries".into());
+            return Err(MemoryError::MultiLine);
         }
         if !is_text(c) {
-            return Err(
-                "refused: the entry holds control characters, line or paragraph separators or \
-                 undecodable bytes; save plain text on one line"
-                    .into(),
-            );
+            return Err(MemoryError::NotText);
         }
         if c.starts_with('#') {
-            return Err("an entry cannot start with '#' (that marks a heading)".into());
+            return Err(MemoryError::Heading);
         }
         let n = c.chars().count();
         if n > self.entry_chars {
-            return Err(format!(
-                "the entry has {n} characters; keep one entry under {} characters",
-                self.entry_chars
-            ));
+            return Err(MemoryError::TooLong {
+                chars: n,
+                max: self.entry_chars,
+            });
         }
         if let Some(f) = screen(c) {
-            return Err(format!(
-                "refused: the entry contains {f}; memory enters future system prompts, so it \
-                 may not hold instructions to the agent, hidden characters or credentials"
-            ));
+            return Err(MemoryError::Screened(f));
         }
         Ok(c.to_string())
     }

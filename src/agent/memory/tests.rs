@@ -29,7 +29,10 @@ fn parse_drops_garbage_hostile_and_overflow_with_reasons() {
 fn edits_follow_the_rules() {
     let dir = tempfile::tempdir().unwrap();
     let m = files(dir.path());
-    let add = |s: &str| m.edit("owner", Target::User, &Edit::Add(s.into()));
+    let add = |s: &str| {
+        m.edit("owner", Target::User, &Edit::Add(s.into()))
+            .map_err(|e| e.to_string())
+    };
     assert!(add("Name: Ada").unwrap().starts_with("added"));
     assert!(add("- Timezone: Europe/Paris").is_ok());
     assert!(add("name: ada").unwrap_err().contains("already saved"));
@@ -51,10 +54,10 @@ fn edits_follow_the_rules() {
         },
     );
     assert!(r.unwrap().starts_with("replaced"));
-    assert!(m
-        .edit("owner", Target::User, &Edit::Remove { old: "zzz".into() })
-        .unwrap_err()
-        .contains("no saved entry"));
+    assert!(matches!(
+        m.edit("owner", Target::User, &Edit::Remove { old: "zzz".into() }),
+        Err(MemoryError::NoMatch)
+    ));
     let text = std::fs::read_to_string(dir.path().join("memory/owner/USER.md")).unwrap();
     assert_eq!(text, "- Name: Ada\n- Timezone: America/Chicago\n");
     // The cap: a write past it asks to consolidate and changes nothing.
@@ -88,7 +91,11 @@ fn a_huge_file_is_read_bounded_and_not_rewritten() {
     let err = m
         .edit("p", Target::Memory, &Edit::Add("new".into()))
         .unwrap_err();
-    assert!(err.contains("larger than Herald reads"), "{err}");
+    assert!(matches!(err, MemoryError::Oversized { .. }), "{err}");
+    assert!(
+        err.to_string().contains("larger than Herald reads"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -125,7 +132,8 @@ fn the_tool_refuses_what_the_loader_would_drop() {
         let why = m
             .edit("owner", Target::Memory, &Edit::Add(bad.into()))
             .unwrap_err();
-        assert!(why.contains("control characters"), "{bad:?}: {why}");
+        assert!(matches!(why, MemoryError::NotText), "{bad:?}: {why}");
+        assert!(why.to_string().contains("control characters"));
         // The same rule: the loader would have dropped it.
         assert!(parse(&format!("- {bad}\n"), 2200, 400).entries.is_empty());
     }

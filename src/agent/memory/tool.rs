@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Edit, MemoryFiles, Target};
+use super::{Edit, MemoryError, MemoryFiles, Target};
 use crate::agent::tools::{Tool, ToolContext, ToolError};
 use crate::config::{person_key, Person};
 use crate::llm::ToolSpec;
@@ -39,18 +39,18 @@ impl MemoryTool {
     }
 
     /// The tool's logic: the line for the model, or why nothing changed.
-    pub fn run(&self, ctx: &ToolContext, arguments: &str) -> Result<String, String> {
-        let person = self.person(ctx).ok_or_else(|| {
-            "memory belongs to a person, and this turn (a scheduled run) has none; nothing saved"
-                .to_string()
-        })?;
+    pub fn run(&self, ctx: &ToolContext, arguments: &str) -> Result<String, MemoryError> {
+        let person = self.person(ctx).ok_or(MemoryError::NoPerson)?;
         let args: Args = serde_json::from_str(arguments)
-            .map_err(|e| format!("arguments are not valid for memory: {e}"))?;
+            .map_err(|e| MemoryError::BadArguments(e.to_string()))?;
         let target = Target::parse(&args.target)
-            .ok_or_else(|| format!("target {:?} is not \"memory\" or \"user\"", args.target))?;
-        let need = |v: Option<String>, name: &str| {
+            .ok_or_else(|| MemoryError::UnknownTarget(args.target.clone()))?;
+        let need = |v: Option<String>, field: &'static str| {
             v.filter(|s| !s.trim().is_empty())
-                .ok_or_else(|| format!("{name} is required for {}", args.action))
+                .ok_or_else(|| MemoryError::Missing {
+                    field,
+                    action: args.action.clone(),
+                })
         };
         let edit = match args.action.as_str() {
             "add" => Edit::Add(need(args.content, "content")?),
@@ -61,11 +61,7 @@ impl MemoryTool {
             "remove" => Edit::Remove {
                 old: need(args.old_text, "old_text")?,
             },
-            other => {
-                return Err(format!(
-                    "action {other:?} is not \"add\", \"replace\" or \"remove\""
-                ))
-            }
+            other => return Err(MemoryError::UnknownAction(other.to_string())),
         };
         let out = self.files.edit(&person, target, &edit);
         match &out {
@@ -109,7 +105,8 @@ impl Tool for MemoryTool {
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
-        self.run(ctx, arguments).map_err(ToolError::Failed)
+        self.run(ctx, arguments)
+            .map_err(|e| ToolError::Failed(e.to_string()))
     }
 }
 
@@ -145,17 +142,19 @@ mod tests {
         assert!(dir.path().join("memory/owner/USER.md").is_file());
         // No argument names a person: one that tries is not valid arguments.
         let sneaky = r#"{"action":"add","target":"user","content":"x","person":"other"}"#;
-        assert!(tool
-            .run(&ctx("telegram:1"), sneaky)
-            .unwrap_err()
-            .contains("not valid"));
+        assert!(matches!(
+            tool.run(&ctx("telegram:1"), sneaky),
+            Err(MemoryError::BadArguments(_))
+        ));
         // A scheduled run has no person.
         let cron = tool.run(&ctx("cron:scheduler"), add).unwrap_err();
-        assert!(cron.contains("scheduled run"), "{cron}");
+        assert!(matches!(cron, MemoryError::NoPerson));
+        assert!(cron.to_string().contains("scheduled run"), "{cron}");
         let bad = r#"{"action":"wipe","target":"user"}"#;
         assert!(tool
             .run(&ctx("telegram:1"), bad)
             .unwrap_err()
+            .to_string()
             .contains("\"wipe\""));
     }
 }
