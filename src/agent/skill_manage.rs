@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::screen::screen;
-use super::skills::{inside, parse, valid_name};
+use super::screen::{screen, Finding};
+use super::skills::{inside, parse, valid_name, SkillError};
 use super::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
 
@@ -27,6 +27,45 @@ const MAX_SKILL_CHARS: usize = 40_000;
 
 pub struct SkillManage {
     pub dir: PathBuf,
+}
+
+/// Why a proposal was not written. The `Display` text is what the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum ProposalError {
+    #[error("name must be 1-64 letters, digits, '.', '_' or '-', not starting with '.'")]
+    BadName,
+    #[error("a skill named {0:?} exists; use action \"patch\" with old_text and new_text")]
+    Exists(String),
+    #[error("create needs a description and a body")]
+    CreateIncomplete,
+    #[error("the description is longer than {MAX_DESCRIPTION_CHARS} characters; say when the skill applies in one line")]
+    LongDescription,
+    #[error("there is no skill named {0:?}; use action \"create\"")]
+    NoSuchSkill(String),
+    #[error("patch needs old_text and new_text")]
+    PatchIncomplete,
+    #[error("old_text does not occur in the skill; view it with skill_view first")]
+    NotFound,
+    #[error("old_text occurs more than once; quote more of the text around it")]
+    Ambiguous,
+    #[error("action must be \"create\" or \"patch\", not {0:?}")]
+    UnknownAction(String),
+    #[error("the skill would be longer than {MAX_SKILL_CHARS} characters")]
+    TooLong,
+    #[error("the patch would change the skill's name; names stay as they are")]
+    Renamed,
+    #[error("refused: the skill contains {0}")]
+    Screened(Finding),
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+    #[error("cannot write the proposal: {0}")]
+    Write(#[from] std::io::Error),
+    #[error(
+        "refused: a proposal named {0:?} from someone else is waiting for the operator; \
+         nothing was written. Propose under another name, or wait until the operator approves \
+         or rejects that one."
+    )]
+    Taken(String),
 }
 
 #[derive(Deserialize)]
@@ -54,7 +93,7 @@ fn render(name: &str, description: &str, body: &str) -> String {
 
 impl SkillManage {
     /// The SKILL.md text the call proposes, or the reason it cannot.
-    fn proposed_text(&self, a: &Args) -> Result<String, String> {
+    fn proposed_text(&self, a: &Args) -> Result<String, ProposalError> {
         // Held to the skills directory's rule: a symlink out is not a skill to patch.
         let current = inside(&self.dir, &self.dir.join(&a.name).join("SKILL.md"))
             .ok()
@@ -62,66 +101,48 @@ impl SkillManage {
         match a.action.as_str() {
             "create" => {
                 if current.is_some() {
-                    return Err(format!(
-                        "a skill named {:?} exists; use action \"patch\" with old_text and new_text",
-                        a.name
-                    ));
+                    return Err(ProposalError::Exists(a.name.clone()));
                 }
                 let description = a.description.as_deref().unwrap_or("").trim();
                 let body = a.body.as_deref().unwrap_or("").trim();
                 if description.is_empty() || body.is_empty() {
-                    return Err("create needs a description and a body".into());
+                    return Err(ProposalError::CreateIncomplete);
                 }
                 if description.chars().count() > MAX_DESCRIPTION_CHARS {
-                    return Err(format!(
-                        "the description is longer than {MAX_DESCRIPTION_CHARS} characters; say when the skill applies in one line"
-                    ));
+                    return Err(ProposalError::LongDescription);
                 }
                 Ok(render(&a.name, description, body))
             }
             "patch" => {
-                let current = current.ok_or_else(|| {
-                    format!(
-                        "there is no skill named {:?}; use action \"create\"",
-                        a.name
-                    )
-                })?;
+                let current = current.ok_or_else(|| ProposalError::NoSuchSkill(a.name.clone()))?;
                 let (Some(old), Some(new)) = (a.old_text.as_deref(), a.new_text.as_deref()) else {
-                    return Err("patch needs old_text and new_text".into());
+                    return Err(ProposalError::PatchIncomplete);
                 };
                 match current.matches(old).count() {
-                    0 => Err(
-                        "old_text does not occur in the skill; view it with skill_view first"
-                            .into(),
-                    ),
+                    0 => Err(ProposalError::NotFound),
                     1 if !old.is_empty() => Ok(current.replacen(old, new, 1)),
-                    _ => Err(
-                        "old_text occurs more than once; quote more of the text around it".into(),
-                    ),
+                    _ => Err(ProposalError::Ambiguous),
                 }
             }
-            other => Err(format!(
-                "action must be \"create\" or \"patch\", not {other:?}"
-            )),
+            other => Err(ProposalError::UnknownAction(other.to_string())),
         }
     }
 
     /// The proposal folder of `name` for the caller: made new, or theirs already. A pending
     /// name belongs to whoever proposed it first, so nobody else's text can take its place
     /// before the operator reads it.
-    fn claim(&self, ctx: &ToolContext, name: &str) -> Result<PathBuf, String> {
-        let cannot = |e: std::io::Error| format!("cannot write the proposal: {e}");
+    fn claim(&self, ctx: &ToolContext, name: &str) -> Result<PathBuf, ProposalError> {
         let pending = self.dir.join(PROPOSED_DIR);
-        std::fs::create_dir_all(&pending).map_err(cannot)?;
-        inside(&self.dir, &pending).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&pending)?;
+        inside(&self.dir, &pending)?;
         let dir = proposal_dir(&self.dir, name);
         match std::fs::create_dir(&dir) {
             // New: the note goes first, so the folder is never ownerless for long.
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(cannot(e)),
+            Err(e) => return Err(e.into()),
         }
-        let dir = inside(&self.dir, &dir).map_err(|e| e.to_string())?;
+        let dir = inside(&self.dir, &dir)?;
         let owner = std::fs::read_to_string(dir.join(PROPOSAL_NOTE))
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -130,31 +151,23 @@ impl SkillManage {
             return Ok(dir);
         }
         tracing::info!(skill = %name, person = %ctx.person, owner = ?owner, "skill proposal refused: the name is pending for someone else");
-        Err(format!(
-            "refused: a proposal named {name:?} from someone else is waiting for the operator; \
-             nothing was written. Propose under another name, or wait until the operator \
-             approves or rejects that one."
-        ))
+        Err(ProposalError::Taken(name.to_string()))
     }
 
-    fn propose(&self, ctx: &ToolContext, a: &Args) -> Result<String, String> {
+    fn propose(&self, ctx: &ToolContext, a: &Args) -> Result<String, ProposalError> {
         if !valid_name(&a.name) {
-            return Err(
-                "name must be 1-64 letters, digits, '.', '_' or '-', not starting with '.'".into(),
-            );
+            return Err(ProposalError::BadName);
         }
         let text = self.proposed_text(a)?;
         if text.chars().count() > MAX_SKILL_CHARS {
-            return Err(format!(
-                "the skill would be longer than {MAX_SKILL_CHARS} characters"
-            ));
+            return Err(ProposalError::TooLong);
         }
-        let parsed = parse(&text).map_err(|e| e.to_string())?;
+        let parsed = parse(&text)?;
         if parsed.name != a.name {
-            return Err("the patch would change the skill's name; names stay as they are".into());
+            return Err(ProposalError::Renamed);
         }
         if let Some(f) = screen(&text) {
-            return Err(format!("refused: the skill contains {f}"));
+            return Err(ProposalError::Screened(f));
         }
         let dir = self.claim(ctx, &a.name)?;
         let note = json!({
@@ -164,10 +177,8 @@ impl SkillManage {
             "session": ctx.session_id,
             "proposed_at": chrono::Utc::now().to_rfc3339(),
         });
-        std::fs::write(dir.join(PROPOSAL_NOTE), format!("{note:#}\n"))
-            .map_err(|e| format!("cannot write the proposal: {e}"))?;
-        std::fs::write(dir.join("SKILL.md"), &text)
-            .map_err(|e| format!("cannot write the proposal: {e}"))?;
+        std::fs::write(dir.join(PROPOSAL_NOTE), format!("{note:#}\n"))?;
+        std::fs::write(dir.join("SKILL.md"), &text)?;
         tracing::info!(skill = %a.name, action = %a.action, person = %ctx.person, "skill proposal written");
         Ok(format!(
             "Proposed (replacing any earlier proposal of yours for {:?}). It takes effect only after a person \
@@ -208,6 +219,7 @@ impl Tool for SkillManage {
                 "arguments are not valid JSON for skill_manage: {e}"
             ))
         })?;
-        self.propose(ctx, &args).map_err(ToolError::Failed)
+        self.propose(ctx, &args)
+            .map_err(|e| ToolError::Failed(e.to_string()))
     }
 }

@@ -119,39 +119,65 @@ pub fn person_key(people: &[Person], platform: &str, sender: &str) -> Option<Str
     Some(identity_key(platform, sender))
 }
 
+/// A `[[people]]` entry that breaks a rule; `index` is its position in the list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeopleError {
+    #[error("people[{index}].name: {name:?} must be 1-64 characters from A-Z a-z 0-9 . _ - (not starting with a dot)")]
+    BadName { index: usize, name: String },
+    #[error("people[{index}].name: {name:?} could be mistaken for an unlinked identity; pick a name not starting with telegram-, discord-, web- or cron-")]
+    LooksLikeIdentity { index: usize, name: String },
+    #[error("people[{index}].name: {name:?} is used twice")]
+    Twice { index: usize, name: String },
+    #[error("people[{index}].ids: {id:?} is not an identity like telegram:123, discord:456 or web:alice")]
+    BadId { index: usize, id: String },
+    #[error("people[{index}].ids: {id:?} is already linked to {other:?}; an identity belongs to one person")]
+    Linked {
+        index: usize,
+        id: String,
+        other: String,
+    },
+}
+
 /// `[[people]]` rules: names are unique safe path segments that cannot pass for an unlinked
 /// identity; each id is `platform:sender` and belongs to at most one person.
-pub fn check_people(people: &[Person]) -> Result<(), String> {
+pub fn check_people(people: &[Person]) -> Result<(), PeopleError> {
     let mut seen_ids = std::collections::HashMap::new();
-    for (i, p) in people.iter().enumerate() {
+    for (index, p) in people.iter().enumerate() {
+        let name = || p.name.clone();
         if !safe_segment(&p.name) {
-            return Err(format!(
-                "people[{i}].name: {:?} must be 1-64 characters from A-Z a-z 0-9 . _ - (not starting with a dot)",
-                p.name
-            ));
+            return Err(PeopleError::BadName {
+                index,
+                name: name(),
+            });
         }
         if PLATFORM_PREFIXES.iter().any(|pre| p.name.starts_with(pre)) {
-            return Err(format!(
-                "people[{i}].name: {:?} could be mistaken for an unlinked identity; pick a name not starting with telegram-, discord-, web- or cron-",
-                p.name
-            ));
+            return Err(PeopleError::LooksLikeIdentity {
+                index,
+                name: name(),
+            });
         }
-        if people[..i].iter().any(|q| q.name == p.name) {
-            return Err(format!("people[{i}].name: {:?} is used twice", p.name));
+        if people[..index].iter().any(|q| q.name == p.name) {
+            return Err(PeopleError::Twice {
+                index,
+                name: name(),
+            });
         }
         for id in &p.ids {
             let ok = id.split_once(':').is_some_and(|(plat, who)| {
                 matches!(plat, "telegram" | "discord" | "web") && !who.is_empty()
             });
             if !ok {
-                return Err(format!(
-                    "people[{i}].ids: {id:?} is not an identity like telegram:123, discord:456 or web:alice"
-                ));
+                return Err(PeopleError::BadId {
+                    index,
+                    id: id.clone(),
+                });
             }
             if let Some(other) = seen_ids.insert(id.clone(), p.name.clone()) {
-                return Err(format!(
-                    "people[{i}].ids: {id:?} is already linked to {other:?}; an identity belongs to one person"
-                ));
+                return Err(PeopleError::Linked {
+                    index,
+                    id: id.clone(),
+                    other,
+                });
             }
         }
     }
@@ -230,7 +256,7 @@ mod tests {
                 name: name.into(),
                 ids: ids.iter().map(|s| s.to_string()).collect(),
             });
-            check_people(&p).unwrap_err()
+            check_people(&p).unwrap_err().to_string()
         };
         assert!(bad("owner", &[]).contains("used twice"));
         assert!(bad("../x", &[]).contains("must be 1-64"));

@@ -30,7 +30,7 @@ pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
 pub use media::MediaConfig;
 pub use memory::{
-    check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, Person,
+    check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, PeopleError, Person,
 };
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use secret::{redact_url, Secret};

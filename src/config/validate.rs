@@ -22,7 +22,7 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     if let Err((key, message)) = c.memory.check() {
         return Err(ConfigError::Key { key, message });
     }
-    super::check_people(&c.people).map_err(ConfigError::Invalid)?;
+    super::check_people(&c.people).map_err(|e| ConfigError::Invalid(e.to_string()))?;
     if let Err((key, message)) = c.handoff.nightly_schedule() {
         return Err(ConfigError::Key { key, message });
     }

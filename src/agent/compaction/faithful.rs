@@ -14,9 +14,25 @@ use super::sanitize::{is_unspaced_script, one_line, strip_json_csi};
 use super::sections::{HEADINGS, SESSION_LOG};
 use super::ProjMessage;
 
+/// A session-log line that does not quote the message it cites (`line` counts from 1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unfaithful {
+    #[error("line {line}: no [#N]: {text}")]
+    NoCitation { line: usize, text: String },
+    #[error("line {line}: cites unknown message #{id}")]
+    UnknownMessage { line: usize, id: i64 },
+    #[error("line {line}: word {word:?} is not in message #{id}: {text}")]
+    NotQuoted {
+        line: usize,
+        word: String,
+        id: i64,
+        text: String,
+    },
+}
+
 /// Checks the session log of `projection` against `messages`, which must include every message
 /// a log line cites (after a merge, that is the earlier middles too).
-pub fn check_faithful(projection: &str, messages: &[ProjMessage]) -> Result<(), String> {
+pub fn check_faithful(projection: &str, messages: &[ProjMessage]) -> Result<(), Unfaithful> {
     let by_id: HashMap<i64, &ProjMessage> = messages.iter().map(|m| (m.id, m)).collect();
     let mut sources: HashMap<i64, Source> = HashMap::new();
     let mut in_log = false;
@@ -28,19 +44,24 @@ pub fn check_faithful(projection: &str, messages: &[ProjMessage]) -> Result<(), 
         if !in_log || line.starts_with("[… ") || line.is_empty() {
             continue;
         }
-        let (id, body) =
-            cited(line).ok_or_else(|| format!("line {}: no [#N]: {line}", number + 1))?;
-        let message = by_id
-            .get(&id)
-            .ok_or_else(|| format!("line {}: cites unknown message #{id}", number + 1))?;
+        let (id, body) = cited(line).ok_or_else(|| Unfaithful::NoCitation {
+            line: number + 1,
+            text: line.to_string(),
+        })?;
+        let message = by_id.get(&id).ok_or(Unfaithful::UnknownMessage {
+            line: number + 1,
+            id,
+        })?;
         let source = sources.entry(id).or_insert_with(|| Source::of(message));
         let quote = body.split_once(": ").map_or("", |(_, q)| q);
         for word in words(quote) {
             if !source.contains(word) {
-                return Err(format!(
-                    "line {}: word {word:?} is not in message #{id}: {line}",
-                    number + 1
-                ));
+                return Err(Unfaithful::NotQuoted {
+                    line: number + 1,
+                    word: word.to_string(),
+                    id,
+                    text: line.to_string(),
+                });
             }
         }
     }

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::{Role, ToolCall};
 
 pub use budget::{estimate_tokens, projection_budget_chars, select_middle, Split};
-pub use faithful::check_faithful;
+pub use faithful::{check_faithful, Unfaithful};
 pub use project::{carrier, project, CARRIER_FOOTER, CARRIER_HEADER};
 pub use sanitize::{clean_text, one_line};
 

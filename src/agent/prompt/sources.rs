@@ -44,12 +44,21 @@ pub fn skills_dir(config: &Config) -> PathBuf {
         .unwrap_or_else(|| config.server.data_dir.join("skills"))
 }
 
-fn read_bounded(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+/// Why a prompt file could not be read (the text lands in a notice and a log line).
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    #[error("it is larger than {} MB", MAX_READ_BYTES >> 20)]
+    TooLarge,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+fn read_bounded(path: &Path) -> Result<String, Unreadable> {
+    let meta = std::fs::metadata(path)?;
     if meta.len() > MAX_READ_BYTES {
-        return Err(format!("it is larger than {} MB", MAX_READ_BYTES >> 20));
+        return Err(Unreadable::TooLarge);
     }
-    std::fs::read_to_string(path).map_err(|e| e.to_string())
+    Ok(std::fs::read_to_string(path)?)
 }
 
 /// Screened and capped text of `path`, or the notice that replaces it.
@@ -62,7 +71,7 @@ enum Read {
 fn read_screened(path: &Path, cap: usize) -> Read {
     let shown = path.display().to_string();
     match read_bounded(path) {
-        Err(e) => Read::Unreadable(e),
+        Err(e) => Read::Unreadable(e.to_string()),
         Ok(text) => match screen(&text) {
             Some(finding) => {
                 let why = format!("it contains {finding}");
