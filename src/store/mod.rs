@@ -50,8 +50,8 @@ pub use leases::LeaseStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use outbox::OutboxStore;
 pub use pairing::{
-    ApprovedSender, PairingAsk, PairingOutcome, PairingRequest, PairingStore, APPROVED_NOTICE,
-    APPROVED_REQUEUED,
+    ApprovedSender, PairingAsk, PairingOutcome, PairingRequest, PairingStatus, PairingStore,
+    APPROVED_NOTICE, APPROVED_REQUEUED,
 };
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;

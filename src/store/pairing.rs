@@ -17,7 +17,47 @@ pub struct PairingRequest {
     pub created_at: i64,
     pub expires_at: i64,
     pub last_reply_at: i64,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: PairingStatus,
+}
+
+/// Where a pairing code stands (the `status` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PairingStatus {
+    /// Waiting for the operator.
+    Pending,
+    Approved,
+    /// Not approved in time.
+    Expired,
+    /// Pushed out by newer codes over `pairing.max_pending`.
+    Evicted,
+}
+
+impl PairingStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PairingStatus::Pending => "pending",
+            PairingStatus::Approved => "approved",
+            PairingStatus::Expired => "expired",
+            PairingStatus::Evicted => "evicted",
+        }
+    }
+}
+
+impl TryFrom<String> for PairingStatus {
+    type Error = super::StoreError;
+    fn try_from(s: String) -> Result<PairingStatus, super::StoreError> {
+        [
+            PairingStatus::Pending,
+            PairingStatus::Approved,
+            PairingStatus::Expired,
+            PairingStatus::Evicted,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+        .ok_or_else(|| super::StoreError::other(format!("unknown pairing status {s:?}")))
+    }
 }
 
 /// A sender approved through pairing (`herald pairing list`).
