@@ -89,7 +89,7 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<(f64, Strin
         let id = format!("bench-{}-{session_no}", &run[..8]);
         let s = Session {
             id: id.clone(),
-            lane: lane.into(),
+            lane: LaneKey::parse(lane),
             parent_id: None,
             started_at: 1,
             ended_at: None,
@@ -145,7 +145,7 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<(f64, Strin
             &small_lease,
             &Session {
                 id: id.clone(),
-                lane: small.clone(),
+                lane: LaneKey::parse(&small),
                 parent_id: None,
                 started_at: 1,
                 ended_at: None,

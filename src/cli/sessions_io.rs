@@ -236,7 +236,7 @@ pub async fn import_file(
         .map(|s| s.id);
     let session = Session {
         id: uuid::Uuid::new_v4().to_string(),
-        lane: lane.to_string(),
+        lane: lane.clone(),
         parent_id,
         started_at: crate::store::now_ms(),
         ended_at: None,

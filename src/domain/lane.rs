@@ -87,6 +87,12 @@ impl From<String> for LaneKey {
     }
 }
 
+impl From<&str> for LaneKey {
+    fn from(s: &str) -> LaneKey {
+        LaneKey::parse(s)
+    }
+}
+
 /// Rows compare with the key's text (`row.lane == "web:main"`).
 impl PartialEq<&str> for LaneKey {
     fn eq(&self, other: &&str) -> bool {

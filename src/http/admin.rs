@@ -170,7 +170,7 @@ async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Ans
         .into_iter()
         .map(|s| SessionView {
             id: s.id,
-            lane: s.lane,
+            lane: s.lane.to_string(),
             parent_id: s.parent_id,
             started_at: s.started_at,
             ended_at: s.ended_at,

@@ -53,7 +53,7 @@ impl Worker {
         );
         let s = Session {
             id,
-            lane: self.lane.to_string(),
+            lane: self.lane.clone(),
             parent_id,
             started_at: started.timestamp_millis(),
             ended_at: None,

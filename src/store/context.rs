@@ -173,8 +173,8 @@ macro_rules! context_store_impl {
                 end_reason: &str,
                 messages: &[super::context::ImportedMessage],
             ) -> StoreResult<Vec<i64>> {
-                if s.lane != lease.name {
-                    return Err(common::wrong_lane(&s.id, &s.lane, lease));
+                if s.lane.as_str() != lease.name {
+                    return Err(common::wrong_lane(&s.id, s.lane.as_str(), lease));
                 }
                 let mut tx = self.begin().await?;
                 check_lease(&mut tx, lease).await?;
@@ -183,7 +183,7 @@ macro_rules! context_store_impl {
                      system_prompt, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
                 .bind(&s.id)
-                .bind(&s.lane)
+                .bind(s.lane.as_str())
                 .bind(&s.parent_id)
                 .bind(s.started_at)
                 .bind(self.now_ms())

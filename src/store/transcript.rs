@@ -131,8 +131,8 @@ macro_rules! transcript_store_impl {
         }
 
         async fn session_create(&self, lease: &Lease, s: &Session) -> StoreResult<()> {
-            if s.lane != lease.name {
-                return Err(common::wrong_lane(&s.id, &s.lane, lease));
+            if s.lane.as_str() != lease.name {
+                return Err(common::wrong_lane(&s.id, s.lane.as_str(), lease));
             }
             let mut tx = self.begin().await?;
             check_lease(&mut tx, lease).await?;
@@ -141,7 +141,7 @@ macro_rules! transcript_store_impl {
                  VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(&s.id)
-            .bind(&s.lane)
+            .bind(s.lane.as_str())
             .bind(&s.parent_id)
             .bind(s.started_at)
             .bind(&*super::text::clean(&s.system_prompt))

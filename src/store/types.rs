@@ -64,7 +64,8 @@ pub struct InboxRow {
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Session {
     pub id: String,
-    pub lane: String,
+    #[sqlx(try_from = "String")]
+    pub lane: LaneKey,
     pub parent_id: Option<String>,
     pub started_at: i64,
     pub ended_at: Option<i64>,

@@ -181,7 +181,7 @@ pub async fn insert(store: &Arc<dyn Store>, ev: &MessageEvent) -> i64 {
 pub fn session(id: &str, lane: &str) -> Session {
     Session {
         id: id.to_string(),
-        lane: lane.to_string(),
+        lane: lane.into(),
         parent_id: None,
         started_at: herald::store::now_ms(),
         ended_at: None,
