@@ -196,7 +196,7 @@ impl Builder {
         count: usize,
     ) -> Result<BuildReport, StoreError> {
         let capsule = NewCapsule {
-            lane: job.lane.to_string(),
+            lane: job.lane.clone(),
             session_id: job.session_id.clone(),
             status: status.as_str().to_string(),
             text,

@@ -76,7 +76,7 @@ pub struct NewApproval {
 #[derive(Debug, Clone, Serialize)]
 pub struct ApprovalRow {
     pub id: String,
-    pub lane: String,
+    pub lane: LaneKey,
     pub inbox_id: i64,
     pub call_index: i64,
     pub tool: String,
@@ -119,7 +119,7 @@ impl Raw {
         Ok(ApprovalRow {
             status: ApprovalStatus::parse(&self.status)?,
             id: self.id,
-            lane: self.lane,
+            lane: LaneKey::parse(&self.lane),
             inbox_id: self.inbox_id,
             call_index: self.call_index,
             tool: self.tool,

@@ -20,7 +20,7 @@ use crate::domain::LaneKey;
 /// (and tests) own the clock.
 #[derive(Debug, Clone)]
 pub struct NewCapsule {
-    pub lane: String,
+    pub lane: LaneKey,
     pub session_id: String,
     /// `ok`, `degraded`, `too_short`, `write_failed`, … (see `handoff::BuildStatus`).
     pub status: String,
@@ -35,7 +35,7 @@ pub struct NewCapsule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CapsuleRow {
     pub id: i64,
-    pub lane: String,
+    pub lane: LaneKey,
     pub session_id: String,
     pub status: String,
     pub text: String,
@@ -116,7 +116,7 @@ pub(super) fn capsule_from(t: CapsuleTuple) -> CapsuleRow {
     let (id, lane, session_id, status, text, message_count, confidential, created_at, pending) = t;
     CapsuleRow {
         id,
-        lane,
+        lane: LaneKey::parse(&lane),
         session_id,
         status,
         text,
@@ -169,7 +169,7 @@ macro_rules! handoff_store_impl {
                     "INSERT INTO capsules (lane, session_id, status, text, message_count, \
                      confidential, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
                 )
-                .bind(&c.lane)
+                .bind(c.lane.as_str())
                 .bind(&c.session_id)
                 .bind(&c.status)
                 .bind(&*super::text::clean(&c.text))
@@ -180,7 +180,7 @@ macro_rules! handoff_store_impl {
                 .await?;
                 if mark_pending {
                     sqlx::query(super::handoff::PENDING_UPSERT)
-                        .bind(&c.lane)
+                        .bind(c.lane.as_str())
                         .bind(id)
                         .bind(&c.session_id)
                         .bind(c.created_at)
