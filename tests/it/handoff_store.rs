@@ -38,7 +38,7 @@ contract!(
 
 fn capsule(lane: &LaneKey, session: &str, status: &str, text: &str, age_ms: i64) -> NewCapsule {
     NewCapsule {
-        lane: lane.into(),
+        lane: lane.clone(),
         session_id: session.into(),
         status: status.into(),
         text: text.into(),
