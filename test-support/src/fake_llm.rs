@@ -102,6 +102,32 @@ impl Recorded {
             .to_string()
     }
 
+    /// The names of the tools offered in this request, in order.
+    pub fn tools(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|t| {
+                        t["function"]["name"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The offered tools of one MCP server (their names start with `<server>__`).
+    pub fn server_tools(&self, server: &str) -> Vec<String> {
+        let prefix = format!("{server}__");
+        self.tools()
+            .into_iter()
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    }
+
     pub fn last_user(&self) -> String {
         self.messages()
             .iter()
@@ -215,6 +241,11 @@ impl FakeLlm {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.inner.lock().unwrap().requests.clone()
+    }
+
+    /// The newest request (panics when there is none).
+    pub fn last_request(&self) -> Recorded {
+        self.requests().pop().expect("a model request")
     }
 
     pub fn request_count(&self) -> usize {

@@ -390,18 +390,6 @@ herald_test_support::on_each_backend!(
 
 // ---- switches ----
 
-fn offered(llm: &FakeLlm) -> Vec<String> {
-    let r = llm.requests().pop().expect("a model request");
-    r.body["tools"]
-        .as_array()
-        .map(|ts| {
-            ts.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn builtins_switched_off_are_not_offered() {
     init();
@@ -418,7 +406,7 @@ async fn builtins_switched_off_are_not_offered() {
         let app = App::start(config).await.unwrap();
         let (status, _) = Client::new(&app).chat("web:switch", "hello").await;
         assert_eq!(status, 200);
-        let names = offered(&llm);
+        let names = llm.last_request().tools();
         for tool in ["cron", "send_message"] {
             assert_eq!(names.iter().any(|n| n == tool), on, "{tool}: {names:?}");
         }
@@ -429,7 +417,7 @@ async fn builtins_switched_off_are_not_offered() {
     let data = tempfile::tempdir().unwrap();
     let app = App::start(test_config(&llm, &data)).await.unwrap();
     Client::new(&app).chat("web:switch", "hello").await;
-    let names = offered(&llm);
+    let names = llm.last_request().tools();
     assert!(names.iter().any(|n| n == "cron"), "{names:?}");
     assert!(!names.iter().any(|n| n == "send_message"), "{names:?}");
     app.shutdown().await;
@@ -654,7 +642,7 @@ async fn tools_list_names_exactly_the_builtins_the_daemon_offers() {
     let app = App::start(config).await.unwrap();
     let (status, _) = Client::new(&app).chat("web:list", "hello").await;
     assert_eq!(status, 200);
-    let mut daemon = offered(&llm);
+    let mut daemon = llm.last_request().tools();
     daemon.sort();
     app.shutdown().await;
 

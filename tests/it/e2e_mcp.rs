@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use herald::app::App;
 use herald::config::McpServer;
-use herald_test_support::fake_llm::{FakeLlm, Recorded, Step};
+use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::free_port;
 use herald_test_support::harness::{init, test_config, wait_until, Client};
 use herald_test_support::herald::{write_config, Herald};
@@ -18,24 +18,6 @@ use herald_test_support::telegram::{fakes, tg_config, USER};
 const WAIT: Duration = Duration::from_secs(30);
 
 /// The tool names a request offered the model, in the order sent.
-fn offered(r: &Recorded) -> Vec<String> {
-    r.body["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn shop_tools(r: &Recorded) -> Vec<String> {
-    offered(r)
-        .into_iter()
-        .filter(|n| n.starts_with("shop__"))
-        .collect()
-}
-
 fn lines(path: &Path) -> usize {
     std::fs::read_to_string(path)
         .map(|s| s.lines().count())
@@ -80,7 +62,7 @@ async fn a_shop_lookup_over_telegram_reaches_the_model_and_a_dying_server_is_sur
         "the server's own answer reaches the model"
     );
     // Sorted, stable names; the tool whose description is an injection is withheld.
-    let names = shop_tools(&reqs[0]);
+    let names = reqs[0].server_tools("shop");
     assert_eq!(
         names,
         [
@@ -93,7 +75,7 @@ async fn a_shop_lookup_over_telegram_reaches_the_model_and_a_dying_server_is_sur
             "shop__slow"
         ]
     );
-    let all = offered(&reqs[0]);
+    let all = reqs[0].tools();
     let mut sorted = all.clone();
     sorted.sort();
     assert_eq!(all, sorted, "the whole tool list is in name order");
@@ -125,7 +107,7 @@ async fn a_shop_lookup_over_telegram_reaches_the_model_and_a_dying_server_is_sur
         "order A-1002: packing, wool socks, arriving 2026-12-05"
     );
     assert_eq!(
-        shop_tools(&reqs[4]),
+        reqs[4].server_tools("shop"),
         names,
         "the same names after a restart"
     );
@@ -160,9 +142,9 @@ async fn a_down_server_s_tools_leave_the_next_request_and_return_after_reconnect
     let (_, body) = client.chat("web:mcp", "anything from the shop?").await;
     assert_eq!(body["reply"], "reply to: anything from the shop?");
     let down = llm.requests().last().unwrap().clone();
-    assert!(shop_tools(&down).is_empty(), "{:?}", offered(&down));
+    assert!(down.server_tools("shop").is_empty(), "{:?}", down.tools());
     assert!(
-        offered(&down).contains(&"session_search".to_string()),
+        down.tools().contains(&"session_search".to_string()),
         "builtins stay"
     );
 
@@ -171,7 +153,7 @@ async fn a_down_server_s_tools_leave_the_next_request_and_return_after_reconnect
     let (_, body) = client.chat("web:mcp", "and now?").await;
     assert_eq!(body["reply"], "reply to: and now?");
     let up = llm.requests().last().unwrap().clone();
-    assert_eq!(shop_tools(&up).len(), 7, "{:?}", offered(&up));
+    assert_eq!(up.server_tools("shop").len(), 7, "{:?}", up.tools());
     app.shutdown().await;
 }
 
@@ -262,7 +244,11 @@ async fn a_streamable_http_server_answers_with_its_bearer_token_and_its_tools_le
     let deadline = Instant::now() + WAIT;
     loop {
         let (_, _) = client.chat("web:http", "ping").await;
-        if shop_tools(llm.requests().last().unwrap()).contains(&"shop__shout".to_string()) {
+        if llm
+            .last_request()
+            .server_tools("shop")
+            .contains(&"shop__shout".to_string())
+        {
             break;
         }
         assert!(
@@ -295,7 +281,7 @@ async fn a_streamable_http_server_answers_with_its_bearer_token_and_its_tools_le
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (_, _) = client.chat("web:http", "tools now?").await;
     let last = llm.requests().last().unwrap().clone();
-    assert!(shop_tools(&last).is_empty(), "{:?}", offered(&last));
+    assert!(last.server_tools("shop").is_empty(), "{:?}", last.tools());
     app.shutdown().await;
 }
 
@@ -351,7 +337,7 @@ async fn bad_servers_each_log_one_clear_line_per_attempt_and_the_lane_answers() 
     tokio::time::sleep(Duration::from_secs(5)).await;
     let (_, body) = client.chat("web:bad", "still fine?").await;
     assert_eq!(body["reply"], "reply to: still fine?");
-    let offered_now = offered(llm.requests().last().unwrap());
+    let offered_now = llm.last_request().tools();
     assert!(offered_now.contains(&"shop__lookup_order".to_string()));
     assert!(!offered_now
         .iter()

@@ -12,40 +12,19 @@ use std::time::Duration;
 
 use herald::app::App;
 use herald::config::McpServer;
-use herald_test_support::fake_llm::{FakeLlm, Recorded, Step};
+use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::{init, test_config, wait_until, Client};
 use herald_test_support::herald::{write_config, Herald};
 use herald_test_support::mcp::{sdk_stdio, HttpSdk};
 
 const WAIT: Duration = Duration::from_secs(40);
 
-fn offered(r: &Recorded) -> Vec<String> {
-    r.body["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn memo_tools(r: &Recorded) -> Vec<String> {
-    offered(r)
-        .into_iter()
-        .filter(|n| n.starts_with("memo__"))
-        .collect()
-}
-
 /// Chats on a lane of its own until `tool` is offered (a server connects in the background).
 async fn offered_soon(client: &Client, llm: &FakeLlm, tool: &str) {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         let _ = client.chat("web:probe", "ping").await;
-        if offered(llm.requests().last().unwrap())
-            .iter()
-            .any(|n| n == tool)
-        {
+        if llm.last_request().tools().iter().any(|n| n == tool) {
             return;
         }
         assert!(std::time::Instant::now() < deadline, "{tool} never came");
@@ -96,7 +75,7 @@ async fn an_sdk_server_s_instructions_tools_images_links_and_progress_reach_the_
         "{system}"
     );
     assert_eq!(
-        memo_tools(first),
+        first.server_tools("memo"),
         [
             "memo__confirm",
             "memo__echo",
@@ -152,13 +131,17 @@ async fn an_sdk_server_s_instructions_tools_images_links_and_progress_reach_the_
         "grown"
     );
     let reqs = llm.requests();
-    assert!(!memo_tools(&reqs[before + 1]).contains(&"memo__fresh".to_string()));
+    assert!(!reqs[before + 1]
+        .server_tools("memo")
+        .contains(&"memo__fresh".to_string()));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
         call(&client, &llm, "web:memo", "memo__fresh", "{}").await,
         "fresh from the server"
     );
-    assert!(memo_tools(&llm.requests()[before + 2]).contains(&"memo__fresh".to_string()));
+    assert!(llm.requests()[before + 2]
+        .server_tools("memo")
+        .contains(&"memo__fresh".to_string()));
     app.shutdown().await;
 }
 
