@@ -243,6 +243,28 @@ impl FakeLlm {
         self.inner.lock().unwrap().requests.clone()
     }
 
+    /// What the model was told each tool call returned in the turn answering the user message
+    /// that contains `needle`, in order (from the request of that turn that carried most).
+    pub fn tool_results_for(&self, needle: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.requests() {
+            if !r.last_user().contains(needle) {
+                continue;
+            }
+            let msgs = r.messages();
+            let turn = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+            let results: Vec<String> = msgs[turn..]
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .filter_map(|m| m["content"].as_str().map(str::to_string))
+                .collect();
+            if results.len() > out.len() {
+                out = results;
+            }
+        }
+        out
+    }
+
     /// The newest request (panics when there is none).
     pub fn last_request(&self) -> Recorded {
         self.requests().pop().expect("a model request")

@@ -54,27 +54,6 @@ async fn wait_sent(tg: &FakeTelegram, chat: i64, needle: &str, n: usize) {
     .await;
 }
 
-/// What the model was told each tool call of the turn answering `needle` returned, in order.
-fn tool_results(llm: &FakeLlm, needle: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in llm.requests() {
-        if !r.last_user().contains(needle) {
-            continue;
-        }
-        let msgs = r.messages();
-        let turn = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
-        let results: Vec<String> = msgs[turn..]
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .filter_map(|m| m["content"].as_str().map(str::to_string))
-            .collect();
-        if results.len() > out.len() {
-            out = results;
-        }
-    }
-    out
-}
-
 /// The transcript of `lane`'s current session, as (role, text).
 async fn transcript(app: &App, lane: &str) -> Vec<(String, String)> {
     let Some(session) = app
@@ -120,7 +99,7 @@ async fn a_cron_job_made_in_a_chat_delivers_there_and_only_its_chat_manages_it(d
     llm.push_when(ask, Step::Reply("Scheduled.".into()));
     tg.push_private_text(ALICE, ALICE, ask);
     wait_sent(&tg, ALICE, "Scheduled.", 1).await;
-    let told = tool_results(&llm, ask);
+    let told = llm.tool_results_for(ask);
     assert!(
         told[0].starts_with("added cron job \"morning\""),
         "{told:?}"
@@ -128,7 +107,7 @@ async fn a_cron_job_made_in_a_chat_delivers_there_and_only_its_chat_manages_it(d
     // Two runs delivered into the chat the job was made in (the fake model echoes the prompt).
     wait_sent(&tg, ALICE, brief, 2).await;
     assert!(
-        tool_results(&llm, brief)
+        llm.tool_results_for(brief)
             .iter()
             .any(|r| r.contains("a scheduled run cannot schedule more work")),
         "a run scheduled more work"
@@ -160,7 +139,7 @@ async fn a_cron_job_made_in_a_chat_delivers_there_and_only_its_chat_manages_it(d
     }
     tg.push_private_text(BOB, BOB, bob);
     wait_sent(&tg, BOB, "Bob done.", 1).await;
-    let told = tool_results(&llm, bob);
+    let told = llm.tool_results_for(bob);
     assert_eq!(told[0], r#"{"jobs":[]}"#);
     for r in &told[1..3] {
         assert_eq!(
@@ -192,7 +171,10 @@ async fn a_cron_job_made_in_a_chat_delivers_there_and_only_its_chat_manages_it(d
     llm.push_when(pause, Step::Reply("Paused.".into()));
     tg.push_private_text(ALICE, ALICE, pause);
     wait_sent(&tg, ALICE, "Paused.", 1).await;
-    assert_eq!(tool_results(&llm, pause)[0], "paused cron job \"morning\"");
+    assert_eq!(
+        llm.tool_results_for(pause)[0],
+        "paused cron job \"morning\""
+    );
     // A run claimed just before the pause may still finish.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let fires = app
@@ -224,7 +206,7 @@ async fn a_cron_job_made_in_a_chat_delivers_there_and_only_its_chat_manages_it(d
     tg.push_private_text(ALICE, ALICE, remove);
     wait_sent(&tg, ALICE, "Removed.", 1).await;
     assert_eq!(
-        tool_results(&llm, remove)[0],
+        llm.tool_results_for(remove)[0],
         "removed cron job \"morning\""
     );
     assert!(app
@@ -278,7 +260,7 @@ async fn send_message_posts_once_where_routed_and_allowed(db: Db) {
     wait_sent(&tg, ALICE, "Told them.", 1).await;
     wait_sent(&tg, GROUP, "Hello group", 1).await;
     assert_eq!(
-        tool_results(&llm, ask)[0],
+        llm.tool_results_for(ask)[0],
         format!("sent to telegram:{GROUP} (1 message(s))")
     );
     let group = format!("telegram:{GROUP}");
@@ -323,7 +305,7 @@ async fn send_message_posts_once_where_routed_and_allowed(db: Db) {
     tg.push_private_text(ALICE, ALICE, probe);
     wait_sent(&tg, ALICE, "Could not.", 1).await;
     assert_eq!(
-        tool_results(&llm, probe),
+        llm.tool_results_for(probe),
         [
             refusal,
             refusal,
@@ -342,7 +324,7 @@ async fn send_message_posts_once_where_routed_and_allowed(db: Db) {
     llm.push_when(bob, Step::Reply("Bob could not.".into()));
     tg.push_private_text(BOB, BOB, bob);
     wait_sent(&tg, BOB, "Bob could not.", 1).await;
-    assert_eq!(tool_results(&llm, bob), [refusal]);
+    assert_eq!(llm.tool_results_for(bob), [refusal]);
     assert!(tg.sent_messages().iter().all(|m| !m.text.contains("psst")));
     assert!(transcript(&app, "web:ops").await.is_empty());
 
@@ -365,7 +347,7 @@ async fn send_message_posts_once_where_routed_and_allowed(db: Db) {
     llm.push_when(once, Step::Reply("Relayed.".into()));
     let app = App::start(config).await.unwrap();
     wait_sent(&tg, ALICE, "Relayed.", 1).await;
-    let told = tool_results(&llm, once);
+    let told = llm.tool_results_for(once);
     assert_eq!(
         told.last().unwrap(),
         &format!("sent to telegram:{GROUP} (1 message(s))")
@@ -594,7 +576,7 @@ async fn send_message_named_for_approval_asks_and_sends_only_when_approved() {
         let (approve, deny, qid) = question(&tg).expect("a question with buttons");
         tg.push_button_press(ALICE, ALICE, qid, if press { &approve } else { &deny });
         wait_sent(&tg, ALICE, &format!("after {text}"), 1).await;
-        let told = tool_results(&llm, &ask);
+        let told = llm.tool_results_for(&ask);
         if press {
             assert_eq!(told, [format!("sent to {group} (1 message(s))")]);
         } else {

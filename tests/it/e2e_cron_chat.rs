@@ -15,7 +15,7 @@ use herald::domain::LaneKey;
 use herald::store::{FireStatus, PairingAsk};
 use serde_json::json;
 
-use herald_test_support::fake_llm::{FakeLlm, Step};
+use herald_test_support::fake_llm::Step;
 use herald_test_support::fake_telegram::FakeTelegram;
 use herald_test_support::harness::wait_until;
 use herald_test_support::telegram::{fakes, tg_config, USER};
@@ -26,27 +26,6 @@ fn create(name: &str, schedule: &str) -> Step {
         json!({"action": "create", "name": name, "schedule": schedule, "prompt": "Say hi."})
             .to_string(),
     )
-}
-
-/// The tool results the model read in the turn answering `needle`.
-fn told(llm: &FakeLlm, needle: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in llm.requests() {
-        if !r.last_user().contains(needle) {
-            continue;
-        }
-        let msgs = r.messages();
-        let turn = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
-        let results: Vec<String> = msgs[turn..]
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .filter_map(|m| m["content"].as_str().map(str::to_string))
-            .collect();
-        if results.len() > out.len() {
-            out = results;
-        }
-    }
-    out
 }
 
 async fn replied(tg: &FakeTelegram, needle: &str) {
@@ -74,7 +53,7 @@ async fn a_chat_job_faster_than_the_floor_is_refused_with_the_floor_named() {
         llm.push_when(&ask, Step::Reply(format!("Could not ({i}).")));
         tg.push_private_text(USER, USER, &ask);
         replied(&tg, &format!("Could not ({i}).")).await;
-        let result = told(&llm, &ask).join("\n");
+        let result = llm.tool_results_for(&ask).join("\n");
         assert!(
             result.contains("at most once every 5 minutes")
                 && result.contains("cron.chat_min_interval_secs"),
@@ -86,7 +65,7 @@ async fn a_chat_job_faster_than_the_floor_is_refused_with_the_floor_named() {
     llm.push_when("every five", Step::Reply("Scheduled.".into()));
     tg.push_private_text(USER, USER, "every five minutes please");
     replied(&tg, "Scheduled.").await;
-    assert!(told(&llm, "every five")[0].starts_with("added cron job \"ok\""));
+    assert!(llm.tool_results_for("every five")[0].starts_with("added cron job \"ok\""));
     let jobs = app.store.cron_jobs().await.unwrap();
     assert_eq!(
         jobs.iter()
@@ -131,7 +110,7 @@ async fn creating_a_chat_job_asks_first_by_default_and_listing_does_not() {
     );
     tg.push_button_press(USER, USER, q.message_id, &q.approve);
     replied(&tg, "Done.").await;
-    assert!(told(&llm, "hourly")[0].starts_with("added cron job \"hourly\""));
+    assert!(llm.tool_results_for("hourly")[0].starts_with("added cron job \"hourly\""));
     assert_eq!(app.store.cron_jobs().await.unwrap().len(), 1);
     app.shutdown().await;
     tg.shutdown().await;
