@@ -164,6 +164,34 @@ pub async fn quiet_at(data_dir: &std::path::Path) {
     pool.close().await;
 }
 
+/// The daemon core on `db` with the web chat, a fake model and no cron: what a test that
+/// talks to one web lane starts.
+pub struct WebApp {
+    pub llm: FakeLlm,
+    pub data: tempfile::TempDir,
+    pub app: App,
+    pub client: Client,
+}
+
+impl WebApp {
+    pub async fn start(db: super::db::Db) -> WebApp {
+        init();
+        let llm = FakeLlm::start().await;
+        let data = tempfile::tempdir().unwrap();
+        let mut config = test_config(&llm, &data);
+        config.cron.enabled = false;
+        db.apply(&mut config);
+        let app = App::start(config).await.unwrap();
+        let client = Client::new(&app);
+        WebApp {
+            llm,
+            data,
+            app,
+            client,
+        }
+    }
+}
+
 pub struct Client {
     pub base: String,
     http: reqwest::Client,

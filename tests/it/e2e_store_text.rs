@@ -12,7 +12,7 @@ use herald::domain::LaneKey;
 use herald::store::InboxStatus;
 use herald_test_support::db::Db;
 use herald_test_support::fake_llm::{FakeLlm, Step};
-use herald_test_support::harness::{init, test_config, wait_until, Client};
+use herald_test_support::harness::{init, test_config, wait_until, Client, WebApp};
 use herald_test_support::mcp::stdio_server;
 use herald_test_support::on_each_backend;
 use herald_test_support::promise::daemon::{herald_bin, Backend, Daemon, Spec};
@@ -21,14 +21,12 @@ use herald_test_support::promise::load::{Channel, WebChannel};
 const POISON: &str = "poison\u{0}byte";
 
 async fn a_nul_message_gets_a_normal_reply(db: Db) {
-    init();
-    let llm = FakeLlm::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let mut config = test_config(&llm, &data);
-    config.cron.enabled = false;
-    db.apply(&mut config);
-    let app = App::start(config).await.unwrap();
-    let client = Client::new(&app);
+    let WebApp {
+        llm,
+        data: _data,
+        app,
+        client,
+    } = WebApp::start(db).await;
 
     llm.push(Step::Reply("I read it: \u{0} (a NUL of my own).".into()));
     let (status, body) = client.chat("web:nul", POISON).await;

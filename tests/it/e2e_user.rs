@@ -17,7 +17,7 @@ use herald::store::FireStatus;
 use herald_test_support::db::Db;
 use herald_test_support::fake_llm::{Billing, FakeLlm, Step};
 use herald_test_support::handoff::{in_user_messages, LABEL};
-use herald_test_support::harness::{init, test_config, wait_until, Client};
+use herald_test_support::harness::{init, test_config, wait_until, Client, WebApp};
 use herald_test_support::on_each_backend;
 use serde_json::Value;
 
@@ -72,14 +72,12 @@ fn t0() -> DateTime<Utc> {
 }
 
 async fn a_brief_before_the_person_writes_keeps_the_capsule(db: Db) {
-    init();
-    let llm = FakeLlm::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let mut config = test_config(&llm, &data);
-    config.cron.enabled = false;
-    db.apply(&mut config);
-    let app = App::start(config).await.unwrap();
-    let client = Client::new(&app);
+    let WebApp {
+        llm,
+        data: _data,
+        app,
+        client,
+    } = WebApp::start(db).await;
     let lane = "web:brief";
     for text in [
         "I am moving the backups to the new disk.",
