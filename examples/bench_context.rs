@@ -87,19 +87,7 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<(f64, Strin
     let mut session_no = 0;
     while written < rows {
         let id = format!("bench-{}-{session_no}", &run[..8]);
-        let s = Session {
-            id: id.clone(),
-            lane: LaneKey::parse(lane),
-            parent_id: None,
-            started_at: 1,
-            ended_at: None,
-            end_reason: None,
-            system_prompt: String::new(),
-            model: "bench".into(),
-            compaction_strikes: 0,
-            fallback_streak: 0,
-            cooldown_until: None,
-        };
+        let s = Session::new(id.clone(), LaneKey::parse(lane), 1, String::new(), "bench");
         store.session_create(&lease, &s).await?;
         let mut left = per_session.min(rows - written);
         while left > 0 {
@@ -143,19 +131,13 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<(f64, Strin
     store
         .session_create(
             &small_lease,
-            &Session {
-                id: id.clone(),
-                lane: LaneKey::parse(&small),
-                parent_id: None,
-                started_at: 1,
-                ended_at: None,
-                end_reason: None,
-                system_prompt: String::new(),
-                model: "bench".into(),
-                compaction_strikes: 0,
-                fallback_streak: 0,
-                cooldown_until: None,
-            },
+            &Session::new(
+                id.clone(),
+                LaneKey::parse(&small),
+                1,
+                String::new(),
+                "bench",
+            ),
         )
         .await?;
     let msgs: Vec<NewMessage> = (0..20)

@@ -235,17 +235,14 @@ pub async fn import_file(
         .next()
         .map(|s| s.id);
     let session = Session {
-        id: uuid::Uuid::new_v4().to_string(),
-        lane: lane.clone(),
         parent_id,
-        started_at: crate::store::now_ms(),
-        ended_at: None,
-        end_reason: None,
-        system_prompt: parsed.system_prompt,
-        model: "import".into(),
-        compaction_strikes: 0,
-        fallback_streak: 0,
-        cooldown_until: None,
+        ..Session::new(
+            uuid::Uuid::new_v4().to_string(),
+            lane.clone(),
+            crate::store::now_ms(),
+            parsed.system_prompt,
+            "import",
+        )
     };
     progress.set_message(format!(
         "writing {} messages in one transaction",

@@ -52,17 +52,14 @@ impl Worker {
             },
         );
         let s = Session {
-            id,
-            lane: self.lane.clone(),
             parent_id,
-            started_at: started.timestamp_millis(),
-            ended_at: None,
-            end_reason: None,
-            system_prompt,
-            model,
-            compaction_strikes: 0,
-            fallback_streak: 0,
-            cooldown_until: None,
+            ..Session::new(
+                id,
+                self.lane.clone(),
+                started.timestamp_millis(),
+                system_prompt,
+                model,
+            )
         };
         deps.store.session_create(lease, &s).await?;
         tracing::info!(session = %s.id, "session opened");

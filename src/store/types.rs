@@ -77,6 +77,31 @@ pub struct Session {
     pub cooldown_until: Option<i64>,
 }
 
+impl Session {
+    /// An open session of `lane` with no parent and no history of strikes or fallbacks.
+    pub fn new(
+        id: impl Into<String>,
+        lane: LaneKey,
+        started_at: i64,
+        system_prompt: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Session {
+        Session {
+            id: id.into(),
+            lane,
+            parent_id: None,
+            started_at,
+            ended_at: None,
+            end_reason: None,
+            system_prompt: system_prompt.into(),
+            model: model.into(),
+            compaction_strikes: 0,
+            fallback_streak: 0,
+            cooldown_until: None,
+        }
+    }
+}
+
 /// A message about to be appended to a transcript.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMessage {

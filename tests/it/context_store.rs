@@ -8,19 +8,7 @@ use herald::domain::Role;
 use herald::store::{self, ContextRow, ImportedMessage, NewMessage, Session, Store, StoreError};
 
 fn session(id: &str, lane: &str) -> Session {
-    Session {
-        id: id.into(),
-        lane: lane.into(),
-        parent_id: None,
-        started_at: 1,
-        ended_at: None,
-        end_reason: None,
-        system_prompt: "sys".into(),
-        model: "m".into(),
-        compaction_strikes: 0,
-        fallback_streak: 0,
-        cooldown_until: None,
-    }
+    Session::new(id, lane.into(), 1, "sys", "m")
 }
 
 async fn contract(store: Arc<dyn Store>) {

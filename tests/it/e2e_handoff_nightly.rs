@@ -68,19 +68,13 @@ async fn cron_lane_with_dialogue(app: &App, lane: &str) {
         .await
         .unwrap()
         .unwrap();
-    let session = Session {
-        id: format!("s-{}", uuid::Uuid::new_v4().simple()),
-        lane: lane.into(),
-        parent_id: None,
-        started_at: now_ms(),
-        ended_at: None,
-        end_reason: None,
-        system_prompt: "sys".into(),
-        model: "m".into(),
-        compaction_strikes: 0,
-        fallback_streak: 0,
-        cooldown_until: None,
-    };
+    let session = Session::new(
+        format!("s-{}", uuid::Uuid::new_v4().simple()),
+        lane.into(),
+        now_ms(),
+        "sys",
+        "m",
+    );
     app.store.session_create(&lease, &session).await.unwrap();
     let msgs: Vec<NewMessage> = (0..6)
         .map(|i| {

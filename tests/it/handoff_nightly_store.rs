@@ -32,19 +32,7 @@ async fn conversation(store: &Arc<dyn Store>, lane: &str, n: usize) -> String {
         .unwrap()
         .unwrap();
     let id = format!("s-{}", uuid::Uuid::new_v4().simple());
-    let session = Session {
-        id: id.clone(),
-        lane: lane.into(),
-        parent_id: None,
-        started_at: now_ms(),
-        ended_at: None,
-        end_reason: None,
-        system_prompt: "sys".into(),
-        model: "m".into(),
-        compaction_strikes: 0,
-        fallback_streak: 0,
-        cooldown_until: None,
-    };
+    let session = Session::new(id.clone(), lane.into(), now_ms(), "sys", "m");
     store.session_create(&lease, &session).await.unwrap();
     let msgs: Vec<NewMessage> = (0..n)
         .map(|i| {

@@ -179,19 +179,13 @@ pub async fn insert(store: &Arc<dyn Store>, ev: &MessageEvent) -> i64 {
 }
 
 pub fn session(id: &str, lane: &str) -> Session {
-    Session {
-        id: id.to_string(),
-        lane: lane.into(),
-        parent_id: None,
-        started_at: herald::store::now_ms(),
-        ended_at: None,
-        end_reason: None,
-        system_prompt: "You are Herald.".to_string(),
-        model: "test-model".to_string(),
-        compaction_strikes: 0,
-        fallback_streak: 0,
-        cooldown_until: None,
-    }
+    Session::new(
+        id.to_string(),
+        lane.into(),
+        herald::store::now_ms(),
+        "You are Herald.".to_string(),
+        "test-model".to_string(),
+    )
 }
 
 /// Takes a lease that must be free.

@@ -32,19 +32,7 @@ async fn open(dir: &tempfile::TempDir) -> Arc<dyn Store> {
 }
 
 fn session(id: &str) -> Session {
-    Session {
-        id: id.into(),
-        lane: "web:t".into(),
-        parent_id: None,
-        started_at: 1,
-        ended_at: None,
-        end_reason: None,
-        system_prompt: "You are a test.".into(),
-        model: "m".into(),
-        compaction_strikes: 0,
-        fallback_streak: 0,
-        cooldown_until: None,
-    }
+    Session::new(id, "web:t".into(), 1, "You are a test.", "m")
 }
 
 /// Ten exchanges of about 500 tokens each: well over a 2,000-token window.

@@ -44,19 +44,7 @@ async fn export_then_import_keeps_every_message_and_flag() {
         .await
         .unwrap()
         .unwrap();
-    let mut s = Session {
-        id: "orig".into(),
-        lane: "web:a".into(),
-        parent_id: None,
-        started_at: 1,
-        ended_at: None,
-        end_reason: None,
-        system_prompt: "You are Herald.".into(),
-        model: "m".into(),
-        compaction_strikes: 0,
-        fallback_streak: 0,
-        cooldown_until: None,
-    };
+    let mut s = Session::new("orig", "web:a".into(), 1, "You are Herald.", "m");
     store.session_create(&lease, &s).await.unwrap();
     let mut call = NewMessage::new(Role::Assistant, "");
     call.tool_calls = vec![ToolCall {
