@@ -5,8 +5,10 @@
 //! parts back; the transcript keeps the reference (`domain::Attachment`), never the bytes.
 
 pub mod cache;
+pub mod fetch;
 
 pub use cache::{is_sha256, sha256_hex, MediaCache};
+pub use fetch::{Fetched, Fetcher};
 
 /// Why one attachment could not be read. Each turns into one line the person (or the model)
 /// reads; none stops the lane.
