@@ -143,15 +143,14 @@ impl MediaCache {
 }
 
 async fn touch(path: &Path) -> std::io::Result<()> {
-    let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        std::fs::File::options()
-            .append(true)
-            .open(&path)?
-            .set_modified(SystemTime::now())
-    })
-    .await
-    .map_err(std::io::Error::other)?
+    // One quick metadata call on an open file: not worth a blocking-pool task.
+    let file = tokio::fs::File::options()
+        .append(true)
+        .open(path)
+        .await?
+        .into_std()
+        .await;
+    file.set_modified(SystemTime::now())
 }
 
 #[cfg(test)]

@@ -1,20 +1,367 @@
-use super::{MediaCache, MediaError};
-use crate::config::Config;
-use crate::domain::Attachment;
-use std::sync::Arc;
+//! Fetching the bytes of an attachment by its reference, under `[media] max_bytes` and
+//! `fetch_timeout_secs`: a Telegram file id through `getFile` and the file download URL, a URL
+//! (Discord's CDN) as is, a hash from the media cache. Fetched bytes are cached by reference
+//! so the next turn that shows the same file does not download it again.
+//!
+//! Telegram is spoken over plain HTTP here (the two calls teloxide would make, on the URLs it
+//! would build from `telegram.api_url`), since platform crates stay in `src/adapters`.
+//! Must not: let the bot token reach an error, a log line or a metric (the file URL contains
+//! it: reqwest errors lose their URL and every message is redacted once more); buffer more
+//! than the cap; sniff a MIME type (the reader does).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{sha256_hex, MediaCache, MediaError};
+use crate::config::{Config, Secret};
+use crate::domain::{Attachment, MediaSource};
+
+/// The bytes of one attachment.
+#[derive(Debug, Clone)]
 pub struct Fetched {
     pub bytes: Arc<[u8]>,
+    /// The announced MIME type, else the response's `Content-Type`.
     pub mime: Option<String>,
+    /// Lowercase hex SHA-256 of `bytes`.
     pub sha256: String,
 }
+
+/// Fetches attachments; cheap to clone (one HTTP client, shared).
+#[derive(Clone)]
 pub struct Fetcher {
-    _c: MediaCache,
+    inner: Arc<Inner>,
 }
-impl Fetcher {
-    pub fn from_config(_config: &Config, cache: MediaCache) -> Fetcher {
-        Fetcher { _c: cache }
+
+struct Inner {
+    http: OnceLock<reqwest::Client>,
+    telegram: Option<Telegram>,
+    max_bytes: u64,
+    timeout: Duration,
+    cache: MediaCache,
+}
+
+/// Where Telegram files come from: the Bot API base URL and the token.
+struct Telegram {
+    api_url: url::Url,
+    token: Secret,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("telegram", &self.inner.telegram.is_some())
+            .field("max_bytes", &self.inner.max_bytes)
+            .field("timeout", &self.inner.timeout)
+            .finish_non_exhaustive()
     }
-    pub async fn fetch(&self, _a: &Attachment) -> Result<Fetched, MediaError> {
-        unimplemented!()
+}
+
+/// How one fetch ended, for the metric.
+enum Got {
+    Cached(Fetched),
+    Downloaded(Fetched),
+}
+
+impl Fetcher {
+    /// From the loaded config: the Telegram token and `api_url` (when Telegram is configured),
+    /// `media.max_bytes`, `media.fetch_timeout_secs`, and the cache. No network yet.
+    pub fn from_config(config: &Config, cache: MediaCache) -> Fetcher {
+        let telegram = config.telegram.token.as_ref().and_then(|token| {
+            // As the adapter parses it, so both reach the same server.
+            let api_url = url::Url::parse(config.telegram.api_url.trim_end_matches('/')).ok()?;
+            (!api_url.cannot_be_a_base() && !token.expose().is_empty()).then(|| Telegram {
+                api_url,
+                token: token.clone(),
+            })
+        });
+        Fetcher {
+            inner: Arc::new(Inner {
+                http: OnceLock::new(),
+                telegram,
+                max_bytes: config.media.max_bytes,
+                timeout: Duration::from_secs(config.media.fetch_timeout_secs.max(1)),
+                cache,
+            }),
+        }
+    }
+
+    /// The bytes of `a`: from the cache when they are there, else downloaded (and cached).
+    pub async fn fetch(&self, a: &Attachment) -> Result<Fetched, MediaError> {
+        let platform = platform(&a.source);
+        let result = self.fetch_counted(a).await;
+        let outcome = match &result {
+            Ok(Got::Cached(_)) => "cached",
+            Ok(Got::Downloaded(f)) => {
+                metrics::counter!("herald_media_fetch_bytes_total", "platform" => platform)
+                    .increment(f.bytes.len() as u64);
+                "ok"
+            }
+            Err(MediaError::TooLarge { .. }) => "too_large",
+            Err(MediaError::Timeout) => "timeout",
+            Err(MediaError::NoSource(_)) => "no_source",
+            Err(_) => "error",
+        };
+        metrics::counter!("herald_media_fetch_total", "platform" => platform, "outcome" => outcome)
+            .increment(1);
+        match result {
+            Ok(Got::Cached(f) | Got::Downloaded(f)) => Ok(f),
+            Err(e) => {
+                tracing::info!(platform, kind = ?a.kind, error = %e, "could not fetch an attachment");
+                Err(e)
+            }
+        }
+    }
+
+    async fn fetch_counted(&self, a: &Attachment) -> Result<Got, MediaError> {
+        let max = self.inner.max_bytes;
+        if let Some(size) = a.size.filter(|s| *s > max) {
+            return Err(MediaError::TooLarge { size, max });
+        }
+        let key = match &a.source {
+            MediaSource::Telegram(id) => format!("telegram:{id}"),
+            MediaSource::Url(url) => format!("url:{url}"),
+            MediaSource::DiscordSticker(_) => return Err(MediaError::NoSource("Discord stickers")),
+            MediaSource::Cached(sha) => {
+                let bytes = self.inner.cache.get(sha).await.ok_or_else(gone)?;
+                return self.cached(bytes, a).map(Got::Cached);
+            }
+        };
+        if let Some(bytes) = self.inner.cache.get_fetched(&key).await {
+            return self.cached(bytes, a).map(Got::Cached);
+        }
+        let download = async {
+            match &a.source {
+                MediaSource::Telegram(id) => self.telegram(id).await,
+                MediaSource::Url(url) => self.get(url.as_str()).await,
+                _ => Err(gone()),
+            }
+        };
+        let (bytes, content_type) = tokio::time::timeout(self.inner.timeout, download)
+            .await
+            .map_err(|_| MediaError::Timeout)??;
+        let sha256 = match self.inner.cache.put_fetched(&key, &bytes).await {
+            Ok(sha) => sha,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not cache a fetched file; it will be fetched again");
+                sha256_hex(&bytes)
+            }
+        };
+        Ok(Got::Downloaded(Fetched {
+            bytes: bytes.into(),
+            mime: a.mime.clone().or(content_type),
+            sha256,
+        }))
+    }
+
+    /// Bytes from the cache, still under the cap (it may have been lowered since).
+    fn cached(&self, bytes: Vec<u8>, a: &Attachment) -> Result<Fetched, MediaError> {
+        let max = self.inner.max_bytes;
+        if bytes.len() as u64 > max {
+            return Err(MediaError::TooLarge {
+                size: bytes.len() as u64,
+                max,
+            });
+        }
+        Ok(Fetched {
+            sha256: sha256_hex(&bytes),
+            bytes: bytes.into(),
+            mime: a.mime.clone(),
+        })
+    }
+
+    /// `getFile`, then the file download URL. Every error text is redacted of the token.
+    async fn telegram(&self, file_id: &str) -> Result<(Vec<u8>, Option<String>), MediaError> {
+        let tg = self
+            .inner
+            .telegram
+            .as_ref()
+            .ok_or(MediaError::NoSource("telegram"))?;
+        let token = tg.token.expose();
+        let result = async {
+            let mut url = tg.api_url.clone();
+            push_segments(&mut url, &[&format!("bot{token}"), "getFile"]);
+            url.query_pairs_mut().append_pair("file_id", file_id);
+            let answer: BotAnswer = self
+                .client()?
+                .get(url)
+                .send()
+                .await
+                .map_err(request_error)?
+                .json()
+                .await
+                .map_err(request_error)?;
+            let file = match answer {
+                BotAnswer {
+                    ok: true,
+                    result: Some(file),
+                    ..
+                } => file,
+                BotAnswer { description, .. } => {
+                    let why = description.unwrap_or_else(|| "no answer".into());
+                    return Err(MediaError::Fetch(format!("Telegram: {why}")));
+                }
+            };
+            let max = self.inner.max_bytes;
+            if let Some(size) = file.file_size.filter(|s| *s > max) {
+                return Err(MediaError::TooLarge { size, max });
+            }
+            let path = file
+                .file_path
+                .ok_or_else(|| MediaError::Fetch("Telegram gave no file path".into()))?;
+            let mut url = tg.api_url.clone();
+            push_segments(&mut url, &["file", &format!("bot{token}")]);
+            push_segments(&mut url, &path.split('/').collect::<Vec<_>>());
+            self.get(url.as_str()).await
+        }
+        .await;
+        result.map_err(|e| redact(e, token))
+    }
+
+    /// GETs `url` under the cap: a `Content-Length` over it fails before the body is read, a
+    /// body that grows past it fails at the chunk that does.
+    async fn get(&self, url: &str) -> Result<(Vec<u8>, Option<String>), MediaError> {
+        let parsed = url::Url::parse(url)
+            .map_err(|_| MediaError::Fetch("the file's address is not a URL".into()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(MediaError::Fetch(format!(
+                "{} addresses are not fetched",
+                parsed.scheme()
+            )));
+        }
+        let mut response = self
+            .client()?
+            .get(parsed)
+            .send()
+            .await
+            .map_err(request_error)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(MediaError::Fetch(format!("HTTP {}", status.as_u16())));
+        }
+        let max = self.inner.max_bytes;
+        let announced = response.content_length();
+        if let Some(size) = announced.filter(|s| *s > max) {
+            return Err(MediaError::TooLarge { size, max });
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mut body = Vec::with_capacity(announced.unwrap_or(0).min(max) as usize);
+        while let Some(chunk) = response.chunk().await.map_err(request_error)? {
+            let size = (body.len() + chunk.len()) as u64;
+            if size > max {
+                return Err(MediaError::TooLarge { size, max });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((body, content_type))
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, MediaError> {
+        if let Some(c) = self.inner.http.get() {
+            return Ok(c);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(self.inner.timeout)
+            .build()
+            .map_err(|e| MediaError::Fetch(format!("no HTTP client: {}", e.without_url())))?;
+        Ok(self.inner.http.get_or_init(|| client))
+    }
+}
+
+/// The Bot API's envelope around a `File`.
+#[derive(Deserialize)]
+struct BotAnswer {
+    ok: bool,
+    result: Option<TelegramFile>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TelegramFile {
+    file_size: Option<u64>,
+    file_path: Option<String>,
+}
+
+/// Appends path segments the way teloxide builds its URLs (each segment escaped).
+fn push_segments(url: &mut url::Url, segments: &[&str]) {
+    if let Ok(mut path) = url.path_segments_mut() {
+        path.pop_if_empty().extend(segments);
+    }
+}
+
+/// A reqwest error as text, its URL removed, with its causes (which name no URL).
+fn request_error(e: reqwest::Error) -> MediaError {
+    if e.is_timeout() {
+        return MediaError::Timeout;
+    }
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    MediaError::Fetch(text)
+}
+
+/// The token removed from an error's text, whatever put it there.
+fn redact(e: MediaError, token: &str) -> MediaError {
+    match e {
+        MediaError::Fetch(text) if !token.is_empty() && text.contains(token) => {
+            MediaError::Fetch(text.replace(token, "***"))
+        }
+        other => other,
+    }
+}
+
+fn gone() -> MediaError {
+    MediaError::Fetch("no longer available".into())
+}
+
+/// The metric label for where a file comes from.
+fn platform(source: &MediaSource) -> &'static str {
+    match source {
+        MediaSource::Telegram(_) => "telegram",
+        MediaSource::Url(_) => "url",
+        MediaSource::DiscordSticker(_) => "discord_sticker",
+        MediaSource::Cached(_) => "cache",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn telegram_urls_are_built_as_teloxide_builds_them() {
+        let mut url = url::Url::parse("https://example.com/telegram").unwrap();
+        push_segments(&mut url, &["file", "bot1:abc"]);
+        push_segments(
+            &mut url,
+            &"photos/file_1.jpg".split('/').collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            url.as_str(),
+            "https://example.com/telegram/file/bot1:abc/photos/file_1.jpg"
+        );
+        let mut root = url::Url::parse("https://api.telegram.org").unwrap();
+        push_segments(&mut root, &["bot1:abc", "getFile"]);
+        assert_eq!(root.as_str(), "https://api.telegram.org/bot1:abc/getFile");
+    }
+
+    #[test]
+    fn the_token_is_redacted_from_any_error_text() {
+        let e = redact(
+            MediaError::Fetch("GET /file/bot1:abc/x failed".into()),
+            "1:abc",
+        );
+        assert_eq!(e, MediaError::Fetch("GET /file/bot***/x failed".into()));
+        assert_eq!(redact(MediaError::Timeout, "1:abc"), MediaError::Timeout);
     }
 }

@@ -13,6 +13,7 @@ pub mod sniff;
 pub mod transcribe;
 
 pub use cache::{is_sha256, sha256_hex, MediaCache};
+pub use fetch::{Fetched, Fetcher};
 pub use read::MediaReader;
 pub use reading::{Item, Reading};
 

@@ -437,3 +437,45 @@ async fn guild_create_carries_threads_with_their_parent() {
         (THREAD, "in a thread")
     );
 }
+
+#[tokio::test]
+async fn attachments_and_stickers_parse_and_the_cdn_serves_them() {
+    let mut h = start(None).await;
+    let file = h
+        .fake
+        .add_cdn_file("notes.txt", "text/plain", b"hello file");
+    let mid = h.fake.dispatch_message_with_files(
+        CHANNEL,
+        Some(GUILD),
+        USER,
+        "see attached",
+        std::slice::from_ref(&file),
+        &[(7493, "wave")],
+    );
+    let m = h.next_user_message().await;
+    assert_eq!(m.id.get(), mid);
+    let [a] = m.attachments.as_slice() else {
+        panic!("{:?}", m.attachments)
+    };
+    assert_eq!(
+        (a.filename.as_str(), a.content_type.as_deref(), a.size),
+        ("notes.txt", Some("text/plain"), 10)
+    );
+    assert_eq!(m.sticker_items.len(), 1);
+    assert_eq!(
+        (
+            m.sticker_items[0].id.get(),
+            m.sticker_items[0].name.as_str()
+        ),
+        (7493, "wave")
+    );
+    // The CDN needs no token.
+    let body = reqwest::get(&a.url)
+        .await
+        .expect("cdn")
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&body[..], b"hello file");
+    assert_eq!(h.fake.cdn_downloads(file.id), 1);
+}

@@ -304,3 +304,89 @@ async fn webhook_methods_and_the_poll_conflict_they_cause() {
     assert_eq!(fake.calls("editmessagetext")[0]["text"], "final");
     fake.shutdown().await;
 }
+
+#[tokio::test]
+async fn media_messages_parse_and_files_download_through_teloxide() {
+    use herald_test_support::fake_telegram::Media;
+    use teloxide::net::Download;
+    let fake = FakeTelegram::start(TOKEN).await;
+    let bot = bot(&fake);
+    let info = fake.add_file("ph", b"jpeg bytes");
+    let media = [
+        Media::Photo {
+            file_id: "ph".into(),
+            size: info.file_size,
+            caption: Some("look".into()),
+        },
+        Media::Voice {
+            file_id: "vo".into(),
+            size: 10,
+            duration: 3,
+        },
+        Media::Document {
+            file_id: "do".into(),
+            size: 10,
+            name: "a.pdf".into(),
+            mime: "application/pdf".into(),
+            caption: None,
+        },
+        Media::Sticker {
+            file_id: "st".into(),
+            emoji: "😀".into(),
+            set_name: "Animals".into(),
+        },
+        Media::Location {
+            latitude: 52.52,
+            longitude: 13.405,
+        },
+        Media::Venue {
+            latitude: 1.0,
+            longitude: 2.0,
+            title: "Gate".into(),
+            address: "Square".into(),
+        },
+        Media::Contact {
+            phone: "+44 1".into(),
+            first_name: "Ada".into(),
+            last_name: Some("Lovelace".into()),
+        },
+        Media::Poll {
+            question: "Lunch?".into(),
+            options: vec!["pizza".into(), "sushi".into()],
+        },
+        Media::Dice {
+            emoji: "🎲".into(),
+            value: 5,
+        },
+    ];
+    for m in &media {
+        fake.push_media(1, 7, m);
+    }
+    let updates = bot.get_updates().await.expect("getUpdates");
+    assert_eq!(updates.len(), media.len());
+    let m: Vec<_> = updates.iter().map(message_of).collect();
+    let photo = m[0].photo().expect("photo");
+    assert_eq!(photo.last().unwrap().file.id.0, "ph");
+    assert_eq!(m[0].caption(), Some("look"));
+    assert_eq!(m[1].voice().expect("voice").duration.seconds(), 3);
+    assert_eq!(m[2].document().unwrap().file_name.as_deref(), Some("a.pdf"));
+    assert_eq!(m[3].sticker().unwrap().emoji.as_deref(), Some("😀"));
+    assert_eq!(m[4].location().unwrap().latitude, 52.52);
+    assert_eq!(m[5].venue().unwrap().title, "Gate");
+    assert_eq!(m[6].contact().unwrap().first_name, "Ada");
+    assert_eq!(m[7].poll().unwrap().options.len(), 2);
+    assert_eq!(m[8].dice().unwrap().value, 5);
+
+    // getFile and the download route, as teloxide uses them.
+    let file = bot
+        .get_file(photo.last().unwrap().file.id.clone())
+        .await
+        .expect("getFile");
+    assert_eq!(file.path, info.file_path);
+    let mut got = Vec::new();
+    bot.download_file(&file.path, &mut got)
+        .await
+        .expect("download");
+    assert_eq!(got, b"jpeg bytes");
+    assert_eq!(fake.downloads("ph"), 1);
+}

@@ -22,6 +22,7 @@ const RANKS: &[(&str, u8)] = &[
     ("events", 1),
     ("telemetry", 2),
     ("store", 2),
+    ("media", 2),
     ("llm", 2),
     ("agent", 3),
     ("delivery", 3),

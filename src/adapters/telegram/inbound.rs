@@ -17,9 +17,7 @@ use teloxide::types::{
 };
 
 use crate::delivery::parse_approval_button;
-use crate::domain::{
-    Attachment, ChatType, MediaKind, MediaSource, MessageEvent, MessageKind, Origin, Platform,
-};
+use crate::domain::{ChatType, MessageEvent, MessageKind, Origin, Platform};
 use crate::lanes::Press;
 
 /// Who the bot is (from `getMe`), needed to tell whether a group message addresses it.
@@ -101,8 +99,15 @@ pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
             return Decision::Ignore("group message not addressed to the bot");
         }
     }
-    let text = model_text(raw_text, &entities, rules.me);
-    let attachments = attachments(msg);
+    let mut text = model_text(raw_text, &entities, rules.me);
+    if let Some(shared) = super::media::shared_text(msg) {
+        text = if text.trim().is_empty() {
+            shared
+        } else {
+            format!("{shared}\n{text}")
+        };
+    }
+    let attachments = super::media::attachments(msg);
     let kind = if command.is_some() {
         MessageKind::Command
     } else if text.trim().is_empty() && !attachments.is_empty() {
@@ -245,79 +250,6 @@ fn model_text(text: &str, entities: &[MessageEntityRef<'_>], me: &BotIdentity) -
     } else {
         joined.to_string()
     }
-}
-
-fn attachments(msg: &Message) -> Vec<Attachment> {
-    let mut out = Vec::new();
-    let mut add =
-        |kind: MediaKind, id: &str, size: u32, mime: Option<String>, name: Option<String>| {
-            let mut a = Attachment::new(kind, MediaSource::Telegram(id.to_string()));
-            a.size = Some(u64::from(size));
-            a.mime = mime;
-            a.name = name;
-            out.push(a);
-        };
-    // Telegram sends every size of a photo; the last one is the largest.
-    if let Some(p) = msg.photo().and_then(|sizes| sizes.last()) {
-        add(
-            MediaKind::Photo,
-            &p.file.id.0,
-            p.file.size,
-            Some("image/jpeg".into()),
-            None,
-        );
-    }
-    if let Some(d) = msg.document() {
-        let mime = d.mime_type.as_ref().map(|m| m.to_string());
-        add(
-            MediaKind::Document,
-            &d.file.id.0,
-            d.file.size,
-            mime,
-            d.file_name.clone(),
-        );
-    }
-    if let Some(v) = msg.video() {
-        let mime = v.mime_type.as_ref().map(|m| m.to_string());
-        add(
-            MediaKind::Video,
-            &v.file.id.0,
-            v.file.size,
-            mime,
-            v.file_name.clone(),
-        );
-    }
-    if let Some(v) = msg.voice() {
-        let mime = v.mime_type.as_ref().map(|m| m.to_string());
-        add(MediaKind::Voice, &v.file.id.0, v.file.size, mime, None);
-    }
-    if let Some(a) = msg.audio() {
-        let mime = a.mime_type.as_ref().map(|m| m.to_string());
-        add(
-            MediaKind::Audio,
-            &a.file.id.0,
-            a.file.size,
-            mime,
-            a.file_name.clone(),
-        );
-    }
-    if let Some(a) = msg.animation() {
-        let mime = a.mime_type.as_ref().map(|m| m.to_string());
-        add(
-            MediaKind::Animation,
-            &a.file.id.0,
-            a.file.size,
-            mime,
-            a.file_name.clone(),
-        );
-    }
-    if let Some(s) = msg.sticker() {
-        add(MediaKind::Sticker, &s.file.id.0, s.file.size, None, None);
-    }
-    if let Some(v) = msg.video_note() {
-        add(MediaKind::VideoNote, &v.file.id.0, v.file.size, None, None);
-    }
-    out
 }
 
 /// A button press: only ours (approval data) from a message in a chat; anything else is ignored.

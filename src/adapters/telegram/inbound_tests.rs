@@ -18,11 +18,11 @@ fn me() -> BotIdentity {
     }
 }
 
-fn user(id: u64, is_bot: bool) -> Value {
+pub(super) fn user(id: u64, is_bot: bool) -> Value {
     json!({ "id": id, "is_bot": is_bot, "first_name": format!("U{id}"), "last_name": "L" })
 }
 
-fn chat(id: i64, forum: bool) -> Value {
+pub(super) fn chat(id: i64, forum: bool) -> Value {
     if id > 0 {
         json!({ "id": id, "type": "private", "first_name": "U" })
     } else {
@@ -30,7 +30,7 @@ fn chat(id: i64, forum: bool) -> Value {
     }
 }
 
-fn msg(chat_id: i64, text: &str) -> Value {
+pub(super) fn msg(chat_id: i64, text: &str) -> Value {
     json!({ "message_id": 10, "from": user(5, false), "chat": chat(chat_id, false),
             "date": 1_700_000_000, "text": text })
 }
@@ -46,11 +46,11 @@ fn with_entities(mut m: Value, es: Vec<Value>) -> Value {
     m
 }
 
-fn update(kind: &str, m: Value) -> Update {
+pub(super) fn update(kind: &str, m: Value) -> Update {
     Update::deserialize(&json!({ "update_id": 99, (kind): m })).expect("valid update")
 }
 
-fn run(u: &Update, free: &[&str]) -> Decision {
+pub(super) fn run(u: &Update, free: &[&str]) -> Decision {
     let free: HashSet<String> = free.iter().map(|s| s.to_string()).collect();
     let me = me();
     decide(

@@ -12,6 +12,7 @@
 mod ask;
 pub mod format;
 pub mod inbound;
+mod media;
 pub mod outbound;
 pub mod poller;
 mod receive;
@@ -19,6 +20,8 @@ pub mod webhook;
 
 #[cfg(test)]
 mod inbound_tests;
+#[cfg(test)]
+mod media_tests;
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};

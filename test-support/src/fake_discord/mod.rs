@@ -35,6 +35,7 @@
 //!   old socket and is counted (`shard_takeovers`), where Discord would keep both sessions and
 //!   deliver every event twice. GUILD_CREATE is not re-sent after an IDENTIFY.
 
+mod cdn;
 mod gateway;
 pub use gateway::shard_of;
 pub mod payloads;
@@ -53,6 +54,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub use cdn::CdnFile;
 pub use payloads::BOT_USER_ID;
 
 /// Discord's epoch (2015-01-01) in Unix milliseconds; ids are real-looking snowflakes.
@@ -180,6 +182,8 @@ pub(crate) struct Shared {
     pub recommended_shards: AtomicU64,
     next_id: AtomicU64,
     inner: Mutex<Inner>,
+    /// Files on the fake CDN, by attachment id.
+    cdn: Mutex<HashMap<u64, cdn::Stored>>,
 }
 
 impl Shared {
@@ -243,6 +247,7 @@ impl FakeDiscord {
                 shard_total: 1,
                 ..Inner::default()
             }),
+            cdn: Mutex::default(),
         });
         let tasks = vec![
             tokio::spawn(rest::serve(rest, shared.clone())),

@@ -47,6 +47,9 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let (&Method::GET, Some(rest)) = (&method, uri.path().strip_prefix("/attachments/")) {
+        return super::cdn::serve(&shared, rest);
+    }
     let Some(path) = uri.path().strip_prefix("/api/v10") else {
         return unknown(&shared, &method, uri.path());
     };

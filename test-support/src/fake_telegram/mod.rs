@@ -7,9 +7,14 @@
 //! the daemon's correctness depends on it (offset confirmation, 401 on a wrong token, 409 for a
 //! second poller or a poller while a webhook is set).
 
+mod files;
 mod form;
 mod json;
+mod media;
 mod server;
+
+pub use files::{serve_bytes, FileFault, FileInfo};
+pub use media::Media;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -93,6 +98,8 @@ pub struct FakeTelegram {
 pub(crate) struct State {
     token: String,
     inner: Mutex<Inner>,
+    /// Files served by `getFile` and the download route.
+    files: Mutex<files::Files>,
     /// Woken when an update is pushed or a newer `getUpdates` supersedes a waiting one.
     changed: Notify,
     stop: CancellationToken,
@@ -164,6 +171,7 @@ impl FakeTelegram {
                 next_message_id: 1,
                 ..Inner::default()
             }),
+            files: Mutex::default(),
             changed: Notify::new(),
             stop: CancellationToken::new(),
         });

@@ -28,6 +28,9 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(rest) = uri.path().strip_prefix("/file/bot") {
+        return super::files::download(&state, rest).await;
+    }
     let Some((token, method)) = uri
         .path()
         .strip_prefix("/bot")
@@ -102,6 +105,7 @@ async fn answer(state: &State, method: &str, params: &Value) -> Response {
         "sendmessage" => send_message(state, params),
         "editmessagetext" => edit_message_text(state, params),
         "deletemessage" => delete_message(state, params),
+        "getfile" => super::files::get_file(state, params),
         "sendchataction" | "setmycommands" | "answercallbackquery" => ok(json!(true)),
         "deletewebhook" => {
             let mut inner = state.lock();
@@ -359,11 +363,11 @@ fn object_param(value: &Value) -> Option<Value> {
     }
 }
 
-fn ok(result: Value) -> Response {
+pub(super) fn ok(result: Value) -> Response {
     axum::Json(json!({ "ok": true, "result": result })).into_response()
 }
 
-fn error(code: u16, description: &str) -> Response {
+pub(super) fn error(code: u16, description: &str) -> Response {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
     let body = json!({ "ok": false, "error_code": code, "description": description });
     (status, axum::Json(body)).into_response()
