@@ -5,8 +5,17 @@
 //! parts back; the transcript keeps the reference (`domain::Attachment`), never the bytes.
 
 pub mod cache;
+pub mod document;
+pub mod sniff;
+pub mod transcribe;
+
+#[cfg(test)]
+mod document_tests;
 
 pub use cache::{is_sha256, sha256_hex, MediaCache};
+pub use document::{read_document, read_document_blocking, DocFormat, DocumentText};
+pub use sniff::{is_text, sniff};
+pub use transcribe::Transcriber;
 
 /// Why one attachment could not be read. Each turns into one line the person (or the model)
 /// reads; none stops the lane.

@@ -53,6 +53,7 @@ mod fuzz_props;
 mod handoff_nightly_store;
 mod handoff_store;
 mod load_smoke;
+mod media_readers;
 mod observe_admin;
 mod observe_doctor;
 mod observe_logs;
