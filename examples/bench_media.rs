@@ -65,17 +65,38 @@ fn measure(runs: usize, mut f: impl FnMut() -> usize) -> (Duration, usize, usize
 /// Words from a fixed linear congruential sequence: text that reads as prose to a compressor.
 fn prose(bytes: usize, seed: u64, accents: bool) -> String {
     const WORDS: &[&str] = &[
-        "quarterly", "figures", "region", "rose", "the", "of", "and", "shipment", "delayed",
-        "invoice", "customer", "north", "warehouse", "forecast", "margin", "supplier", "July",
+        "quarterly",
+        "figures",
+        "region",
+        "rose",
+        "the",
+        "of",
+        "and",
+        "shipment",
+        "delayed",
+        "invoice",
+        "customer",
+        "north",
+        "warehouse",
+        "forecast",
+        "margin",
+        "supplier",
+        "July",
     ];
     const ACCENTED: &[&str] = &["café", "Grüße", "naïve", "über", "façade", "crème"];
     let mut s = String::with_capacity(bytes + 64);
     let mut x = seed;
     let mut col = 0;
     while s.len() < bytes {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let r = (x >> 33) as usize;
-        let w = if accents && r % 11 == 0 { ACCENTED[r % ACCENTED.len()] } else { WORDS[r % WORDS.len()] };
+        let w = if accents && r % 11 == 0 {
+            ACCENTED[r % ACCENTED.len()]
+        } else {
+            WORDS[r % WORDS.len()]
+        };
         s.push_str(w);
         if r % 7 == 0 {
             let _ = write!(s, " {}", r % 100_000);
@@ -114,22 +135,44 @@ fn main() -> std::io::Result<()> {
 
     let text = prose(20 * 1024 * 1024, 7, true).into_bytes();
     let read = |bytes: &[u8], name: &str, max: usize| {
-        let doc = read_document(bytes, None, Some(name), max).unwrap().unwrap();
+        let doc = read_document(bytes, None, Some(name), max)
+            .unwrap()
+            .unwrap();
         doc.text.len()
     };
-    row(&mut out, "text 20 MB, budget 40k chars", text.len(), measure(runs, || read(&text, "big.txt", budget)));
-    row(&mut out, "text 20 MB, read whole", text.len(), measure(runs, || read(&text, "big.txt", usize::MAX)));
+    row(
+        &mut out,
+        "text 20 MB, budget 40k chars",
+        text.len(),
+        measure(runs, || read(&text, "big.txt", budget)),
+    );
+    row(
+        &mut out,
+        "text 20 MB, read whole",
+        text.len(),
+        measure(runs, || read(&text, "big.txt", usize::MAX)),
+    );
 
     let latin: Vec<u8> = prose(20 * 1024 * 1024, 9, false)
         .bytes()
         .map(|b| if b == b'q' { 0xe9 } else { b })
         .collect();
-    row(&mut out, "windows-1252 20 MB, budget 40k", latin.len(), measure(runs, || read(&latin, "old.txt", budget)));
+    row(
+        &mut out,
+        "windows-1252 20 MB, budget 40k",
+        latin.len(),
+        measure(runs, || read(&latin, "old.txt", budget)),
+    );
 
     let pages: Vec<String> = (0..1200).map(|p| prose(3500, p + 1, false)).collect();
     let bytes = pdf::text_pdf(&pages);
     let name = format!("pdf {} pages, budget 40k chars", pages.len());
-    row(&mut out, &name, bytes.len(), measure(runs, || read(&bytes, "report.pdf", budget)));
+    row(
+        &mut out,
+        &name,
+        bytes.len(),
+        measure(runs, || read(&bytes, "report.pdf", budget)),
+    );
 
     std::fs::create_dir_all("bench-results")?;
     std::fs::write("bench-results/media.txt", &out)?;

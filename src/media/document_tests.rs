@@ -25,7 +25,11 @@ fn text_like_files_by_extension_whatever_the_platform_says() {
         ("README.md", octet, DocFormat::Markdown),
         ("sales.CSV", octet, DocFormat::Csv),
         ("data.json", None, DocFormat::Json),
-        ("main.rs", Some("application/rls-services+xml"), DocFormat::Code("Rust")),
+        (
+            "main.rs",
+            Some("application/rls-services+xml"),
+            DocFormat::Code("Rust"),
+        ),
         ("app.py", Some("text/x-python"), DocFormat::Code("Python")),
         ("deploy/compose.yml", None, DocFormat::Code("YAML")),
         ("Dockerfile", None, DocFormat::Code("Dockerfile")),
@@ -85,7 +89,10 @@ fn binary_and_unread_types_are_none() {
     assert_eq!(read(b"\x01\x02\0\x03", None, Some("data.bin")), None);
     // A specific type Herald does not read stays unread even when its bytes are text; any
     // `text/*` is read.
-    assert_eq!(read(b"abc", Some("application/vnd.ms-excel"), Some("sheet.xls")), None);
+    assert_eq!(
+        read(b"abc", Some("application/vnd.ms-excel"), Some("sheet.xls")),
+        None
+    );
     let vcard = read(b"BEGIN:VCARD", Some("text/vcard"), None);
     assert_eq!(vcard.map(|d| d.format), Some(DocFormat::Text));
 }
@@ -93,13 +100,19 @@ fn binary_and_unread_types_are_none() {
 #[test]
 fn binary_under_a_text_name_is_corrupt() {
     let err = read_document(PNG, Some("text/plain"), Some("notes.txt"), 100).unwrap_err();
-    assert!(matches!(err, MediaError::Corrupt(ref m) if m.contains("binary")), "{err}");
+    assert!(
+        matches!(err, MediaError::Corrupt(ref m) if m.contains("binary")),
+        "{err}"
+    );
 }
 
 #[test]
 fn text_that_is_not_utf8_is_decoded() {
     let latin1 = b"caf\xe9 cr\xe8me \x80";
-    assert_eq!(read(latin1, None, Some("menu.txt")).unwrap().text, "café crème €");
+    assert_eq!(
+        read(latin1, None, Some("menu.txt")).unwrap().text,
+        "café crème €"
+    );
     let mut utf16 = vec![0xff, 0xfe];
     utf16.extend("hi ✓".encode_utf16().flat_map(u16::to_le_bytes));
     assert_eq!(read(&utf16, Some("text/plain"), None).unwrap().text, "hi ✓");
@@ -117,7 +130,9 @@ fn a_cut_last_character_is_dropped() {
 #[test]
 fn the_budget_cuts_on_a_character_boundary() {
     let text = "ab🚀cd🚀ef";
-    let doc = read_document(text.as_bytes(), None, Some("x.md"), 3).unwrap().unwrap();
+    let doc = read_document(text.as_bytes(), None, Some("x.md"), 3)
+        .unwrap()
+        .unwrap();
     assert_eq!(
         doc,
         DocumentText {
@@ -127,10 +142,14 @@ fn the_budget_cuts_on_a_character_boundary() {
             total_chars: 8,
         }
     );
-    let whole = read_document(text.as_bytes(), None, Some("x.md"), 8).unwrap().unwrap();
+    let whole = read_document(text.as_bytes(), None, Some("x.md"), 8)
+        .unwrap()
+        .unwrap();
     assert!(!whole.truncated);
     assert_eq!((whole.text.as_str(), whole.total_chars), (text, 8));
-    let none = read_document(text.as_bytes(), None, Some("x.md"), 0).unwrap().unwrap();
+    let none = read_document(text.as_bytes(), None, Some("x.md"), 0)
+        .unwrap()
+        .unwrap();
     assert_eq!((none.text.as_str(), none.truncated), ("", true));
 }
 

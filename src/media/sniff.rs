@@ -38,9 +38,7 @@ pub(crate) fn utf8_prefix(bytes: &[u8]) -> Option<&str> {
     match std::str::from_utf8(bytes) {
         Ok(s) => Some(s),
         // `error_len() == None`: the input ended inside a character, nothing invalid before.
-        Err(e) if e.error_len().is_none() => {
-            std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()
-        }
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&bytes[..e.valid_up_to()]).ok(),
         Err(_) => None,
     }
 }

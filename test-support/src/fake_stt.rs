@@ -147,7 +147,8 @@ async fn answer(mut step: SttStep) -> Response {
                 return axum::Json(json!({ "text": text })).into_response();
             }
             SttStep::Status(code, body) => {
-                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let status =
+                    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 return (status, body).into_response();
             }
             SttStep::Garbage(body) => {

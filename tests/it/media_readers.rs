@@ -38,7 +38,9 @@ fn error_text(result: Result<String, MediaError>) -> String {
 #[tokio::test]
 async fn a_voice_note_becomes_its_transcript_with_the_form_openai_expects() {
     let stt = FakeStt::start().await;
-    stt.push(SttStep::Transcript("  Hello, can you remind me at five?\n".into()));
+    stt.push(SttStep::Transcript(
+        "  Hello, can you remind me at five?\n".into(),
+    ));
     let mut c = config(&stt.base_url());
     c.media.transcription_model = "whisper-large-v3".into();
     let t = Transcriber::from_config(&c).unwrap();
@@ -62,7 +64,10 @@ async fn the_transcription_url_wins_over_the_models_base_url() {
     let mut c = config("http://127.0.0.1:9/v1");
     c.media.transcription_url = Some(ConfigUrl::parse(&stt.base_url()).unwrap());
     let t = Transcriber::from_config(&c).unwrap();
-    let text = t.transcribe(b"ID3\x04\0", "audio/mpeg", "a.mp3").await.unwrap();
+    let text = t
+        .transcribe(b"ID3\x04\0", "audio/mpeg", "a.mp3")
+        .await
+        .unwrap();
     assert_eq!(text, "transcript of a.mp3");
     assert_eq!(stt.requests().len(), 1);
     assert!(Transcriber::from_config(&Config::default()).is_none());
@@ -72,7 +77,12 @@ async fn the_transcription_url_wins_over_the_models_base_url() {
 async fn an_empty_transcript_is_ok_and_empty() {
     let stt = FakeStt::start().await;
     stt.push(SttStep::Transcript(" ".into()));
-    assert_eq!(transcriber(&stt).transcribe(OGG, "audio/ogg", "v.ogg").await, Ok(String::new()));
+    assert_eq!(
+        transcriber(&stt)
+            .transcribe(OGG, "audio/ogg", "v.ogg")
+            .await,
+        Ok(String::new())
+    );
 }
 
 #[tokio::test]
@@ -82,7 +92,11 @@ async fn a_rejected_file_names_the_status_and_the_reason_without_the_key() {
         r#"{{"error":{{"message":"Invalid file format. Supported: flac, mp3, ogg. (key {KEY})"}}}}"#
     );
     stt.push(SttStep::Status(400, body));
-    let text = error_text(transcriber(&stt).transcribe(b"junk", "audio/ogg", "v.ogg").await);
+    let text = error_text(
+        transcriber(&stt)
+            .transcribe(b"junk", "audio/ogg", "v.ogg")
+            .await,
+    );
     assert!(text.contains("rejected the audio"), "{text}");
     assert!(text.contains("400"), "{text}");
     assert!(text.contains("Invalid file format"), "{text}");
@@ -91,8 +105,15 @@ async fn a_rejected_file_names_the_status_and_the_reason_without_the_key() {
 #[tokio::test]
 async fn a_server_error_is_a_failure_naming_the_status() {
     let stt = FakeStt::start().await;
-    stt.push(SttStep::Status(503, format!("upstream down; Authorization: Bearer {KEY}")));
-    let text = error_text(transcriber(&stt).transcribe(OGG, "audio/ogg", "v.ogg").await);
+    stt.push(SttStep::Status(
+        503,
+        format!("upstream down; Authorization: Bearer {KEY}"),
+    ));
+    let text = error_text(
+        transcriber(&stt)
+            .transcribe(OGG, "audio/ogg", "v.ogg")
+            .await,
+    );
     assert!(text.contains("503"), "{text}");
     assert!(!text.contains("rejected"), "{text}");
 }
@@ -109,7 +130,11 @@ async fn a_slow_endpoint_times_out_at_the_deadline() {
     let t = Transcriber::from_config(&c).unwrap();
     let started = Instant::now();
     let text = error_text(t.transcribe(OGG, "audio/ogg", "v.ogg").await);
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(text.contains("did not answer within 1 s"), "{text}");
 }
 
@@ -119,7 +144,11 @@ async fn a_garbage_answer_is_not_a_transcript() {
     stt.push(SttStep::Garbage(format!(
         "<html>proxy echo: authorization=Bearer {KEY}; api_key={KEY}</html>"
     )));
-    let text = error_text(transcriber(&stt).transcribe(OGG, "audio/ogg", "v.ogg").await);
+    let text = error_text(
+        transcriber(&stt)
+            .transcribe(OGG, "audio/ogg", "v.ogg")
+            .await,
+    );
     assert!(text.contains("not a transcript"), "{text}");
     assert!(text.contains("<html>proxy echo"), "{text}");
 }
@@ -150,10 +179,18 @@ fn a_pdf_gives_its_text_in_page_order() {
         .unwrap();
     assert_eq!(doc.format, DocFormat::Pdf);
     assert!(!doc.truncated);
-    let at = |s: &str| doc.text.find(s).unwrap_or_else(|| panic!("{s:?} in {:?}", doc.text));
+    let at = |s: &str| {
+        doc.text
+            .find(s)
+            .unwrap_or_else(|| panic!("{s:?} in {:?}", doc.text))
+    };
     assert!(at("Page 1 heading") < at("Page 2 heading"));
     assert!(at("Page 2 heading") < at("Page 3 heading"));
-    assert!(doc.text.contains("figures for region 3 rose"), "{}", doc.text);
+    assert!(
+        doc.text.contains("figures for region 3 rose"),
+        "{}",
+        doc.text
+    );
     assert_eq!(doc.total_chars, doc.text.chars().count());
 }
 
@@ -179,7 +216,9 @@ fn a_pdf_without_a_text_layer_is_ok_and_empty() {
 #[test]
 fn an_encrypted_pdf_is_ok_and_empty() {
     let bytes = pdf::encrypted_pdf(&pages(1), "user-secret");
-    let doc = read_document(&bytes, None, Some("locked.pdf"), 100).unwrap().unwrap();
+    let doc = read_document(&bytes, None, Some("locked.pdf"), 100)
+        .unwrap()
+        .unwrap();
     assert_eq!(doc.format, DocFormat::Pdf);
     assert_eq!(doc.text, "", "the text of a locked PDF came out");
 }
