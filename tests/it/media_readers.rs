@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 use herald::config::{Config, ConfigUrl, Secret};
 use herald::media::{read_document, read_document_blocking, DocFormat, MediaError, Transcriber};
 use herald_test_support::fake_stt::{FakeStt, SttStep};
-use herald_test_support::pdf;
+use herald_test_support::{harness, pdf};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 const OGG: &[u8] = b"OggS\0\x02\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0OpusHead\x01\x01";
 
 fn config(base_url: &str) -> Config {
+    harness::init();
     let mut c = Config::default();
     c.llm.base_url = Some(ConfigUrl::parse(base_url).unwrap());
     c.llm.api_key = Some(Secret::new(KEY));
