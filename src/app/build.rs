@@ -217,6 +217,7 @@ impl Core {
             media: Arc::new(crate::media::MediaReader::from_config(
                 &self.config,
                 media_cache.clone(),
+                self.tracker.clone(),
             )),
             media_cache,
         })

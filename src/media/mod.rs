@@ -12,10 +12,16 @@ pub mod reading;
 pub mod sniff;
 pub mod transcribe;
 
+#[cfg(test)]
+mod document_tests;
+
 pub use cache::{is_sha256, sha256_hex, MediaCache};
+pub use document::{read_document, read_document_blocking, DocFormat, DocumentText};
 pub use fetch::{Fetched, Fetcher};
 pub use read::MediaReader;
 pub use reading::{Item, Reading};
+pub use sniff::{is_text, sniff};
+pub use transcribe::Transcriber;
 
 /// Why one attachment could not be read. Each turns into one line the person (or the model)
 /// reads; none stops the lane.

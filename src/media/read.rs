@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use tokio_util::task::TaskTracker;
+
 use crate::agent::images::{rows_in_view, HistoryImages};
 use crate::config::Config;
 use crate::domain::{Attachment, MediaKind};
@@ -23,6 +25,8 @@ use super::{MediaCache, MediaError};
 /// Everything a turn needs to read files, built once at start.
 pub struct MediaReader {
     fetcher: Fetcher,
+    /// Document extraction runs on blocking threads tracked with the app's tasks.
+    tracker: TaskTracker,
     transcriber: Option<Transcriber>,
     vision: bool,
     keep_images_turns: u32,
@@ -30,9 +34,10 @@ pub struct MediaReader {
 }
 
 impl MediaReader {
-    pub fn from_config(config: &Config, cache: MediaCache) -> MediaReader {
+    pub fn from_config(config: &Config, cache: MediaCache, tracker: TaskTracker) -> MediaReader {
         MediaReader {
             fetcher: Fetcher::from_config(config, cache),
+            tracker,
             transcriber: Transcriber::from_config(config),
             vision: config.llm.vision,
             keep_images_turns: config.media.keep_images_turns,
@@ -105,6 +110,7 @@ impl MediaReader {
 
     async fn document(&self, a: &Attachment, f: &Fetched, mime: &str) -> Item {
         let read = read_document_blocking(
+            &self.tracker,
             f.bytes.clone(),
             Some(mime.to_string()),
             a.name.clone(),

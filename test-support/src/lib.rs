@@ -21,6 +21,8 @@ pub mod fake_discord;
 #[cfg(feature = "fakes")]
 pub mod fake_llm;
 #[cfg(feature = "fakes")]
+pub mod fake_stt;
+#[cfg(feature = "fakes")]
 pub mod fake_telegram;
 #[cfg(feature = "fakes")]
 pub mod fidelity;
@@ -33,6 +35,8 @@ pub mod herald;
 pub mod invariants;
 #[cfg(feature = "fakes")]
 pub mod mcp;
+#[cfg(feature = "fakes")]
+pub mod pdf;
 #[cfg(feature = "fakes")]
 pub mod promise;
 pub mod skip;

@@ -54,6 +54,7 @@ mod handoff_nightly_store;
 mod handoff_store;
 mod load_smoke;
 mod media_fetch;
+mod media_readers;
 mod observe_admin;
 mod observe_doctor;
 mod observe_logs;
