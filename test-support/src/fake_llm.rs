@@ -128,14 +128,28 @@ impl Recorded {
             .collect()
     }
 
+    /// The text of the newest user message (its text parts joined, when it has parts).
     pub fn last_user(&self) -> String {
         self.messages()
             .iter()
             .rev()
             .find(|m| m["role"] == "user")
-            .and_then(|m| m["content"].as_str())
+            .map(text_of)
             .unwrap_or_default()
-            .to_string()
+    }
+
+    /// The image data URLs of every message in this request, in order, with the index of the
+    /// message that carries each.
+    pub fn images(&self) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        for (i, m) in self.messages().iter().enumerate() {
+            for part in m["content"].as_array().into_iter().flatten() {
+                if let Some(url) = part["image_url"]["url"].as_str() {
+                    out.push((i, url.to_string()));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -349,9 +363,8 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
             let last = body["messages"]
                 .as_array()
                 .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
-                .and_then(|m| m["content"].as_str())
-                .unwrap_or_default()
-                .to_string();
+                .map(text_of)
+                .unwrap_or_default();
             Step::Delay(
                 default_delay,
                 Box::new(Step::Reply(format!("reply to: {last}"))),
@@ -553,4 +566,17 @@ fn run(
             }
         }
     })
+}
+
+/// A message's text: its `content` string, or its text parts joined by newlines.
+pub fn text_of(m: &Value) -> String {
+    match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
 }

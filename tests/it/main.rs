@@ -34,6 +34,7 @@ mod e2e_listener;
 mod e2e_mcp;
 mod e2e_mcp_approvals;
 mod e2e_mcp_sdk;
+mod e2e_media;
 mod e2e_memory;
 mod e2e_names;
 mod e2e_pairing;

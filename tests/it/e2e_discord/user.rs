@@ -11,7 +11,7 @@ use herald_test_support::fake_discord::payloads::{message, MessageParts};
 use herald_test_support::fake_llm::Step;
 
 #[tokio::test]
-async fn an_image_or_a_sticker_alone_gets_an_answer() {
+async fn an_unreachable_image_and_a_sticker_each_get_an_answer() {
     bounded("media", async {
         let env = start(|_| {}).await;
         let mut m = message(MessageParts {
@@ -35,15 +35,17 @@ async fn an_image_or_a_sticker_alone_gets_an_answer() {
         env.fake.dispatch("MESSAGE_CREATE", m);
         let sent = env.sent_settled(2).await;
         assert_eq!(sent.len(), 2, "{sent:?}");
-        for (s, what) in sent.iter().zip(["an image", "a sticker"]) {
-            assert!(
-                s.content
-                    .starts_with(&format!("I received {what} but I can only read text")),
-                "{}",
-                s.content
-            );
-        }
-        assert_eq!(env.llm.request_count(), 0);
+        // The image's URL cannot be fetched here: Herald says so itself, without the model.
+        assert!(
+            sent[0]
+                .content
+                .starts_with("I could not read a photo (cat.png): the download failed"),
+            "{}",
+            sent[0].content
+        );
+        // A sticker is named to the model, which answers it.
+        assert_eq!(sent[1].content, "reply to: [a sticker (wave)]");
+        assert_eq!(env.llm.request_count(), 1);
         env.stop().await;
     })
     .await;
@@ -178,6 +180,32 @@ async fn a_slash_stop_answers_once() {
             "{:?}",
             env.fake.sent_messages()
         );
+        env.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_photo_from_the_cdn_reaches_a_model_that_sees() {
+    bounded("discord photo", async {
+        let env = start(|c| c.llm.vision = true).await;
+        let png = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 7, 7, 7];
+        let file = env.fake.add_cdn_file("cat.png", "image/png", &png);
+        env.fake
+            .dispatch_message_with_files(DM, None, USER, "what breed?", &[file.clone()], &[]);
+        let sent = env.sent_settled(1).await;
+        assert_eq!(
+            sent[0].content,
+            "reply to: what breed?\n\n[a photo (cat.png)]"
+        );
+        let images = env.llm.last_request().images();
+        let want = format!(
+            "data:image/png;base64,{}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, png)
+        );
+        assert_eq!(images.len(), 1);
+        assert_eq!(images[0].1, want);
+        assert_eq!(env.fake.cdn_downloads(file.id), 1);
         env.stop().await;
     })
     .await;
