@@ -98,7 +98,7 @@ pub(super) fn shared_text(msg: &Message) -> Option<String> {
         ));
     }
     if let Some(d) = msg.dice() {
-        let emoji = serde_json::to_value(&d.emoji)
+        let emoji = serde_json::to_value(d.emoji)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_else(|| "🎲".into());
