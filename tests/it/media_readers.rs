@@ -225,7 +225,9 @@ fn an_encrypted_pdf_is_ok_and_empty() {
     // The same encryption with an empty user password opens: the writer encrypts for real,
     // and the reader tries the empty password.
     let open = pdf::encrypted_pdf(&pages(1), "");
-    let doc = read_document(&open, None, Some("open.pdf"), 100).unwrap().unwrap();
+    let doc = read_document(&open, None, Some("open.pdf"), 100)
+        .unwrap()
+        .unwrap();
     assert!(doc.text.contains("Page 1 heading"), "{:?}", doc.text);
 }
 

@@ -25,7 +25,7 @@ const RANKS: &[(&str, u8)] = &[
     ("llm", 2),
     ("media", 2),
     ("agent", 3),
-        ("delivery", 3),
+    ("delivery", 3),
     ("hooks", 3),
     ("lanes", 4),
     ("cron", 5),
