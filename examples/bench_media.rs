@@ -92,13 +92,13 @@ fn prose(bytes: usize, seed: u64, accents: bool) -> String {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let r = (x >> 33) as usize;
-        let w = if accents && r % 11 == 0 {
+        let w = if accents && r.is_multiple_of(11) {
             ACCENTED[r % ACCENTED.len()]
         } else {
             WORDS[r % WORDS.len()]
         };
         s.push_str(w);
-        if r % 7 == 0 {
+        if r.is_multiple_of(7) {
             let _ = write!(s, " {}", r % 100_000);
         }
         col += w.len() + 1;

@@ -222,6 +222,13 @@ fn an_encrypted_pdf_is_ok_and_empty() {
         .unwrap();
     assert_eq!(doc.format, DocFormat::Pdf);
     assert_eq!(doc.text, "", "the text of a locked PDF came out");
+    // The same encryption with an empty user password opens: the writer encrypts for real,
+    // and the reader tries the empty password.
+    let open = pdf::encrypted_pdf(&pages(1), "");
+    let doc = read_document(&open, None, Some("open.pdf"), 100)
+        .unwrap()
+        .unwrap();
+    assert!(doc.text.contains("Page 1 heading"), "{:?}", doc.text);
 }
 
 #[test]

@@ -24,8 +24,8 @@ const RANKS: &[(&str, u8)] = &[
     ("store", 2),
     ("media", 2),
     ("llm", 2),
+    ("media", 2),
     ("agent", 3),
-    ("media", 3),
     ("delivery", 3),
     ("hooks", 3),
     ("lanes", 4),
@@ -46,12 +46,20 @@ const SPAWN_ALLOWED: &[(&str, &str)] = &[(
 
 /// Single lines that break a rule on purpose: (file, text the line contains, rule, why).
 /// Each entry names one line, so a second violation in the same file is still reported.
-const LINE_ALLOWED: &[(&str, &str, &str, &str)] = &[(
-    "src/media/document.rs",
-    "tracker.spawn_blocking(",
-    SPAWN_RULE,
-    "on the app's TaskTracker: the text rule cannot tell it from task::spawn_blocking",
-)];
+const LINE_ALLOWED: &[(&str, &str, &str, &str)] = &[
+    (
+        "src/media/document.rs",
+        "tracker.spawn_blocking(",
+        SPAWN_RULE,
+        "on the app's TaskTracker: the text rule cannot tell it from task::spawn_blocking",
+    ),
+    (
+        "src/media/cache.rs",
+        "tokio::task::spawn_blocking(move ||",
+        SPAWN_RULE,
+        "one file's mtime set, awaited in place: std has the only set_modified",
+    ),
+];
 
 const SPAWN_RULE: &str = "a loose spawn (put the task on the app's TaskTracker)";
 const CLOCK_RULE: &str = "a clock or random read in src/domain (pass the time or id in)";
