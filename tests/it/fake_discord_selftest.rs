@@ -470,6 +470,7 @@ async fn attachments_and_stickers_parse_and_the_cdn_serves_them() {
         (7493, "wave")
     );
     // The CDN needs no token.
+    herald_test_support::harness::init();
     let body = reqwest::get(&a.url)
         .await
         .expect("cdn")

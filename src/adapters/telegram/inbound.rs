@@ -72,7 +72,8 @@ pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
     if from.is_bot {
         return Decision::Ignore("message from a bot");
     }
-    if !matches!(msg.kind, TgKind::Common(_)) {
+    // A dice roll is its own kind in teloxide, but a person's message all the same.
+    if !matches!(msg.kind, TgKind::Common(_) | TgKind::Dice(_)) {
         return Decision::Ignore("service message");
     }
     let (raw_text, raw_entities) = match msg.text() {
@@ -99,14 +100,9 @@ pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
             return Decision::Ignore("group message not addressed to the bot");
         }
     }
-    let mut text = model_text(raw_text, &entities, rules.me);
-    if let Some(shared) = super::media::shared_text(msg) {
-        text = if text.trim().is_empty() {
-            shared
-        } else {
-            format!("{shared}\n{text}")
-        };
-    }
+    // A location, contact, poll or dice has no text or caption of its own: its line is the text.
+    let text =
+        super::media::shared_text(msg).unwrap_or_else(|| model_text(raw_text, &entities, rules.me));
     let attachments = super::media::attachments(msg);
     let kind = if command.is_some() {
         MessageKind::Command

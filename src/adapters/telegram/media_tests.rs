@@ -17,10 +17,10 @@ fn carrying(fields: Value) -> Value {
     m
 }
 
-fn ingested(m: Value) -> Box<crate::domain::MessageEvent> {
+fn ingested(case: &str, m: Value) -> Box<crate::domain::MessageEvent> {
     match run(&update("message", m), &[]) {
         Decision::Ingest(ev) => ev,
-        other => panic!("not ingested: {other:?}"),
+        other => panic!("{case}: not ingested: {other:?}"),
     }
 }
 
@@ -66,19 +66,11 @@ fn shared_things_become_readable_text() {
         ),
     ];
     for (case, fields, want) in cases {
-        let ev = ingested(carrying(fields));
+        let ev = ingested(case, carrying(fields));
         assert_eq!(ev.kind(), Some(MessageKind::Text), "{case}");
         assert_eq!(ev.text, want, "{case}");
         assert!(ev.attachments.is_empty(), "{case}");
     }
-}
-
-#[test]
-fn a_caption_follows_the_shared_line() {
-    // Telegram attaches no caption to a location, but the rule holds for any text beside it.
-    let mut m = carrying(json!({ "location": { "latitude": 1.0, "longitude": 2.0 } }));
-    m["caption"] = json!("meet here");
-    assert_eq!(ingested(m).text, "[location: 1.00000, 2.00000]\nmeet here");
 }
 
 #[test]
@@ -156,7 +148,7 @@ fn files_become_attachments_with_what_telegram_announced() {
         ),
     ];
     for (case, fields, (kind, id, mime, size, name)) in cases {
-        let ev = ingested(carrying(fields));
+        let ev = ingested(case, carrying(fields));
         assert_eq!(ev.kind(), Some(MessageKind::Media), "{case}");
         let [a] = ev.attachments.as_slice() else {
             panic!("{case}: {:?}", ev.attachments)
