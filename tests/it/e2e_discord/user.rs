@@ -191,8 +191,14 @@ async fn a_photo_from_the_cdn_reaches_a_model_that_sees() {
         let env = start(|c| c.llm.vision = true).await;
         let png = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 7, 7, 7];
         let file = env.fake.add_cdn_file("cat.png", "image/png", &png);
-        env.fake
-            .dispatch_message_with_files(DM, None, USER, "what breed?", &[file.clone()], &[]);
+        env.fake.dispatch_message_with_files(
+            DM,
+            None,
+            USER,
+            "what breed?",
+            std::slice::from_ref(&file),
+            &[],
+        );
         let sent = env.sent_settled(1).await;
         assert_eq!(
             sent[0].content,
