@@ -12,3 +12,4 @@ pub mod skill_manage;
 pub mod skills;
 pub mod tools;
 pub mod turn;
+pub mod turn_files;

@@ -34,6 +34,8 @@ pub mod invariants;
 #[cfg(feature = "fakes")]
 pub mod mcp;
 #[cfg(feature = "fakes")]
+pub mod multipart;
+#[cfg(feature = "fakes")]
 pub mod promise;
 pub mod skip;
 #[cfg(feature = "fakes")]

@@ -15,6 +15,7 @@ pub mod inbound;
 pub mod outbound;
 pub mod poller;
 mod receive;
+mod upload;
 pub mod webhook;
 
 #[cfg(test)]

@@ -10,6 +10,9 @@
 mod form;
 mod json;
 mod server;
+mod uploads;
+
+pub use uploads::Upload;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -75,6 +78,9 @@ pub enum Fault {
     /// Process the request (a message is sent and recorded), then close the connection without
     /// an answer: the case where a client cannot know its message got through.
     DropAfterProcessing,
+    /// Process the request (a message or upload is recorded), then answer only after this
+    /// long: a client killed meanwhile never learns that it got through.
+    AnswerLate(Duration),
     /// 400 "Bad Request: can't parse entities…". Only meets a `sendMessage` or `editMessageText`
     /// with `parse_mode` set; calls without one pass and leave it queued.
     BadEntities,
@@ -114,6 +120,8 @@ pub(crate) struct Inner {
     webhook_url: String,
     /// Bumped by every `getUpdates`, so an older waiting poll can tell it was superseded.
     poll_generation: u64,
+    /// Files sent with `sendPhoto` / `sendDocument` (`uploads.rs`).
+    uploads: Vec<uploads::Upload>,
     /// Told of every `sendMessage` as it is recorded (see [`FakeTelegram::subscribe_sent`]).
     sent_listeners: Vec<mpsc::UnboundedSender<(SentMessage, Instant)>>,
 }

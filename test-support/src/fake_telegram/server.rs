@@ -39,10 +39,13 @@ async fn handle(
         return error(401, "Unauthorized");
     }
     let method = method.to_ascii_lowercase();
-    let params = match params(&uri, &headers, &body) {
+    let mut params = match params(&uri, &headers, &body) {
         Ok(params) => params,
         Err(description) => return error(400, &description),
     };
+    if matches!(method.as_str(), "sendphoto" | "senddocument") {
+        super::uploads::add_file_bytes(&headers, &body, &mut params);
+    }
     let fault = {
         let mut inner = state.lock();
         inner
@@ -69,6 +72,14 @@ async fn handle(
         Some(Fault::DropAfterProcessing) => {
             let _ = answer(&state, &method, &params).await;
             dropped_connection()
+        }
+        Some(Fault::AnswerLate(delay)) => {
+            let answered = answer(&state, &method, &params).await;
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = state.stop.cancelled() => {}
+            }
+            answered
         }
         Some(Fault::Delay(delay)) => {
             tokio::time::sleep(delay).await;
@@ -100,6 +111,7 @@ async fn answer(state: &State, method: &str, params: &Value) -> Response {
         "getme" => ok(super::json::me_json(&state.token)),
         "getupdates" => get_updates(state, params).await,
         "sendmessage" => send_message(state, params),
+        "sendphoto" | "senddocument" => super::uploads::send_upload(state, method, params),
         "editmessagetext" => edit_message_text(state, params),
         "deletemessage" => delete_message(state, params),
         "sendchataction" | "setmycommands" | "answercallbackquery" => ok(json!(true)),
@@ -310,7 +322,7 @@ fn bot_message(state: &State, id: i64, chat_id: i64, thread: Option<i64>, text: 
 }
 
 /// An integer given as a JSON number or, from a form, as a decimal string.
-fn int_param(params: &Value, key: &str) -> Option<i64> {
+pub(super) fn int_param(params: &Value, key: &str) -> Option<i64> {
     match params.get(key)? {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => s.trim().parse().ok(),
@@ -318,7 +330,7 @@ fn int_param(params: &Value, key: &str) -> Option<i64> {
     }
 }
 
-fn text_param(params: &Value, key: &str) -> Option<String> {
+pub(super) fn text_param(params: &Value, key: &str) -> Option<String> {
     match params.get(key)? {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
@@ -359,11 +371,11 @@ fn object_param(value: &Value) -> Option<Value> {
     }
 }
 
-fn ok(result: Value) -> Response {
+pub(super) fn ok(result: Value) -> Response {
     axum::Json(json!({ "ok": true, "result": result })).into_response()
 }
 
-fn error(code: u16, description: &str) -> Response {
+pub(super) fn error(code: u16, description: &str) -> Response {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
     let body = json!({ "ok": false, "error_code": code, "description": description });
     (status, axum::Json(body)).into_response()
