@@ -113,7 +113,11 @@ mod tests {
     async fn an_image_is_cached_named_and_shown_only_to_a_model_that_sees() {
         let dir = tempfile::tempdir().unwrap();
         let cache = MediaCache::new(dir.path(), std::time::Duration::from_secs(3600));
-        let png = Blob::new("image/png", b"\x89PNG fake".to_vec(), "image from shot__take");
+        let png = Blob::new(
+            "image/png",
+            b"\x89PNG fake".to_vec(),
+            "image from shot__take",
+        );
         let seen = keep(&cache, vec![png.clone()], true).await;
         let sha = crate::media::sha256_hex(b"\x89PNG fake");
         assert_eq!(seen.media.len(), 1);

@@ -36,9 +36,7 @@ impl Sender {
             metrics::counter!("herald_outbox_files_missing_total", "platform" => row.platform.as_str()).increment(1);
             tracing::warn!(lane = %row.lane, outbox_id = row.id, file = short_id(sha),
                 "a reply's file is no longer in the media cache; the chat is told instead");
-            return outbound
-                .send(&gone(row, &format!("the file {name}")))
-                .await;
+            return outbound.send(&gone(row, &format!("the file {name}"))).await;
         };
         let out = OutFile {
             name,

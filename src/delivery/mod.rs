@@ -118,7 +118,13 @@ pub struct OutFile {
 
 impl std::fmt::Debug for OutFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "OutFile({:?}, {}, {} bytes)", self.name, self.mime, self.data.len())
+        write!(
+            f,
+            "OutFile({:?}, {}, {} bytes)",
+            self.name,
+            self.mime,
+            self.data.len()
+        )
     }
 }
 

@@ -287,10 +287,7 @@ pub(super) async fn session_messages(
         }
     };
     let rows = state.store.messages(&session.id, false).await?;
-    let messages: Vec<PageMessage> = rows
-        .iter()
-        .filter_map(|m| page_message(&lane, m))
-        .collect();
+    let messages: Vec<PageMessage> = rows.iter().filter_map(|m| page_message(&lane, m)).collect();
     Ok(Json(serde_json::json!({
         "lane": lane,
         "session_id": session.id,

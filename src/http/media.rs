@@ -32,7 +32,10 @@ pub(super) async fn lane_file(
         .outbox_file(&lane, &sha)
         .await?
         .ok_or_else(missing)?;
-    let cache = MediaCache::under(&state.config.server.data_dir, state.config.media.cache_hours);
+    let cache = MediaCache::under(
+        &state.config.server.data_dir,
+        state.config.media.cache_hours,
+    );
     let Some(bytes) = cache.get(&sha).await else {
         return Err(ApiError::new(
             axum::http::StatusCode::GONE,
@@ -66,7 +69,10 @@ pub(super) async fn lane_file(
     let value = |s: &str| HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static("file"));
     h.insert(CONTENT_TYPE, value(&content_type));
     h.insert(CONTENT_DISPOSITION, value(&disposition));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("private, max-age=3600"));
+    h.insert(
+        CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=3600"),
+    );
     h.insert(
         CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("sandbox; default-src 'none'"),

@@ -13,8 +13,8 @@
 use async_trait::async_trait;
 
 use super::types::{Lease, NewOutbox, OutboxCounts, OutboxRow, ReplyKey};
-use crate::domain::{Attachment, LaneKey};
 use super::StoreResult;
+use crate::domain::{Attachment, LaneKey};
 
 #[async_trait]
 pub trait OutboxStore: Send + Sync {

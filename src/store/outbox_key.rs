@@ -68,9 +68,15 @@ impl fmt::Display for ReplyKey {
 /// pairing message).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutboxKey {
-    Chunk { reply: ReplyKey, chunk: i64 },
+    Chunk {
+        reply: ReplyKey,
+        chunk: i64,
+    },
     /// The `index`th file of a reply (`{reply}:file:{index}`), after its text chunks.
-    File { reply: ReplyKey, index: i64 },
+    File {
+        reply: ReplyKey,
+        index: i64,
+    },
     Single(String),
 }
 

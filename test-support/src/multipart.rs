@@ -28,7 +28,11 @@ pub fn file_parts(content_type: &str, body: &[u8]) -> Vec<FilePart> {
         let content = content.strip_suffix(b"\r\n").unwrap_or(content);
         let attr = |name: &str| {
             head.split(';')
-                .find_map(|a| a.trim().strip_prefix(&format!("{name}=\"")).map(str::to_string))
+                .find_map(|a| {
+                    a.trim()
+                        .strip_prefix(&format!("{name}=\""))
+                        .map(str::to_string)
+                })
                 .and_then(|v| v.split('"').next().map(str::to_string))
         };
         if let (Some(field), Some(file_name)) = (attr("name"), attr("filename")) {

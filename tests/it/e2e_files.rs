@@ -13,8 +13,8 @@ use herald::config::Secret;
 use herald_test_support::fake_discord::FakeDiscord;
 use herald_test_support::fake_llm::{FakeLlm, Recorded, Step};
 use herald_test_support::fake_telegram::Fault;
-use herald_test_support::harness::{free_port, init, quiet, quiet_at, test_config, wait_until};
 use herald_test_support::harness::Client;
+use herald_test_support::harness::{free_port, init, quiet, quiet_at, test_config, wait_until};
 use herald_test_support::herald::{write_config, Herald};
 use herald_test_support::mcp::stdio_server;
 use herald_test_support::telegram::{fakes, tg_config, TOKEN, USER};
@@ -84,7 +84,9 @@ async fn shop_ready(data: &tempfile::TempDir) {
 
 /// The body of a GET, as bytes.
 async fn get_bytes(client: &Client, path: &str) -> (u16, Vec<u8>) {
-    let r = reqwest::get(format!("{}{path}", client.base)).await.unwrap();
+    let r = reqwest::get(format!("{}{path}", client.base))
+        .await
+        .unwrap();
     (r.status().as_u16(), r.bytes().await.unwrap().to_vec())
 }
 
@@ -107,7 +109,11 @@ async fn telegram_photo_turn(vision: bool) {
     assert_eq!(uploads.len(), 1, "exactly one photo: {uploads:?}");
     assert_eq!(uploads[0].method, "sendPhoto");
     assert_eq!(uploads[0].chat_id, USER);
-    assert_eq!(uploads[0].bytes, chart("sales"), "the tool's bytes, unchanged");
+    assert_eq!(
+        uploads[0].bytes,
+        chart("sales"),
+        "the tool's bytes, unchanged"
+    );
     assert_eq!(
         uploads[0].file_name,
         format!("{}.png", short(&chart("sales")))
@@ -119,7 +125,11 @@ async fn telegram_photo_turn(vision: bool) {
     let told = tool_text(&reqs[1], 0);
     assert!(told.starts_with("here is the chart\n[file "), "{told}");
     assert!(told.contains(&short(&chart("sales"))), "{told}");
-    assert_eq!(carries_image(&reqs[1]), vision, "image part only for a model that sees");
+    assert_eq!(
+        carries_image(&reqs[1]),
+        vision,
+        "image part only for a model that sees"
+    );
     if !vision {
         assert!(told.contains("this model cannot see it"), "{told}");
     }
@@ -188,12 +198,18 @@ async fn another_lanes_file_cannot_be_attached_and_the_web_serves_a_file_to_its_
 
     // Bob's agent knows the id (and even the whole hash): it finds nothing.
     for id in [short(&chart("alice")), sha.clone()] {
-        llm.push(Step::ToolCall("attach_file".into(), format!(r#"{{"file":"{id}"}}"#)));
+        llm.push(Step::ToolCall(
+            "attach_file".into(),
+            format!(r#"{{"file":"{id}"}}"#),
+        ));
         llm.push(Step::Reply("Nothing to send.".into()));
         let (status, _) = client.chat("web:bob", "send me alice's chart").await;
         assert_eq!(status, 200);
         let told = llm.requests().last().unwrap().last_tool_result();
-        assert_eq!(told, format!("error: there is no file {id} in this conversation"));
+        assert_eq!(
+            told,
+            format!("error: there is no file {id} in this conversation")
+        );
     }
     quiet(app.store.as_ref()).await;
     let rows = app.store.outbox_recent(20).await.unwrap();
@@ -218,7 +234,12 @@ async fn a_sigkill_between_the_upload_and_mark_sent_resends_the_file_at_most_onc
         herald_test_support::mcp::script().display().to_string(),
         data.path().join("starts").display().to_string()
     );
-    let file = write_config(data.path(), &format!("127.0.0.1:{port}"), &llm.base_url(), &servers);
+    let file = write_config(
+        data.path(),
+        &format!("127.0.0.1:{port}"),
+        &llm.base_url(),
+        &servers,
+    );
     let spawn = || {
         Herald::serve_config(&file, port)
             .fast_leases()
@@ -236,7 +257,10 @@ async fn a_sigkill_between_the_upload_and_mark_sent_resends_the_file_at_most_onc
     shop_ready(&data).await;
     script(&llm, "kill", "Chart coming.");
     tg.push_private_text(USER, USER, "chart, then die");
-    wait_until("the upload reached Telegram", WAIT, || async { !tg.uploads().is_empty() }).await;
+    wait_until("the upload reached Telegram", WAIT, || async {
+        !tg.uploads().is_empty()
+    })
+    .await;
     first.kill();
 
     let mut second = spawn();
@@ -248,7 +272,11 @@ async fn a_sigkill_between_the_upload_and_mark_sent_resends_the_file_at_most_onc
     .await;
     quiet_at(data.path()).await;
     let uploads = tg.uploads();
-    assert_eq!(uploads.len(), 2, "the documented window: one resend, no more");
+    assert_eq!(
+        uploads.len(),
+        2,
+        "the documented window: one resend, no more"
+    );
     assert!(uploads.iter().all(|u| u.bytes == chart("kill")));
     let texts: Vec<_> = tg
         .sent_messages()

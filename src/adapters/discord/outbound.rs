@@ -11,9 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serenity::all::{
     Builder, ChannelId, CreateAllowedMentions, CreateAttachment, CreateInteractionResponseFollowup,
-    CreateMessage,
-    EditInteractionResponse, EditMessage, Http, HttpError, MessageId, MessageReference,
-    MessageReferenceKind,
+    CreateMessage, EditInteractionResponse, EditMessage, Http, HttpError, MessageId,
+    MessageReference, MessageReferenceKind,
 };
 
 use crate::adapters::split::{split_message, Measure, DISCORD_LIMIT};
@@ -201,7 +200,10 @@ impl Outbound for DiscordOutbound {
         };
         let msg = CreateMessage::new()
             .allowed_mentions(allowed_mentions(false))
-            .add_file(CreateAttachment::bytes(file.data.clone(), file.name.clone()));
+            .add_file(CreateAttachment::bytes(
+                file.data.clone(),
+                file.name.clone(),
+            ));
         match channel.send_message(&self.http, msg).await {
             Ok(sent) => Ok(sent.id.get().to_string()),
             Err(e) => Err(classify(&e, self.rate_limit_wait)),

@@ -18,7 +18,11 @@ pub const PHOTO_MAX_BYTES: usize = 10 * 1024 * 1024;
 
 impl TelegramOutbound {
     /// Uploads `file` into the row's chat (and thread); returns the message id.
-    pub(super) async fn upload(&self, row: &OutboxRow, file: &OutFile) -> Result<String, SendError> {
+    pub(super) async fn upload(
+        &self,
+        row: &OutboxRow,
+        file: &OutFile,
+    ) -> Result<String, SendError> {
         let chat = parse_chat(&row.chat_id)
             .ok_or_else(|| SendError::Permanent(format!("not a chat id: {:?}", row.chat_id)))?;
         let thread = row

@@ -93,7 +93,9 @@ impl McpResult {
             .collect();
         files.extend(self.blobs.into_iter().map(|b| {
             let name = b.uri.rsplit('/').next().unwrap_or_default().to_string();
-            let mime = b.mime_type.unwrap_or_else(|| "application/octet-stream".into());
+            let mime = b
+                .mime_type
+                .unwrap_or_else(|| "application/octet-stream".into());
             Blob::new(mime, b.data, if name.is_empty() { b.uri } else { name })
         }));
         ToolOutput {
@@ -310,7 +312,8 @@ pub fn answer(r: CallToolResult) -> Result<McpResult, ToolError> {
                     ..
                 } = &e.resource
                 {
-                    if let Ok(data) = base64::engine::general_purpose::STANDARD.decode(blob.trim()) {
+                    if let Ok(data) = base64::engine::general_purpose::STANDARD.decode(blob.trim())
+                    {
                         blobs.push(McpBlob {
                             uri: uri.clone(),
                             mime_type: mime_type.clone(),

@@ -94,7 +94,11 @@ impl Tool for AttachFile {
 impl AttachFile {
     /// The file in the caller's current session, if its transcript holds it. The session must
     /// be the caller lane's: a session id from elsewhere finds nothing.
-    async fn in_session(&self, ctx: &ToolContext, id: &str) -> Result<Option<Attachment>, ToolError> {
+    async fn in_session(
+        &self,
+        ctx: &ToolContext,
+        id: &str,
+    ) -> Result<Option<Attachment>, ToolError> {
         let unavailable = |e: crate::store::StoreError| ToolError::Unavailable(e.to_string());
         let session = self
             .store

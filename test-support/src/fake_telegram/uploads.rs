@@ -33,22 +33,43 @@ impl FakeTelegram {
     }
 }
 
-/// Adds each file part's bytes to its field of `params` (`{"file_name", "__bytes"}`).
+/// Adds each file part's bytes to the field that names it (`{"file_name", "__bytes"}`): the
+/// field itself, or (as teloxide sends it) a field whose value is `attach://<part name>`.
 pub(super) fn add_file_bytes(headers: &HeaderMap, body: &Bytes, params: &mut Value) {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
+    let Some(map) = params.as_object_mut() else {
+        return;
+    };
     for part in crate::multipart::file_parts(content_type, body) {
-        if let Some(field) = params.get_mut(&part.field) {
-            field["__bytes"] = json!(part.bytes);
+        let file = json!({ "file_name": part.file_name, "__bytes": part.bytes });
+        let attach = format!("attach://{}", part.field);
+        let named: Vec<String> = map
+            .iter()
+            .filter(|(_, v)| v.as_str() == Some(attach.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in named {
+            map.insert(k, file.clone());
+        }
+        if map
+            .get(&part.field)
+            .is_some_and(|f| f.get("file_name").is_some())
+        {
+            map.insert(part.field.clone(), file);
         }
     }
 }
 
 /// `sendPhoto` / `sendDocument`: records the upload, answers a message carrying it.
 pub(super) fn send_upload(state: &State, method: &str, params: &Value) -> Response {
-    let field = if method == "sendphoto" { "photo" } else { "document" };
+    let field = if method == "sendphoto" {
+        "photo"
+    } else {
+        "document"
+    };
     let Some(chat_id) = int_param(params, "chat_id") else {
         return error(400, "Bad Request: chat not found");
     };
@@ -67,7 +88,12 @@ pub(super) fn send_upload(state: &State, method: &str, params: &Value) -> Respon
     let message_id = inner.next_message_id;
     inner.next_message_id += 1;
     inner.uploads.push(Upload {
-        method: if field == "photo" { "sendPhoto" } else { "sendDocument" }.into(),
+        method: if field == "photo" {
+            "sendPhoto"
+        } else {
+            "sendDocument"
+        }
+        .into(),
         chat_id,
         thread_id,
         file_name: file_name.clone(),
