@@ -92,6 +92,7 @@ async fn main() {
         turn_id: None,
         inbox_id: None,
         call_index: 0,
+        turn_files: Vec::new(),
     };
     let mut mcp = Vec::with_capacity(n);
     for _ in 0..n {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::agent::tools::{SessionSearch, Tool};
+use crate::agent::tools::{AttachFile, SessionSearch, Tool};
 use crate::config::Config;
 use crate::delivery::Outbounds;
 use crate::hooks::Authorizer;
@@ -35,9 +35,15 @@ pub struct ToolDeps {
 
 /// The built-in tools this configuration offers, in a fixed order.
 pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
-    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(SessionSearch {
-        store: deps.store.clone(),
-    })];
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(SessionSearch {
+            store: deps.store.clone(),
+        }),
+        // Sends a file a tool produced (or the person sent) with the reply.
+        Arc::new(AttachFile {
+            store: deps.store.clone(),
+        }),
+    ];
     if config.memory.enabled {
         tools.push(Arc::new(crate::agent::memory::tool::MemoryTool {
             files: crate::agent::memory::MemoryFiles::from_config(config),

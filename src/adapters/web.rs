@@ -10,7 +10,7 @@ use tokio_util::task::TaskTracker;
 
 use super::{Adapter, Edge};
 use crate::config::Config;
-use crate::delivery::{Ask, Outbound, SendError};
+use crate::delivery::{Ask, OutFile, Outbound, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -47,6 +47,12 @@ impl Outbound for WebOutbound {
     }
 
     async fn send(&self, row: &OutboxRow) -> Result<String, SendError> {
+        Ok(format!("web-{}", row.id))
+    }
+
+    /// The page shows the file from the answer's row and fetches it from
+    /// `GET /api/v1/lanes/{lane}/media/{sha}`, which serves it because this row holds it.
+    async fn send_file(&self, row: &OutboxRow, _file: &OutFile) -> Result<String, SendError> {
         Ok(format!("web-{}", row.id))
     }
 

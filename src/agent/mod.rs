@@ -13,3 +13,4 @@ pub mod skill_manage;
 pub mod skills;
 pub mod tools;
 pub mod turn;
+pub mod turn_files;

@@ -17,7 +17,8 @@ use crate::store::{NewMessage, StoredMessage};
 use super::context::in_turn::{self, InTurnBudget};
 use super::context::spill::TurnSpill;
 use super::images::HistoryImages;
-use super::tools::{ApprovalGate, ToolContext, Tools};
+use super::tools::{ApprovalGate, ToolContext, ToolOutput, Tools};
+use super::turn_files;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TurnError {
@@ -75,6 +76,8 @@ pub struct TurnOutput {
     /// Billed prompt tokens of each answered request, in order (the context engine anchors
     /// its estimate on the last one and judges a compaction by the first).
     pub prompt_readings: Vec<u64>,
+    /// Files the model attached to its reply (`attach_file`), in order, once each.
+    pub files: Vec<crate::domain::Attachment>,
 }
 
 const EMPTY_REPLY: &str = "(The model returned an empty answer.)";
@@ -124,6 +127,7 @@ pub async fn run_turn(
         usage: Usage::default(),
         model_calls: 0,
         prompt_readings: Vec::new(),
+        files: Vec::new(),
     };
     // Counts every tool call of the turn, in order: with the inbox id it names a call across
     // retries of the turn (the model answers the same history the same way).
@@ -176,8 +180,9 @@ pub async fn run_turn(
     final_call(chain, wire, out, input.sink, input.progress).await
 }
 
-/// Runs one answer's tool calls in emission order; each result becomes a stored row (whole)
-/// and a wire message (what later turns will see).
+/// Runs one answer's tool calls in emission order; each result becomes a stored row (whole,
+/// with its files by reference) and a wire message (what later turns will see, with the
+/// images when the model sees).
 async fn run_tools(
     tools: &Tools,
     input: &TurnInput<'_>,
@@ -190,32 +195,47 @@ async fn run_tools(
     for call in calls {
         let index = *call_index;
         *call_index += 1;
-        let result = match spill.page(&call.name, &call.arguments) {
-            Some(page) => page,
+        let output = match spill.page(&call.name, &call.arguments) {
+            Some(page) => ToolOutput::text(page),
             None => {
                 if let Some(p) = input.progress {
                     p.tool_call(&call.name);
                 }
+                let ctx = ToolContext {
+                    turn_files: turn_files(out),
+                    ..input.tool_ctx.clone()
+                };
                 tools
-                    .call(
-                        input.tool_ctx,
-                        input.approvals,
-                        index,
-                        &call.name,
-                        &call.arguments,
-                    )
+                    .call(&ctx, input.approvals, index, &call.name, &call.arguments)
                     .instrument(tracing::info_span!("tool", name = %call.name))
                     .await
             }
         };
+        let kept = turn_files::keep(input.media_cache, output.files, input.vision).await;
+        turn_files::add_unique(&mut out.files, output.attach);
+        let mut result = output.text;
+        for line in &kept.lines {
+            result.push('\n');
+            result.push_str(line);
+        }
         // The row keeps the whole result; the model sees what later turns will see.
-        let sent = spill.wire(Some(&call.name), &result);
+        let mut sent = ChatMessage::tool_result(&call.id, spill.wire(Some(&call.name), &result));
+        sent.parts = kept.parts;
         let mut msg = NewMessage::new(Role::Tool, result);
         msg.tool_call_id = Some(call.id.clone());
         msg.tool_name = Some(call.name.clone());
+        msg.media = kept.media;
         out.messages.push(msg);
-        wire.push(ChatMessage::tool_result(&call.id, sent));
+        wire.push(sent);
     }
+}
+
+/// The files this turn's tool rows hold so far.
+fn turn_files(out: &TurnOutput) -> Vec<crate::domain::Attachment> {
+    out.messages
+        .iter()
+        .flat_map(|m| m.media.iter().cloned())
+        .collect()
 }
 
 /// The in-turn check between tool iterations: shrinks the in-flight request when it has
@@ -269,8 +289,10 @@ fn finish(mut out: TurnOutput, content: Option<String>) -> TurnOutput {
     let text = content
         .filter(|c| !c.trim().is_empty())
         .unwrap_or_else(|| EMPTY_REPLY.to_string());
-    out.messages
-        .push(NewMessage::new(Role::Assistant, text.clone()));
+    let mut answer = NewMessage::new(Role::Assistant, text.clone());
+    // The answer row names the files sent with it (the web chat shows them).
+    answer.media = out.files.clone();
+    out.messages.push(answer);
     out.reply = text;
     out
 }

@@ -259,6 +259,10 @@ impl Core {
             poll: Duration::from_millis(config.outbox.poll_ms),
             batch: config.outbox.batch,
             max_attempts: config.outbox.max_attempts,
+            media: crate::media::MediaCache::under(
+                &config.server.data_dir,
+                config.media.cache_hours,
+            ),
         };
         crate::delivery::liveness::start(
             self.store.clone(),

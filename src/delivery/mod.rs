@@ -4,6 +4,7 @@
 //! [`sender`] loop claims outbox rows from the store and hands them to the platform's
 //! outbound, recording the platform message id so that a sent row is never sent again.
 
+mod files;
 mod finalize;
 pub mod liveness;
 pub mod pace;
@@ -39,6 +40,12 @@ pub trait Outbound: Send + Sync {
     fn split(&self, text: &str) -> Vec<String>;
     /// Delivers one chunk; returns the platform's message id.
     async fn send(&self, row: &OutboxRow) -> Result<String, SendError>;
+    /// Delivers a file row (`row.media`) with its bytes; returns the platform's message id.
+    async fn send_file(&self, _row: &OutboxRow, _file: &OutFile) -> Result<String, SendError> {
+        Err(SendError::Permanent(
+            "this platform cannot send files".into(),
+        ))
+    }
     /// Shows that a turn is running (best effort).
     async fn typing(&self, _chat_id: &str, _thread_id: Option<&str>) {}
     /// Asks the person a yes/no question with Approve / Deny buttons whose data carries the
@@ -98,6 +105,32 @@ pub trait Outbound: Send + Sync {
     /// the platform message id now holding the chunk.
     async fn finalize(&self, row: &OutboxRow, _message_id: &str) -> Result<String, SendError> {
         self.send(row).await
+    }
+}
+
+/// A file about to be sent ([`Outbound::send_file`]): its bytes, read from the media cache.
+#[derive(Clone)]
+pub struct OutFile {
+    pub name: String,
+    pub mime: String,
+    pub data: Vec<u8>,
+}
+
+impl std::fmt::Debug for OutFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "OutFile({:?}, {}, {} bytes)",
+            self.name,
+            self.mime,
+            self.data.len()
+        )
+    }
+}
+
+impl OutFile {
+    pub fn is_image(&self) -> bool {
+        self.mime.to_ascii_lowercase().starts_with("image/")
     }
 }
 

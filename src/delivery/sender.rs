@@ -5,7 +5,8 @@
 //! and a chunk that fails for good stops the later chunks of its reply, which one notice
 //! replaces: a reply never arrives with a hole in the middle. The only window for a duplicate is a
 //! crash between the platform accepting a message and our `mark_sent` commit; the claim TTL
-//! makes such a row retry after the crash, because losing a reply is worse.
+//! makes such a row retry after the crash, because losing a reply is worse. A file row has the
+//! same window (the platform took the upload, `mark_sent` did not commit): it is uploaded again.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +28,8 @@ pub struct Sender {
     pub poll: Duration,
     pub batch: i64,
     pub max_attempts: i64,
+    /// Where the bytes of file rows are read from.
+    pub media: crate::media::MediaCache,
 }
 
 const CLAIM_TTL: Duration = Duration::from_secs(60);
@@ -154,6 +157,7 @@ impl Sender {
             inbox_id: row.inbox_id,
             chunk_index: 0,
             text: UNDELIVERED.to_string(),
+            media: None,
         };
         match self
             .store
@@ -180,12 +184,17 @@ impl Sender {
             let _ = self.store.outbox_release(row.id).await;
             return Delivery::Held;
         };
-        let previews = self.previews_for(outbound, row).await;
         let started = std::time::Instant::now();
-        match self
-            .send_or_finalize(outbound, row, previews.as_deref())
-            .await
-        {
+        let (previews, sent) = if row.media.is_some() {
+            (None, self.send_file_row(outbound.as_ref(), row).await)
+        } else {
+            let previews = self.previews_for(outbound, row).await;
+            let sent = self
+                .send_or_finalize(outbound, row, previews.as_deref())
+                .await;
+            (previews, sent)
+        };
+        match sent {
             Ok(platform_id) => {
                 let elapsed = started.elapsed().as_secs_f64();
                 let marked = self.mark_sent(row.id, &platform_id).await;

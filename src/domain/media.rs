@@ -120,6 +120,15 @@ impl Attachment {
         }
     }
 
+    /// The SHA-256 a reply can send the file by: its cached source, or the hash of bytes
+    /// fetched once.
+    pub fn file_sha(&self) -> Option<&str> {
+        match &self.source {
+            MediaSource::Cached(sha) => Some(sha),
+            _ => self.sha256.as_deref(),
+        }
+    }
+
     /// "a photo", "a document (report.pdf)", for one line to the model or the person.
     pub fn describe(&self) -> String {
         match &self.name {
@@ -127,6 +136,14 @@ impl Attachment {
             _ => self.kind.phrase().to_string(),
         }
     }
+}
+
+/// How many hex digits of a file's SHA-256 name it to the model and in the chat.
+pub const SHORT_ID: usize = 12;
+
+/// The short id of a file's hash (its first [`SHORT_ID`] hex digits).
+pub fn short_id(sha: &str) -> &str {
+    &sha[..sha.len().min(SHORT_ID)]
 }
 
 /// Both stored shapes of an attachment.

@@ -12,5 +12,5 @@ mod stored_event;
 
 pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
-pub use media::{describe_all, Attachment, MediaKind, MediaSource};
+pub use media::{describe_all, short_id, Attachment, MediaKind, MediaSource, SHORT_ID};
 pub use message::{Role, ToolCall};

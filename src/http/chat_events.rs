@@ -44,10 +44,46 @@ pub(super) struct PageMessage {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
     pub created_at: i64,
+    /// Files sent with an answer; the page fetches each from its `url`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<PageFile>,
+}
+
+/// A file of an answer as the page shows it.
+#[derive(Serialize, Debug, PartialEq)]
+pub(super) struct PageFile {
+    /// The short id the model named it by.
+    pub id: String,
+    pub mime: Option<String>,
+    pub name: Option<String>,
+    /// `/api/v1/lanes/{lane}/media/{sha}` (same guard as the chat).
+    pub url: String,
+}
+
+/// The files an answer row carries, for the page of `lane`.
+fn page_files(lane: &str, m: &StoredMessage) -> Vec<PageFile> {
+    if m.role != Role::Assistant {
+        return Vec::new();
+    }
+    m.media
+        .iter()
+        .filter_map(|a| {
+            let sha = a.file_sha()?;
+            Some(PageFile {
+                id: crate::domain::short_id(sha).to_string(),
+                mime: a.mime.clone(),
+                name: a.name.clone(),
+                url: format!(
+                    "/api/v1/lanes/{}/media/{sha}",
+                    url::form_urlencoded::byte_serialize(lane.as_bytes()).collect::<String>()
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The row as the page shows it, or `None` for rows that are not part of the conversation.
-pub(super) fn page_message(m: &StoredMessage) -> Option<PageMessage> {
+pub(super) fn page_message(lane: &LaneKey, m: &StoredMessage) -> Option<PageMessage> {
     let (kind, label, content) = match m.role {
         Role::User if m.is_person_request() => ("message", None, m.content.clone()),
         Role::Assistant if m.tool_calls.is_empty() => {
@@ -73,6 +109,7 @@ pub(super) fn page_message(m: &StoredMessage) -> Option<PageMessage> {
             .clone()
             .filter(|_| m.role == Role::User),
         created_at: m.created_at,
+        files: page_files(lane.as_str(), m),
     })
 }
 
@@ -183,7 +220,7 @@ impl Feed {
                     continue;
                 }
                 self.after = m.id;
-                if let Some(p) = page_message(&m) {
+                if let Some(p) = page_message(&self.lane, &m) {
                     let data = serde_json::to_string(&p).unwrap_or_default();
                     self.queue.push(
                         Event::default()
@@ -250,7 +287,7 @@ pub(super) async fn session_messages(
         }
     };
     let rows = state.store.messages(&session.id, false).await?;
-    let messages: Vec<PageMessage> = rows.iter().filter_map(page_message).collect();
+    let messages: Vec<PageMessage> = rows.iter().filter_map(|m| page_message(&lane, m)).collect();
     Ok(Json(serde_json::json!({
         "lane": lane,
         "session_id": session.id,

@@ -16,6 +16,7 @@ mod conn;
 mod error;
 mod headers;
 mod health;
+mod media;
 mod page;
 mod pairing;
 pub mod serve;
@@ -155,6 +156,13 @@ pub fn table(config: &Config) -> Vec<RouteRow> {
             "/api/v1/approvals/{id}",
             Api,
             post(approvals::answer),
+        ));
+        // A file a reply sent to this web lane (`media.rs`).
+        t.push(row(
+            Method::GET,
+            "/api/v1/lanes/{lane}/media/{sha}",
+            Api,
+            get(media::lane_file),
         ));
     }
     if config.pairing.enabled {

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::router::LaneRouter;
-use crate::agent::tools::{ApprovalGate, ApprovalRequest, Decision, Tool, ToolContext, ToolError};
+use crate::agent::tools::{
+    ApprovalGate, ApprovalRequest, Decision, Tool, ToolContext, ToolError, ToolOutput,
+};
 use crate::agent::turn::TurnProgress;
 use crate::domain::LaneKey;
 use crate::store::now_ms;
@@ -90,7 +92,7 @@ impl ApprovalGate for ActivityGate<'_> {
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         self.inner.run_once(ctx, req, tool).await
     }
 
@@ -99,7 +101,7 @@ impl ApprovalGate for ActivityGate<'_> {
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         self.inner.run_unasked(ctx, req, tool).await
     }
 }

@@ -143,6 +143,7 @@ impl Worker {
                     inbox_id: None,
                     chunk_index: 0,
                     text: text.clone(),
+                    media: None,
                 };
                 store
                     .inbox_skip_leased(lease, row.id, "control: notice", &[notice])

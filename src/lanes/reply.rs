@@ -5,7 +5,7 @@
 
 use super::worker::Worker;
 use crate::domain::cron::{is_silent, Target};
-use crate::domain::{Control, MessageEvent, Platform};
+use crate::domain::{Attachment, Control, MessageEvent, Platform};
 use crate::store::{InboxRow, NewOutbox, OutboxKey, ReplyKey, TurnCommit};
 
 impl Worker {
@@ -58,6 +58,7 @@ impl Worker {
                     inbox_id: Some(row.id),
                     chunk_index: i as i64,
                     text: chunk,
+                    media: None,
                 });
             }
             commit.enqueue.push(MessageEvent::control(
@@ -98,6 +99,34 @@ pub(super) fn reply_rows(
             inbox_id: Some(row.id),
             chunk_index: i as i64,
             text: chunk,
+            media: None,
+        })
+        .collect()
+}
+
+/// One row per file of a turn's reply, after its `chunks` text rows, keyed by (lane, inbox
+/// id, file index): the same reply of a re-run queues each file once.
+pub(super) fn file_rows(
+    lane: &crate::domain::LaneKey,
+    row: &InboxRow,
+    files: &[Attachment],
+    chunks: usize,
+) -> Vec<NewOutbox> {
+    let ev = &row.event;
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, file)| NewOutbox {
+            key: OutboxKey::file(ReplyKey::answer(lane, row.id, "turn"), i),
+            lane: lane.clone(),
+            platform: ev.platform,
+            chat_id: ev.chat_id.clone(),
+            thread_id: ev.thread_id.clone(),
+            reply_to: None,
+            inbox_id: Some(row.id),
+            chunk_index: (chunks + i) as i64,
+            text: String::new(),
+            media: Some(file.clone()),
         })
         .collect()
 }

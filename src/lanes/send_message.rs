@@ -169,6 +169,7 @@ impl Tool for SendMessage {
                 inbox_id: None,
                 chunk_index: i as i64,
                 text: chunk,
+                media: None,
             })
             .collect();
         let chunks = rows.len();

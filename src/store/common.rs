@@ -21,7 +21,7 @@ pub(super) const MESSAGE_COLS: &str = "id, session_id, role, content, api_conten
 pub(super) const SESSION_COLS: &str = "id, lane, parent_id, started_at, ended_at, end_reason, \
      system_prompt, model, compaction_strikes, fallback_streak, cooldown_until";
 pub(super) const OUTBOX_COLS: &str = "id, idem_key, reply_key, lane, platform, chat_id, thread_id, reply_to, \
-     inbox_id, chunk_index, text, status, attempts, platform_message_id, last_error, created_at, sent_at";
+     inbox_id, chunk_index, text, status, attempts, platform_message_id, last_error, created_at, sent_at, media";
 
 /// The lease check every transcript write runs first, inside its transaction. Updating the
 /// row (rather than reading it) takes its lock, so a concurrent takeover waits for our commit.

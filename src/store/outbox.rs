@@ -14,6 +14,7 @@ use async_trait::async_trait;
 
 use super::types::{Lease, NewOutbox, OutboxCounts, OutboxRow, ReplyKey};
 use super::StoreResult;
+use crate::domain::{Attachment, LaneKey};
 
 #[async_trait]
 pub trait OutboxStore: Send + Sync {
@@ -32,6 +33,9 @@ pub trait OutboxStore: Send + Sync {
     async fn outbox_release(&self, id: i64) -> StoreResult<()>;
     async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>>;
     async fn outbox_counts(&self) -> StoreResult<OutboxCounts>;
+    /// The file whose SHA-256 is `sha` (64 lowercase hex digits; anything else finds nothing)
+    /// as an outbox row of `lane` sends it: the web chat serves a file only to its lane.
+    async fn outbox_file(&self, lane: &LaneKey, sha: &str) -> StoreResult<Option<Attachment>>;
     async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
     /// Outbox rows written outside a turn (notices), not tied to a transcript.
     async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
@@ -135,6 +139,24 @@ macro_rules! outbox_store_impl {
                 }
             }
             Ok(c)
+        }
+
+        async fn outbox_file(&self, lane: &LaneKey, sha: &str) -> StoreResult<Option<crate::domain::Attachment>> {
+            let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+            if sha.len() != 64 || !sha.bytes().all(hex) {
+                return Ok(None);
+            }
+            let rows: Vec<(String,)> = sqlx::query_as(
+                "SELECT media FROM outbox WHERE lane = $1 AND media LIKE $2 ORDER BY id DESC LIMIT 5",
+            )
+            .bind(lane.as_str())
+            .bind(format!("%{sha}%"))
+            .fetch_all(&self.reader)
+            .await?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|(json,)| serde_json::from_str::<crate::domain::Attachment>(&json).ok())
+                .find(|a| a.file_sha() == Some(sha)))
         }
 
         async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {

@@ -63,11 +63,20 @@ impl fmt::Display for ReplyKey {
     }
 }
 
-/// An outbox row's key: a chunk of a reply, or a row that is a whole message on its own
-/// (a notice a control event carries its own key for, a pairing message).
+/// An outbox row's key: a chunk of a reply, a file sent after a reply's text, or a row that
+/// is a whole message on its own (a notice a control event carries its own key for, a
+/// pairing message).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutboxKey {
-    Chunk { reply: ReplyKey, chunk: i64 },
+    Chunk {
+        reply: ReplyKey,
+        chunk: i64,
+    },
+    /// The `index`th file of a reply (`{reply}:file:{index}`), after its text chunks.
+    File {
+        reply: ReplyKey,
+        index: i64,
+    },
     Single(String),
 }
 
@@ -79,10 +88,19 @@ impl OutboxKey {
         }
     }
 
+    /// The `index`th file of `reply`.
+    pub fn file(reply: ReplyKey, index: usize) -> OutboxKey {
+        OutboxKey::File {
+            reply,
+            index: index as i64,
+        }
+    }
+
     /// The row's idempotency key (the `idem_key` column).
     pub fn idem_key(&self) -> String {
         match self {
             OutboxKey::Chunk { reply, chunk } => format!("{reply}:{chunk}"),
+            OutboxKey::File { reply, index } => format!("{reply}:file:{index}"),
             OutboxKey::Single(key) => key.clone(),
         }
     }
@@ -90,8 +108,22 @@ impl OutboxKey {
     /// The reply whose chunks this row is one of; none for a row on its own.
     pub fn reply(&self) -> Option<&ReplyKey> {
         match self {
-            OutboxKey::Chunk { reply, .. } => Some(reply),
+            OutboxKey::Chunk { reply, .. } | OutboxKey::File { reply, .. } => Some(reply),
             OutboxKey::Single(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_keys_follow_the_reply_and_never_meet_a_chunk() {
+        let reply = ReplyKey::answer(&LaneKey::parse("telegram:5"), 9, "turn");
+        let file = OutboxKey::file(reply.clone(), 0);
+        assert_eq!(file.idem_key(), "telegram:5:9:turn:file:0");
+        assert_eq!(file.reply(), Some(&reply));
+        assert_ne!(file.idem_key(), OutboxKey::chunk(reply, 0).idem_key());
     }
 }

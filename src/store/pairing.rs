@@ -321,6 +321,7 @@ macro_rules! pairing_store_impl {
                         inbox_id: None,
                         chunk_index: 0,
                         text,
+                        media: None,
                     };
                     insert_outbox(&mut tx, self.now_ms(), &notice).await?;
                 }

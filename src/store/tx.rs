@@ -230,8 +230,8 @@ where
 {
     sqlx::query(
         "INSERT INTO outbox (idem_key, reply_key, lane, platform, chat_id, thread_id, reply_to, \
-         inbox_id, chunk_index, text, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         inbox_id, chunk_index, text, created_at, media) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (idem_key) DO NOTHING",
     )
     .bind(o.key.idem_key())
@@ -245,6 +245,12 @@ where
     .bind(o.chunk_index)
     .bind(&*clean(&o.text))
     .bind(now)
+    .bind(
+        o.media
+            .as_ref()
+            .and_then(|m| serde_json::to_string(m).ok())
+            .map(clean_json),
+    )
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -199,6 +199,8 @@ pub struct NewOutbox {
     pub inbox_id: Option<i64>,
     pub chunk_index: i64,
     pub text: String,
+    /// A file this row sends (then `text` is its caption, usually empty), by reference.
+    pub media: Option<Attachment>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -225,9 +227,23 @@ pub struct OutboxRow {
     pub last_error: Option<String>,
     pub created_at: i64,
     pub sent_at: Option<i64>,
+    /// The file the row sends, as stored (JSON of an [`Attachment`]); see [`OutboxRow::file`].
+    #[serde(skip)]
+    pub media: Option<String>,
 }
 
 impl OutboxRow {
+    /// The file this row sends, if it is a file row. `Err` when the stored reference does not
+    /// read (the sender reports it in the chat rather than guess).
+    pub fn file(&self) -> Result<Option<Attachment>, String> {
+        match &self.media {
+            None => Ok(None),
+            Some(json) => serde_json::from_str(json)
+                .map(Some)
+                .map_err(|e| format!("the stored file reference does not read: {e}")),
+        }
+    }
+
     /// The reply this row is a chunk of, as it was stored with the row.
     pub fn reply(&self) -> Option<ReplyKey> {
         self.reply_key.clone().map(ReplyKey::stored)

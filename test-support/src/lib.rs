@@ -36,6 +36,8 @@ pub mod invariants;
 #[cfg(feature = "fakes")]
 pub mod mcp;
 #[cfg(feature = "fakes")]
+pub mod multipart;
+#[cfg(feature = "fakes")]
 pub mod pdf;
 #[cfg(feature = "fakes")]
 pub mod promise;

@@ -424,6 +424,7 @@ mod cron_rules {
             turn_id: None,
             inbox_id: Some(1),
             call_index: 0,
+            turn_files: Vec::new(),
         }
     }
 

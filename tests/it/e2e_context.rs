@@ -170,6 +170,7 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
         turn_id: None,
         inbox_id: None,
         call_index: 0,
+        turn_files: Vec::new(),
     };
     let found = tool.call(&ctx, r#"{"query": "quokka1"}"#).await.unwrap();
     assert!(

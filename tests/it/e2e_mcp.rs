@@ -66,6 +66,7 @@ async fn a_shop_lookup_over_telegram_reaches_the_model_and_a_dying_server_is_sur
     assert_eq!(
         names,
         [
+            "shop__chart",
             "shop__delete_order",
             "shop__die",
             "shop__fail",

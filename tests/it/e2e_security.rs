@@ -340,7 +340,8 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
             let path = r
                 .path
                 .replace("{lane}", "web:probe")
-                .replace("{id}", "nope");
+                .replace("{id}", "nope")
+                .replace("{sha}", "nope");
             for cred in [Cred::None, Cred::Wrong, Cred::Right] {
                 for via in Via::all() {
                     let mut req = http.request(r.method.clone(), format!("{base}{path}"));

@@ -219,6 +219,7 @@ pub fn reply(lane: &str, key: &str, chunk: i64, inbox_id: Option<i64>) -> NewOut
         inbox_id,
         chunk_index: chunk,
         text: format!("chunk {chunk} of {key}"),
+        media: None,
     }
 }
 

@@ -20,6 +20,7 @@ const RANKS: &[(&str, u8)] = &[
     ("test_rng", 0),
     ("config", 1),
     ("events", 1),
+    ("media", 1),
     ("telemetry", 2),
     ("store", 2),
     ("media", 2),

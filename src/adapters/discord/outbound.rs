@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serenity::all::{
-    Builder, ChannelId, CreateAllowedMentions, CreateInteractionResponseFollowup, CreateMessage,
-    EditInteractionResponse, EditMessage, Http, HttpError, MessageId, MessageReference,
-    MessageReferenceKind,
+    Builder, ChannelId, CreateAllowedMentions, CreateAttachment, CreateInteractionResponseFollowup,
+    CreateMessage, EditInteractionResponse, EditMessage, Http, HttpError, MessageId,
+    MessageReference, MessageReferenceKind,
 };
 
 use crate::adapters::split::{split_message, Measure, DISCORD_LIMIT};
-use crate::delivery::{Ask, Outbound, PreviewTarget, SendError};
+use crate::delivery::{Ask, OutFile, Outbound, PreviewTarget, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -190,6 +190,26 @@ impl Outbound for DiscordOutbound {
         }
     }
 
+    /// A file row: one message carrying the file as an attachment, pinging nobody.
+    async fn send_file(&self, row: &OutboxRow, file: &OutFile) -> Result<String, SendError> {
+        let Some(channel) = target_channel(&row.chat_id, row.thread_id.as_deref()) else {
+            return Err(SendError::Permanent(format!(
+                "not a Discord channel id: {:?}/{:?}",
+                row.chat_id, row.thread_id
+            )));
+        };
+        let msg = CreateMessage::new()
+            .allowed_mentions(allowed_mentions(false))
+            .add_file(CreateAttachment::bytes(
+                file.data.clone(),
+                file.name.clone(),
+            ));
+        match channel.send_message(&self.http, msg).await {
+            Ok(sent) => Ok(sent.id.get().to_string()),
+            Err(e) => Err(classify(&e, self.rate_limit_wait)),
+        }
+    }
+
     fn previews(&self) -> bool {
         true
     }
@@ -307,6 +327,7 @@ mod tests {
             last_error: None,
             created_at: 0,
             sent_at: None,
+            media: None,
         }
     }
 

@@ -16,6 +16,7 @@ mod media;
 pub mod outbound;
 pub mod poller;
 mod receive;
+mod upload;
 pub mod webhook;
 
 #[cfg(test)]

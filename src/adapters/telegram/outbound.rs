@@ -27,7 +27,7 @@ use teloxide::{ApiError, Bot, RequestError};
 use super::format::markdown_to_html;
 use super::redact;
 use crate::adapters::split::{split_message, Measure, TELEGRAM_LIMIT};
-use crate::delivery::{Ask, Outbound, PreviewTarget, SendError};
+use crate::delivery::{Ask, OutFile, Outbound, PreviewTarget, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
@@ -247,6 +247,10 @@ impl Outbound for TelegramOutbound {
         }
     }
 
+    async fn send_file(&self, row: &OutboxRow, file: &OutFile) -> Result<String, SendError> {
+        self.upload(row, file).await
+    }
+
     fn previews(&self) -> bool {
         true
     }
@@ -345,7 +349,7 @@ impl Outbound for TelegramOutbound {
     }
 }
 
-fn parse_chat(chat_id: &str) -> Option<ChatId> {
+pub(super) fn parse_chat(chat_id: &str) -> Option<ChatId> {
     chat_id.parse::<i64>().ok().map(ChatId)
 }
 

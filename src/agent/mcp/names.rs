@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::agent::tools::{Origin, Tool, ToolContext, ToolError};
+use crate::agent::tools::{Origin, Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::ToolSpec;
 
 /// The longest tool name providers accept.
@@ -111,6 +111,16 @@ impl Tool for Renamed {
     }
     async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         self.inner.call(ctx, arguments).await
+    }
+    async fn call_output(
+        &self,
+        ctx: &ToolContext,
+        arguments: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        self.inner.call_output(ctx, arguments).await
+    }
+    fn repeat_on_retry(&self) -> bool {
+        self.inner.repeat_on_retry()
     }
 }
 

@@ -21,8 +21,8 @@ use tokio::sync::Notify;
 
 use super::client::HeraldClient;
 use crate::agent::screen::{cap_head_tail, screen};
-use crate::agent::tools::{Origin, Tool, ToolContext, ToolError};
-use crate::llm::ToolSpec;
+use crate::agent::tools::{Origin, Tool, ToolContext, ToolError, ToolOutput};
+use crate::llm::{Blob, ToolSpec};
 
 use super::names::tool_name;
 
@@ -65,12 +65,45 @@ pub struct McpTool {
 pub struct McpResult {
     pub text: String,
     pub images: Vec<McpImage>,
+    /// Embedded binary resources (`resource` content with a `blob`), decoded.
+    pub blobs: Vec<McpBlob>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpImage {
     pub mime_type: String,
     pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpBlob {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub data: Vec<u8>,
+}
+
+impl McpResult {
+    /// The result as a tool output: the text, then the images and blobs as files (labelled
+    /// by the tool that made them, blobs by the last segment of their URI).
+    pub fn into_output(self, tool: &str) -> ToolOutput {
+        let mut files: Vec<Blob> = self
+            .images
+            .into_iter()
+            .map(|i| Blob::new(i.mime_type, i.data, format!("image from {tool}")))
+            .collect();
+        files.extend(self.blobs.into_iter().map(|b| {
+            let name = b.uri.rsplit('/').next().unwrap_or_default().to_string();
+            let mime = b
+                .mime_type
+                .unwrap_or_else(|| "application/octet-stream".into());
+            Blob::new(mime, b.data, if name.is_empty() { b.uri } else { name })
+        }));
+        ToolOutput {
+            text: self.text,
+            files,
+            attach: Vec::new(),
+        }
+    }
 }
 
 /// Why a server's tool asks before each call, if it does: the operator's `require_approval`
@@ -224,6 +257,15 @@ impl Tool for McpTool {
     async fn call(&self, _ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         self.call_full(arguments).await.map(|r| r.text)
     }
+
+    async fn call_output(
+        &self,
+        _ctx: &ToolContext,
+        arguments: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        let r = self.call_full(arguments).await?;
+        Ok(r.into_output(&self.spec.name))
+    }
 }
 
 fn service_error(server: &str, e: ServiceError, base: Duration) -> ToolError {
@@ -245,6 +287,7 @@ fn service_error(server: &str, e: ServiceError, base: Duration) -> ToolError {
 pub fn answer(r: CallToolResult) -> Result<McpResult, ToolError> {
     let mut parts = Vec::with_capacity(r.content.len());
     let mut images = Vec::new();
+    let mut blobs = Vec::new();
     for block in &r.content {
         parts.push(match block {
             ContentBlock::Text(t) => t.text.clone(),
@@ -261,7 +304,25 @@ pub fn answer(r: CallToolResult) -> Result<McpResult, ToolError> {
             ContentBlock::Audio(a) => {
                 format!("[audio: {}, {} bytes]", a.mime_type, b64_len(&a.data))
             }
-            ContentBlock::Resource(e) => resource_text(&e.resource),
+            ContentBlock::Resource(e) => {
+                if let ResourceContents::BlobResourceContents {
+                    uri,
+                    blob,
+                    mime_type,
+                    ..
+                } = &e.resource
+                {
+                    if let Ok(data) = base64::engine::general_purpose::STANDARD.decode(blob.trim())
+                    {
+                        blobs.push(McpBlob {
+                            uri: uri.clone(),
+                            mime_type: mime_type.clone(),
+                            data,
+                        });
+                    }
+                }
+                resource_text(&e.resource)
+            }
             ContentBlock::ResourceLink(l) => format!(
                 "[resource link: {}{}; read it with the read_resource tool of this server]",
                 l.uri,
@@ -282,7 +343,11 @@ pub fn answer(r: CallToolResult) -> Result<McpResult, ToolError> {
     if r.is_error == Some(true) {
         return Err(ToolError::Failed(text));
     }
-    Ok(McpResult { text, images })
+    Ok(McpResult {
+        text,
+        images,
+        blobs,
+    })
 }
 
 /// An embedded or read resource as text: its text, or a description of its bytes.

@@ -124,6 +124,7 @@ mod tests {
             turn_id: None,
             inbox_id: None,
             call_index: 0,
+            turn_files: Vec::new(),
         }
     }
 

@@ -15,6 +15,7 @@
 //! whatever the dynamic sources — MCP servers — offer right now), in name order, and a turn
 //! keeps the snapshot it started with.
 
+mod attach_file;
 mod builtins;
 pub mod policy;
 mod session_search;
@@ -25,9 +26,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::LaneKey;
-use crate::llm::ToolSpec;
+use crate::domain::{Attachment, LaneKey};
+use crate::llm::{Blob, ToolSpec};
 
+pub use attach_file::AttachFile;
 pub use builtins::approval_policy;
 pub use policy::{ApprovalGate, ApprovalRequest, Check, Decision, DenyAll, Policy};
 pub(crate) use session_search::page;
@@ -48,6 +50,29 @@ pub struct ToolContext {
     pub inbox_id: Option<i64>,
     /// The call's position within the turn, set by [`Tools::call`].
     pub call_index: usize,
+    /// Files this turn's tool calls produced so far (cached, by reference), set by the turn
+    /// loop: `attach_file` may name them before they are in the transcript.
+    pub turn_files: Vec<Attachment>,
+}
+
+/// What a call produced: the text the model reads, files (an MCP tool's images and blobs) the
+/// turn caches and shows the model, and files the call adds to the turn's reply
+/// (`attach_file`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub files: Vec<Blob>,
+    pub attach: Vec<Attachment>,
+}
+
+impl ToolOutput {
+    /// A result that is text only.
+    pub fn text(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            ..ToolOutput::default()
+        }
+    }
 }
 
 /// Why a call produced no result. The `Display` text is what the model reads.
@@ -127,6 +152,19 @@ pub trait Tool: Send + Sync {
         false
     }
     async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError>;
+    /// The call with the files it produced; a tool that returns only text need not say so.
+    async fn call_output(
+        &self,
+        ctx: &ToolContext,
+        arguments: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        self.call(ctx, arguments).await.map(ToolOutput::text)
+    }
+    /// A call that changes nothing runs again when its turn is retried, instead of reusing a
+    /// result an earlier attempt kept (which holds the text only, not what the call attached).
+    fn repeat_on_retry(&self) -> bool {
+        false
+    }
 }
 
 /// Tools that come and go while the process runs (an MCP server's, while it is connected).
@@ -166,7 +204,7 @@ impl Tools {
     }
 
     /// Runs one call through the policy and, when it says so, the person's approval. The
-    /// result is the text the model reads.
+    /// result's text is what the model reads (a refusal or an error is its text).
     pub async fn call(
         &self,
         ctx: &ToolContext,
@@ -174,10 +212,10 @@ impl Tools {
         call_index: usize,
         name: &str,
         arguments: &str,
-    ) -> String {
+    ) -> ToolOutput {
         let Some(tool) = self.by_name.get(name) else {
             metrics::counter!("herald_tool_calls_total", "tool" => "unknown", "outcome" => "unknown_tool").increment(1);
-            return format!("error: there is no tool named {name:?}");
+            return ToolOutput::text(format!("error: there is no tool named {name:?}"));
         };
         let ctx = &ToolContext {
             call_index,
@@ -213,10 +251,10 @@ impl Tools {
         };
         metrics::counter!("herald_tool_calls_total", "tool" => name.to_string(), "outcome" => outcome).increment(1);
         match result {
-            Ok(text) => text,
+            Ok(output) => output,
             Err(e) => {
                 tracing::info!(tool = name, outcome, error = %e, "tool call gave the model an error");
-                e.to_string()
+                ToolOutput::text(e.to_string())
             }
         }
     }

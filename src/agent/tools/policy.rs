@@ -14,7 +14,7 @@
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use super::{Origin, Tool, ToolContext, ToolError};
+use super::{Origin, Tool, ToolContext, ToolError, ToolOutput};
 use crate::config::{Config, DEFAULT_HARDLINE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +167,7 @@ pub trait ApprovalGate: Send + Sync {
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError>;
+    ) -> Result<ToolOutput, ToolError>;
 
     /// Runs a call the policy lets through without asking. A gate that keeps results returns
     /// the one an earlier attempt of the same turn recorded for this call instead of running
@@ -178,7 +178,7 @@ pub trait ApprovalGate: Send + Sync {
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError>;
+    ) -> Result<ToolOutput, ToolError>;
 }
 
 /// The gate where there is no one to ask: every call that needs approval is denied.
@@ -197,7 +197,7 @@ impl ApprovalGate for DenyAll {
         _ctx: &ToolContext,
         _req: &ApprovalRequest,
         _tool: &dyn Tool,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         Err(ToolError::Denied(
             "there is no one to approve it here".into(),
         ))
@@ -209,8 +209,8 @@ impl ApprovalGate for DenyAll {
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError> {
-        tool.call(ctx, &req.arguments).await
+    ) -> Result<ToolOutput, ToolError> {
+        tool.call_output(ctx, &req.arguments).await
     }
 }
 

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 
 use super::Approvals;
 use crate::agent::screen::cap_head_tail;
-use crate::agent::tools::{ApprovalGate, ApprovalRequest, Decision, Tool, ToolContext, ToolError};
+use crate::agent::tools::{
+    ApprovalGate, ApprovalRequest, Decision, Tool, ToolContext, ToolError, ToolOutput,
+};
 use crate::delivery::{Ask, SendError};
 use crate::domain::{MessageEvent, Platform};
 use crate::lanes::clock::TurnClock;
@@ -204,7 +206,7 @@ impl ApprovalGate for TurnGate<'_> {
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         super::kept::run(self.desk.store.as_ref(), self.ev, ctx, req, tool).await
     }
 
@@ -213,13 +215,13 @@ impl ApprovalGate for TurnGate<'_> {
         ctx: &ToolContext,
         req: &ApprovalRequest,
         tool: &dyn Tool,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolOutput, ToolError> {
         let row = self
             .open(ctx, req)
             .await
             .map_err(|why| ToolError::Denied(why.to_string()))?;
         match row.status {
-            ApprovalStatus::Done => return Ok(row.result.unwrap_or_default()),
+            ApprovalStatus::Done => return Ok(ToolOutput::text(row.result.unwrap_or_default())),
             ApprovalStatus::Running => {
                 return Err(ToolError::Failed(
                     "this approved call was cut off by a restart and is not repeated; it may or \
@@ -239,9 +241,9 @@ impl ApprovalGate for TurnGate<'_> {
             }
             Err(e) => return Err(ToolError::Failed(format!("cannot record the call ({e})"))),
         }
-        let result = tool.call(ctx, &req.arguments).await;
+        let result = tool.call_output(ctx, &req.arguments).await;
         let text = match &result {
-            Ok(t) => t.clone(),
+            Ok(t) => t.text.clone(),
             Err(e) => e.to_string(),
         };
         if let Err(e) = self.desk.store.approval_finish(&row.id, &text).await {

@@ -9,7 +9,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::agent::tools::{ApprovalRequest, Tool, ToolContext, ToolError};
+use crate::agent::tools::{ApprovalRequest, Tool, ToolContext, ToolError, ToolOutput};
 use crate::domain::MessageEvent;
 use crate::store::{now_ms, NewApproval, Store};
 
@@ -20,16 +20,18 @@ pub(super) fn call_hash(req: &ApprovalRequest) -> String {
     ))
 }
 
-/// Runs `tool` unless an earlier attempt of this turn kept a result for the same call.
+/// Runs `tool` unless an earlier attempt of this turn kept a result for the same call. Only
+/// the text is kept: a recalled result brings no files (a tool that attaches to the reply
+/// says [`Tool::repeat_on_retry`] and runs again).
 pub(super) async fn run(
     store: &dyn Store,
     ev: &MessageEvent,
     ctx: &ToolContext,
     req: &ApprovalRequest,
     tool: &dyn Tool,
-) -> Result<String, ToolError> {
-    let Some(inbox_id) = ctx.inbox_id else {
-        return tool.call(ctx, &req.arguments).await;
+) -> Result<ToolOutput, ToolError> {
+    let Some(inbox_id) = ctx.inbox_id.filter(|_| !tool.repeat_on_retry()) else {
+        return tool.call_output(ctx, &req.arguments).await;
     };
     let key = NewApproval {
         id: uuid::Uuid::new_v4().simple().to_string(),
@@ -51,17 +53,17 @@ pub(super) async fn run(
             metrics::counter!("herald_tool_results_reused_total").increment(1);
             tracing::info!(tool = %req.tool, call_index = req.call_index,
                 "tool call not repeated: an earlier attempt of this turn kept its result");
-            return Ok(kept);
+            return Ok(ToolOutput::text(kept));
         }
         Ok(None) => {}
         // Unreadable record: the call runs, as it would have before records existed.
         Err(e) => tracing::warn!(error = %e, "cannot read a kept tool result; calling the tool"),
     }
-    let result = tool.call(ctx, &req.arguments).await;
+    let result = tool.call_output(ctx, &req.arguments).await;
     // Only a result is kept: a failed call changed nothing the model can rely on, and trying
     // it again on a retry is what the model would do anyway.
-    if let Ok(text) = &result {
-        if let Err(e) = store.tool_result_keep(&key, text).await {
+    if let Ok(out) = &result {
+        if let Err(e) = store.tool_result_keep(&key, &out.text).await {
             tracing::warn!(error = %e, "cannot keep a tool result for a retry of the turn");
         }
     }

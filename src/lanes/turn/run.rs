@@ -78,6 +78,7 @@ impl Worker {
             turn_id: Some(p.turn_id),
             inbox_id: Some(row.id),
             call_index: 0,
+            turn_files: Vec::new(),
         };
         let live = LiveTurn::start(self, row, ev);
         let scope = Scope {

@@ -4,7 +4,7 @@
 
 use super::{Outcome, Prepared, Settled};
 use crate::agent::turn::TurnError;
-use crate::domain::{MessageEvent, Platform, Role};
+use crate::domain::{Attachment, MessageEvent, Platform, Role};
 use crate::lanes::worker::{Failure, Worker};
 use crate::llm::LlmError;
 use crate::store::{InboxRow, InboxStatus, NewMessage, TurnCommit};
@@ -16,6 +16,8 @@ struct Answer {
     note: Option<String>,
     messages: Vec<NewMessage>,
     readings: Vec<u64>,
+    /// Files the model attached to the reply, sent after its text.
+    files: Vec<Attachment>,
 }
 
 impl Worker {
@@ -27,15 +29,17 @@ impl Worker {
         outcome: Outcome,
         span: &tracing::Span,
     ) -> Result<Settled, Failure> {
-        let answer = self.answer(row, ev, outcome, span).await?;
+        let mut answer = self.answer(row, ev, outcome, span).await?;
         let mut user = NewMessage::new(Role::User, p.user.content.clone());
         user.media = p.user.media.clone();
         user.api_content = p.api_content.clone();
         user.platform_message_id = Some(ev.platform_message_id.clone());
         let mut commit = TurnCommit::new(p.turn_id, &p.session.id, Some(row.id), answer.status);
-        commit.messages = std::iter::once(user).chain(answer.messages).collect();
-        commit.note = answer.note;
-        self.plan_reply(row, ev, &answer.reply, answer.status, &mut commit, span);
+        commit.messages = std::iter::once(user)
+            .chain(std::mem::take(&mut answer.messages))
+            .collect();
+        commit.note = answer.note.take();
+        self.plan_reply(row, ev, &answer, &mut commit, span);
         if ev.platform == Platform::Cron {
             // Each scheduled fire is its own session.
             commit.close_session = Some("cron_fire".into());
@@ -71,6 +75,7 @@ impl Worker {
             note: note.map(str::to_string),
             messages: Vec::new(),
             readings: Vec::new(),
+            files: Vec::new(),
         };
         Ok(match outcome {
             Outcome::Abandoned(s) => return Err(Failure::Stop(s)),
@@ -80,6 +85,7 @@ impl Worker {
                 note: None,
                 messages: out.messages,
                 readings: out.prompt_readings,
+                files: out.files,
             },
             Outcome::Done(Err(TurnError::Llm(LlmError::NotConfigured)))
                 if ev.deliver_to().is_empty() =>
@@ -116,20 +122,30 @@ impl Worker {
         })
     }
 
-    /// Where the reply goes: this chat, or a scheduled run's targets when it succeeded.
+    /// Where the reply goes: this chat (its text, then its files), or a scheduled run's
+    /// targets when it succeeded (the text only).
     fn plan_reply(
         &self,
         row: &InboxRow,
         ev: &MessageEvent,
-        reply: &str,
-        status: InboxStatus,
+        answer: &Answer,
         commit: &mut TurnCommit,
         span: &tracing::Span,
     ) {
+        let (reply, status) = (answer.reply.as_str(), answer.status);
         match (reply.is_empty(), ev.deliver_to().is_empty()) {
             // A stopped turn: `/stop` answers.
             (true, _) => {}
-            (false, true) => commit.outbox = self.outbox_rows(row, reply, "turn"),
+            (false, true) => {
+                commit.outbox = self.outbox_rows(row, reply, "turn");
+                let files = crate::lanes::reply::file_rows(
+                    &self.lane,
+                    row,
+                    &answer.files,
+                    commit.outbox.len(),
+                );
+                commit.outbox.extend(files);
+            }
             (false, false) if status == InboxStatus::Done => {
                 self.plan_delivery(row, ev, reply, commit)
             }

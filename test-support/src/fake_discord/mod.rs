@@ -82,6 +82,8 @@ pub struct SentMessage {
     pub reference: Option<u64>,
     /// The whole request body, for embeds, components, flags.
     pub body: Value,
+    /// Files uploaded with the message (multipart parts with a file name), in order.
+    pub files: Vec<crate::multipart::FilePart>,
 }
 
 /// One message edit (`PATCH /channels/{c}/messages/{m}`) the fake accepted.

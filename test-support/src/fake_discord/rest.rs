@@ -83,6 +83,13 @@ async fn handle(
         Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
         None => {}
     }
+    let files = crate::multipart::file_parts(
+        headers
+            .get("content-type")
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default(),
+        &body,
+    );
     let body = request_json(&headers, &body);
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let m = method.as_str();
@@ -106,7 +113,7 @@ async fn handle(
             }
         }
         ("POST", ["channels", id, "messages"]) => match id.parse() {
-            Ok(channel_id) => Json(send_message(&shared, channel_id, body)).into_response(),
+            Ok(channel_id) => Json(send_message(&shared, channel_id, body, files)).into_response(),
             Err(_) => unknown(&shared, &method, path),
         },
         ("PATCH", ["channels", channel, "messages", message]) => {
@@ -191,7 +198,7 @@ fn rate_limited(retry_after_secs: f64) -> Response {
     resp
 }
 
-/// JSON body, or the `payload_json` part of a multipart upload (files themselves are ignored).
+/// JSON body, or the `payload_json` part of a multipart upload (the files are read apart).
 fn request_json(headers: &HeaderMap, body: &[u8]) -> Value {
     let text = String::from_utf8_lossy(body);
     let ctype = headers
@@ -211,7 +218,12 @@ fn request_json(headers: &HeaderMap, body: &[u8]) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
-fn send_message(shared: &Shared, channel_id: u64, body: Value) -> Value {
+fn send_message(
+    shared: &Shared,
+    channel_id: u64,
+    body: Value,
+    files: Vec<crate::multipart::FilePart>,
+) -> Value {
     let message_id = shared.new_id();
     let content = body["content"].as_str().unwrap_or_default().to_string();
     let reference = parse_id(&body["message_reference"]["message_id"]);
@@ -235,6 +247,7 @@ fn send_message(shared: &Shared, channel_id: u64, body: Value) -> Value {
         allowed_mentions: body.get("allowed_mentions").cloned(),
         reference,
         body,
+        files,
     });
     if shared.echo_own_messages.load(Ordering::Relaxed) {
         shared.dispatch_locked(&mut inner, "MESSAGE_CREATE", msg.clone());

@@ -12,6 +12,9 @@ mod form;
 mod json;
 mod media;
 mod server;
+mod uploads;
+
+pub use uploads::Upload;
 
 pub use files::{serve_bytes, FileFault, FileInfo};
 pub use media::Media;
@@ -80,6 +83,9 @@ pub enum Fault {
     /// Process the request (a message is sent and recorded), then close the connection without
     /// an answer: the case where a client cannot know its message got through.
     DropAfterProcessing,
+    /// Process the request (a message or upload is recorded), then answer only after this
+    /// long: a client killed meanwhile never learns that it got through.
+    AnswerLate(Duration),
     /// 400 "Bad Request: can't parse entities…". Only meets a `sendMessage` or `editMessageText`
     /// with `parse_mode` set; calls without one pass and leave it queued.
     BadEntities,
@@ -121,6 +127,8 @@ pub(crate) struct Inner {
     webhook_url: String,
     /// Bumped by every `getUpdates`, so an older waiting poll can tell it was superseded.
     poll_generation: u64,
+    /// Files sent with `sendPhoto` / `sendDocument` (`uploads.rs`).
+    uploads: Vec<uploads::Upload>,
     /// Told of every `sendMessage` as it is recorded (see [`FakeTelegram::subscribe_sent`]).
     sent_listeners: Vec<mpsc::UnboundedSender<(SentMessage, Instant)>>,
 }

@@ -42,10 +42,13 @@ async fn handle(
         return error(401, "Unauthorized");
     }
     let method = method.to_ascii_lowercase();
-    let params = match params(&uri, &headers, &body) {
+    let mut params = match params(&uri, &headers, &body) {
         Ok(params) => params,
         Err(description) => return error(400, &description),
     };
+    if matches!(method.as_str(), "sendphoto" | "senddocument") {
+        super::uploads::add_file_bytes(&headers, &body, &mut params);
+    }
     let fault = {
         let mut inner = state.lock();
         inner
@@ -72,6 +75,14 @@ async fn handle(
         Some(Fault::DropAfterProcessing) => {
             let _ = answer(&state, &method, &params).await;
             dropped_connection()
+        }
+        Some(Fault::AnswerLate(delay)) => {
+            let answered = answer(&state, &method, &params).await;
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = state.stop.cancelled() => {}
+            }
+            answered
         }
         Some(Fault::Delay(delay)) => {
             tokio::time::sleep(delay).await;
@@ -103,6 +114,7 @@ async fn answer(state: &State, method: &str, params: &Value) -> Response {
         "getme" => ok(super::json::me_json(&state.token)),
         "getupdates" => get_updates(state, params).await,
         "sendmessage" => send_message(state, params),
+        "sendphoto" | "senddocument" => super::uploads::send_upload(state, method, params),
         "editmessagetext" => edit_message_text(state, params),
         "deletemessage" => delete_message(state, params),
         "getfile" => super::files::get_file(state, params),
@@ -314,7 +326,7 @@ fn bot_message(state: &State, id: i64, chat_id: i64, thread: Option<i64>, text: 
 }
 
 /// An integer given as a JSON number or, from a form, as a decimal string.
-fn int_param(params: &Value, key: &str) -> Option<i64> {
+pub(super) fn int_param(params: &Value, key: &str) -> Option<i64> {
     match params.get(key)? {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => s.trim().parse().ok(),
@@ -322,7 +334,7 @@ fn int_param(params: &Value, key: &str) -> Option<i64> {
     }
 }
 
-fn text_param(params: &Value, key: &str) -> Option<String> {
+pub(super) fn text_param(params: &Value, key: &str) -> Option<String> {
     match params.get(key)? {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
