@@ -18,6 +18,7 @@ pub mod http;
 pub mod lanes;
 pub mod llm;
 pub mod media;
+pub mod screen;
 pub mod store;
 pub mod tasks;
 pub mod telemetry;

@@ -4,11 +4,9 @@
 
 pub mod compaction;
 pub mod context;
-pub mod images;
 pub mod mcp;
 pub mod memory;
 pub mod prompt;
-pub mod screen;
 pub mod skill_manage;
 pub mod skills;
 pub mod tools;

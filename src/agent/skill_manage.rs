@@ -13,10 +13,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::screen::{screen, Finding};
 use super::skills::{inside, parse, valid_name, SkillError};
 use super::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
+use crate::screen::{screen, Finding};
 
 /// The folder of pending proposals inside the skills directory.
 pub const PROPOSED_DIR: &str = ".proposed";

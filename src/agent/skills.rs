@@ -13,9 +13,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::screen::{cap_head_tail, screen};
 use super::tools::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
+use crate::screen::{cap_head_tail, screen};
 
 /// Longest description shown in the index, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 160;

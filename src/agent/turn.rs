@@ -16,9 +16,9 @@ use crate::store::{NewMessage, StoredMessage};
 
 use super::context::in_turn::{self, InTurnBudget};
 use super::context::spill::TurnSpill;
-use super::images::HistoryImages;
 use super::tools::{ApprovalGate, ToolContext, ToolOutput, Tools};
 use super::turn_files;
+use crate::media::images::HistoryImages;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TurnError {

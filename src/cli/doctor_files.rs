@@ -13,9 +13,9 @@ use tokio_util::task::TaskTracker;
 use super::doctor::Check;
 use crate::agent::mcp::{connect, tools_of};
 use crate::agent::prompt::skills_dir;
-use crate::agent::screen::screen;
 use crate::agent::skills;
 use crate::config::Config;
+use crate::screen::screen;
 
 /// A prompt file larger than this is not read (the session's own bound).
 const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;

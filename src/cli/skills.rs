@@ -10,10 +10,10 @@ use anyhow::{bail, Context};
 use clap::Subcommand;
 
 use crate::agent::prompt::skills_dir;
-use crate::agent::screen::screen;
 use crate::agent::skill_manage::{proposal_dir, PROPOSAL_NOTE, PROPOSED_DIR};
 use crate::agent::skills::{inside, load, parse, valid_name};
 use crate::config::Config;
+use crate::screen::screen;
 
 #[derive(Subcommand)]
 pub enum SkillsCmd {

@@ -18,7 +18,6 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::Ingest;
-use crate::agent::screen::{screen, Finding};
 use crate::agent::tools::{Tool, ToolContext, ToolError};
 use crate::config::SendRoute;
 use crate::delivery::Outbounds;
@@ -26,6 +25,7 @@ use crate::domain::cron::{parse_target, Target};
 use crate::domain::{Control, LaneKey, MessageEvent, Platform};
 use crate::hooks::Authorizer;
 use crate::llm::ToolSpec;
+use crate::screen::{screen, Finding};
 use crate::store::{NewOutbox, OutboxKey, ReplyKey, Store};
 
 /// Longest message the tool sends.

@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod document;
 pub mod fetch;
+pub mod images;
 pub mod read;
 pub mod reading;
 pub mod sniff;

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 
 use tokio_util::task::TaskTracker;
 
-use crate::agent::images::{rows_in_view, HistoryImages};
 use crate::config::Config;
 use crate::domain::{Attachment, MediaKind};
 use crate::llm::{Blob, Part};
+use crate::media::images::{rows_in_view, HistoryImages};
 use crate::store::StoredMessage;
 
 use super::document::{read_document_blocking, DocFormat};

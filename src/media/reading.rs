@@ -6,9 +6,9 @@
 //! turn that read the files, and replayed byte for byte afterwards (the prompt prefix stays
 //! cacheable). Pure: `read.rs` does the fetching and hands each outcome to [`Reading::add`].
 
-use crate::agent::screen::screen;
 use crate::domain::{Attachment, MediaKind};
 use crate::llm::{Blob, Part};
+use crate::screen::screen;
 
 use super::{human_size, MediaError};
 

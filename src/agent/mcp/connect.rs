@@ -167,11 +167,11 @@ fn instructions_of(
     if text.is_empty() {
         return None;
     }
-    if let Some(finding) = crate::agent::screen::screen(text) {
+    if let Some(finding) = crate::screen::screen(text) {
         tracing::warn!(server = %server, "mcp server instructions withheld: they carry {finding}");
         return None;
     }
-    Some(crate::agent::screen::cap_head_tail(
+    Some(crate::screen::cap_head_tail(
         text,
         MAX_INSTRUCTIONS,
         "the server's instructions",

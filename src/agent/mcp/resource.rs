@@ -8,9 +8,9 @@ use rmcp::model::ReadResourceRequestParams;
 
 use super::connect::short;
 use super::tool::{resource_text, Session, MAX_RESULT};
-use crate::agent::screen::cap_head_tail;
 use crate::agent::tools::{Origin, Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
+use crate::screen::cap_head_tail;
 
 /// The tool's name on the server side of the `<server>__` prefix.
 pub const NAME: &str = "read_resource";

@@ -20,9 +20,9 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use tokio::sync::Notify;
 
 use super::client::HeraldClient;
-use crate::agent::screen::{cap_head_tail, screen};
 use crate::agent::tools::{Origin, Tool, ToolContext, ToolError, ToolOutput};
 use crate::llm::{Blob, ToolSpec};
+use crate::screen::{cap_head_tail, screen};
 
 use super::names::tool_name;
 

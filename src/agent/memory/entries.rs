@@ -4,7 +4,7 @@
 //! out. No I/O here.
 
 use super::{Loaded, MemoryError, Target};
-use crate::agent::screen::screen;
+use crate::screen::screen;
 
 /// One line saying how many entries were left out of a snapshot and why, or nothing. A
 /// withheld entry is named by its reason only (never its text: that is what the screen kept

@@ -1,7 +1,7 @@
 //! Why a memory edit was refused. The `Display` text is what the model reads (it is told to
 //! fix the call and try again); the variants are what code and tests check.
 
-use crate::agent::screen::Finding;
+use crate::screen::Finding;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {

@@ -30,8 +30,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::agent::prompt::frame::frame;
 use crate::agent::prompt::Block;
-use crate::agent::screen::screen;
 use crate::config::{safe_segment, Config, MemoryConfig};
+use crate::screen::screen;
 
 /// Bytes read from one memory file at most; anything after is left out (and logged).
 const READ_BYTES: u64 = 64 * 1024;

@@ -1,7 +1,7 @@
 //! The data frame: how text that Herald did not write itself (memory entries, the skills
 //! index, context files) sits in the system prompt.
 //!
-//! Screening (`agent::screen`) is a list and lists miss things, so every such block also goes
+//! Screening (`crate::screen`) is a list and lists miss things, so every such block also goes
 //! inside a labelled frame that tells the model it is reference material, not instructions.
 //! The frame's closing marker is only worth something if the content cannot write it: any
 //! marker-looking text inside the content is defanged before it is framed, so the only

@@ -1,7 +1,7 @@
 //! The files behind the system prompt, read when a session opens: the identity file, the
 //! operator's context files and the skills directory.
 //!
-//! Each file is screened (`agent::screen`) before it may enter the prompt — a hit replaces
+//! Each file is screened (`crate::screen`) before it may enter the prompt — a hit replaces
 //! that file's block with a one-line notice naming the file and the reason, and logs a
 //! warning — and capped head-and-tail to a size that scales with the model's window. Nothing
 //! here fails a session: a missing or unreadable file is a warning and a fallback.
@@ -9,9 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use super::DEFAULT_IDENTITY;
-use crate::agent::screen::{cap_head_tail, screen};
 use crate::agent::skills::{self, Skill};
 use crate::config::Config;
+use crate::screen::{cap_head_tail, screen};
 
 /// A file larger than this is not read at all.
 const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;

@@ -7,13 +7,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Approvals;
-use crate::agent::screen::cap_head_tail;
 use crate::agent::tools::{
     ApprovalGate, ApprovalRequest, Decision, Tool, ToolContext, ToolError, ToolOutput,
 };
 use crate::delivery::{Ask, SendError};
 use crate::domain::{MessageEvent, Platform};
 use crate::lanes::clock::TurnClock;
+use crate::screen::cap_head_tail;
 use crate::store::{now_ms, ApprovalRow, ApprovalStatus, NewApproval, StoreError};
 
 /// Why a tool call could not be put to the person; the text is the denial the model reads.

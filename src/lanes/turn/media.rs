@@ -9,9 +9,9 @@
 
 use tracing::Instrument;
 
-use crate::agent::images::HistoryImages;
 use crate::domain::{MessageEvent, Role};
 use crate::lanes::worker::{Failure, Worker};
+use crate::media::images::HistoryImages;
 use crate::media::Reading;
 use crate::store::{
     InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, StoredMessage, TurnCommit,

@@ -25,11 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::worker::{Failure, Stop, Worker};
 use crate::agent::context::{ContextEngine, Known};
-use crate::agent::images::HistoryImages;
 use crate::agent::tools::Tools;
 use crate::agent::turn::{TurnError, TurnOutput};
 use crate::domain::{Attachment, MessageEvent};
 use crate::llm::Part;
+use crate::media::images::HistoryImages;
 use crate::media::Reading;
 use crate::store::{InboxRow, InboxStatus, Lease, Session, StoredMessage, TurnCommit};
 
