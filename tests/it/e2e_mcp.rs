@@ -154,7 +154,7 @@ async fn a_down_server_s_tools_leave_the_next_request_and_return_after_reconnect
     let (_, body) = client.chat("web:mcp", "and now?").await;
     assert_eq!(body["reply"], "reply to: and now?");
     let up = llm.requests().last().unwrap().clone();
-    assert_eq!(up.server_tools("shop").len(), 7, "{:?}", up.tools());
+    assert_eq!(up.server_tools("shop").len(), 8, "{:?}", up.tools());
     app.shutdown().await;
 }
 
@@ -188,11 +188,11 @@ async fn slow_failing_and_huge_results_come_back_as_text_the_model_can_use() {
     assert_eq!(body["reply"], "that was a lot");
     let seen = llm.requests()[3].last_tool_result();
     // Capped to 100 000 characters (head and tail) by the MCP layer, then previewed by the
-    // turn loop; the image part is described, not pasted.
+    // turn loop; the image is a named file, never pasted.
     assert!(seen.contains("HEAD x"), "{}", &seen[..200.min(seen.len())]);
-    assert!(seen.contains("90085 characters"), "{}", &seen[..300]);
+    assert!(seen.contains("90214 characters"), "{}", &seen[..300]);
     assert!(
-        seen.contains("x TAIL\n[image: image/png, 5 bytes]"),
+        seen.contains("x TAIL\n[file "),
         "{}",
         &seen[seen.len().saturating_sub(300)..]
     );

@@ -92,10 +92,15 @@ async fn an_sdk_server_s_instructions_tools_images_links_and_progress_reach_the_
     let _ = client.chat("web:probe", "again").await;
     assert_eq!(llm.requests().last().unwrap().system(), probe_system);
 
-    // An image result: described for the model (its request has no image parts yet).
-    assert_eq!(
-        call(&client, &llm, "web:memo", "memo__picture", "{}").await,
-        "a red dot\n[image: image/png, 70 bytes]"
+    // An image result: a file the turn names (this model does not see images), no base64.
+    let told = call(&client, &llm, "web:memo", "memo__picture", "{}").await;
+    assert!(told.starts_with("a red dot\n[file "), "{told}");
+    assert!(
+        told.ends_with(
+            ": image from memo__picture (image/png, 70 bytes); this model cannot see it; \
+             attach_file can send it to the person]"
+        ),
+        "{told}"
     );
     // A resource link, then reading it through the same server.
     let link = call(&client, &llm, "web:memo", "memo__link", "{}").await;

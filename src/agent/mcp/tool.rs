@@ -283,7 +283,7 @@ fn service_error(server: &str, e: ServiceError, base: Duration) -> ToolError {
 }
 
 /// The text the model reads (text parts joined, other parts described, capped) and the images
-/// decoded; an `isError` result is a failure with the same text.
+/// decoded (named by the turn, not here); an `isError` result is a failure with the same text.
 pub fn answer(r: CallToolResult) -> Result<McpResult, ToolError> {
     let mut parts = Vec::with_capacity(r.content.len());
     let mut images = Vec::new();
@@ -291,15 +291,22 @@ pub fn answer(r: CallToolResult) -> Result<McpResult, ToolError> {
     for block in &r.content {
         parts.push(match block {
             ContentBlock::Text(t) => t.text.clone(),
+            // A decoded image travels as a file: the turn names it in a line of its own.
             ContentBlock::Image(i) => {
-                let described = format!("[image: {}, {} bytes]", i.mime_type, b64_len(&i.data));
-                if let Ok(data) = base64::engine::general_purpose::STANDARD.decode(i.data.trim()) {
-                    images.push(McpImage {
-                        mime_type: i.mime_type.clone(),
-                        data,
-                    });
+                match base64::engine::general_purpose::STANDARD.decode(i.data.trim()) {
+                    Ok(data) => {
+                        images.push(McpImage {
+                            mime_type: i.mime_type.clone(),
+                            data,
+                        });
+                        continue;
+                    }
+                    Err(_) => format!(
+                        "[image: {}, {} bytes, not valid base64]",
+                        i.mime_type,
+                        b64_len(&i.data)
+                    ),
                 }
-                described
             }
             ContentBlock::Audio(a) => {
                 format!("[audio: {}, {} bytes]", a.mime_type, b64_len(&a.data))
