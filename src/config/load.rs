@@ -247,8 +247,14 @@ mod tests {
             ("[web]\ntoken = \"  \"", "web.token: is empty"),
             ("[web]\ntrust_loopback = false", "web.token: required when web.trust_loopback"),
             (
-                "[llm]\nprovider = \"openai\"\nmodel = \"m\"",
+                "[llm]\nprovider = \"auto\"\nmodel = \"m\"",
                 "llm.base_url",
+            ),
+            ("[llm]\nprovider = \"anthropic\"", "llm.model"),
+            ("[llm]\nprovider = \"opneai\"", "opneai"),
+            (
+                "[[llm.fallbacks]]\nprovider = \"echo\"\nbase_url = \"http://h/v1\"\nmodel = \"m\"",
+                "llm.fallbacks: entry 0: provider must name",
             ),
             ("[llm]\nbase_url = \"http://x/v1\"", "llm.model"),
             (

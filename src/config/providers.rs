@@ -284,4 +284,41 @@ mod tests {
         assert_eq!(ProviderKind::Groq.transport(), Transport::OpenAi);
         assert_eq!(ProviderKind::Auto.transport(), Transport::None);
     }
+
+    #[test]
+    fn a_preset_fills_what_is_unset_from_its_own_variables() {
+        use crate::config::load::apply_conventional_env;
+        let toml = "[llm]\nprovider = \"anthropic\"\nmodel = \"claude-x\"\n\
+                    [[llm.fallbacks]]\nprovider = \"openrouter\"\nmodel = \"m\"\n\
+                    [[handoff.writer]]\nprovider = \"anthropic\"\nmodel = \"w\"\n\
+                    api_key = \"sk-file\"";
+        let mut c: crate::config::Config = figment::Figment::from(figment::providers::Serialized::defaults(
+            crate::config::Config::default(),
+        ))
+        .merge(<figment::providers::Toml as figment::providers::Format>::string(toml))
+        .extract()
+        .unwrap();
+        apply_conventional_env(&mut c, |k| match k {
+            "ANTHROPIC_API_KEY" => Some("sk-ant-env".into()),
+            "OPENAI_API_KEY" => Some("sk-openai-must-not-be-used".into()),
+            "OPENROUTER_API_KEY" => Some("sk-or".into()),
+            "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:9".into()),
+            _ => None,
+        })
+        .unwrap();
+        apply_presets(&mut c);
+        crate::config::validate(&c).unwrap();
+        assert_eq!(c.llm.api_key.as_ref().unwrap().expose(), "sk-ant-env");
+        assert_eq!(c.llm.api_key_from, Some("ANTHROPIC_API_KEY"));
+        assert_eq!(c.llm.base_url.as_ref().unwrap().as_str(), "http://127.0.0.1:9");
+        assert_eq!(c.transport(), Transport::Anthropic);
+        let f = &c.llm.fallbacks[0];
+        assert_eq!(f.api_key.as_ref().unwrap().expose(), "sk-or");
+        assert_eq!(f.base_url.as_ref().unwrap().as_str(), "https://openrouter.ai/api/v1");
+        assert_eq!(f.transport(), Transport::OpenAi);
+        let w = &c.handoff.writer[0];
+        assert_eq!(w.api_key.as_ref().unwrap().expose(), "sk-file");
+        assert_eq!(w.api_key_from, None);
+        assert_eq!(w.base_url.as_ref().unwrap().as_str(), "https://api.anthropic.com");
+    }
 }

@@ -325,6 +325,7 @@ mod tests {
 
     #[test]
     fn the_body_sets_max_tokens_and_the_plan() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let p = AnthropicProvider::new(
             "http://127.0.0.1:9/v1/",
             None,

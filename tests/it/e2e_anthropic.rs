@@ -159,10 +159,13 @@ async fn a_refused_key_fails_fast_and_an_overflow_is_compacted_once() {
     app.shutdown().await;
 
     let data = tempfile::tempdir().unwrap();
-    let app = App::start(anthropic_config(&fake, &llm, &data)).await.unwrap();
+    let mut c = anthropic_config(&fake, &llm, &data);
+    c.llm.context_window = Some(32_768);
+    let app = App::start(c).await.unwrap();
     let client = Client::new(&app);
-    for i in 0..3 {
-        client.chat("web:long", &format!("message {i}")).await;
+    for i in 0..8 {
+        let long = format!("step {i}: {}", "the deploy log says ok. ".repeat(150));
+        client.chat("web:long", &long).await;
     }
     let before = fake.requests().len();
     fake.push(Step::too_long());
