@@ -21,7 +21,10 @@ const TOOL_TURN: usize = 10;
 fn system_prompt() -> String {
     let mut s = String::from("You are Herald, a careful assistant.\n");
     for i in 0..60 {
-        let _ = writeln!(s, "Rule {i}: answer plainly, cite the files you read, never guess.");
+        let _ = writeln!(
+            s,
+            "Rule {i}: answer plainly, cite the files you read, never guess."
+        );
     }
     s
 }
@@ -68,7 +71,10 @@ async fn run(plan: CachePlan) -> (Bill, Vec<Bill>) {
             };
             let resp = provider.chat(&req).await.expect("the fake answers");
             if resp.tool_calls.is_empty() {
-                history.push(ChatMessage::new(Role::Assistant, resp.content.unwrap_or_default()));
+                history.push(ChatMessage::new(
+                    Role::Assistant,
+                    resp.content.unwrap_or_default(),
+                ));
                 break;
             }
             let calls: Vec<ToolCall> = resp.tool_calls.clone();
@@ -120,9 +126,18 @@ async fn main() -> std::io::Result<()> {
         if plan == CachePlan::Full {
             let shares: Vec<String> = bills
                 .iter()
-                .map(|b| format!("{:.0}", 100.0 * b.cache_read as f64 / b.prompt().max(1) as f64))
+                .map(|b| {
+                    format!(
+                        "{:.0}",
+                        100.0 * b.cache_read as f64 / b.prompt().max(1) as f64
+                    )
+                })
                 .collect();
-            let _ = writeln!(out, "\nfull plan, read share per request (%): {}", shares.join(" "));
+            let _ = writeln!(
+                out,
+                "\nfull plan, read share per request (%): {}",
+                shares.join(" ")
+            );
         }
     }
     print!("{out}");

@@ -115,7 +115,8 @@ pub(crate) fn apply_conventional_env(
         Some(p) => (
             p.base_url_env,
             p.key_env,
-            p.model_env.or((p.transport == Transport::OpenAi).then_some("OPENAI_MODEL")),
+            p.model_env
+                .or((p.transport == Transport::OpenAi).then_some("OPENAI_MODEL")),
         ),
         None => (
             Some("OPENAI_BASE_URL"),

@@ -227,7 +227,8 @@ pub struct Endpoint {
 
 impl Endpoint {
     pub fn transport(&self) -> Transport {
-        self.provider.map_or(Transport::OpenAi, ProviderKind::transport)
+        self.provider
+            .map_or(Transport::OpenAi, ProviderKind::transport)
     }
 }
 
@@ -292,9 +293,9 @@ mod tests {
                     [[llm.fallbacks]]\nprovider = \"openrouter\"\nmodel = \"m\"\n\
                     [[handoff.writer]]\nprovider = \"anthropic\"\nmodel = \"w\"\n\
                     api_key = \"sk-file\"";
-        let mut c: crate::config::Config = figment::Figment::from(figment::providers::Serialized::defaults(
-            crate::config::Config::default(),
-        ))
+        let mut c: crate::config::Config = figment::Figment::from(
+            figment::providers::Serialized::defaults(crate::config::Config::default()),
+        )
         .merge(<figment::providers::Toml as figment::providers::Format>::string(toml))
         .extract()
         .unwrap();
@@ -310,15 +311,24 @@ mod tests {
         crate::config::validate(&c).unwrap();
         assert_eq!(c.llm.api_key.as_ref().unwrap().expose(), "sk-ant-env");
         assert_eq!(c.llm.api_key_from, Some("ANTHROPIC_API_KEY"));
-        assert_eq!(c.llm.base_url.as_ref().unwrap().as_str(), "http://127.0.0.1:9");
+        assert_eq!(
+            c.llm.base_url.as_ref().unwrap().as_str(),
+            "http://127.0.0.1:9"
+        );
         assert_eq!(c.transport(), Transport::Anthropic);
         let f = &c.llm.fallbacks[0];
         assert_eq!(f.api_key.as_ref().unwrap().expose(), "sk-or");
-        assert_eq!(f.base_url.as_ref().unwrap().as_str(), "https://openrouter.ai/api/v1");
+        assert_eq!(
+            f.base_url.as_ref().unwrap().as_str(),
+            "https://openrouter.ai/api/v1"
+        );
         assert_eq!(f.transport(), Transport::OpenAi);
         let w = &c.handoff.writer[0];
         assert_eq!(w.api_key.as_ref().unwrap().expose(), "sk-file");
         assert_eq!(w.api_key_from, None);
-        assert_eq!(w.base_url.as_ref().unwrap().as_str(), "https://api.anthropic.com");
+        assert_eq!(
+            w.base_url.as_ref().unwrap().as_str(),
+            "https://api.anthropic.com"
+        );
     }
 }

@@ -163,7 +163,10 @@ fn llm(c: &Config) -> Result<(), ConfigError> {
                     format!("entry {i} needs a base_url URL (or a provider preset) and a model"),
                 ));
             }
-            if matches!(f.provider, Some(ProviderKind::Echo | ProviderKind::None | ProviderKind::Auto)) {
+            if matches!(
+                f.provider,
+                Some(ProviderKind::Echo | ProviderKind::None | ProviderKind::Auto)
+            ) {
                 return Err(key_error(
                     key,
                     format!("entry {i}: provider must name a model provider preset"),

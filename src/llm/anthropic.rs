@@ -219,7 +219,10 @@ impl WireUsage {
             &mut self.cache_creation_input_tokens,
             later.cache_creation_input_tokens,
         );
-        take(&mut self.cache_read_input_tokens, later.cache_read_input_tokens);
+        take(
+            &mut self.cache_read_input_tokens,
+            later.cache_read_input_tokens,
+        );
     }
 }
 
@@ -346,7 +349,10 @@ mod tests {
         let b = p.body(&req);
         assert_eq!(b["max_tokens"], 1234);
         assert_eq!(b["system"][0]["cache_control"]["type"], "ephemeral");
-        assert_eq!(b["messages"][0]["content"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(
+            b["messages"][0]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
         assert!(b.get("tools").is_none());
         let b = p.with_cache_plan(CachePlan::Off).body(&req);
         assert!(!b.to_string().contains("cache_control"));

@@ -184,7 +184,10 @@ mod tests {
             // Where the older request put its last breakpoint, the newer one can read it: the
             // block is in the same place with the same bytes.
             let (i, j) = *marked(&a).last().unwrap();
-            assert_eq!(a.messages[i].content[j]["text"], b.messages[i].content[j]["text"]);
+            assert_eq!(
+                a.messages[i].content[j]["text"],
+                b.messages[i].content[j]["text"]
+            );
         }
     }
 

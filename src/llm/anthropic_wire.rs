@@ -194,7 +194,10 @@ mod tests {
         assert_eq!(a[2]["input"], json!({}));
         // Parallel results in one user message, the image inside its own result.
         let r = &w.messages[2].content;
-        assert_eq!(r[0], json!({"type": "tool_result", "tool_use_id": "c1", "content": "12:00"}));
+        assert_eq!(
+            r[0],
+            json!({"type": "tool_result", "tool_use_id": "c1", "content": "12:00"})
+        );
         assert_eq!(r[1]["content"][1]["source"]["media_type"], "image/png");
         assert_eq!(r[1]["content"][1]["source"]["data"], "AQID");
         assert_eq!(w.messages[4].content.len(), 2);

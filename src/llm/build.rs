@@ -21,11 +21,7 @@ fn retry_policy(config: &Config) -> RetryPolicy {
 }
 
 /// One endpoint's client; `key_key` is the config key its `api_key` sits under.
-fn endpoint(
-    config: &Config,
-    e: &Endpoint,
-    key_key: &str,
-) -> Result<Arc<dyn Provider>, LlmError> {
+fn endpoint(config: &Config, e: &Endpoint, key_key: &str) -> Result<Arc<dyn Provider>, LlmError> {
     let timeout = Duration::from_secs(config.llm.timeout_secs);
     let base_url = e.base_url.as_ref().map_or("", |u| u.as_str());
     Ok(match e.transport() {

@@ -36,7 +36,9 @@ async fn a_multi_turn_chat_with_a_tool_reads_the_cache_from_the_second_turn() {
     init();
     let (fake, llm) = (FakeAnthropic::start().await, FakeLlm::start().await);
     let data = tempfile::tempdir().unwrap();
-    let app = App::start(anthropic_config(&fake, &llm, &data)).await.unwrap();
+    let app = App::start(anthropic_config(&fake, &llm, &data))
+        .await
+        .unwrap();
     let client = Client::new(&app);
 
     fake.push(Step::Tools(
@@ -47,7 +49,9 @@ async fn a_multi_turn_chat_with_a_tool_reads_the_cache_from_the_second_turn() {
         ],
     ));
     fake.push(Step::Reply("Nothing found about deploys.".into()));
-    let (status, body) = client.chat("web:claude", "Did we talk about deploys?").await;
+    let (status, body) = client
+        .chat("web:claude", "Did we talk about deploys?")
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], "Nothing found about deploys.");
     for text in ["Second question", "Third question"] {
@@ -89,7 +93,10 @@ async fn a_multi_turn_chat_with_a_tool_reads_the_cache_from_the_second_turn() {
     let row = app.store.context_get(&session.id).await.unwrap().unwrap();
     let last = reqs[3].bill;
     assert_eq!(row.prompt_tokens_anchor, Some(last.prompt() as i64));
-    assert!(last.input < last.prompt() / 2, "most of the prompt is cached: {last:?}");
+    assert!(
+        last.input < last.prompt() / 2,
+        "most of the prompt is cached: {last:?}"
+    );
     app.shutdown().await;
 }
 
@@ -102,15 +109,23 @@ async fn streamed_answers_work_and_thinking_is_never_stored() {
     c.streaming.enabled = true;
     let app = App::start(c).await.unwrap();
     let client = Client::new(&app);
-    fake.push(Step::ThinkThenReply("secret musings".into(), "Plain answer.".into()));
+    fake.push(Step::ThinkThenReply(
+        "secret musings".into(),
+        "Plain answer.".into(),
+    ));
     let (_, body) = client.chat("web:think", "think about it").await;
     assert_eq!(body["reply"], "Plain answer.");
     let (_, body) = client.chat("web:think", "again").await;
     assert_eq!(body["reply"], "reply to: again");
     let reqs = fake.requests();
-    assert!(!reqs[1].body.to_string().contains("secret musings"), "thinking replayed");
+    assert!(
+        !reqs[1].body.to_string().contains("secret musings"),
+        "thinking replayed"
+    );
     let transcript = client.transcript("web:think").await;
-    assert!(transcript.iter().all(|(_, t)| !t.contains("secret musings")));
+    assert!(transcript
+        .iter()
+        .all(|(_, t)| !t.contains("secret musings")));
     app.shutdown().await;
 }
 
@@ -129,14 +144,20 @@ async fn rate_limits_and_overload_are_retried_then_fall_back_to_openai_compatibl
     let started = std::time::Instant::now();
     let (_, body) = client.chat("web:busy", "hello").await;
     assert_eq!(body["reply"], "reply to: hello");
-    assert!(started.elapsed() >= Duration::from_millis(900), "retry-after honoured");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "retry-after honoured"
+    );
     assert_eq!(fake.requests().len(), 2);
     assert_eq!(llm.request_count(), 0);
 
     fake.push(Step::overloaded());
     fake.push(Step::overloaded());
     let (_, body) = client.chat("web:busy", "still there?").await;
-    assert_eq!(body["reply"], "reply to: still there?", "the fallback answered");
+    assert_eq!(
+        body["reply"], "reply to: still there?",
+        "the fallback answered"
+    );
     assert_eq!(fake.requests().len(), 4, "one try and one retry");
     assert_eq!(llm.request_count(), 1);
     app.shutdown().await;
@@ -172,8 +193,15 @@ async fn a_refused_key_fails_fast_and_an_overflow_is_compacted_once() {
     fake.push(Step::too_long());
     let (_, body) = client.chat("web:long", "one more").await;
     let reply = body["reply"].as_str().unwrap_or_default();
-    assert!(reply.contains("no longer fits") && reply.contains("/new"), "{body}");
-    assert_eq!(fake.requests().len(), before + 2, "retried once after compacting");
+    assert!(
+        reply.contains("no longer fits") && reply.contains("/new"),
+        "{body}"
+    );
+    assert_eq!(
+        fake.requests().len(),
+        before + 2,
+        "retried once after compacting"
+    );
     app.shutdown().await;
 }
 
@@ -228,21 +256,24 @@ async fn the_capsule_writer_can_be_anthropic() {
             .into(),
     ));
     client.chat("web:h", "Handoff.").await;
-    let capsule = herald_test_support::harness::wait_for(
-        "a capsule",
-        Duration::from_secs(20),
-        async || {
+    let capsule =
+        herald_test_support::harness::wait_for("a capsule", Duration::from_secs(20), async || {
             let (status, body) = client.get("/api/v1/lanes/web:h/capsule").await;
             (status == 200).then(|| serde_json::from_str::<serde_json::Value>(&body).unwrap())
-        },
-    )
-    .await;
+        })
+        .await;
     assert_eq!(capsule["status"], "ok", "{capsule}");
-    assert!(capsule["text"].as_str().unwrap().starts_with("## Working on\nThe mirror job."));
+    assert!(capsule["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("## Working on\nThe mirror job."));
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 1, "the writer call went to Anthropic");
     assert_eq!(reqs[0].refused, None);
     assert_eq!(reqs[0].body["model"], "claude-writer");
-    assert!(reqs[0].body.to_string().contains("Make it skip unreachable hosts"));
+    assert!(reqs[0]
+        .body
+        .to_string()
+        .contains("Make it skip unreachable hosts"));
     app.shutdown().await;
 }

@@ -83,7 +83,9 @@ pub fn shape(body: &Value) -> Result<(), String> {
                 return Err(format!("messages.{i}: unknown content block type {t:?}"));
             }
             if t == "text" && !nonempty_text(b) {
-                return Err(format!("messages.{i}: text content blocks must be non-empty"));
+                return Err(format!(
+                    "messages.{i}: text content blocks must be non-empty"
+                ));
             }
             if t == "tool_result" {
                 let id = b["tool_use_id"].as_str().unwrap_or_default();

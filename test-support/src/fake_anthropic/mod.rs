@@ -48,10 +48,18 @@ impl Step {
     }
 
     pub fn rate_limited(retry_after_secs: u32) -> Step {
-        let Step::Status(s, _, b) = Step::error(429, "rate_limit_error", "Number of requests has exceeded your rate limit") else {
+        let Step::Status(s, _, b) = Step::error(
+            429,
+            "rate_limit_error",
+            "Number of requests has exceeded your rate limit",
+        ) else {
             unreachable!()
         };
-        Step::Status(s, vec![("retry-after".into(), retry_after_secs.to_string())], b)
+        Step::Status(
+            s,
+            vec![("retry-after".into(), retry_after_secs.to_string())],
+            b,
+        )
     }
 
     pub fn overloaded() -> Step {
@@ -170,7 +178,9 @@ async fn models(headers: HeaderMap) -> Response {
 }
 
 fn header(h: &HeaderMap, name: &str) -> Option<String> {
-    h.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+    h.get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 fn error_response(step: Step) -> Response {
@@ -214,7 +224,11 @@ async fn messages(
     if version.as_deref() != Some("2023-06-01") {
         rec.refused = Some("anthropic-version: header is required".into());
         g.requests.push(rec);
-        return error_response(Step::error(400, "invalid_request_error", "anthropic-version: header is required"));
+        return error_response(Step::error(
+            400,
+            "invalid_request_error",
+            "anthropic-version: header is required",
+        ));
     }
     if let Err(message) = check::shape(&body) {
         rec.refused = Some(message.clone());
@@ -281,9 +295,13 @@ fn answer_blocks(id: &str, step: Step) -> Vec<Value> {
             json!({"type": "text", "text": t}),
         ],
         Step::Tools(text, calls) => {
-            let mut out: Vec<Value> = text.map(|t| json!({"type": "text", "text": t})).into_iter().collect();
+            let mut out: Vec<Value> = text
+                .map(|t| json!({"type": "text", "text": t}))
+                .into_iter()
+                .collect();
             for (i, (name, input)) in calls.into_iter().enumerate() {
-                let input: Value = serde_json::from_str(&input).expect("scripted tool input is JSON");
+                let input: Value =
+                    serde_json::from_str(&input).expect("scripted tool input is JSON");
                 out.push(json!({"type": "tool_use", "id": format!("toolu_{id}_{i}"), "name": name, "input": input}));
             }
             out
@@ -295,42 +313,66 @@ fn answer_blocks(id: &str, step: Step) -> Vec<Value> {
 /// The answer as the events the real API streams (text in two pieces, tool input in two).
 fn sse(id: &str, model: &Value, blocks: &[Value], stop: &str, usage: &Value) -> Response {
     let mut out = String::new();
-    let mut ev = |name: &str, data: Value| out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    let mut ev =
+        |name: &str, data: Value| out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
     let mut start_usage = usage.clone();
     start_usage["output_tokens"] = json!(1);
-    ev("message_start", json!({"type": "message_start", "message": {
+    ev(
+        "message_start",
+        json!({"type": "message_start", "message": {
         "id": id, "type": "message", "role": "assistant", "model": model, "content": [],
-        "stop_reason": null, "usage": start_usage}}));
+        "stop_reason": null, "usage": start_usage}}),
+    );
     ev("ping", json!({"type": "ping"}));
     for (i, b) in blocks.iter().enumerate() {
         let (start, deltas) = match b["type"].as_str().unwrap() {
             "text" => {
                 let t = b["text"].as_str().unwrap();
-                let cut = t.char_indices().nth(t.chars().count() / 2).map_or(0, |(i, _)| i);
+                let cut = t
+                    .char_indices()
+                    .nth(t.chars().count() / 2)
+                    .map_or(0, |(i, _)| i);
                 let d = [&t[..cut], &t[cut..]].map(|p| json!({"type": "text_delta", "text": p}));
                 (json!({"type": "text", "text": ""}), d.to_vec())
             }
             "thinking" => (
                 json!({"type": "thinking", "thinking": ""}),
-                vec![json!({"type": "thinking_delta", "thinking": b["thinking"]}),
-                     json!({"type": "signature_delta", "signature": "sig"})],
+                vec![
+                    json!({"type": "thinking_delta", "thinking": b["thinking"]}),
+                    json!({"type": "signature_delta", "signature": "sig"}),
+                ],
             ),
             _ => {
                 let input = b["input"].to_string();
                 let cut = input.len() / 2;
                 let d = [&input[..cut], &input[cut..]]
                     .map(|p| json!({"type": "input_json_delta", "partial_json": p}));
-                (json!({"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}), d.to_vec())
+                (
+                    json!({"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}),
+                    d.to_vec(),
+                )
             }
         };
-        ev("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": start}));
+        ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": i, "content_block": start}),
+        );
         for d in deltas {
-            ev("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": d}));
+            ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i, "delta": d}),
+            );
         }
-        ev("content_block_stop", json!({"type": "content_block_stop", "index": i}));
+        ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        );
     }
-    ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop},
-        "usage": {"output_tokens": usage["output_tokens"]}}));
+    ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop},
+        "usage": {"output_tokens": usage["output_tokens"]}}),
+    );
     ev("message_stop", json!({"type": "message_stop"}));
     ([("content-type", "text/event-stream")], out).into_response()
 }
