@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::{self, Config, LoadOptions, ProviderKind, Secret};
+use crate::config::{self, Config, LoadOptions, Secret, Transport};
 use crate::store;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -200,18 +200,20 @@ pub(crate) fn sqlite_path(url: &str) -> Option<String> {
     (!path.is_empty() && path != ":memory:").then(|| path.to_string())
 }
 
-/// `GET {base_url}/models` with the key, as every OpenAI-compatible server offers.
+/// `GET {base_url}/models` with the key, as every OpenAI-compatible server offers (Anthropic:
+/// `GET {base_url}/v1/models` with `x-api-key`).
 async fn check_model(config: &Config, http: &reqwest::Client) -> Check {
-    match config.provider_kind() {
-        ProviderKind::Echo => {
+    let anthropic = match config.transport() {
+        Transport::Echo => {
             return Check::Warn("echo provider (demo only: replies repeat the user)".into())
         }
-        ProviderKind::None | ProviderKind::Auto => return Check::Warn(
+        Transport::None => return Check::Warn(
             "no model configured: chats get setup instructions (set llm.base_url and llm.model)"
                 .into(),
         ),
-        ProviderKind::Openai => {}
-    }
+        Transport::OpenAi => false,
+        Transport::Anthropic => true,
+    };
     let base = config
         .llm
         .base_url
@@ -219,9 +221,19 @@ async fn check_model(config: &Config, http: &reqwest::Client) -> Check {
         .map_or("", |u| u.as_str())
         .trim_end_matches('/');
     let model = config.llm.model.as_deref().unwrap_or_default();
-    let mut req = http.get(format!("{base}/models"));
+    let mut req = if anthropic {
+        let root = base.strip_suffix("/v1").unwrap_or(base);
+        http.get(format!("{root}/v1/models"))
+            .header("anthropic-version", crate::llm::ANTHROPIC_VERSION)
+    } else {
+        http.get(format!("{base}/models"))
+    };
     if let Some(key) = &config.llm.api_key {
-        req = req.bearer_auth(key.expose());
+        req = if anthropic {
+            req.header("x-api-key", key.expose())
+        } else {
+            req.bearer_auth(key.expose())
+        };
     }
     let resp = match req.send().await {
         Ok(r) => r,

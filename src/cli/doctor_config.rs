@@ -8,7 +8,7 @@ use figment::providers::{Format, Toml};
 use figment::Figment;
 
 use super::doctor::Check;
-use crate::config::{Config, LoadOptions};
+use crate::config::{Config, LoadOptions, Transport};
 
 /// Where one `[llm]` key got its value, in the loader's precedence: `HERALD_LLM__<KEY>`, then
 /// the file, then the conventional `OPENAI_<KEY>`, then the default.
@@ -35,50 +35,59 @@ fn source(opts: &LoadOptions, key: &str, conventional: Option<&str>, set: bool) 
     "default".to_string()
 }
 
-/// One line: each model key's value (the key masked) and its source.
+/// One line: each model key's value (the key masked) and its source: the provider (and its
+/// transport), and the variable or file the key came from, never the key.
 pub fn model_sources(opts: &LoadOptions, config: &Config) -> Check {
     let llm = &config.llm;
     let provider = format!("{:?}", llm.provider).to_lowercase();
     let effective = format!("{:?}", config.provider_kind()).to_lowercase();
     let shown = |v: Option<&str>| v.map_or("unset".to_string(), str::to_string);
+    let preset = config.provider_kind().preset();
+    let (base_env, model_env) = match preset {
+        Some(p) => (
+            p.base_url_env,
+            p.model_env
+                .or((p.transport == Transport::OpenAi).then_some("OPENAI_MODEL")),
+        ),
+        None => (Some("OPENAI_BASE_URL"), Some("OPENAI_MODEL")),
+    };
+    let mut base_source = source(opts, "base_url", base_env, llm.base_url.is_some());
+    if base_source == "default" && llm.base_url.is_some() {
+        if let Some(p) = preset {
+            base_source = format!("the {} preset", p.name);
+        }
+    }
+    let key_source = match llm.api_key_from {
+        Some(var) => var.to_string(),
+        None => source(opts, "api_key", None, llm.api_key.is_some()),
+    };
     let parts = [
         format!(
-            "provider {provider}{} ({})",
+            "provider {provider}{} ({}; {:?} transport)",
             if provider == effective {
                 String::new()
             } else {
                 format!(" → {effective}")
             },
-            source(opts, "provider", None, true)
+            source(opts, "provider", None, true),
+            config.transport(),
         ),
         format!(
-            "base_url {} ({})",
+            "base_url {} ({base_source})",
             shown(llm.base_url.as_ref().map(|u| u.as_str())),
-            source(
-                opts,
-                "base_url",
-                Some("OPENAI_BASE_URL"),
-                llm.base_url.is_some()
-            )
         ),
         format!(
             "model {} ({})",
             shown(llm.model.as_deref()),
-            source(opts, "model", Some("OPENAI_MODEL"), llm.model.is_some())
+            source(opts, "model", model_env, llm.model.is_some())
         ),
         format!(
-            "api_key {} ({})",
+            "api_key {} ({key_source})",
             if llm.api_key.is_some() {
                 "***"
             } else {
                 "unset"
             },
-            source(
-                opts,
-                "api_key",
-                Some("OPENAI_API_KEY"),
-                llm.api_key.is_some()
-            )
         ),
     ];
     Check::Ok(parts.join("; "))

@@ -8,7 +8,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Deserializer};
 
-use super::{validate, Config, ConfigUrl, Secret};
+use super::{validate, Config, ConfigUrl, Secret, Transport};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -69,6 +69,7 @@ pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
     if opts.use_env {
         apply_conventional_env(&mut config, |k| std::env::var(k).ok())?;
     }
+    super::providers::apply_presets(&mut config);
     if let Some(d) = &opts.data_dir {
         config.server.data_dir = d.clone();
     }
@@ -84,10 +85,11 @@ pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
 
 /// Parses a TOML string on top of the defaults (tests, `herald doctor`).
 pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
-    let config: Config = Figment::from(Serialized::defaults(Config::default()))
+    let mut config: Config = Figment::from(Serialized::defaults(Config::default()))
         .merge(Toml::string(text))
         .extract()
         .map_err(|e| ConfigError::Invalid(flatten_figment_error(e)))?;
+    super::providers::apply_presets(&mut config);
     validate(&config)?;
     Ok(config)
 }
@@ -99,16 +101,31 @@ fn flatten_figment_error(e: figment::Error) -> String {
         .join("; ")
 }
 
-/// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL` and `TELEGRAM_BOT_TOKEN` fill keys the
-/// Herald variables left unset. An `OPENAI_BASE_URL` that is not a URL is an error naming
-/// `llm.base_url`, as the same text in the file would be.
+/// The provider's conventional variables (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`;
+/// `ANTHROPIC_*` with the anthropic preset; `OPENROUTER_API_KEY`, … for the others), then
+/// `TELEGRAM_BOT_TOKEN` and `DISCORD_BOT_TOKEN`, fill keys the Herald variables left unset. A
+/// base URL variable that is not a URL is an error naming `llm.base_url`, as the same text in
+/// the file would be.
 pub(crate) fn apply_conventional_env(
     config: &mut Config,
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<(), ConfigError> {
     let nonempty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
-    if config.llm.base_url.is_none() {
-        if let Some(text) = nonempty("OPENAI_BASE_URL") {
+    let (base_env, key_env, model_env) = match config.llm.provider.preset() {
+        Some(p) => (
+            p.base_url_env,
+            p.key_env,
+            p.model_env
+                .or((p.transport == Transport::OpenAi).then_some("OPENAI_MODEL")),
+        ),
+        None => (
+            Some("OPENAI_BASE_URL"),
+            Some("OPENAI_API_KEY"),
+            Some("OPENAI_MODEL"),
+        ),
+    };
+    if let (None, Some(var)) = (&config.llm.base_url, base_env) {
+        if let Some(text) = nonempty(var) {
             let url = ConfigUrl::parse(&text).map_err(|_| ConfigError::Key {
                 key: "llm.base_url",
                 message: super::validate::not_a_base_url(&text),
@@ -116,11 +133,21 @@ pub(crate) fn apply_conventional_env(
             config.llm.base_url = Some(url);
         }
     }
-    if config.llm.api_key.is_none() {
-        config.llm.api_key = nonempty("OPENAI_API_KEY").map(Secret::new);
+    if let (None, Some(var)) = (&config.llm.api_key, key_env) {
+        config.llm.api_key = nonempty(var).map(Secret::new);
+        config.llm.api_key_from = config.llm.api_key.as_ref().map(|_| var);
     }
-    if config.llm.model.is_none() {
-        config.llm.model = nonempty("OPENAI_MODEL");
+    if let (None, Some(var)) = (&config.llm.model, model_env) {
+        config.llm.model = nonempty(var);
+    }
+    let get: &dyn Fn(&str) -> Option<String> = &get;
+    for e in config
+        .llm
+        .fallbacks
+        .iter_mut()
+        .chain(config.handoff.writer.iter_mut())
+    {
+        super::providers::fill_endpoint(e, Some(get));
     }
     if config.telegram.token.is_none() {
         config.telegram.token = nonempty("TELEGRAM_BOT_TOKEN").map(Secret::new);
@@ -221,8 +248,14 @@ mod tests {
             ("[web]\ntoken = \"  \"", "web.token: is empty"),
             ("[web]\ntrust_loopback = false", "web.token: required when web.trust_loopback"),
             (
-                "[llm]\nprovider = \"openai\"\nmodel = \"m\"",
+                "[llm]\nprovider = \"auto\"\nmodel = \"m\"",
                 "llm.base_url",
+            ),
+            ("[llm]\nprovider = \"anthropic\"", "llm.model"),
+            ("[llm]\nprovider = \"opneai\"", "opneai"),
+            (
+                "[[llm.fallbacks]]\nprovider = \"echo\"\nbase_url = \"http://h/v1\"\nmodel = \"m\"",
+                "llm.fallbacks: entry 0: provider must name",
             ),
             ("[llm]\nbase_url = \"http://x/v1\"", "llm.model"),
             (

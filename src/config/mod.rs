@@ -12,6 +12,7 @@ mod mcp;
 mod media;
 mod memory;
 mod platforms;
+mod providers;
 mod secret;
 mod shards;
 mod streaming;
@@ -33,6 +34,7 @@ pub use memory::{
     check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, PeopleError, Person,
 };
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
+pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamingConfig, MIN_EDIT_INTERVAL_MS};
@@ -123,39 +125,21 @@ impl Default for StoreConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// OpenAI-compatible when a base URL or model is configured, otherwise `none`.
-    Auto,
-    Openai,
-    /// Answers with the user's own text: for demos and tests, never for production.
-    Echo,
-    /// No model: every turn answers with one line saying how to configure one.
-    None,
-}
-
-/// One OpenAI-compatible endpoint.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Endpoint {
-    /// Required in a list entry (validation names the entry without it).
-    pub base_url: Option<ConfigUrl>,
-    pub api_key: Option<Secret>,
-    pub model: String,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
+    /// A preset (`openai`, `anthropic`, `openrouter`, …; see `providers.rs`), `auto`, `echo`
+    /// or `none`. A preset fills the base URL and names the variable the key comes from.
     pub provider: ProviderKind,
     /// e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`. Falls back to
-    /// `OPENAI_BASE_URL`.
+    /// the preset's variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), then its default.
     pub base_url: Option<ConfigUrl>,
-    /// Falls back to `OPENAI_API_KEY`.
+    /// Falls back to the preset's variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …).
     pub api_key: Option<Secret>,
-    /// Falls back to `OPENAI_MODEL`.
+    /// Falls back to `OPENAI_MODEL` (`ANTHROPIC_MODEL` with the anthropic preset).
     pub model: Option<String>,
+    /// Most tokens one answer may have (Anthropic's required `max_tokens`).
+    pub max_tokens: u32,
     /// Per-request timeout.
     pub timeout_secs: u64,
     /// Retries of one provider on rate limits and transient errors before falling back.
@@ -169,6 +153,9 @@ pub struct LlmConfig {
     /// The model takes images: photos, image documents and tools' images are sent as image
     /// parts. Off: the model is told an image arrived that it cannot see.
     pub vision: bool,
+    /// The variable that filled `api_key`, set by the loader (never read from the file).
+    #[serde(skip)]
+    pub api_key_from: Option<&'static str>,
 }
 
 impl Default for LlmConfig {
@@ -178,12 +165,14 @@ impl Default for LlmConfig {
             base_url: None,
             api_key: None,
             model: None,
+            max_tokens: 4096,
             timeout_secs: 120,
             max_retries: 3,
             max_retry_after_secs: 60,
             context_window: None,
             fallbacks: Vec::new(),
             vision: false,
+            api_key_from: None,
         }
     }
 }
@@ -431,5 +420,10 @@ impl Config {
             ProviderKind::Auto => ProviderKind::None,
             other => other,
         }
+    }
+
+    /// The wire format of the main provider (after `auto` is resolved).
+    pub fn transport(&self) -> Transport {
+        self.provider_kind().transport()
     }
 }

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use super::load::ConfigError;
-use super::{Config, ProviderKind, TelegramMode};
+use super::{Config, ProviderKind, TelegramMode, Transport};
 
 /// Every rule, section by section; the first one broken is the error.
 pub fn validate(c: &Config) -> Result<(), ConfigError> {
@@ -137,38 +137,56 @@ fn streaming(c: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `[llm]`: an OpenAI-compatible provider needs a URL and a model, and so does each fallback.
+/// `[llm]`: a model provider needs a URL and a model (a preset fills the URL), and so does each
+/// fallback and writer entry; an Anthropic answer needs a token budget.
 fn llm(c: &Config) -> Result<(), ConfigError> {
-    if c.provider_kind() == ProviderKind::Openai {
+    if matches!(c.transport(), Transport::OpenAi | Transport::Anthropic) {
         if c.llm.base_url.is_none() {
             return Err(key_error("llm.base_url", not_a_base_url("")));
         }
         if c.llm.model.as_deref().unwrap_or("").is_empty() {
             return Err(key_error(
                 "llm.model",
-                "a model name is required with an OpenAI-compatible provider \
-                 (set HERALD_LLM__MODEL or OPENAI_MODEL)",
+                "a model name is required with a model provider \
+                 (set HERALD_LLM__MODEL, OPENAI_MODEL or ANTHROPIC_MODEL)",
             ));
         }
     }
-    for (i, f) in c.llm.fallbacks.iter().enumerate() {
-        if f.base_url.is_none() || f.model.is_empty() {
-            return Err(key_error(
-                "llm.fallbacks",
-                format!("entry {i} needs a base_url URL and a model"),
-            ));
+    for (key, list) in [
+        ("llm.fallbacks", &c.llm.fallbacks),
+        ("handoff.writer", &c.handoff.writer),
+    ] {
+        for (i, f) in list.iter().enumerate() {
+            if f.base_url.is_none() || f.model.is_empty() {
+                return Err(key_error(
+                    key,
+                    format!("entry {i} needs a base_url URL (or a provider preset) and a model"),
+                ));
+            }
+            if matches!(
+                f.provider,
+                Some(ProviderKind::Echo | ProviderKind::None | ProviderKind::Auto)
+            ) {
+                return Err(key_error(
+                    key,
+                    format!("entry {i}: provider must name a model provider preset"),
+                ));
+            }
         }
     }
     if c.llm.timeout_secs == 0 {
         return Err(key_error("llm.timeout_secs", "must be at least 1"));
     }
+    if c.llm.max_tokens == 0 {
+        return Err(key_error("llm.max_tokens", "must be at least 1"));
+    }
     Ok(())
 }
 
-/// The `llm.base_url` message, also given when `OPENAI_BASE_URL` is not a URL.
+/// The `llm.base_url` message, also given when a base URL variable is not a URL.
 pub(super) fn not_a_base_url(text: &str) -> String {
     format!(
-        "{text:?} is not a URL (set HERALD_LLM__BASE_URL or OPENAI_BASE_URL, \
+        "{text:?} is not a URL (set HERALD_LLM__BASE_URL, OPENAI_BASE_URL or ANTHROPIC_BASE_URL, \
          e.g. https://api.openai.com/v1)"
     )
 }

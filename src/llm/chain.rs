@@ -97,6 +97,7 @@ impl ProviderChain {
                 gen_ai.usage.input_tokens = Empty,
                 gen_ai.usage.output_tokens = Empty,
                 gen_ai.usage.cache_read_tokens = Empty,
+                gen_ai.usage.cache_write_tokens = Empty,
             );
             let result = (|| attempt(provider))
                 .retry(backoff)
@@ -125,6 +126,7 @@ impl ProviderChain {
                     );
                     span.record("gen_ai.usage.output_tokens", resp.usage.output);
                     span.record("gen_ai.usage.cache_read_tokens", resp.usage.cache_read);
+                    span.record("gen_ai.usage.cache_write_tokens", resp.usage.cache_write);
                     metrics::counter!("herald_llm_calls_total", "provider" => name.clone(), "outcome" => "ok").increment(1);
                     metrics::histogram!("herald_llm_call_duration_seconds", "provider" => name.clone()).record(elapsed);
                     for (bucket, n) in [
@@ -135,6 +137,8 @@ impl ProviderChain {
                     ] {
                         metrics::counter!("herald_llm_tokens_total", "provider" => name.clone(), "bucket" => bucket).increment(n);
                     }
+                    metrics::counter!("herald_llm_cache_read_tokens_total", "provider" => name.clone()).increment(resp.usage.cache_read);
+                    metrics::counter!("herald_llm_cache_write_tokens_total", "provider" => name.clone()).increment(resp.usage.cache_write);
                     return Ok(resp);
                 }
                 Err(e) => {

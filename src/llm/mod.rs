@@ -1,10 +1,14 @@
-//! Model providers: the OpenAI-compatible client, the demo providers, and the retry and
-//! fallback chain around them.
+//! Model providers: the OpenAI-compatible client, the native Anthropic client (with its cache
+//! plan), the demo providers, and the retry and fallback chain around them.
 //!
 //! Errors are classified by what the agent loop does next ([`LlmError::is_retryable`]): wait
 //! and retry (rate limits, timeouts, 5xx), move to the next provider, or give up with a clear
 //! line to the user. Usage is normalized into fresh input / output / cache read / cache write.
 
+mod anthropic;
+mod anthropic_cache;
+mod anthropic_stream;
+mod anthropic_wire;
 mod build;
 mod chain;
 mod content;
@@ -20,6 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{Role, ToolCall};
 
+pub use anthropic::{AnthropicProvider, ANTHROPIC_VERSION};
+pub use anthropic_cache::CachePlan;
 pub use build::{main_chain, writer_chain};
 pub use chain::{ProviderChain, RetryPolicy};
 pub use content::{Blob, Part, IMAGE_TOKENS};
@@ -216,7 +222,7 @@ impl LlmError {
 
 #[async_trait]
 pub trait Provider: Send + Sync {
-    /// Name for logs and metrics (`openai:<model>`, `echo`).
+    /// Name for logs and metrics (`openai:<model>`, `anthropic:<model>`, `echo`).
     fn name(&self) -> String;
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
 

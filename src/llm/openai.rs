@@ -225,7 +225,7 @@ pub(super) fn classify_transport(e: reqwest::Error) -> LlmError {
 }
 
 /// `Retry-After` as seconds or an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let v = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = v.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));

@@ -17,6 +17,8 @@ pub mod backends;
 #[cfg(feature = "fakes")]
 pub mod db;
 #[cfg(feature = "fakes")]
+pub mod fake_anthropic;
+#[cfg(feature = "fakes")]
 pub mod fake_discord;
 #[cfg(feature = "fakes")]
 pub mod fake_llm;

@@ -128,6 +128,9 @@ pub const CONVENTIONAL_VARS: &[&str] = &[
     "OPENAI_MODEL",
     "TELEGRAM_BOT_TOKEN",
     "DISCORD_BOT_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_MODEL",
 ];
 
 pub fn all_source() -> String {
