@@ -234,7 +234,10 @@ impl Endpoint {
 
 /// Fills an endpoint's unset base URL from its preset, and (with `get`) its unset key from the
 /// preset's variable.
-pub(crate) fn fill_endpoint(e: &mut Endpoint, get: Option<&dyn Fn(&str) -> Option<String>>) {
+/// Reads one environment variable (the real environment, or a test's table).
+pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+pub(crate) fn fill_endpoint(e: &mut Endpoint, get: Option<EnvLookup<'_>>) {
     let Some(preset) = e.provider.and_then(ProviderKind::preset) else {
         return;
     };

@@ -48,10 +48,10 @@ pub struct Cache {
 
 /// An `invalid_request_error` message when the body is one the real API refuses.
 pub fn shape(body: &Value) -> Result<(), String> {
-    if !body["model"].as_str().is_some_and(|m| !m.is_empty()) {
+    if body["model"].as_str().is_none_or(str::is_empty) {
         return Err("model: Field required".into());
     }
-    if !body["max_tokens"].as_u64().is_some_and(|n| n > 0) {
+    if body["max_tokens"].as_u64().is_none_or(|n| n == 0) {
         return Err("max_tokens: Field required".into());
     }
     if let Some(system) = body.get("system") {
