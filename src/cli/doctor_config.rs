@@ -63,14 +63,14 @@ pub fn model_sources(opts: &LoadOptions, config: &Config) -> Check {
     };
     let parts = [
         format!(
-            "provider {provider}{} ({}; {:?} transport)",
+            "provider {provider}{} ({}), {} transport",
             if provider == effective {
                 String::new()
             } else {
                 format!(" → {effective}")
             },
             source(opts, "provider", None, true),
-            config.transport(),
+            config.transport().label(),
         ),
         format!(
             "base_url {} ({base_source})",

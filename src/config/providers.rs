@@ -45,6 +45,18 @@ pub enum Transport {
     None,
 }
 
+impl Transport {
+    /// How doctor names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Transport::OpenAi => "OpenAI-compatible",
+            Transport::Anthropic => "Anthropic Messages",
+            Transport::Echo => "echo",
+            Transport::None => "no",
+        }
+    }
+}
+
 /// Where the context window of a preset's model comes from when `llm.context_window` is unset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WindowSource {
