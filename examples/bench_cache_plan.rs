@@ -95,6 +95,7 @@ fn cost(b: &Bill) -> f64 {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -1,5 +1,6 @@
-//! The model's context window: from `[llm] context_window`, else from the provider's model
-//! list (`GET {base_url}/models`), else 32k.
+//! The model's context window: from `[llm] context_window`, else the provider preset's fixed
+//! size (Anthropic: 200k), else from the provider's model list (`GET {base_url}/models`), else
+//! 32k.
 //!
 //! The list is asked once per (endpoint, model) per process and the answer, or the default
 //! after a failure, is cached: a turn must never wait on it twice. It must not guess from the
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::LlmConfig;
+use crate::config::{LlmConfig, WindowSource};
 
 pub const DEFAULT_WINDOW: usize = 32_768;
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -33,6 +34,11 @@ fn cache() -> &'static Mutex<HashMap<String, usize>> {
 /// The window in tokens for the configured primary model.
 pub async fn context_window(llm: &LlmConfig) -> usize {
     if let Some(w) = llm.context_window.filter(|w| *w > 0) {
+        return w as usize;
+    }
+    // A provider whose models all share one window (Anthropic) needs no model list. Any other
+    // is asked: an OpenAI-compatible server behind `provider = "openai"` may well say.
+    if let Some(WindowSource::Fixed(w)) = llm.provider.preset().map(|p| p.window) {
         return w as usize;
     }
     let (Some(base), Some(model)) = (
@@ -140,5 +146,24 @@ mod tests {
         for (body, want) in table {
             assert_eq!(window_from_list(&body, "m"), want, "{body}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_anthropic_model_has_its_window_without_a_model_list() {
+        use crate::config::{ConfigUrl, ProviderKind};
+        let mut llm = LlmConfig {
+            provider: ProviderKind::Anthropic,
+            model: Some("claude-x".into()),
+            // Nothing listens here: asking the model list would fall back to 32k.
+            base_url: Some(ConfigUrl::parse("http://127.0.0.1:9/v1").unwrap()),
+            ..LlmConfig::default()
+        };
+        assert_eq!(context_window(&llm).await, 200_000);
+        llm.context_window = Some(50_000);
+        assert_eq!(
+            context_window(&llm).await,
+            50_000,
+            "the operator's value wins"
+        );
     }
 }
