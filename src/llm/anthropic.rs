@@ -142,13 +142,8 @@ impl AnthropicProvider {
     }
 
     /// The key cut out of any text that may reach a log or a row (see the OpenAI client).
-    fn redacted(&self, mut text: String) -> String {
-        if let Some(key) = self.api_key.as_ref().filter(|k| !k.expose().is_empty()) {
-            if text.contains(key.expose()) {
-                text = text.replace(key.expose(), "***");
-            }
-        }
-        text
+    fn redacted(&self, text: String) -> String {
+        super::openai::without_key(text, self.api_key.as_ref())
     }
 }
 

@@ -15,6 +15,7 @@ mod content;
 mod echo;
 mod openai;
 mod openai_stream;
+mod openai_wire;
 mod stream;
 
 use std::time::Duration;
