@@ -10,7 +10,8 @@ use tracing::Instrument;
 
 use crate::domain::{Role, ToolCall};
 use crate::llm::{
-    ChatMessage, ChatRequest, DeltaSink, LlmError, Part, ProviderChain, ToolSpec, Usage,
+    CallOpts, ChatMessage, ChatRequest, DeltaSink, LlmError, Meter, Part, ProviderChain, ToolSpec,
+    Usage,
 };
 use crate::store::{NewMessage, StoredMessage};
 
@@ -50,6 +51,8 @@ pub struct TurnInput<'a> {
     /// Text of a model call that ends in tool calls is shown, then restarted: only the final
     /// answer remains.
     pub sink: Option<&'a dyn DeltaSink>,
+    /// Reserves and settles each model call of the turn (the budget); `None`: unmetered.
+    pub meter: Option<&'a dyn Meter>,
     /// The in-loop context check between tool iterations (`None`: off).
     pub in_turn: Option<InTurnBudget>,
     /// Told what the turn starts doing (a model call, a tool), for `/status`.
@@ -58,6 +61,16 @@ pub struct TurnInput<'a> {
     pub vision: bool,
     /// Where files a tool returns are kept (the tool row references them by hash).
     pub media_cache: &'a crate::media::MediaCache,
+}
+
+impl TurnInput<'_> {
+    /// How each of the turn's model calls is made: streamed to its sink, metered by its meter.
+    pub fn call_opts(&self) -> CallOpts<'_> {
+        CallOpts {
+            sink: self.sink,
+            meter: self.meter,
+        }
+    }
 }
 
 /// Hears the steps of a running turn as they start; display state only.
@@ -140,14 +153,14 @@ pub async fn run_turn(
         if let Some(p) = input.progress {
             p.model_call();
         }
-        let resp = chain.chat_with(&req, input.sink).await?;
+        let resp = chain.call(&req, input.call_opts()).await?;
         out.model_calls += 1;
         out.usage.add(resp.usage);
         out.prompt_readings.push(resp.usage.prompt_total());
         if resp.tool_calls.is_empty() {
             if is_empty(&resp.content) && !out.messages.is_empty() {
                 // No text after tools: one more call without tools asks for the answer.
-                return final_call(chain, wire, out, input.sink, input.progress).await;
+                return final_call(chain, wire, out, &input).await;
             }
             return Ok(finish(out, resp.content));
         }
@@ -177,7 +190,7 @@ pub async fn run_turn(
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.
-    final_call(chain, wire, out, input.sink, input.progress).await
+    final_call(chain, wire, out, &input).await
 }
 
 /// Runs one answer's tool calls in emission order; each result becomes a stored row (whole,
@@ -261,20 +274,19 @@ async fn final_call(
     chain: &ProviderChain,
     wire: Vec<ChatMessage>,
     mut out: TurnOutput,
-    sink: Option<&dyn DeltaSink>,
-    progress: Option<&dyn TurnProgress>,
+    input: &TurnInput<'_>,
 ) -> Result<TurnOutput, TurnError> {
-    if let Some(sink) = sink {
+    if let Some(sink) = input.sink {
         sink.restart();
     }
-    if let Some(p) = progress {
+    if let Some(p) = input.progress {
         p.model_call();
     }
     let req = ChatRequest {
         messages: wire,
         tools: Vec::new(),
     };
-    let resp = chain.chat_with(&req, sink).await?;
+    let resp = chain.call(&req, input.call_opts()).await?;
     out.model_calls += 1;
     out.usage.add(resp.usage);
     out.prompt_readings.push(resp.usage.prompt_total());

@@ -10,7 +10,7 @@ use backon::{ExponentialBuilder, Retryable};
 use tracing::field::Empty;
 use tracing::Instrument;
 
-use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider};
+use super::{CallOpts, ChatRequest, ChatResponse, DeltaSink, LlmError, Provider};
 
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
@@ -51,17 +51,28 @@ impl ProviderChain {
 
     /// Sends the request to the first provider that answers, retrying each as the policy says.
     pub async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.chat_with(req, None).await
+        self.call(req, CallOpts::default()).await
     }
 
-    /// [`ProviderChain::chat`], streamed to `sink` when there is one. Every attempt after the
-    /// first (a retry or a fallback) restarts the sink first, so what it shows is always one
-    /// attempt's text.
+    /// [`ProviderChain::chat`], streamed to `sink` when there is one.
     pub async fn chat_with(
         &self,
         req: &ChatRequest,
         sink: Option<&dyn DeltaSink>,
     ) -> Result<ChatResponse, LlmError> {
+        self.call(req, CallOpts { sink, meter: None }).await
+    }
+
+    /// The request, streamed and metered as `opts` says. Every attempt after the first (a
+    /// retry or a fallback) restarts the sink first, so what it shows is always one attempt's
+    /// text. The meter reserves before each provider is asked (its model has its own price)
+    /// and settles once that provider has answered or given up; a refusal ends the call.
+    pub async fn call(
+        &self,
+        req: &ChatRequest,
+        opts: CallOpts<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let sink = opts.sink;
         let attempts = std::sync::atomic::AtomicU32::new(0);
         let attempt = |provider: &Arc<dyn Provider>| {
             let provider = provider.clone();
@@ -90,6 +101,11 @@ impl ProviderChain {
             let started = Instant::now();
             // One span per provider (retries included), a child of the turn; the token usage
             // attributes follow OpenTelemetry's gen_ai names.
+            let model = provider.model();
+            let hold = match opts.meter {
+                Some(meter) => Some(meter.reserve(&model, req).await?),
+                None => None,
+            };
             let span = tracing::info_span!(
                 "llm.call",
                 provider = %name,
@@ -117,6 +133,11 @@ impl ProviderChain {
                 .instrument(span.clone())
                 .await;
             let elapsed = started.elapsed().as_secs_f64();
+            if let (Some(meter), Some(hold)) = (opts.meter, hold) {
+                meter
+                    .settle(hold, &model, result.as_ref().ok().map(|r| r.usage))
+                    .await;
+            }
             match result {
                 Ok(resp) => {
                     span.record("outcome", "ok");

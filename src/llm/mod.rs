@@ -140,6 +140,10 @@ pub enum LlmError {
     BadResponse(String),
     #[error("no model is configured")]
     NotConfigured,
+    /// A spending cap (or an unpriced model with caps on) refused the call before it was
+    /// sent; the text is the one line the person sees.
+    #[error("refused by the budget: {0}")]
+    OverBudget(String),
 }
 
 impl LlmError {
@@ -190,6 +194,7 @@ impl LlmError {
             LlmError::Rejected { .. } => "rejected",
             LlmError::BadResponse(_) => "bad_response",
             LlmError::NotConfigured => "not_configured",
+            LlmError::OverBudget(_) => "over_budget",
         }
     }
 
@@ -217,14 +222,47 @@ impl LlmError {
                 "The model provider refused the request (HTTP {status}); the operator needs to check the model settings."
             ),
             LlmError::NotConfigured => NOT_CONFIGURED_REPLY.into(),
+            LlmError::OverBudget(line) => line.clone(),
         }
     }
+}
+
+/// Hears every model call before it is sent and after it ends: where the budget reserves a
+/// call's worst case and settles it to what was billed. One meter serves one turn (or one
+/// capsule), so it knows whom the spending belongs to; a child agent's calls use its parent's.
+#[async_trait]
+pub trait Meter: Send + Sync {
+    /// Before `model` is asked `req`. An error refuses the call: it is not sent, not retried,
+    /// and no fallback is tried.
+    async fn reserve(&self, model: &str, req: &ChatRequest) -> Result<Hold, LlmError>;
+    /// After the call: `Some(usage)` when the provider answered (its bill), `None` when it
+    /// failed (the hold is released).
+    async fn settle(&self, hold: Hold, model: &str, usage: Option<Usage>);
+}
+
+/// A reservation made by a [`Meter`], handed back to it when the call ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hold(pub i64);
+
+/// How one call is made: streamed to a sink, metered, both or neither.
+#[derive(Clone, Copy, Default)]
+pub struct CallOpts<'a> {
+    pub sink: Option<&'a dyn DeltaSink>,
+    pub meter: Option<&'a dyn Meter>,
 }
 
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// Name for logs and metrics (`openai:<model>`, `anthropic:<model>`, `echo`).
     fn name(&self) -> String;
+    /// The model id the provider asks for (what prices are matched against).
+    fn model(&self) -> String {
+        let name = self.name();
+        match name.split_once(':') {
+            Some((_, model)) => model.to_string(),
+            None => name,
+        }
+    }
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
 
     /// The same answer as [`Provider::chat`], its text shown to `sink` as it is written.
