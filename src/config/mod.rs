@@ -6,6 +6,7 @@
 
 mod address;
 mod agent;
+mod budget;
 mod handoff;
 mod load;
 mod mcp;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub use address::ConfigUrl;
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
+pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
@@ -67,6 +69,7 @@ pub struct Config {
     pub streaming: StreamingConfig,
     pub mcp: McpConfig,
     pub media: MediaConfig,
+    pub budget: BudgetConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -19,6 +19,9 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     discord(c)?;
     telemetry(c)?;
     media(c)?;
+    if let Err((key, message)) = c.budget.check() {
+        return Err(ConfigError::Key { key, message });
+    }
     if let Err((key, message)) = c.memory.check() {
         return Err(ConfigError::Key { key, message });
     }

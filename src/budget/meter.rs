@@ -1,0 +1,227 @@
+//! The meter of one turn: before each model call it reserves the call's worst case under every
+//! cap that applies to the payer (refusing the call when one would pass), after the call it
+//! settles the hold to the bill, and it sums what the turn spent for the turn's row.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::{Budget, Payer};
+use crate::llm::{ChatRequest, Hold, LlmError, Meter, Usage};
+use crate::store::{Billed, CapHit, NewHold};
+
+/// How long a hold counts when its call never settles (the process died mid-call).
+const HOLD_TTL_MS: i64 = 15 * 60 * 1000;
+
+/// What a turn's calls billed and cost (`cost` is `None` once any call's cost was unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spent {
+    pub billed: Billed,
+    pub cost: Option<i64>,
+    pub calls: u32,
+}
+
+impl Default for Spent {
+    fn default() -> Self {
+        Spent {
+            billed: Billed::default(),
+            cost: Some(0),
+            calls: 0,
+        }
+    }
+}
+
+pub struct TurnMeter {
+    budget: Arc<Budget>,
+    payer: Payer,
+    spent: Mutex<Spent>,
+}
+
+impl TurnMeter {
+    pub(super) fn new(budget: Arc<Budget>, payer: Payer) -> TurnMeter {
+        TurnMeter {
+            budget,
+            payer,
+            spent: Mutex::new(Spent::default()),
+        }
+    }
+
+    pub fn payer(&self) -> &Payer {
+        &self.payer
+    }
+
+    /// What the turn's calls have billed so far.
+    pub fn spent(&self) -> Spent {
+        *self.spent.lock().expect("spent lock")
+    }
+
+    /// The same payer, for a child agent's calls: they count with the parent's turn.
+    pub fn child(&self) -> TurnMeter {
+        TurnMeter::new(
+            self.budget.clone(),
+            Payer {
+                cause: "child",
+                ..self.payer.clone()
+            },
+        )
+    }
+
+    fn refuse(&self, hit: &CapHit, period: &super::Period) -> LlmError {
+        metrics::counter!("herald_budget_cap_hits_total", "cap" => cap_kind(&hit.cap)).increment(1);
+        tracing::info!(cap = %hit.cap, spent = hit.spent, limit = hit.limit, lane = %self.payer.lane,
+            "a spending cap refused a model call");
+        LlmError::OverBudget(self.budget.refusal(hit, period))
+    }
+
+    /// After a settle: tells the approvers once when a cap passes `warn_at`.
+    async fn warn_if_near(&self, period: &super::Period) {
+        let Some(events) = self.budget.events() else {
+            return;
+        };
+        let store = self.budget.store();
+        for cap in self.budget.caps(&self.payer, period) {
+            let Ok(spent) = store.spend_sum(&cap.scope).await else {
+                return;
+            };
+            let granted = store
+                .spend_granted(&cap.cap, &cap.period)
+                .await
+                .unwrap_or(0);
+            let limit = cap.limit.saturating_add(granted);
+            if (spent as f64) < limit as f64 * self.budget.config.warn_at {
+                continue;
+            }
+            if let Ok(true) = store
+                .budget_notice_once(&cap.cap, &cap.period, "near")
+                .await
+            {
+                let hit = CapHit {
+                    cap: cap.cap.clone(),
+                    period: cap.period.clone(),
+                    limit,
+                    spent,
+                };
+                events.cap_near(&hit, &self.payer).await;
+            }
+        }
+    }
+}
+
+/// The cap's kind without its subject, for a metric label (`person_daily`, not a person).
+fn cap_kind(cap: &str) -> &'static str {
+    match cap.split_once(':').map_or(cap, |(k, _)| k) {
+        "daily" => "daily",
+        "monthly" => "monthly",
+        "person_daily" => "person_daily",
+        "cron_run" => "cron_run",
+        _ => "other",
+    }
+}
+
+/// A worst-case guess of the request's prompt tokens: a token per three bytes of text (no
+/// script packs more), each image or audio part at its own estimate, the tool schemas included.
+fn prompt_bound(req: &ChatRequest) -> u64 {
+    let mut bytes = serde_json::to_string(&req.tools).map_or(0, |s| s.len());
+    let mut parts = 0usize;
+    for m in &req.messages {
+        bytes += m.content.as_deref().map_or(0, str::len) + 8;
+        for c in &m.tool_calls {
+            bytes += c.name.len() + c.arguments.len();
+        }
+        parts += m.parts.iter().map(crate::llm::Part::tokens).sum::<usize>();
+    }
+    (bytes.div_ceil(3) + parts) as u64
+}
+
+#[async_trait]
+impl Meter for TurnMeter {
+    async fn reserve(&self, model: &str, req: &ChatRequest) -> Result<Hold, LlmError> {
+        let budget = &self.budget;
+        let capped = budget.capped(&self.payer);
+        let rates = budget.prices.rates(model);
+        let worst = rates.and_then(|r| r.worst_case(prompt_bound(req), budget.max_output));
+        if capped && worst.is_none() {
+            metrics::counter!("herald_budget_cap_hits_total", "cap" => "unpriced").increment(1);
+            tracing::warn!(
+                model,
+                "a spending cap is on and the model has no price; call refused"
+            );
+            return Err(LlmError::OverBudget(budget.unpriced(model)));
+        }
+        let now = chrono::Utc::now();
+        let period = budget.period(now);
+        let hold = NewHold {
+            lane: self.payer.lane.clone(),
+            person: self.payer.person.clone(),
+            job: self.payer.job.clone(),
+            run: self.payer.run.clone(),
+            cause: self.payer.cause.to_string(),
+            model: model.to_string(),
+            day: period.day.clone(),
+            month: period.month.clone(),
+            held: worst.unwrap_or(0),
+            expires_at: now.timestamp_millis() + HOLD_TTL_MS,
+        };
+        let caps = budget.caps(&self.payer, &period);
+        match budget.store().spend_reserve(&hold, &caps).await {
+            Ok(Ok(id)) => Ok(Hold(id)),
+            Ok(Err(hit)) => {
+                if let Some(events) = budget.events() {
+                    events.cap_reached(&hit, &self.payer).await;
+                }
+                Err(self.refuse(&hit, &period))
+            }
+            Err(e) if capped => {
+                tracing::warn!(error = %e, "the spend ledger is unavailable; call refused");
+                Err(LlmError::Transient(format!(
+                    "spend ledger unavailable: {e}"
+                )))
+            }
+            Err(e) => {
+                // Without caps the ledger is bookkeeping: a turn does not fail over it.
+                tracing::warn!(error = %e, "the spend ledger is unavailable; call not recorded");
+                Ok(Hold(0))
+            }
+        }
+    }
+
+    async fn settle(&self, hold: Hold, model: &str, usage: Option<Usage>) {
+        let store = self.budget.store();
+        let Some(usage) = usage else {
+            if hold.0 != 0 {
+                if let Err(e) = store.spend_release(hold.0).await {
+                    tracing::warn!(error = %e, "releasing a spend hold failed; it expires on its own");
+                }
+            }
+            return;
+        };
+        let cost = self.budget.prices.rates(model).and_then(|r| r.cost(&usage));
+        let billed = Billed {
+            fresh_input: usage.fresh_input as i64,
+            output: usage.output as i64,
+            cache_read: usage.cache_read as i64,
+            cache_write: usage.cache_write as i64,
+        };
+        {
+            let mut s = self.spent.lock().expect("spent lock");
+            s.billed.fresh_input += billed.fresh_input;
+            s.billed.output += billed.output;
+            s.billed.cache_read += billed.cache_read;
+            s.billed.cache_write += billed.cache_write;
+            s.cost = s.cost.zip(cost).map(|(a, b)| a + b);
+            s.calls += 1;
+        }
+        if let Some(c) = cost {
+            metrics::counter!("herald_spend_total", "currency" => self.budget.config.currency.clone())
+                .increment(c.max(0) as u64);
+        }
+        if hold.0 == 0 {
+            return;
+        }
+        if let Err(e) = store.spend_settle(hold.0, cost, billed).await {
+            tracing::warn!(error = %e, "settling a spend hold failed; it counts at its hold until it expires");
+        }
+        self.warn_if_near(&self.budget.period(chrono::Utc::now()))
+            .await;
+    }
+}
