@@ -73,6 +73,22 @@ impl TurnMeter {
         LlmError::OverBudget(self.budget.refusal(hit, period))
     }
 
+    /// The ledger row of a call to `model` in `period`, holding `held`.
+    fn row(&self, model: &str, period: &super::Period, held: i64) -> NewHold {
+        NewHold {
+            lane: self.payer.lane.clone(),
+            person: self.payer.person.clone(),
+            job: self.payer.job.clone(),
+            run: self.payer.run.clone(),
+            cause: self.payer.cause.to_string(),
+            model: model.to_string(),
+            day: period.day.clone(),
+            month: period.month.clone(),
+            held,
+            expires_at: chrono::Utc::now().timestamp_millis() + HOLD_TTL_MS,
+        }
+    }
+
     /// After a settle: tells the approvers once when a cap passes `warn_at`.
     async fn warn_if_near(&self, period: &super::Period) {
         let Some(events) = self.budget.events() else {
@@ -148,21 +164,13 @@ impl Meter for TurnMeter {
             );
             return Err(LlmError::OverBudget(budget.unpriced(model)));
         }
-        let now = chrono::Utc::now();
-        let period = budget.period(now);
-        let hold = NewHold {
-            lane: self.payer.lane.clone(),
-            person: self.payer.person.clone(),
-            job: self.payer.job.clone(),
-            run: self.payer.run.clone(),
-            cause: self.payer.cause.to_string(),
-            model: model.to_string(),
-            day: period.day.clone(),
-            month: period.month.clone(),
-            held: worst.unwrap_or(0),
-            expires_at: now.timestamp_millis() + HOLD_TTL_MS,
-        };
+        let period = budget.period(chrono::Utc::now());
+        let hold = self.row(model, &period, worst.unwrap_or(0));
         let caps = budget.caps(&self.payer, &period);
+        if caps.is_empty() {
+            // Nothing to hold against: the call is written once, when it is billed.
+            return Ok(Hold(0));
+        }
         match budget.store().spend_reserve(&hold, &caps).await {
             Ok(Ok(id)) => Ok(Hold(id)),
             Ok(Err(hit)) => {
@@ -216,6 +224,10 @@ impl Meter for TurnMeter {
                 .increment(c.max(0) as u64);
         }
         if hold.0 == 0 {
+            let row = self.row(model, &self.budget.period(chrono::Utc::now()), 0);
+            if let Err(e) = store.spend_record(&row, cost, billed).await {
+                tracing::warn!(error = %e, "recording a model call's spend failed");
+            }
             return;
         }
         if let Err(e) = store.spend_settle(hold.0, cost, billed).await {

@@ -131,6 +131,13 @@ pub trait SpendStore: Send + Sync {
     ) -> StoreResult<Result<i64, CapHit>>;
     /// The call was billed: `cost` (`None`: unknown) and its tokens.
     async fn spend_settle(&self, id: i64, cost: Option<i64>, billed: Billed) -> StoreResult<()>;
+    /// A call that no cap applied to, written once it was billed (no hold first).
+    async fn spend_record(
+        &self,
+        row: &NewHold,
+        cost: Option<i64>,
+        billed: Billed,
+    ) -> StoreResult<()>;
     /// The call failed: its hold no longer counts.
     async fn spend_release(&self, id: i64) -> StoreResult<()>;
     /// Spent or held under `scope` now.
@@ -233,6 +240,36 @@ where
         .bind(billed.cache_read)
         .bind(billed.cache_write)
         .bind(id)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
+    async fn spend_record(
+        &self,
+        row: &NewHold,
+        cost: Option<i64>,
+        billed: Billed,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
+             held, cost, fresh_input, output, cache_read, cache_write, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'settled', 0, $10, $11, $12, $13, $14, 0)",
+        )
+        .bind(self.now_ms())
+        .bind(row.day.as_str())
+        .bind(row.month.as_str())
+        .bind(row.lane.as_str())
+        .bind(row.person.as_deref())
+        .bind(row.job.as_deref())
+        .bind(row.run.as_deref())
+        .bind(row.cause.as_str())
+        .bind(row.model.as_str())
+        .bind(cost)
+        .bind(billed.fresh_input)
+        .bind(billed.output)
+        .bind(billed.cache_read)
+        .bind(billed.cache_write)
         .execute(self.writer())
         .await?;
         Ok(())

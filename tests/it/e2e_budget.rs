@@ -268,3 +268,22 @@ async fn two_replicas_racing_one_cap_on_postgres_never_pass_it() {
     })
     .await;
 }
+
+/// Without caps nothing is held, and each call is still written once, priced, when billed.
+#[tokio::test]
+async fn without_caps_each_call_is_recorded_once_with_its_price() {
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = start(&Db::Sqlite, &llm, &data, |_| {}).await;
+    let client = Client::new(&app);
+    assert_eq!(say(&client, "web:dan", "dan", "hi").await, "reply to: hi");
+    let rows = app.store.spend_rows(0).await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let r = &rows[0];
+    assert_eq!(
+        (r.state.as_str(), r.cost, r.held, r.person.as_deref()),
+        ("settled", Some(BILL), 0, Some("web-dan"))
+    );
+    assert_eq!((r.cause.as_str(), r.model.as_str()), ("turn", "fake-model"));
+    app.shutdown().await;
+}
