@@ -35,6 +35,9 @@ pub struct TurnMeter {
     budget: Arc<Budget>,
     payer: Payer,
     spent: Mutex<Spent>,
+    /// Holds reserved and not yet settled: a call cut off (`/stop`, the turn's deadline, a
+    /// lost lease) never settles, and [`TurnMeter::release_open`] lets them go.
+    open: Mutex<Vec<i64>>,
 }
 
 impl TurnMeter {
@@ -43,6 +46,18 @@ impl TurnMeter {
             budget,
             payer,
             spent: Mutex::new(Spent::default()),
+            open: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Releases the holds of calls that were cut off before they settled (the turn is over).
+    /// What such a call billed is not known; it counts as nothing rather than as its worst case.
+    pub async fn release_open(&self) {
+        let open = std::mem::take(&mut *self.open.lock().expect("open lock"));
+        for id in open {
+            if let Err(e) = self.budget.store().spend_release(id).await {
+                tracing::warn!(error = %e, "releasing a cut-off call's hold failed; it expires on its own");
+            }
         }
     }
 
@@ -172,7 +187,10 @@ impl Meter for TurnMeter {
             return Ok(Hold(0));
         }
         match budget.store().spend_reserve(&hold, &caps).await {
-            Ok(Ok(id)) => Ok(Hold(id)),
+            Ok(Ok(id)) => {
+                self.open.lock().expect("open lock").push(id);
+                Ok(Hold(id))
+            }
             Ok(Err(hit)) => {
                 if let Some(events) = budget.events() {
                     events.cap_reached(&hit, &self.payer).await;
@@ -195,6 +213,10 @@ impl Meter for TurnMeter {
 
     async fn settle(&self, hold: Hold, model: &str, usage: Option<Usage>) {
         let store = self.budget.store();
+        self.open
+            .lock()
+            .expect("open lock")
+            .retain(|&id| id != hold.0);
         let Some(usage) = usage else {
             if hold.0 != 0 {
                 if let Err(e) = store.spend_release(hold.0).await {

@@ -287,3 +287,39 @@ async fn without_caps_each_call_is_recorded_once_with_its_price() {
     assert_eq!((r.cause.as_str(), r.model.as_str()), ("turn", "fake-model"));
     app.shutdown().await;
 }
+
+/// A call cut off by `/stop` never settles; its hold is let go with the turn, so the person's
+/// next message is not refused for a worst case that was never spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_turn_lets_go_of_its_hold() {
+    use herald_test_support::fake_llm::Step;
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    // Room for one hold of 0.1, not two.
+    let app = start(&Db::Sqlite, &llm, &data, |c| {
+        c.budget.person_daily = Some(0.15)
+    })
+    .await;
+    let client = Arc::new(Client::new(&app));
+    llm.push(Step::Delay(
+        Duration::from_secs(20),
+        Box::new(Step::Reply("never sent".into())),
+    ));
+    let slow = {
+        let client = client.clone();
+        tokio::spawn(async move { say(&client, "web:eve", "eve", "think slowly").await })
+    };
+    herald_test_support::harness::wait_until(
+        "the model call to start",
+        Duration::from_secs(10),
+        || async { llm.request_count() >= 1 },
+    )
+    .await;
+    assert_eq!(say(&client, "web:eve", "eve", "/stop").await, "Stopped.");
+    let _ = slow.await;
+    assert_eq!(
+        say(&client, "web:eve", "eve", "again").await,
+        "reply to: again"
+    );
+    app.shutdown().await;
+}

@@ -42,6 +42,7 @@ impl Worker {
             .chain(std::mem::take(&mut answer.messages))
             .collect();
         commit.note = answer.note.take();
+        p.meter.release_open().await;
         let spent = p.meter.spent();
         commit.billed = spent.billed;
         commit.cost = spent.cost.filter(|_| spent.calls > 0);
