@@ -229,7 +229,11 @@ async fn race(one: Arc<dyn Store>, two: Arc<dyn Store>) {
                 expires_at: i64::MAX,
                 ..NewHold::default()
             };
-            store.spend_reserve(&hold, &[cap]).await.unwrap()
+            store
+                .spend_reserve(&hold, &[cap])
+                .await
+                .unwrap()
+                .map(|r| r.id)
         });
     }
     let mut passed = 0;
