@@ -11,6 +11,7 @@ mod load;
 mod mcp;
 mod media;
 mod memory;
+mod mid_turn;
 mod platforms;
 mod providers;
 mod secret;
@@ -30,6 +31,7 @@ pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
 pub use media::MediaConfig;
+pub use mid_turn::MidTurn;
 pub use memory::{
     check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, PeopleError, Person,
 };
@@ -219,6 +221,8 @@ pub struct LanesConfig {
     pub max_attempts: i64,
     /// How often the store is scanned for pending work (crash leftovers, other replicas).
     pub rescan_secs: u64,
+    /// A message that arrives mid-turn: `steer` (joins the turn), `queue`, `interrupt`.
+    pub mid_turn: MidTurn,
 }
 
 impl Default for LanesConfig {
@@ -230,6 +234,7 @@ impl Default for LanesConfig {
             heartbeat_secs: 10,
             max_attempts: 3,
             rescan_secs: 5,
+            mid_turn: MidTurn::Steer,
         }
     }
 }

@@ -31,7 +31,9 @@ use crate::domain::{Attachment, MessageEvent};
 use crate::llm::Part;
 use crate::media::images::HistoryImages;
 use crate::media::Reading;
-use crate::store::{InboxRow, InboxStatus, Lease, Session, StoredMessage, TurnCommit};
+use crate::store::{
+    InboxRow, InboxStatus, Lease, NewMessage, Session, StoredMessage, TurnCommit,
+};
 
 /// What `prepare` hands to `run`: the turn's session and row, its tools and context.
 struct Prepared {
@@ -49,6 +51,8 @@ struct Prepared {
     api_content: Option<String>,
     /// The history's images still in view.
     history_images: HistoryImages,
+    /// Later inbox rows that joined the turn mid-way (`lanes.mid_turn`), with their user rows.
+    steered: Vec<(i64, NewMessage)>,
 }
 
 /// The user row of the turn: the person's words followed by the lines their attachments
@@ -74,6 +78,8 @@ enum Outcome {
     Done(Result<TurnOutput, TurnError>),
     TimedOut(Duration),
     Stopped,
+    /// A new message from the same person stopped the turn (`lanes.mid_turn = "interrupt"`).
+    Interrupted,
     Abandoned(Stop),
 }
 

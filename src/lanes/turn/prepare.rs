@@ -84,6 +84,7 @@ impl Worker {
             user,
             api_content,
             history_images,
+            steered: Vec::new(),
         })
     }
 }
