@@ -98,9 +98,8 @@ impl Worker {
             steer: steer.as_ref(),
         };
         let outcome = self.attempts(lease, context, p, &scope).await;
-        if let Some(steer) = steer {
-            p.steered = steer.taken();
-        }
+        p.steered = steer.as_ref().map(LaneSteer::taken).unwrap_or_default();
+        drop(steer);
         stop.cancel();
         drop(typing);
         if let Some(live) = live {
