@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::domain::Role;
-use crate::llm::{CallOpts, ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError};
 use crate::llm::ProviderChain;
+use crate::llm::{CallOpts, ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError};
 use crate::store::NewMessage;
 
 /// A source of corrections for the running turn.
@@ -35,7 +35,11 @@ pub(super) enum Called {
 }
 
 /// Appends corrections after everything so far: to the stored rows and to the request.
-pub(super) fn join(corrections: Vec<NewMessage>, out: &mut Vec<NewMessage>, wire: &mut Vec<ChatMessage>) {
+pub(super) fn join(
+    corrections: Vec<NewMessage>,
+    out: &mut Vec<NewMessage>,
+    wire: &mut Vec<ChatMessage>,
+) {
     for c in corrections {
         wire.push(ChatMessage::new(
             Role::User,

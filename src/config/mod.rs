@@ -31,10 +31,10 @@ pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
 pub use media::MediaConfig;
-pub use mid_turn::MidTurn;
 pub use memory::{
     check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, PeopleError, Person,
 };
+pub use mid_turn::MidTurn;
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use secret::{redact_url, Secret};

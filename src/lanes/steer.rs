@@ -52,7 +52,10 @@ impl<'a> LaneSteer<'a> {
         live: Option<&'a LiveTurn>,
     ) -> Option<LaneSteer<'a>> {
         let mode = worker.router.deps.config.lanes.mid_turn;
-        if mode == MidTurn::Queue || !row.event.is_person(&[MessageKind::Text, MessageKind::Media])
+        if mode == MidTurn::Queue
+            || !row
+                .event
+                .is_person(&[MessageKind::Text, MessageKind::Media])
         {
             return None;
         }

@@ -103,7 +103,9 @@ async fn steer_correction_joins_the_streamed_turn(db: Db) {
 
     tg.push_private_text(USER, USER, "change the config");
     wait_until("the preview shows the plan", WAIT, || async {
-        chat(&tg, USER).first().is_some_and(|t| t.contains("Changing"))
+        chat(&tg, USER)
+            .first()
+            .is_some_and(|t| t.contains("Changing"))
     })
     .await;
     tg.push_private_text(USER, USER, CORRECTION);
@@ -114,7 +116,11 @@ async fn steer_correction_joins_the_streamed_turn(db: Db) {
     .await;
     quiet(&*app.store).await;
     assert_eq!(chat(&tg, USER), [markdown_to_html(answer)]);
-    assert_eq!(tg.sent_messages().len(), 1, "one message: the preview became the answer");
+    assert_eq!(
+        tg.sent_messages().len(),
+        1,
+        "one message: the preview became the answer"
+    );
     let shown: Vec<String> = tg.edits().into_iter().map(|e| e.text).collect();
     assert!(
         shown.iter().any(|t| t.starts_with(TAKEN)),
@@ -175,7 +181,10 @@ async fn steer_correction_joins_between_tool_calls(db: Db) {
         std::fs::read_to_string(&starts).is_ok_and(|s| s.lines().count() >= 1)
     })
     .await;
-    llm.push(Step::ToolCall("shop__slow".into(), r#"{"seconds":3}"#.into()));
+    llm.push(Step::ToolCall(
+        "shop__slow".into(),
+        r#"{"seconds":3}"#.into(),
+    ));
     tg.push_private_text(USER, USER, "change the config");
     wait_until("the tool call to be asked for", WAIT, || async {
         llm.request_count() >= 1
@@ -184,7 +193,10 @@ async fn steer_correction_joins_between_tool_calls(db: Db) {
     tg.push_private_text(USER, USER, CORRECTION);
 
     let want = format!("reply to: {CORRECTION}");
-    wait_until("one answer", WAIT, || async { !tg.sent_messages().is_empty() }).await;
+    wait_until("one answer", WAIT, || async {
+        !tg.sent_messages().is_empty()
+    })
+    .await;
     quiet(&*app.store).await;
     assert_eq!(chat(&tg, USER), [markdown_to_html(&want)]);
     let reqs = llm.requests();

@@ -31,9 +31,7 @@ use crate::domain::{Attachment, MessageEvent};
 use crate::llm::Part;
 use crate::media::images::HistoryImages;
 use crate::media::Reading;
-use crate::store::{
-    InboxRow, InboxStatus, Lease, NewMessage, Session, StoredMessage, TurnCommit,
-};
+use crate::store::{InboxRow, InboxStatus, Lease, NewMessage, Session, StoredMessage, TurnCommit};
 
 /// What `prepare` hands to `run`: the turn's session and row, its tools and context.
 struct Prepared {

@@ -66,7 +66,10 @@ async fn sigkill_after_a_correction_joined_answers_both_once(db: Db) {
         || async { llm.request_count() >= 2 },
     )
     .await;
-    assert_eq!(text_of(llm.requests()[1].messages().last().unwrap()), CORRECTION);
+    assert_eq!(
+        text_of(llm.requests()[1].messages().last().unwrap()),
+        CORRECTION
+    );
     first.kill();
 
     let mut second = spawn_daemon(data.path(), &db, &llm, &tg.url());

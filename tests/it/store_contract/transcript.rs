@@ -245,7 +245,11 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
         "the joined row is answered by the same reply"
     );
     let f = store.inbox_get(foreign).await.unwrap().unwrap();
-    assert_eq!(f.status, InboxStatus::Pending, "another lane's row is left alone");
+    assert_eq!(
+        f.status,
+        InboxStatus::Pending,
+        "another lane's row is left alone"
+    );
     let lane_key = LaneKey::new(lane);
     assert!(store.inbox_pending(&lane_key, 10).await.unwrap().is_empty());
     let turns = store.turns(&lane_key, 10).await.unwrap();
