@@ -42,6 +42,9 @@ struct State {
     offered: usize,
     /// The agent loop asked at least once (interrupt mode merges only before its first call).
     asked: bool,
+    /// Rows were already queued when this turn first asked: they wait for their own turns, and
+    /// nothing later may join ahead of them.
+    queued: bool,
 }
 
 impl<'a> LaneSteer<'a> {
@@ -108,6 +111,9 @@ impl<'a> LaneSteer<'a> {
     async fn pending(&self) -> Vec<InboxRow> {
         let after = {
             let s = self.state.lock().expect("steer lock");
+            if s.queued {
+                return Vec::new();
+            }
             s.taken.last().map_or(self.row.id, |(id, _)| *id)
         };
         let store = &self.worker.router.deps.store;
@@ -180,8 +186,21 @@ impl Steer for LaneSteer<'_> {
         // `interrupt` merges what is pending when the turn starts, nothing later.
         let look = self.mode == MidTurn::Steer || !asked;
         let mut new = Vec::new();
+        // A first start in `steer` mode takes what arrives while it runs, not what was queued
+        // before it (a retried turn takes both: it cannot tell them apart, and a correction
+        // its first run took in must not be answered twice).
+        let queued_check = self.mode == MidTurn::Steer && !asked && self.row.attempts == 0;
+        let pending = if look {
+            self.pending().await
+        } else {
+            Vec::new()
+        };
+        if queued_check && !pending.is_empty() {
+            self.state.lock().expect("steer lock").queued = true;
+            return again.into_iter().map(|(_, m)| m).collect();
+        }
         if look {
-            for row in self.pending().await {
+            for row in pending {
                 match self.joins(&row).await {
                     Some(user) => new.push((row.id, user)),
                     None => break,
