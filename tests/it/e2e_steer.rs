@@ -379,3 +379,23 @@ async fn group_member_correction_says_who_wrote_it(db: Db) {
     );
     app.shutdown().await;
 }
+
+on_each_backend!(
+    steer_leaves_messages_queued_before_the_turn_sqlite,
+    steer_leaves_messages_queued_before_the_turn_postgres,
+    steer_leaves_messages_queued_before_the_turn
+);
+
+/// Messages already waiting when a turn starts were not sent during it: each gets its own turn
+/// and answer, in order, even with `steer`.
+async fn steer_leaves_messages_queued_before_the_turn(db: Db) {
+    let (tg, llm, data) = fakes().await;
+    tg.push_private_text(USER, USER, "first");
+    tg.push_private_text(USER, USER, "second");
+    let app = start(&tg, &llm, &data, &db).await;
+    tg.wait_for_sent(2, WAIT).await;
+    quiet(&*app.store).await;
+    assert_eq!(chat(&tg, USER), ["reply to: first", "reply to: second"]);
+    assert_eq!(llm.request_count(), 2);
+    app.shutdown().await;
+}
