@@ -47,7 +47,6 @@ pub(super) fn join(
         ));
         out.push(c);
     }
-    metrics::counter!("herald_turn_corrections_total").increment(1);
 }
 
 /// Makes one model call; with a steer source, a correction that arrives before the answer

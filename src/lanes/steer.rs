@@ -214,6 +214,7 @@ impl Steer for LaneSteer<'_> {
             if let Some(live) = self.live {
                 live.corrected();
             }
+            metrics::counter!("herald_turn_corrections_total").increment(new.len() as u64);
             tracing::info!(rows = ?new.iter().map(|(id, _)| id).collect::<Vec<_>>(), "messages join the running turn");
         }
         let fresh = new.iter().map(|(_, m)| m.clone());
