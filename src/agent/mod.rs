@@ -9,6 +9,7 @@ pub mod memory;
 pub mod prompt;
 pub mod skill_manage;
 pub mod skills;
+pub mod steer;
 pub mod tools;
 pub mod turn;
 pub mod turn_files;

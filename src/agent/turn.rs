@@ -59,6 +59,8 @@ pub struct TurnInput<'a> {
     pub progress: Option<&'a dyn TurnProgress>,
     /// The model takes images (`llm.vision`): images go to it as image parts.
     pub vision: bool,
+    /// Corrections that join the turn at its safe points (`lanes.mid_turn = "steer"`).
+    pub steer: Option<&'a dyn super::steer::Steer>,
     /// Where files a tool returns are kept (the tool row references them by hash).
     pub media_cache: &'a crate::media::MediaCache,
 }
@@ -145,7 +147,15 @@ pub async fn run_turn(
     // Counts every tool call of the turn, in order: with the inbox id it names a call across
     // retries of the turn (the model answers the same history the same way).
     let mut call_index = 0usize;
-    for _ in 0..input.max_iterations.max(1) {
+    // Counts answered model calls: a call a correction cancelled does not spend one.
+    let mut iterations = 0;
+    while iterations < input.max_iterations.max(1) {
+        if let Some(steer) = input.steer {
+            let corrections = steer.take().await;
+            if !corrections.is_empty() {
+                super::steer::join(corrections, &mut out.messages, &mut wire);
+            }
+        }
         let req = ChatRequest {
             messages: wire.clone(),
             tools: specs.clone(),
@@ -153,7 +163,16 @@ pub async fn run_turn(
         if let Some(p) = input.progress {
             p.model_call();
         }
-        let resp = chain.call(&req, input.call_opts()).await?;
+        let called = super::steer::call(
+            chain,
+            &req,
+            input.call_opts(),
+            input.steer,
+            &mut out.messages,
+            &mut wire,
+        );
+        let Some(resp) = called.await? else { continue };
+        iterations += 1;
         out.model_calls += 1;
         out.usage.add(resp.usage);
         out.prompt_readings.push(resp.usage.prompt_total());

@@ -12,6 +12,7 @@ mod load;
 mod mcp;
 mod media;
 mod memory;
+mod mid_turn;
 mod platforms;
 mod providers;
 mod secret;
@@ -35,6 +36,7 @@ pub use media::MediaConfig;
 pub use memory::{
     check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, PeopleError, Person,
 };
+pub use mid_turn::MidTurn;
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use secret::{redact_url, Secret};
@@ -222,6 +224,8 @@ pub struct LanesConfig {
     pub max_attempts: i64,
     /// How often the store is scanned for pending work (crash leftovers, other replicas).
     pub rescan_secs: u64,
+    /// A message that arrives mid-turn: `steer` (joins the turn), `queue`, `interrupt`.
+    pub mid_turn: MidTurn,
 }
 
 impl Default for LanesConfig {
@@ -233,6 +237,7 @@ impl Default for LanesConfig {
             heartbeat_secs: 10,
             max_attempts: 3,
             rescan_secs: 5,
+            mid_turn: MidTurn::Steer,
         }
     }
 }

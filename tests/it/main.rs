@@ -44,6 +44,7 @@ mod e2e_pairing;
 mod e2e_prompt;
 mod e2e_screen;
 mod e2e_security;
+mod e2e_steer;
 mod e2e_store_text;
 mod e2e_stream;
 mod e2e_telegram;
