@@ -155,8 +155,8 @@ impl Tool for Children<'_, '_> {
         metrics::counter!("herald_delegations_total").increment(1);
         metrics::counter!("herald_child_agents_total").increment(goals.len() as u64);
         let parallel = self.delegate.limits.max_parallel.max(1);
-        let children: Vec<Value> = futures::stream::iter(goals.iter())
-            .map(|g| self.child(ctx, g))
+        let runs: Vec<_> = goals.iter().map(|g| self.child(ctx, g)).collect();
+        let children: Vec<Value> = futures::stream::iter(runs)
             .buffered(parallel)
             .collect()
             .await;
