@@ -123,19 +123,19 @@ impl Batch<'_, '_> {
                     span: self.span.clone(),
                 };
                 self.tools
-                    .call_as(
-                        ctx,
-                        self.input.approvals,
-                        index,
-                        &call.arguments,
-                        &children,
-                    )
+                    .call_as(ctx, self.input.approvals, index, &call.arguments, &children)
                     .instrument(span)
                     .await
             }
             None => {
                 self.tools
-                    .call(ctx, self.input.approvals, index, &call.name, &call.arguments)
+                    .call(
+                        ctx,
+                        self.input.approvals,
+                        index,
+                        &call.name,
+                        &call.arguments,
+                    )
                     .instrument(span)
                     .await
             }

@@ -52,7 +52,11 @@ fn spans(path: &Path) -> HashMap<String, (String, f64, f64)> {
             let f: Vec<&str> = l.split(' ').collect();
             (
                 f[1].to_string(),
-                (f[0].to_string(), f[2].parse().unwrap(), f[3].parse().unwrap()),
+                (
+                    f[0].to_string(),
+                    f[2].parse().unwrap(),
+                    f[3].parse().unwrap(),
+                ),
             )
         })
         .collect()
@@ -115,7 +119,10 @@ async fn reads_overlap_and_a_writer_between_them_is_a_barrier(db: Db) {
     let [a, b, c, d, e] = ["a", "b", "c", "d", "e"].map(|l| s[l].clone());
     assert_eq!(c.0, "stamp");
     let overlap = |x: &(String, f64, f64), y: &(String, f64, f64)| x.1 < y.2 && y.1 < x.2;
-    assert!(overlap(&a, &b), "two reads emitted together ran at once: {s:?}");
+    assert!(
+        overlap(&a, &b),
+        "two reads emitted together ran at once: {s:?}"
+    );
     assert!(overlap(&d, &e), "and again after the write: {s:?}");
     assert!(
         c.1 >= a.2 && c.1 >= b.2,
@@ -194,15 +201,27 @@ async fn a_batch_of_children_runs_at_once_and_the_parent_gets_only_their_summari
     }
     llm.push_when(ask, Step::Reply("Here is the plan.".into()));
     let (status, body) = client.chat("web:trip", ask).await;
-    assert_eq!((status, body["reply"].as_str()), (200, Some("Here is the plan.")));
+    assert_eq!(
+        (status, body["reply"].as_str()),
+        (200, Some("Here is the plan."))
+    );
 
     let parent = llm
         .requests()
         .into_iter()
         .find(|r| r.last_user() == ask)
         .unwrap();
-    for t in ["delegate", "cron", "memory", "send_message", "shop__delete_order"] {
-        assert!(parent.tools().contains(&t.to_string()), "the parent has {t}");
+    for t in [
+        "delegate",
+        "cron",
+        "memory",
+        "send_message",
+        "shop__delete_order",
+    ] {
+        assert!(
+            parent.tools().contains(&t.to_string()),
+            "the parent has {t}"
+        );
     }
     let mut children = Vec::new();
     for g in GOALS {
@@ -213,12 +232,28 @@ async fn a_batch_of_children_runs_at_once_and_the_parent_gets_only_their_summari
         assert_eq!(r.messages().len(), 2, "{:?}", r.messages());
         assert!(r.system().contains(g) && r.system().contains("travels on Friday"));
         let sent = r.body.to_string();
-        assert!(!sent.contains("I travel on Friday") && !sent.contains(ask), "{sent}");
+        assert!(
+            !sent.contains("I travel on Friday") && !sent.contains(ask),
+            "{sent}"
+        );
         let tools = r.tools();
-        for t in ["delegate", "cron", "memory", "send_message", "attach_file", "shop__delete_order"] {
-            assert!(!tools.contains(&t.to_string()), "a child has no {t}: {tools:?}");
+        for t in [
+            "delegate",
+            "cron",
+            "memory",
+            "send_message",
+            "attach_file",
+            "shop__delete_order",
+        ] {
+            assert!(
+                !tools.contains(&t.to_string()),
+                "a child has no {t}: {tools:?}"
+            );
         }
-        assert!(tools.contains(&"session_search".to_string()) && tools.contains(&"shop__lookup_order".to_string()));
+        assert!(
+            tools.contains(&"session_search".to_string())
+                && tools.contains(&"shop__lookup_order".to_string())
+        );
         children.push(r);
     }
     // The three were at the model at the same time.
@@ -237,8 +272,18 @@ async fn a_batch_of_children_runs_at_once_and_the_parent_gets_only_their_summari
         .iter()
         .map(|c| c["summary"].as_str().unwrap())
         .collect();
-    assert_eq!(summaries, ["summary 0: all fine", "summary 1: all fine", "summary 2: all fine"]);
-    assert!(result["note"].as_str().unwrap().contains("not a verified fact"));
+    assert_eq!(
+        summaries,
+        [
+            "summary 0: all fine",
+            "summary 1: all fine",
+            "summary 2: all fine"
+        ]
+    );
+    assert!(result["note"]
+        .as_str()
+        .unwrap()
+        .contains("not a verified fact"));
     assert!(!last.body.to_string().contains("You are a child agent"));
     app.shutdown().await;
 }
@@ -267,7 +312,10 @@ async fn a_runaway_child_stops_at_its_own_cap() {
             ),
         );
     }
-    llm.push_when(goal, Step::Reply("Found nothing before my step limit.".into()));
+    llm.push_when(
+        goal,
+        Step::Reply("Found nothing before my step limit.".into()),
+    );
     llm.push_when(ask, Step::Reply("Nothing in the archive.".into()));
     let (_, body) = client.chat("web:archive", ask).await;
     assert_eq!(body["reply"], "Nothing in the archive.");
@@ -314,7 +362,10 @@ async fn a_crash_mid_delegation_is_reported_not_run_twice() {
     llm.push_when(ask, delegate.clone());
     llm.push_when(goal, Step::Hang);
     llm.push_when(ask, delegate);
-    llm.push_when(ask, Step::Reply("I cannot tell how many crates there are.".into()));
+    llm.push_when(
+        ask,
+        Step::Reply("I cannot tell how many crates there are.".into()),
+    );
 
     let mut first = spawn();
     first.wait_ready(WAIT).await;

@@ -236,7 +236,10 @@ impl Tools {
             || serde_json::from_str::<serde_json::Value>(arguments).is_ok();
         tool.read_only()
             && parses
-            && self.policy.check(name, tool.requires_approval_for(arguments)) == Check::Run
+            && self
+                .policy
+                .check(name, tool.requires_approval_for(arguments))
+                == Check::Run
     }
 
     /// Runs one call through the policy and, when it says so, the person's approval. The
