@@ -195,7 +195,36 @@ fn turn_files(out: &TurnOutput) -> Vec<crate::domain::Attachment> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::segments;
+    use crate::agent::skill_manage::SkillManage;
+    use crate::agent::skills::SkillView;
+    use crate::agent::tools::{Policy, ToolCatalog, Tools};
+
+    fn tools(policy: Policy) -> Tools {
+        let dir = std::env::temp_dir();
+        let mut c = ToolCatalog::new(policy);
+        c.builtin(Arc::new(SkillView { dir: dir.clone() }));
+        c.builtin(Arc::new(SkillManage { dir }));
+        c.snapshot()
+    }
+
+    #[test]
+    fn only_a_known_reader_that_runs_unasked_with_sound_arguments_may_overlap() {
+        let t = tools(Policy::default());
+        assert!(t.may_overlap("skill_view", r#"{"name":"x"}"#));
+        assert!(t.may_overlap("skill_view", ""));
+        // A writer, an unknown tool, arguments that do not parse: barriers.
+        assert!(!t.may_overlap("skill_manage", r#"{"name":"x"}"#));
+        assert!(!t.may_overlap("no_such_tool", "{}"));
+        assert!(!t.may_overlap("skill_view", "{not json"));
+        // A reader the policy asks about (or refuses) is a barrier too.
+        let asks = tools(Policy::new(false, &["skill_view"], &[] as &[&str]).unwrap());
+        assert!(!asks.may_overlap("skill_view", "{}"));
+        let denied = tools(Policy::new(false, &[] as &[&str], &["skill_*"]).unwrap());
+        assert!(!denied.may_overlap("skill_view", "{}"));
+    }
 
     #[test]
     fn reads_side_by_side_form_one_run_and_each_barrier_stands_alone() {

@@ -195,3 +195,39 @@ pub fn wire(result: &str, budget: usize, spill: &mut TurnSpill<'_>) -> Option<St
         result.to_string()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_past_its_share_is_a_preview_paged_from_the_turn_spill() {
+        let long = format!("START {} END", "x".repeat(5_000));
+        let result = json!({"note": NOTE, "children": [
+            {"goal": "a", "summary": "short"},
+            {"goal": "b", "summary": long},
+            {"goal": "c", "error": "the child agent failed: boom"},
+        ]})
+        .to_string();
+        let mut spill = TurnSpill::new("s1", 10_000);
+        let shown = wire(&result, 2_000, &mut spill).unwrap();
+        let v: Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(v["children"][0]["summary"], "short");
+        let preview = v["children"][1]["summary"].as_str().unwrap();
+        assert!(preview.starts_with("[Large tool result: 5010 characters"), "{preview}");
+        assert!(preview.contains("around_message_id=-1") && preview.contains("START"));
+        assert!(preview.chars().count() < 2_000 + 400, "{}", preview.len());
+        assert_eq!(v["children"][2]["error"], "the child agent failed: boom");
+        // The whole summary pages back in from the turn's spill.
+        let page = spill
+            .page(
+                "session_search",
+                r#"{"session_id":"s1","around_message_id":-1,"offset":0}"#,
+            )
+            .unwrap();
+        assert!(page.contains("START") && page.contains("x"), "{page}");
+        // Within budget: the bytes as they were; not a delegation's result: not handled here.
+        assert_eq!(wire(&result, 10_000, &mut spill).unwrap(), result);
+        assert!(wire("refused: no", 2_000, &mut spill).is_none());
+    }
+}
