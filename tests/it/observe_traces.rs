@@ -257,7 +257,10 @@ async fn each_child_agent_is_a_span_of_its_parent_turn_with_its_own_model_calls(
     child.wait_exit(Duration::from_secs(30)).await;
 
     let spans = received(&got.lock().unwrap());
-    let turn = spans.iter().find(|s| s.name == "turn").expect("a turn span");
+    let turn = spans
+        .iter()
+        .find(|s| s.name == "turn")
+        .expect("a turn span");
     let kids: Vec<&Span> = spans.iter().filter(|s| s.name == "agent.child").collect();
     assert_eq!(kids.len(), 1, "one child agent");
     let kid = kids[0];

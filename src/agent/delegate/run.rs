@@ -214,7 +214,10 @@ mod tests {
         let v: Value = serde_json::from_str(&shown).unwrap();
         assert_eq!(v["children"][0]["summary"], "short");
         let preview = v["children"][1]["summary"].as_str().unwrap();
-        assert!(preview.starts_with("[Large tool result: 5010 characters"), "{preview}");
+        assert!(
+            preview.starts_with("[Large tool result: 5010 characters"),
+            "{preview}"
+        );
         assert!(preview.contains("around_message_id=-1") && preview.contains("START"));
         assert!(preview.chars().count() < 2_000 + 400, "{}", preview.len());
         assert_eq!(v["children"][2]["error"], "the child agent failed: boom");
