@@ -4,6 +4,8 @@
 
 pub mod compaction;
 pub mod context;
+pub mod delegate;
+mod dispatch;
 pub mod mcp;
 pub mod memory;
 pub mod prompt;

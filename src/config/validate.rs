@@ -9,6 +9,7 @@ use super::{Config, ProviderKind, TelegramMode, Transport};
 /// Every rule, section by section; the first one broken is the error.
 pub fn validate(c: &Config) -> Result<(), ConfigError> {
     server(c)?;
+    delegate(c)?;
     web_access(c, c.server.listen)?;
     streaming(c)?;
     llm(c)?;
@@ -51,6 +52,25 @@ fn server(c: &Config) -> Result<(), ConfigError> {
         ("server.header_timeout_secs", c.server.header_timeout_secs),
         ("server.idle_timeout_secs", c.server.idle_timeout_secs),
         ("server.max_connections", c.server.max_connections as u64),
+    ] {
+        if v == 0 {
+            return Err(key_error(key, "must be at least 1"));
+        }
+    }
+    Ok(())
+}
+
+/// `tools.delegate_*`: a batch needs room for one child, a child for one model turn.
+fn delegate(c: &Config) -> Result<(), ConfigError> {
+    for (key, v) in [
+        (
+            "tools.delegate_max_parallel",
+            c.tools.delegate_max_parallel as u64,
+        ),
+        (
+            "tools.delegate_max_iterations",
+            c.tools.delegate_max_iterations as u64,
+        ),
     ] {
         if v == 0 {
             return Err(key_error(key, "must be at least 1"));

@@ -18,6 +18,7 @@ mod context_store;
 mod crash_loop;
 mod crash_restart;
 mod deploy_files;
+mod e2e_agent_loop;
 mod e2e_anthropic;
 mod e2e_approvals;
 mod e2e_approvals_group;
