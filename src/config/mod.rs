@@ -6,6 +6,7 @@
 
 mod address;
 mod agent;
+mod api;
 mod handoff;
 mod load;
 mod mcp;
@@ -25,6 +26,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use address::ConfigUrl;
+pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
@@ -67,6 +69,8 @@ pub struct Config {
     pub streaming: StreamingConfig,
     pub mcp: McpConfig,
     pub media: MediaConfig,
+    /// The OpenAI-compatible API (`api.rs`).
+    pub api: ApiConfig,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
