@@ -1,7 +1,7 @@
 //! The OpenAI-compatible API's outbound side. Its answers are read by the waiting HTTP
 //! request (`http/openai/`), so "sending" records delivery and keeps the whole text in one
-//! chunk, like the web chat. An API client has no buttons: an approval question cannot be
-//! shown in its conversation, so the call is denied with a line that says why.
+//! chunk, like the web chat. An API client has no buttons: an approval question goes to the
+//! person's linked chat (`lanes/approvals/linked.rs`), never here.
 
 use std::sync::Arc;
 
@@ -36,9 +36,8 @@ impl Adapter for ApiAdapter {
 
 pub struct ApiOutbound;
 
-/// What the model reads when a tool call needs a person's word in an API conversation.
-pub const NO_BUTTONS: &str = "an API conversation cannot show approval buttons; link a chat \
-    (Telegram or the web chat) to this key's person in [[people]] to approve such calls there";
+/// Why a question cannot be shown here (the approval desk asks in a linked chat instead).
+const NO_BUTTONS: &str = "an API conversation cannot show approval buttons";
 
 #[async_trait]
 impl Outbound for ApiOutbound {

@@ -123,7 +123,8 @@ impl Core {
             auth.clone(),
             Duration::from_secs(config.approvals.timeout_secs),
         )
-        .only_requester(config.approvals.only_requester);
+        .only_requester(config.approvals.only_requester)
+        .people(config.people.clone());
         let core = Core {
             config,
             store,
