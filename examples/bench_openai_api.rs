@@ -67,7 +67,9 @@ async fn main() -> anyhow::Result<()> {
             .post(format!("{base}/v1/chat/completions"))
             .bearer_auth(KEY)
             .header("X-Herald-Conversation", format!("bench-{i}"))
-            .json(&json!({ "model": "herald", "messages": [{ "role": "user", "content": "hello" }] }))
+            .json(
+                &json!({ "model": "herald", "messages": [{ "role": "user", "content": "hello" }] }),
+            )
             .send()
             .await?;
         anyhow::ensure!(r.status().is_success(), "api: {}", r.status());
@@ -83,8 +85,18 @@ async fn main() -> anyhow::Result<()> {
     let (w90, a90) = (quantile(&mut web, 0.9), quantile(&mut api, 0.9));
     println!("one fake-model turn per request, {runs} runs each, SQLite, fresh conversation each");
     println!("{:<28} {:>10} {:>10}", "route", "median ms", "p90 ms");
-    println!("{:<28} {:>10.2} {:>10.2}", "POST /api/v1/chat", ms(w50), ms(w90));
-    println!("{:<28} {:>10.2} {:>10.2}", "POST /v1/chat/completions", ms(a50), ms(a90));
+    println!(
+        "{:<28} {:>10.2} {:>10.2}",
+        "POST /api/v1/chat",
+        ms(w50),
+        ms(w90)
+    );
+    println!(
+        "{:<28} {:>10.2} {:>10.2}",
+        "POST /v1/chat/completions",
+        ms(a50),
+        ms(a90)
+    );
     println!("added by the API (median): {:.2} ms", ms(a50) - ms(w50));
     let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
     std::fs::create_dir_all(&dir)?;

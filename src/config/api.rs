@@ -64,10 +64,7 @@ impl ApiConfig {
                         }
                     },
                     (None, None) => {
-                        return Err((
-                            format!("api.keys[{i}]"),
-                            "set key or key_env".to_string(),
-                        ))
+                        return Err((format!("api.keys[{i}]"), "set key or key_env".to_string()))
                     }
                 };
                 if value.expose().chars().count() < MIN_KEY_CHARS {
@@ -99,7 +96,10 @@ impl ApiConfig {
             if !safe_segment(&k.name) {
                 return Err((
                     format!("api.keys[{i}].name"),
-                    format!("{:?} must be 1-64 characters from A-Z a-z 0-9 . _ -", k.name),
+                    format!(
+                        "{:?} must be 1-64 characters from A-Z a-z 0-9 . _ -",
+                        k.name
+                    ),
                 ));
             }
             if self.keys[..i].iter().any(|o| o.name == k.name) {

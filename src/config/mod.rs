@@ -26,8 +26,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use address::ConfigUrl;
-pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
+pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};

@@ -354,7 +354,9 @@ async fn bad_requests_and_the_switch() {
         assert_eq!(r.status().as_u16(), 400, "{body}");
         let v: Value = r.json().await.unwrap();
         assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
-        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert!(v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()));
     }
     assert_eq!(llm.request_count(), 0);
     app.shutdown().await;
@@ -399,14 +401,21 @@ async fn approvals_go_to_the_person_s_linked_chat() {
         return;
     };
     let remember = r#"{"action":"add","target":"user","content":"Ana likes green tea."}"#;
+    api.llm.push_when(
+        "green tea",
+        Step::ToolCall("memory".into(), remember.into()),
+    );
     api.llm
-        .push_when("green tea", Step::ToolCall("memory".into(), remember.into()));
-    api.llm.push_when("green tea", Step::Reply("Remembered.".into()));
+        .push_when("green tea", Step::Reply("Remembered.".into()));
     let press = async {
-        wait_until("the question in Ana's chat", Duration::from_secs(20), || {
-            let asked = !tg.questions().is_empty();
-            async move { asked }
-        })
+        wait_until(
+            "the question in Ana's chat",
+            Duration::from_secs(20),
+            || {
+                let asked = !tg.questions().is_empty();
+                async move { asked }
+            },
+        )
         .await;
         let q = tg.questions().pop().unwrap();
         assert!(q.text.contains("memory"), "{}", q.text);
@@ -426,9 +435,12 @@ out(text=r.choices[0].message.content)
     let user = std::fs::read_to_string(api.data.path().join("memory/ana/USER.md")).unwrap();
     assert!(user.contains("Ana likes green tea."), "{user}");
 
+    api.llm.push_when(
+        "black coffee",
+        Step::ToolCall("memory".into(), remember.into()),
+    );
     api.llm
-        .push_when("black coffee", Step::ToolCall("memory".into(), remember.into()));
-    api.llm.push_when("black coffee", Step::Reply("I could not.".into()));
+        .push_when("black coffee", Step::Reply("I could not.".into()));
     let lines = api
         .run(
             r#"

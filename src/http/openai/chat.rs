@@ -75,9 +75,13 @@ pub(super) async fn completions(
     let data = futures::stream::once(async { first })
         .chain(events)
         .map(|v| Event::default().data(v.to_string()))
-        .chain(futures::stream::once(async { Event::default().data("[DONE]") }))
+        .chain(futures::stream::once(async {
+            Event::default().data("[DONE]")
+        }))
         .map(Ok::<_, Infallible>);
-    Ok(Sse::new(data).keep_alive(KeepAlive::default()).into_response())
+    Ok(Sse::new(data)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 /// The whole answer as a `chat.completion`.

@@ -56,12 +56,7 @@ impl OaiError {
 
     pub fn forbidden(message: impl Into<String>) -> OaiError {
         let m = message.into();
-        OaiError::new(
-            StatusCode::FORBIDDEN,
-            "permission_error",
-            "not_allowed",
-            m,
-        )
+        OaiError::new(StatusCode::FORBIDDEN, "permission_error", "not_allowed", m)
     }
 
     /// The person's budget refused the turn: retrying soon will not help.

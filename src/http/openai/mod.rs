@@ -20,8 +20,8 @@ use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
 
 pub(crate) use error::OaiError;
-pub use keys::{ApiKeys, KeyCaller};
 pub(crate) use keys::require;
+pub use keys::{ApiKeys, KeyCaller};
 
 use super::{row, Guard, RouteRow};
 

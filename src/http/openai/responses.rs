@@ -85,8 +85,14 @@ pub(super) async fn create(
     let id = sub.inbox_id;
     let item = format!("msg_{id}");
     let opening = vec![
-        ("response.created", json!({ "response": shape.response(id, None) })),
-        ("response.in_progress", json!({ "response": shape.response(id, None) })),
+        (
+            "response.created",
+            json!({ "response": shape.response(id, None) }),
+        ),
+        (
+            "response.in_progress",
+            json!({ "response": shape.response(id, None) }),
+        ),
         (
             "response.output_item.added",
             json!({ "output_index": 0, "item": {
@@ -135,7 +141,9 @@ pub(super) async fn create(
             v["sequence_number"] = json!(n);
             Ok::<_, Infallible>(Event::default().event(kind).data(v.to_string()))
         });
-    Ok(Sse::new(data).keep_alive(KeepAlive::default()).into_response())
+    Ok(Sse::new(data)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 /// The conversation of an earlier response of this key.
@@ -153,7 +161,9 @@ async fn previous_conversation(
         Ok(row) => row.ok_or_else(missing)?,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read an earlier API response");
-            return Err(OaiError::unavailable("the earlier response cannot be read now"));
+            return Err(OaiError::unavailable(
+                "the earlier response cannot be read now",
+            ));
         }
     };
     let ev = row.event;

@@ -244,8 +244,16 @@ mod tests {
     #[test]
     fn failures_map_to_statuses() {
         let cases = [
-            ("refused by the budget: daily cap", 429, "insufficient_quota"),
-            ("rate limited by the model provider", 429, "rate_limit_exceeded"),
+            (
+                "refused by the budget: daily cap",
+                429,
+                "insufficient_quota",
+            ),
+            (
+                "rate limited by the model provider",
+                429,
+                "rate_limit_exceeded",
+            ),
             ("model provider unavailable: 502", 503, "model_unavailable"),
             ("turn timed out", 503, "model_unavailable"),
         ];
