@@ -144,11 +144,13 @@ mod tests {
     use crate::config::Person;
 
     fn config(keys: Vec<ApiKeyConfig>) -> Config {
-        let mut c = Config::default();
-        c.people = vec![Person {
-            name: "ana".into(),
-            ids: vec!["telegram:7".into()],
-        }];
+        let mut c = Config {
+            people: vec![Person {
+                name: "ana".into(),
+                ids: vec!["telegram:7".into()],
+            }],
+            ..Config::default()
+        };
         c.api.enabled = true;
         c.api.keys = keys;
         c
