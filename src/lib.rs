@@ -6,6 +6,7 @@
 pub mod adapters;
 pub mod agent;
 pub mod app;
+pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod cron;

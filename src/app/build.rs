@@ -102,6 +102,8 @@ pub(super) struct Core {
     pub cron_poke: Arc<Notify>,
     /// Inbox ids whose processing finished.
     pub finished: broadcast::Sender<i64>,
+    /// Prices every model call and enforces the spending caps (the ledger is in the store).
+    pub budget: Arc<crate::budget::Budget>,
     pub tracker: TaskTracker,
     pub cancel: CancellationToken,
 }
@@ -123,9 +125,16 @@ impl Core {
             auth.clone(),
             Duration::from_secs(config.approvals.timeout_secs),
         )
+<<<<<<< HEAD
         .only_requester(config.approvals.only_requester)
         .people(config.people.clone());
+=======
+        .only_requester(config.approvals.only_requester);
+        let budget =
+            crate::budget::Budget::new(&config.budget, config.llm.max_tokens, store.clone());
+>>>>>>> main
         let core = Core {
+            budget,
             config,
             store,
             replica_id,
@@ -144,13 +153,16 @@ impl Core {
 
     /// The capsule builder the handoff hook and the nightly closer share.
     pub(super) fn handoff(&self, chain: &ProviderChain) -> anyhow::Result<Arc<Builder>> {
-        Ok(Arc::new(Builder::new(
-            self.store.clone(),
-            writer_chain(&self.config, chain).context("handoff writer")?,
-            self.config.handoff.clone(),
-            self.replica_id.clone(),
-            self.ingest.clone(),
-        )))
+        Ok(Arc::new(
+            Builder::new(
+                self.store.clone(),
+                writer_chain(&self.config, chain).context("handoff writer")?,
+                self.config.handoff.clone(),
+                self.replica_id.clone(),
+                self.ingest.clone(),
+            )
+            .with_budget(self.budget.clone()),
+        ))
     }
 
     /// The built-in tools this configuration offers, added to `tools` (MCP is its source).
@@ -214,6 +226,7 @@ impl Core {
             outbox_wake: self.outbox_wake.clone(),
             finished: self.finished.clone(),
             approvals: self.approvals.clone(),
+            budget: self.budget.clone(),
             recall,
             media: Arc::new(crate::media::MediaReader::from_config(
                 &self.config,

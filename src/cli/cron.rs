@@ -84,6 +84,7 @@ pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
             timezone: timezone.clone(),
             catch_up: catch_up.clone(),
             enabled: true,
+            budget: None,
         };
         check_job(&spec, &config.delivery_platforms())
             .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;
@@ -121,6 +122,7 @@ pub async fn execute(
                 timezone,
                 catch_up,
                 enabled: true,
+                budget: None,
             };
             let job = check_job(&spec, &config.delivery_platforms())
                 .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;

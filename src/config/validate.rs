@@ -19,6 +19,9 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     discord(c)?;
     telemetry(c)?;
     media(c)?;
+    if let Err((key, message)) = c.budget.check() {
+        return Err(ConfigError::Key { key, message });
+    }
     if let Err((key, message)) = c.memory.check() {
         return Err(ConfigError::Key { key, message });
     }
@@ -262,10 +265,10 @@ fn telegram(c: &Config) -> Result<(), ConfigError> {
     if t.token.is_none() {
         return Ok(());
     }
-    if url::Url::parse(&t.api_url).is_err() {
+    if !t.api_url.is_http() || t.api_url.url().cannot_be_a_base() {
         return Err(key_error(
             "telegram.api_url",
-            format!("{:?} is not a URL", t.api_url),
+            format!("{:?} is not an http(s) base URL", t.api_url.as_str()),
         ));
     }
     if t.mode != TelegramMode::Webhook {
@@ -302,14 +305,14 @@ fn discord(c: &Config) -> Result<(), ConfigError> {
     let default_url = super::DiscordConfig::default().api_url;
     if d.token.is_some()
         && d.ratelimiter
-        && d.api_url.trim_end_matches('/') != default_url.trim_end_matches('/')
+        && d.api_url.as_str().trim_end_matches('/') != default_url.as_str().trim_end_matches('/')
     {
         return Err(key_error(
             "discord.ratelimiter",
             format!(
                 "must be false with discord.api_url = {:?}: serenity's ratelimiter ignores \
                  api_url and would talk to discord.com directly",
-                d.api_url
+                d.api_url.as_str()
             ),
         ));
     }

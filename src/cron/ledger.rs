@@ -48,6 +48,10 @@ pub fn status_for(status: InboxStatus, note: Option<&str>, attempts: i64) -> Opt
         InboxStatus::Done if note == Some("silent") => FireStatus::Silent,
         InboxStatus::Done => FireStatus::Ok,
         InboxStatus::Failed => FireStatus::Failed,
+        // A spending cap refused the run before its first model call.
+        InboxStatus::Skipped if note.is_some_and(|n| n.starts_with(crate::lanes::OVER_BUDGET)) => {
+            FireStatus::Skipped
+        }
         InboxStatus::Skipped => FireStatus::Missed,
     })
 }
@@ -83,7 +87,7 @@ pub async fn outcome(
         note.push(format!("attempt {attempts}"));
     }
     match status {
-        FireStatus::Failed | FireStatus::Missed => {
+        FireStatus::Failed | FireStatus::Missed | FireStatus::Skipped => {
             note.push(inbox.note.clone().unwrap_or_else(|| "failed".into()));
         }
         _ if inbox.note.as_deref() == Some("silent") => {
@@ -183,6 +187,7 @@ mod tests {
             timezone: None,
             catch_up: None,
             enabled: true,
+            budget: None,
         }
         .validate()
         .unwrap();

@@ -150,6 +150,7 @@ impl CronTool {
             timezone: args.timezone,
             catch_up: None,
             enabled: true,
+            budget: None,
         };
         // The same checks as `herald cron add`, reported with the model's own name.
         let job = check_job(&spec, &self.platforms)
@@ -380,6 +381,7 @@ mod tests {
             timezone: None,
             catch_up: None,
             enabled: true,
+            budget: None,
         };
         assert!(spec.validate().is_ok());
     }

@@ -3,6 +3,7 @@
 //! Nothing here does I/O or names a platform crate or sqlx; adapters and the store translate
 //! to and from these types at their edges.
 
+mod amount;
 pub mod cron;
 mod event;
 mod lane;
@@ -10,6 +11,7 @@ mod media;
 mod message;
 mod stored_event;
 
+pub use amount::Amount;
 pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use media::{describe_all, short_id, Attachment, MediaKind, MediaSource, SHORT_ID};

@@ -91,6 +91,8 @@ pub struct Builder {
     pub(super) replica_id: String,
     /// Queues the rotation and the notes as inbox events of the lane.
     ingest: Ingest,
+    /// Prices and caps the writer's call, attributed to the lane it wraps up.
+    budget: Option<Arc<crate::budget::Budget>>,
 }
 
 impl Builder {
@@ -107,7 +109,14 @@ impl Builder {
             config,
             replica_id,
             ingest,
+            budget: None,
         }
+    }
+
+    /// Meters the writer's calls with `budget` (the same ledger as the turns').
+    pub fn with_budget(mut self, budget: Arc<crate::budget::Budget>) -> Builder {
+        self.budget = Some(budget);
+        self
     }
 
     /// The session's user/assistant lines as the writer sees them: the whole session,
@@ -149,8 +158,19 @@ impl Builder {
             ],
             tools: Vec::new(),
         };
+        let meter = self.budget.as_ref().map(|b| {
+            b.meter(crate::budget::Payer {
+                lane: job.lane.to_string(),
+                cause: "capsule",
+                ..Default::default()
+            })
+        });
+        let opts = crate::llm::CallOpts {
+            sink: None,
+            meter: meter.as_ref().map(|m| m as &dyn crate::llm::Meter),
+        };
         let reply = tokio::select! {
-            r = self.writer.chat(&req) => r,
+            r = self.writer.call(&req, opts) => r,
             _ = cancel.cancelled() => {
                 tracing::info!(lane = %job.lane, session = %job.session_id, "capsule build cancelled by shutdown");
                 return Ok(None);

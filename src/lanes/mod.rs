@@ -38,6 +38,7 @@ pub use ingest::{Ingest, Wakes};
 pub use router::{LaneRouter, LaneView};
 pub use send_message::SendMessage;
 pub use stream_hub::{StreamEvent, StreamHub, StreamKind};
+pub use turn::OVER_BUDGET;
 
 /// Everything a lane worker needs, built once in `app`.
 pub struct Deps {
@@ -64,4 +65,6 @@ pub struct Deps {
     pub media_cache: crate::media::MediaCache,
     /// Reads what people attach (fetch, transcribe, extract).
     pub media: Arc<crate::media::MediaReader>,
+    /// Prices and caps every model call of a turn.
+    pub budget: Arc<crate::budget::Budget>,
 }

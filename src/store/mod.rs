@@ -22,6 +22,7 @@ mod outbox_key;
 mod pairing;
 mod postgres;
 mod search;
+mod spend;
 mod sqlite;
 mod status;
 mod text;
@@ -54,6 +55,7 @@ pub use pairing::{
     APPROVED_NOTICE, APPROVED_REQUEUED,
 };
 pub use postgres::PgStore;
+pub use spend::{Billed, CapHit, CapLimit, NewHold, Reserved, SpendRow, SpendScope, SpendStore};
 pub use sqlite::SqliteStore;
 pub use transcript::TranscriptStore;
 pub use turns::TurnStore;
@@ -201,6 +203,7 @@ pub trait Store:
     + CronStore
     + ContextStore
     + ApprovalStore
+    + SpendStore
     + Send
     + Sync
     + 'static

@@ -143,9 +143,17 @@ macro_rules! turn_store_impl {
                     .execute(&mut *tx)
                     .await?;
             }
-            sqlx::query("UPDATE turns SET status = $1, ended_at = $2 WHERE id = $3")
+            sqlx::query(
+                "UPDATE turns SET status = $1, ended_at = $2, fresh_input = $3, output = $4, \
+                 cache_read = $5, cache_write = $6, cost = $7 WHERE id = $8",
+            )
                 .bind(c.inbox_status.as_str())
                 .bind(now)
+                .bind(c.billed.fresh_input)
+                .bind(c.billed.output)
+                .bind(c.billed.cache_read)
+                .bind(c.billed.cache_write)
+                .bind(c.cost)
                 .bind(c.turn_id)
                 .execute(&mut *tx)
                 .await?;
@@ -168,8 +176,8 @@ macro_rules! turn_store_impl {
 
         async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>> {
             Ok(sqlx::query_as(
-                "SELECT id, lane, session_id, inbox_id, holder, token, status, started_at, ended_at \
-                 FROM turns WHERE lane = $1 ORDER BY id LIMIT $2",
+                "SELECT id, lane, session_id, inbox_id, holder, token, status, started_at, ended_at, \
+                 fresh_input, output, cache_read, cache_write, cost FROM turns WHERE lane = $1 ORDER BY id LIMIT $2",
             )
             .bind(lane.as_str())
             .bind(limit)

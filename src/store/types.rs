@@ -285,6 +285,9 @@ pub struct TurnCommit {
     /// Follow-up events written to the inbox in the same transaction (deduplicated like any
     /// inbound event): delivery mirrors into target lanes, session rotations.
     pub enqueue: Vec<MessageEvent>,
+    /// What the turn's model calls billed, and what that cost (`None`: unknown or unpriced).
+    pub billed: super::Billed,
+    pub cost: Option<i64>,
 }
 
 impl TurnCommit {
@@ -305,6 +308,8 @@ impl TurnCommit {
             note: None,
             close_session: None,
             enqueue: Vec::new(),
+            billed: super::Billed::default(),
+            cost: None,
         }
     }
 }
@@ -356,6 +361,11 @@ pub struct TurnRow {
     pub status: TurnStatus,
     pub started_at: i64,
     pub ended_at: Option<i64>,
+    /// What the turn's model calls billed.
+    #[sqlx(flatten)]
+    pub billed: super::Billed,
+    /// Their cost in billionths of the budget's currency (`None`: unknown or unpriced).
+    pub cost: Option<i64>,
 }
 
 /// Which conversations a search may read. The agent's tool always passes one lane (its

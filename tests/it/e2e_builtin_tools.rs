@@ -437,6 +437,7 @@ mod cron_rules {
             timezone: None,
             catch_up: None,
             enabled: true,
+            budget: None,
         }
     }
 

@@ -26,6 +26,7 @@ fn job(name: &str, schedule: &str, deliver: &[&str], catch_up: Option<&str>) -> 
         timezone: None,
         catch_up: catch_up.map(Into::into),
         enabled: true,
+        budget: None,
     }
 }
 

@@ -157,6 +157,7 @@ async fn a_job_whose_maker_lost_access_is_paused_at_its_next_fire_and_says_why()
         timezone: None,
         catch_up: None,
         enabled: true,
+        budget: None,
     };
     app.store
         .cron_job_add_owned(

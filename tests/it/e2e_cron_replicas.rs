@@ -26,6 +26,7 @@ fn config_with(llm: &FakeLlm, data: &tempfile::TempDir, schedule: &str) -> Confi
         timezone: None,
         catch_up: None,
         enabled: true,
+        budget: None,
     }];
     c
 }

@@ -131,7 +131,8 @@ async fn the_sdk_lists_models_chats_and_streams() {
             r#"
 out(models=[m.id for m in client.models.list()])
 r = client.chat.completions.create(model="herald", messages=[{"role": "user", "content": "hi"}])
-out(text=r.choices[0].message.content, finish=r.choices[0].finish_reason, id=r.id)
+out(text=r.choices[0].message.content, finish=r.choices[0].finish_reason, id=r.id,
+    usage=r.usage.model_dump())
 deltas, usage = [], None
 for chunk in client.chat.completions.create(model="herald", stream=True,
         stream_options={"include_usage": True},
@@ -157,10 +158,16 @@ except openai.NotFoundError as e:
     assert_eq!(lines[0]["models"], serde_json::json!(["herald"]));
     assert_eq!(lines[1]["text"], "Hello from Herald.");
     assert_eq!(lines[1]["finish"], "stop");
+    // The turn's real usage: what the fake model billed for its one call.
+    let usage = &lines[1]["usage"];
+    assert_eq!(usage["prompt_tokens"], 120, "{usage}");
+    assert_eq!(usage["completion_tokens"], 8, "{usage}");
+    assert_eq!(usage["total_tokens"], 128, "{usage}");
+    assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 100, "{usage}");
     let deltas: Vec<String> = serde_json::from_value(lines[2]["deltas"].clone()).unwrap();
     assert_eq!(deltas.concat(), "A streamed answer, piece by piece.");
     assert!(deltas.len() > 2, "the answer came in pieces: {deltas:?}");
-    assert!(lines[2]["usage"].is_object(), "a usage chunk: {}", lines[2]);
+    assert_eq!(lines[2]["usage"]["total_tokens"], 128, "the usage chunk: {}", lines[2]);
     assert_eq!(lines[3]["auth"], 401);
     assert_eq!(lines[3]["code"], "invalid_api_key");
     assert_eq!(lines[4]["missing"], 404);
@@ -316,13 +323,15 @@ async fn a_tool_call_inside_the_turn_shows_only_as_the_answer() {
 r = client.chat.completions.create(model="herald",
         messages=[{"role": "user", "content": "I like green tea."}])
 m = r.choices[0].message
-out(text=m.content, tool_calls=m.tool_calls, finish=r.choices[0].finish_reason)
+out(text=m.content, tool_calls=m.tool_calls, finish=r.choices[0].finish_reason,
+    total=r.usage.total_tokens)
 "#,
         )
         .await;
     assert_eq!(lines[0]["text"], "I will remember that.");
     assert!(lines[0]["tool_calls"].is_null());
     assert_eq!(lines[0]["finish"], "stop");
+    assert_eq!(lines[0]["total"], 256, "both model calls of the turn are counted");
     assert_eq!(api.llm.request_count(), 2, "the tool ran inside the turn");
     let user = std::fs::read_to_string(api.data.path().join("memory/ana/USER.md")).unwrap();
     assert!(user.contains("Ana likes green tea."), "{user}");

@@ -103,6 +103,7 @@ async fn a_brief_before_the_person_writes_keeps_the_capsule(db: Db) {
         timezone: None,
         catch_up: None,
         enabled: true,
+        budget: None,
     };
     app.store
         .cron_job_add(&spec, t0().timestamp_millis())

@@ -193,6 +193,7 @@ async fn a_scheduled_brief_appears_on_the_open_page_as_the_agents_message() {
         timezone: None,
         catch_up: None,
         enabled: true,
+        budget: None,
     };
     app.store
         .cron_job_add(&spec, t0().timestamp_millis())

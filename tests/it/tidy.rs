@@ -25,6 +25,7 @@ const RANKS: &[(&str, u8)] = &[
     ("store", 2),
     ("llm", 2),
     ("media", 3),
+    ("budget", 3),
     ("agent", 4),
     ("delivery", 4),
     ("hooks", 4),

@@ -100,6 +100,7 @@ mod tests {
             timezone: tz.map(Into::into),
             catch_up: None,
             enabled: true,
+            budget: None,
         }
     }
 

@@ -40,6 +40,9 @@ pub struct JobSpec {
     pub catch_up: Option<String>,
     #[serde(default = "enabled_by_default")]
     pub enabled: bool,
+    /// The most one run may spend (`budget.cron_run` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::domain::Amount>,
 }
 
 fn enabled_by_default() -> bool {

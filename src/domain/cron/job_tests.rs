@@ -14,6 +14,7 @@ fn spec(name: &str, schedule: &str, deliver: &[&str]) -> JobSpec {
         timezone: None,
         catch_up: None,
         enabled: true,
+        budget: None,
     }
 }
 

@@ -194,7 +194,9 @@ impl Shape {
                 }]),
                 json!({
                     "input_tokens": a.usage.prompt_tokens,
-                    "input_tokens_details": { "cached_tokens": 0 },
+                    "input_tokens_details": {
+                        "cached_tokens": a.usage.prompt_tokens_details.cached_tokens,
+                    },
                     "output_tokens": a.usage.completion_tokens,
                     "output_tokens_details": { "reasoning_tokens": 0 },
                     "total_tokens": a.usage.total_tokens,

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
 use super::{KeyCaller, OaiError};
-use crate::domain::{MessageEvent, MessageKind, Origin, Platform};
+use crate::domain::{LaneKey, MessageEvent, MessageKind, Origin, Platform};
 use crate::http::HttpState;
 use crate::lanes::StreamEvent;
 use crate::store::{InboxInsert, InboxStatus};
@@ -50,6 +50,13 @@ pub(super) struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    pub prompt_tokens_details: PromptDetails,
+}
+
+/// The part of the prompt read from the provider's cache.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub(super) struct PromptDetails {
+    pub cached_tokens: u64,
 }
 
 impl From<crate::llm::Usage> for Usage {
@@ -58,6 +65,9 @@ impl From<crate::llm::Usage> for Usage {
             prompt_tokens: u.prompt_total(),
             completion_tokens: u.output,
             total_tokens: u.prompt_total() + u.output,
+            prompt_tokens_details: PromptDetails {
+                cached_tokens: u.cache_read,
+            },
         }
     }
 }
@@ -209,7 +219,7 @@ pub(super) async fn settled(state: &HttpState, inbox_id: i64) -> Option<Result<A
         _ => Ok(Answer {
             inbox_id,
             text,
-            usage: turn_usage(state, inbox_id).await,
+            usage: turn_usage(state, &row.lane, inbox_id).await,
         }),
     })
 }
@@ -222,7 +232,7 @@ fn failure(note: &str, line: String) -> OaiError {
     } else {
         line
     };
-    if note.starts_with("refused by the budget") {
+    if note.starts_with(crate::lanes::OVER_BUDGET) {
         OaiError::over_budget(line)
     } else if note.starts_with("rate limited") {
         OaiError::rate_limited(line, Duration::from_secs(30))
@@ -231,10 +241,27 @@ fn failure(note: &str, line: String) -> OaiError {
     }
 }
 
-/// The turn's token usage, all of its model calls. Until the store records usage per turn,
-/// the API reports zeros.
-async fn turn_usage(_state: &HttpState, _inbox_id: i64) -> Usage {
-    Usage::from(crate::llm::Usage::default())
+/// Turns of the lane read to find the request's own (a retried turn has one row per try).
+const TURNS_READ: i64 = 20;
+
+/// The turn's token usage: what all of its model calls billed, every try of it.
+async fn turn_usage(state: &HttpState, lane: &LaneKey, inbox_id: i64) -> Usage {
+    let turns = match state.store.turns(lane, TURNS_READ).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read a turn's usage");
+            return Usage::default();
+        }
+    };
+    let mut sum = crate::llm::Usage::default();
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    for t in turns.iter().filter(|t| t.inbox_id == Some(inbox_id)) {
+        sum.fresh_input += count(t.billed.fresh_input);
+        sum.output += count(t.billed.output);
+        sum.cache_read += count(t.billed.cache_read);
+        sum.cache_write += count(t.billed.cache_write);
+    }
+    Usage::from(sum)
 }
 
 #[cfg(test)]

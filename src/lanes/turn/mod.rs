@@ -13,11 +13,14 @@
 //! A feature that lives inside a turn (media, budgets, steering) adds a function to one step,
 //! not a branch to a long body.
 
+mod budget;
 mod land;
 mod media;
 mod prepare;
 mod run;
 mod settle;
+
+pub use settle::OVER_BUDGET;
 
 use std::time::{Duration, Instant};
 
@@ -49,6 +52,8 @@ struct Prepared {
     api_content: Option<String>,
     /// The history's images still in view.
     history_images: HistoryImages,
+    /// Reserves and settles the turn's model calls under the caps that apply to its payer.
+    meter: crate::budget::TurnMeter,
 }
 
 /// The user row of the turn: the person's words followed by the lines their attachments
@@ -121,7 +126,10 @@ impl Worker {
             return self.unreadable(lease, row, ev, reading).await;
         }
         let user = UserMessage::new(ev, reading);
-        let mut prepared = self.prepare(lease, row, ev, user, &context, &span).await?;
+        let meter = self.meter(ev).await;
+        let mut prepared = self
+            .prepare(lease, row, ev, user, meter, &context, &span)
+            .await?;
         let outcome = self
             .run_agent(lease, row, ev, &context, &mut prepared, lost, &span)
             .await;

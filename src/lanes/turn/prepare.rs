@@ -12,12 +12,14 @@ use crate::lanes::worker::{Failure, Worker};
 use crate::store::{InboxAttempt, InboxRow, Lease};
 
 impl Worker {
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn prepare(
         &self,
         lease: &Lease,
         row: &InboxRow,
         ev: &MessageEvent,
         user: UserMessage,
+        meter: crate::budget::TurnMeter,
         context: &ContextEngine<'_>,
         span: &tracing::Span,
     ) -> Result<Prepared, Failure> {
@@ -84,6 +86,7 @@ impl Worker {
             user,
             api_content,
             history_images,
+            meter,
         })
     }
 }

@@ -151,7 +151,7 @@ impl Worker {
                 tool_ctx: s.tool_ctx,
                 approvals: s.gate,
                 sink: s.live.map(|l| l.sink()),
-                meter: None,
+                meter: Some(&p.meter),
                 in_turn: Some(InTurnBudget {
                     budget_tokens: (context.window as f64 * deps.config.context.in_turn_threshold)
                         as usize,

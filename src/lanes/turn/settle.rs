@@ -9,6 +9,9 @@ use crate::lanes::worker::{Failure, Worker};
 use crate::llm::LlmError;
 use crate::store::{InboxRow, InboxStatus, NewMessage, TurnCommit};
 
+/// The start of the inbox note of a turn a spending cap refused (`herald cron log` shows it).
+pub const OVER_BUDGET: &str = "over budget";
+
 /// The reply and the rows the outcome adds after the person's message.
 struct Answer {
     reply: String,
@@ -39,6 +42,10 @@ impl Worker {
             .chain(std::mem::take(&mut answer.messages))
             .collect();
         commit.note = answer.note.take();
+        p.meter.release_open().await;
+        let spent = p.meter.spent();
+        commit.billed = spent.billed;
+        commit.cost = spent.cost.filter(|_| spent.calls > 0);
         self.plan_reply(row, ev, &answer, &mut commit, span);
         if ev.platform == Platform::Cron {
             // Each scheduled fire is its own session.
@@ -97,6 +104,17 @@ impl Worker {
                 let mut a = line(text.clone(), InboxStatus::Done, Some("no model configured"));
                 a.messages.push(NewMessage::new(Role::Assistant, text));
                 a
+            }
+            Outcome::Done(Err(TurnError::Llm(LlmError::OverBudget(why)))) => {
+                // A cron fire over its cap is skipped (the ledger says why; the next fire
+                // tries again); a person gets the one line, nothing half-done.
+                let status = if matches!(ev.origin, crate::domain::Origin::Scheduled { .. }) {
+                    InboxStatus::Skipped
+                } else {
+                    InboxStatus::Failed
+                };
+                let note = format!("{OVER_BUDGET}: {why}");
+                line(why, status, Some(&note))
             }
             Outcome::Done(Err(TurnError::Llm(e))) => {
                 tracing::warn!(parent: span, error = %e, class = e.class(), "turn failed; the user gets an error line");

@@ -231,6 +231,8 @@ pub async fn lease_fencing(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
         note: None,
         close_session: None,
         enqueue: Vec::new(),
+        billed: Default::default(),
+        cost: None,
     };
     assert_lease_lost("turn_commit", store.turn_commit(&old, &commit).await);
     assert_lease_lost(

@@ -80,6 +80,8 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
         note: Some(DIRTY.into()),
         close_session: None,
         enqueue: vec![event("nul-mirror", DIRTY)],
+        billed: Default::default(),
+        cost: None,
     };
     store
         .turn_commit(&l, &commit)
@@ -199,6 +201,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
         timezone: None,
         catch_up: None,
         enabled: true,
+        budget: None,
     };
     assert!(store
         .cron_job_add_owned(&spec, &LaneKey::new(lane), "web:alice", 1)

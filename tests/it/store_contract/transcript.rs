@@ -214,6 +214,8 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
         note: Some("ok".to_string()),
         close_session: None,
         enqueue: Vec::new(),
+        billed: Default::default(),
+        cost: None,
     };
     let done = store.turn_commit(&l, &commit).await.unwrap();
     assert_eq!(done.message_ids.len(), 3);

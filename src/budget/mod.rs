@@ -1,0 +1,207 @@
+//! Budgets: every model call priced, reserved at its worst case before it is sent, settled to
+//! its bill after, and refused when it would pass a cap — all day, all month, one person's day,
+//! one cron run.
+//!
+//! The ledger lives in the store (`store::spend`), so replicas and restarts share it; this
+//! module decides prices, which caps apply to whom, and what a person is told. It plugs into
+//! every model call through [`crate::llm::Meter`] ([`TurnMeter`]). Caps are read from the
+//! config loaded at start, never from the environment on a hot path.
+
+mod meter;
+mod money;
+mod period;
+mod prices;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use crate::config::{to_nanos, BudgetConfig};
+use crate::store::{CapHit, CapLimit, SpendScope, Store};
+
+pub use meter::{Spent, TurnMeter};
+pub use money::format_amount;
+pub use period::Period;
+pub use prices::{PriceTable, Rates};
+
+/// Whose spending a call is, and under which caps of its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Payer {
+    pub lane: String,
+    /// The person (a `[[people]]` name or an unlinked identity); `None` for a scheduled run.
+    pub person: Option<String>,
+    /// The cron job of a scheduled run, with its run key and its own cap (if any).
+    pub job: Option<String>,
+    pub run: Option<String>,
+    pub job_cap: Option<f64>,
+    /// `turn`, `capsule`, `child`.
+    pub cause: &'static str,
+}
+
+/// Told when a cap is reached or nearly spent, so the approvers can hear of it (the lanes layer
+/// sends the notices and the extension questions).
+#[async_trait]
+pub trait BudgetEvents: Send + Sync {
+    /// A call was refused by `hit`.
+    async fn cap_reached(&self, hit: &CapHit, payer: &Payer);
+    /// `hit.spent` has passed `budget.warn_at` of `hit.limit` (once per cap and period).
+    async fn cap_near(&self, hit: &CapHit, payer: &Payer);
+}
+
+/// The budget of one daemon: its config, price table and the shared ledger.
+pub struct Budget {
+    pub config: BudgetConfig,
+    pub prices: PriceTable,
+    pub tz: Tz,
+    /// Most tokens one answer may have (`llm.max_tokens`): the worst case's output.
+    pub max_output: u64,
+    store: Arc<dyn Store>,
+    events: std::sync::OnceLock<Arc<dyn BudgetEvents>>,
+}
+
+impl Budget {
+    pub fn new(config: &BudgetConfig, max_output: u32, store: Arc<dyn Store>) -> Arc<Budget> {
+        Arc::new(Budget {
+            prices: PriceTable::new(&config.prices),
+            tz: config.timezone.parse().unwrap_or(chrono_tz::UTC),
+            config: config.clone(),
+            max_output: u64::from(max_output),
+            store,
+            events: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Who hears of caps reached and nearly spent (set once, when the daemon is wired).
+    pub fn set_events(&self, events: Arc<dyn BudgetEvents>) {
+        let _ = self.events.set(events);
+    }
+
+    fn events(&self) -> Option<&Arc<dyn BudgetEvents>> {
+        self.events.get()
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// A cap applies to `payer`: an unpriced model is refused rather than spent blind.
+    pub fn capped(&self, payer: &Payer) -> bool {
+        self.config.has_caps() || payer.job_cap.is_some()
+    }
+
+    /// The meter of one turn (or one capsule) of `payer`.
+    pub fn meter(self: &Arc<Budget>, payer: Payer) -> TurnMeter {
+        TurnMeter::new(self.clone(), payer)
+    }
+
+    pub fn period(&self, now: DateTime<Utc>) -> Period {
+        Period::at(now, self.tz)
+    }
+
+    /// The caps that apply to `payer` in `period`, with the names their grants are filed under.
+    pub fn caps(&self, payer: &Payer, period: &Period) -> Vec<CapLimit> {
+        let c = &self.config;
+        let mut out = Vec::new();
+        if let Some(v) = c.daily {
+            out.push(cap(
+                "daily",
+                &period.day,
+                SpendScope::Day(period.day.clone()),
+                v,
+            ));
+        }
+        if let Some(v) = c.monthly {
+            out.push(cap(
+                "monthly",
+                &period.month,
+                SpendScope::Month(period.month.clone()),
+                v,
+            ));
+        }
+        if let (Some(v), Some(person)) = (c.person_daily, &payer.person) {
+            out.push(cap(
+                &format!("person_daily:{person}"),
+                &period.day,
+                SpendScope::PersonDay {
+                    person: person.clone(),
+                    day: period.day.clone(),
+                },
+                v,
+            ));
+        }
+        if let (Some(job), Some(run)) = (&payer.job, &payer.run) {
+            if let Some(v) = payer.job_cap.or(c.cron_run) {
+                out.push(cap(
+                    &format!("cron_run:{job}"),
+                    &period.day,
+                    SpendScope::Run(run.clone()),
+                    v,
+                ));
+            }
+        }
+        out
+    }
+
+    /// The one line a person reads when `hit` refused a call.
+    pub fn refusal(&self, hit: &CapHit, period: &Period) -> String {
+        let cur = &self.config.currency;
+        let spent = format_amount(hit.spent, cur);
+        let limit = format_amount(hit.limit, cur);
+        let day_reset = self.reset_line(period.day_ends);
+        let (kind, _) = hit.cap.split_once(':').unwrap_or((hit.cap.as_str(), ""));
+        match kind {
+            "person_daily" => format!(
+                "You have reached your daily budget ({spent} of {limit} spent today), so I \
+                 stopped before asking the model. It resets {day_reset}."
+            ),
+            "monthly" => format!(
+                "This month's budget is spent ({spent} of {limit}), so I stopped before asking \
+                 the model. It resets {}.",
+                self.reset_line(period.month_ends)
+            ),
+            "cron_run" => format!(
+                "This scheduled run would pass its budget ({spent} of {limit} spent); skipped."
+            ),
+            _ => format!(
+                "Today's budget is spent ({spent} of {limit}), so I stopped before asking the \
+                 model. It resets {day_reset}."
+            ),
+        }
+    }
+
+    /// The line for a model without a price while caps are on (fail closed).
+    pub fn unpriced(&self, model: &str) -> String {
+        format!(
+            "The model {model} has no price in [[budget.prices]] while spending caps are on, so \
+             I did not use it; the operator needs to add its price."
+        )
+    }
+
+    fn reset_line(&self, at: DateTime<Utc>) -> String {
+        let local = at.with_timezone(&self.tz);
+        format!("at {} ({})", local.format("%Y-%m-%d %H:%M"), self.tz.name())
+    }
+
+    /// Models in use that a cap would refuse: no input or output rate while caps are on.
+    pub fn unpriced_models<'a>(&self, models: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        if !self.config.has_caps() {
+            return Vec::new();
+        }
+        models
+            .into_iter()
+            .filter(|m| !self.prices.priced(m))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn cap(name: &str, period: &str, scope: SpendScope, limit: f64) -> CapLimit {
+    CapLimit {
+        cap: name.to_string(),
+        period: period.to_string(),
+        scope,
+        limit: to_nanos(limit),
+    }
+}
