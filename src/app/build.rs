@@ -125,14 +125,10 @@ impl Core {
             auth.clone(),
             Duration::from_secs(config.approvals.timeout_secs),
         )
-<<<<<<< HEAD
         .only_requester(config.approvals.only_requester)
         .people(config.people.clone());
-=======
-        .only_requester(config.approvals.only_requester);
         let budget =
             crate::budget::Budget::new(&config.budget, config.llm.max_tokens, store.clone());
->>>>>>> main
         let core = Core {
             budget,
             config,
