@@ -394,7 +394,7 @@ async fn approvals_go_to_the_person_s_linked_chat() {
     let tg = FakeTelegram::start("123:api").await;
     let Some(api) = Api::start(Db::Sqlite, |c| {
         c.telegram.token = Some(Secret::new(tg.token()));
-        c.telegram.api_url = tg.url();
+        c.telegram.api_url = tg.url().parse().expect("the fake's URL");
         c.telegram.allowed_users = vec![USER.to_string()];
         c.telegram.poll_timeout_secs = 1;
         c.tools.require_approval = vec!["memory".into()];
