@@ -468,3 +468,28 @@ out(text=r.choices[0].message.content)
     assert_eq!(tg.questions().len(), 1, "nothing was asked for bo");
     api.app.shutdown().await;
 }
+
+/// A turn the budget refuses is a 429 `insufficient_quota` with `retry-after`, carrying the line
+/// a chat would have shown (here: caps are on and the fake model has no price).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_over_budget_is_insufficient_quota() {
+    let Some(api) = Api::start(Db::Sqlite, |c| c.budget.person_daily = Some(1.0)).await else {
+        return;
+    };
+    let lines = api
+        .run(
+            r#"
+try:
+    client.chat.completions.create(model="herald", messages=[{"role": "user", "content": "hi"}])
+except openai.RateLimitError as e:
+    out(status=e.status_code, code=e.code, message=e.message,
+        after=e.response.headers.get("retry-after"))
+"#,
+        )
+        .await;
+    assert_eq!(lines[0]["status"], 429, "{}", lines[0]);
+    assert_eq!(lines[0]["code"], "insufficient_quota");
+    assert_eq!(lines[0]["after"], "3600");
+    assert_eq!(api.llm.request_count(), 0, "the model was never called");
+    api.app.shutdown().await;
+}

@@ -59,15 +59,18 @@ impl OaiError {
         OaiError::new(StatusCode::FORBIDDEN, "permission_error", "not_allowed", m)
     }
 
-    /// The person's budget refused the turn: retrying soon will not help.
+    /// The budget refused the turn: a cap holds until its period turns or an approver
+    /// extends it, so the client is told to come back in an hour, not in seconds.
     pub fn over_budget(message: impl Into<String>) -> OaiError {
         let m = message.into();
-        OaiError::new(
+        let mut e = OaiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "insufficient_quota",
             "insufficient_quota",
             m,
-        )
+        );
+        e.retry_after = Some(Duration::from_secs(3600));
+        e
     }
 
     pub fn rate_limited(message: impl Into<String>, after: Duration) -> OaiError {
