@@ -272,7 +272,7 @@ mod tests {
     fn failures_map_to_statuses() {
         let cases = [
             (
-                "refused by the budget: daily cap",
+                "over budget: the daily cap is reached",
                 429,
                 "insufficient_quota",
             ),
