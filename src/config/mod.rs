@@ -6,6 +6,7 @@
 
 mod address;
 mod agent;
+mod api;
 mod budget;
 mod handoff;
 mod load;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use address::ConfigUrl;
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
+pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
@@ -71,6 +73,8 @@ pub struct Config {
     pub streaming: StreamingConfig,
     pub mcp: McpConfig,
     pub media: MediaConfig,
+    /// The OpenAI-compatible API (`api.rs`).
+    pub api: ApiConfig,
     pub budget: BudgetConfig,
 }
 

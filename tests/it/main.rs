@@ -41,6 +41,7 @@ mod e2e_mcp_sdk;
 mod e2e_media;
 mod e2e_memory;
 mod e2e_names;
+mod e2e_openai_api;
 mod e2e_pairing;
 mod e2e_prompt;
 mod e2e_screen;

@@ -30,6 +30,7 @@ use super::clock::TurnClock;
 
 mod gate;
 mod kept;
+mod linked;
 
 pub use gate::TurnGate;
 
@@ -89,6 +90,8 @@ pub struct Approvals {
     auth: Authorizer,
     timeout: Duration,
     only_requester: bool,
+    /// `[[people]]`: an API conversation's questions go to its person's linked chat.
+    people: Arc<Vec<crate::config::Person>>,
     waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
@@ -105,6 +108,7 @@ impl Approvals {
             auth,
             timeout,
             only_requester: true,
+            people: Arc::default(),
             waiting: Arc::default(),
         }
     }
@@ -112,6 +116,12 @@ impl Approvals {
     /// `approvals.only_requester`: whether only the requester may answer their own request.
     pub fn only_requester(mut self, on: bool) -> Approvals {
         self.only_requester = on;
+        self
+    }
+
+    /// `[[people]]`, for the linked chat of an API conversation (`linked.rs`).
+    pub fn people(mut self, people: Vec<crate::config::Person>) -> Approvals {
+        self.people = Arc::new(people);
         self
     }
 
