@@ -50,6 +50,7 @@ mod e2e_user;
 mod e2e_web;
 mod e2e_web_page;
 mod fake_discord_selftest;
+mod failover_pg;
 mod fake_telegram_selftest;
 mod faults;
 mod fuzz_props;

@@ -206,8 +206,8 @@ impl Start {
                         uuid::Uuid::new_v4().simple()
                     ),
                     timeout_secs: self.config.poll_timeout_secs,
-                    lease_ttl: Duration::from_secs(deps.config.lanes.lease_ttl_secs),
-                    renew_every: Duration::from_secs(deps.config.lanes.heartbeat_secs),
+                    lease_ttl: crate::store::ROLE_LEASE_TTL,
+                    renew_every: crate::store::ROLE_RENEW_EVERY,
                 };
                 poller.run(cancel).await;
             }
