@@ -37,7 +37,10 @@ impl Sender {
     ) -> Result<String, SendError> {
         match previews.and_then(|ids| ids.get(row.chunk_index as usize)) {
             Some(id) => {
-                let urgency = super::urgency(row);
+                let urgency = match super::urgency(row) {
+                    super::pace::Urgency::Person => super::pace::Urgency::Final,
+                    other => other,
+                };
                 self.outbounds
                     .pace
                     .wait(row.platform, &row.chat_id, urgency)

@@ -8,8 +8,8 @@
 //! their message, and the final edit that turns a preview into that answer. Everything else
 //! (a long reply's later chunks, cron fan-out, files, preview edits) is bulk and leaves only at
 //! the steady rate, so a 12,000-character answer still goes out one chunk a second. A platform
-//! may also have an overall bucket across all its chats (Telegram: 30 messages a second), which
-//! every request takes from. Previews have their own least interval per chat on top
+//! may also have overall buckets across all its chats (Telegram: 30 messages a second, and 20
+//! preview edits a second), which every message, or preview edit, takes from. Previews have their own least interval per chat on top
 //! (`streaming.edit_interval_ms`).
 //!
 //! Reservations are taken under one lock and may lie in the future: the caller sleeps until its
@@ -27,11 +27,15 @@ use crate::domain::Platform;
 /// Who a request serves, which decides how much of the chat's burst it may spend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Urgency {
-    /// A person is waiting for it: a reply's first message, or its final edit.
+    /// A person is waiting for it: a reply's first message (or first preview message).
     Person,
-    /// Anything else that sends or edits a message: paced at the steady rate.
+    /// The edit that turns a preview into the answer: a person waits for it too; an edit, so
+    /// outside the platform's overall message budget.
+    Final,
+    /// Any other message: paced at the steady rate.
     Bulk,
-    /// A streaming preview's edit: bulk, and also no closer than the chat's preview interval.
+    /// A streaming preview's edit: bulk, no closer than the chat's preview interval, and
+    /// within the platform's overall edit budget.
     Preview,
 }
 
@@ -49,20 +53,22 @@ impl Bucket {
     }
 }
 
-/// A platform's limits: per private chat, per group chat, and across all its chats.
+/// A platform's limits: per private chat, per group chat, and across all its chats for
+/// messages and for preview edits.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub private: Bucket,
     pub group: Bucket,
     pub overall: Option<Bucket>,
+    pub overall_edits: Option<Bucket>,
 }
 
 impl Limits {
     /// Telegram's published limits (core.telegram.org/bots/faq): about one message a second in
     /// a chat ("short bursts over this limit are allowed"), 20 a minute in a group, 30 a second
     /// overall. Groups refill at 17 a minute with a burst of 3, so no minute holds more than 20;
-    /// the overall bucket refills at 25 a second with a burst of 5, so no second holds more
-    /// than 30.
+    /// messages overall refill every 36 ms with a burst of 2, so no second holds more than 30.
+    /// Preview edits across all chats keep under 20 a second on a budget of their own.
     pub fn telegram() -> Limits {
         Limits {
             private: Bucket {
@@ -74,8 +80,12 @@ impl Limits {
                 burst: 3,
             },
             overall: Some(Bucket {
-                every: Duration::from_millis(40),
-                burst: 5,
+                every: Duration::from_millis(36),
+                burst: 2,
+            }),
+            overall_edits: Some(Bucket {
+                every: Duration::from_millis(50),
+                burst: 1,
             }),
         }
     }
@@ -92,6 +102,7 @@ impl Limits {
             private: channel,
             group: channel,
             overall: None,
+            overall_edits: None,
         }
     }
 
@@ -114,7 +125,8 @@ pub struct Pace {
 #[derive(Default)]
 struct State {
     chats: HashMap<(Platform, String), ChatSlots>,
-    overall: HashMap<Platform, Instant>,
+    /// Per platform: messages (`false`) and preview edits (`true`).
+    overall: HashMap<(Platform, bool), Instant>,
 }
 
 /// A chat's bucket (its theoretical arrival time) and its next free preview slot.
@@ -143,7 +155,7 @@ impl Pace {
         // a long reply's later chunks must not hold other chats back meanwhile.
         tokio::time::sleep_until(at).await;
         let now = Instant::now();
-        let overall = self.overall_slot(platform, now, true);
+        let overall = self.overall_slot(platform, urgency, now, true);
         tokio::time::sleep_until(overall).await;
         if at > asked || overall > now {
             metrics::counter!("herald_pace_waits_total", "platform" => platform.as_str())
@@ -155,7 +167,7 @@ impl Pace {
     pub fn ready_in(&self, platform: Platform, chat: &str) -> Duration {
         let now = Instant::now();
         let at = self.chat_slot(platform, chat, Urgency::Preview, now, false);
-        self.overall_slot(platform, at, false)
+        self.overall_slot(platform, Urgency::Preview, at, false)
             .saturating_duration_since(now)
     }
 
@@ -169,7 +181,10 @@ impl Pace {
         now: Instant,
         take: bool,
     ) -> Instant {
-        let bucket = self.limits.get(&platform).map(|l| l.for_chat(platform, chat));
+        let bucket = self
+            .limits
+            .get(&platform)
+            .map(|l| l.for_chat(platform, chat));
         let preview_gap = match urgency {
             Urgency::Preview => self.previews.get(&platform).copied(),
             _ => None,
@@ -189,7 +204,7 @@ impl Pace {
         let mut at = now;
         if let Some(b) = bucket {
             let slack = match urgency {
-                Urgency::Person => b.tolerance(),
+                Urgency::Person | Urgency::Final => b.tolerance(),
                 Urgency::Bulk | Urgency::Preview => Duration::ZERO,
             };
             at = at.max(slots.tat.checked_sub(slack).unwrap_or(now));
@@ -209,16 +224,35 @@ impl Pace {
         at
     }
 
-    /// The platform's next slot across all its chats from `now`; `take` reserves it.
-    fn overall_slot(&self, platform: Platform, now: Instant, take: bool) -> Instant {
-        let Some(bucket) = self.limits.get(&platform).and_then(|l| l.overall) else {
+    /// The platform's next slot across all its chats from `now` (messages, or preview edits;
+    /// a final edit has none); `take` reserves it.
+    fn overall_slot(
+        &self,
+        platform: Platform,
+        urgency: Urgency,
+        now: Instant,
+        take: bool,
+    ) -> Instant {
+        let limits = self.limits.get(&platform);
+        let (bucket, edits) = match urgency {
+            Urgency::Person | Urgency::Bulk => (limits.and_then(|l| l.overall), false),
+            Urgency::Preview => (limits.and_then(|l| l.overall_edits), true),
+            Urgency::Final => (None, false),
+        };
+        let Some(bucket) = bucket else {
             return now;
         };
         let mut state = self.state.lock().expect("pace lock");
-        let tat = state.overall.get(&platform).copied().unwrap_or(now);
+        let tat = state
+            .overall
+            .get(&(platform, edits))
+            .copied()
+            .unwrap_or(now);
         let at = now.max(tat.checked_sub(bucket.tolerance()).unwrap_or(now));
         if take {
-            state.overall.insert(platform, tat.max(at) + bucket.every);
+            state
+                .overall
+                .insert((platform, edits), tat.max(at) + bucket.every);
         }
         at
     }

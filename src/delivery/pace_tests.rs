@@ -15,7 +15,7 @@ fn telegram() -> Pace {
 /// [`Pace::wait`] sleeps for).
 fn slot(pace: &Pace, chat: &str, urgency: Urgency, now: Instant) -> Instant {
     let at = pace.chat_slot(TG, chat, urgency, now, true);
-    pace.overall_slot(TG, at, true)
+    pace.overall_slot(TG, urgency, at, true)
 }
 
 fn ms(n: u64) -> Duration {
@@ -46,7 +46,7 @@ async fn a_long_reply_leaves_one_chunk_a_second() {
     assert_eq!(rest, vec![t0 + ms(1000), t0 + ms(2000), t0 + ms(3000)]);
     // Another chat is not held by it.
     assert_eq!(pace.chat_slot(TG, "8", Urgency::Bulk, t0, true), t0);
-    assert_eq!(pace.overall_slot(TG, t0, true), t0);
+    assert_eq!(pace.overall_slot(TG, Urgency::Bulk, t0, true), t0);
 }
 
 #[tokio::test]
@@ -75,7 +75,7 @@ async fn a_streamed_final_edit_does_not_wait_for_the_preview_slot() {
     assert_eq!(edit, t0 + ms(1000), "previews keep the interval");
     assert!(pace.ready_in(TG, "7") > Duration::ZERO);
     let now = t0 + ms(1200);
-    assert_eq!(slot(&pace, "7", Urgency::Person, now), now);
+    assert_eq!(slot(&pace, "7", Urgency::Final, now), now);
 }
 
 #[tokio::test]
@@ -116,6 +116,26 @@ async fn an_unpaced_platform_sends_freely() {
     let pace = telegram();
     let t0 = Instant::now();
     for _ in 0..50 {
-        assert_eq!(pace.chat_slot(Platform::Web, "x", Urgency::Bulk, t0, true), t0);
+        assert_eq!(
+            pace.chat_slot(Platform::Web, "x", Urgency::Bulk, t0, true),
+            t0
+        );
     }
+}
+
+#[tokio::test]
+async fn previews_keep_their_own_budget_and_final_edits_none() {
+    let pace = telegram();
+    let t0 = Instant::now();
+    let edits: Vec<Instant> = (0..60)
+        .map(|i| slot(&pace, &format!("e{i}"), Urgency::Preview, t0))
+        .collect();
+    let first_second = edits.iter().filter(|s| **s < t0 + ms(1000)).count();
+    assert!(
+        first_second <= 20,
+        "{first_second} preview edits in a second"
+    );
+    // Messages and final edits are not held back by the previews elsewhere.
+    assert_eq!(slot(&pace, "m", Urgency::Person, t0), t0);
+    assert_eq!(slot(&pace, "f", Urgency::Final, t0), t0);
 }

@@ -56,12 +56,33 @@ async fn a_chat_is_answered_by_the_standby_within_seconds_of_the_pollers_death()
     fake.push_private_text(CHAT, CHAT, "after");
     // Well under the 30 s lane lease and the old role lease: the takeover bound plus a turn
     // on a loaded machine.
-    let sent = fake.wait_for_sent(2, Duration::from_secs(15)).await;
-    println!("the chat's answer came {:?} after the kill", killed.elapsed());
-    assert_eq!(sent[0].text, "reply to: before");
-    assert_eq!(sent[1].text, "reply to: after");
+    let answered = Instant::now() + Duration::from_secs(15);
+    let after = |sent: &[herald_test_support::fake_telegram::SentMessage]| {
+        sent.iter().filter(|m| m.text == "reply to: after").count()
+    };
+    while after(&fake.sent_messages()) == 0 {
+        assert!(
+            Instant::now() < answered,
+            "no answer 15 s after the kill; sent: {:#?}",
+            fake.sent_messages()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    println!(
+        "the chat's answer came {:?} after the kill",
+        killed.elapsed()
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(fake.sent_messages().len(), 2, "nothing sent twice");
+    let sent = fake.sent_messages();
+    assert_eq!(after(&sent), 1, "answered once: {sent:#?}");
+    // The one resend allowed: the reply Telegram accepted just before the kill, whose
+    // `mark_sent` had not committed yet.
+    assert!(
+        sent.iter()
+            .all(|m| m.text == "reply to: after" || m.text == "reply to: before"),
+        "{sent:#?}"
+    );
+    assert!(sent.len() <= 3, "{sent:#?}");
     drop(standby);
     backend.cleanup().await;
 }

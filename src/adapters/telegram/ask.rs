@@ -27,7 +27,11 @@ impl TelegramOutbound {
             .thread_id
             .and_then(|t| t.parse::<i32>().ok())
             .map(|t| ThreadId(MessageId(t)));
-        let mut req = self.bot.0.send_message(chat, ask.text).reply_markup(keyboard);
+        let mut req = self
+            .bot
+            .0
+            .send_message(chat, ask.text)
+            .reply_markup(keyboard);
         if let Some(t) = thread {
             req = req.message_thread_id(t);
         }
@@ -42,8 +46,11 @@ impl TelegramOutbound {
             return;
         };
         let chat = teloxide::types::ChatId(chat);
-        let res: Result<_, RequestError> =
-            self.bot.0.edit_message_text(chat, MessageId(id), text).await;
+        let res: Result<_, RequestError> = self
+            .bot
+            .0
+            .edit_message_text(chat, MessageId(id), text)
+            .await;
         if let Err(e) = res {
             tracing::debug!(error = %super::redact(&e, &self.token), "approval question not closed");
         }

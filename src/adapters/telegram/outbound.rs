@@ -54,7 +54,8 @@ impl Client {
 
     async fn send_chat_action(&self, payload: SendChatAction) -> Result<(), RequestError> {
         send_payload(
-            self.0.send_chat_action(payload.chat_id.clone(), payload.action),
+            self.0
+                .send_chat_action(payload.chat_id.clone(), payload.action),
             payload,
         )
         .await?;

@@ -332,13 +332,19 @@ pub async fn lease_taken_from_a_dead_replica(store: Arc<dyn Store>, clock: Arc<M
         .unwrap()
         .expect("replica a's liveness ran out: its lane is free");
     assert_eq!(taken.token, held.token + 1);
-    assert_eq!(store.lease_get("web:dead").await.unwrap().unwrap().holder, "b/w2");
+    assert_eq!(
+        store.lease_get("web:dead").await.unwrap().unwrap().holder,
+        "b/w2"
+    );
     assert!(matches!(
         store.lease_renew(&held, long).await,
         Err(StoreError::LeaseLost { .. })
     ));
     let live = store.lease_take_from_dead("web:live", "b/w2", long).await;
-    assert!(live.unwrap().is_none(), "replica ab is alive, whatever a's state");
+    assert!(
+        live.unwrap().is_none(),
+        "replica ab is alive, whatever a's state"
+    );
     let again = store.lease_take_from_dead("web:dead", "c/w3", long).await;
     assert!(again.unwrap().is_none(), "b is not a dead replica's worker");
 }
