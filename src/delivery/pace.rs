@@ -8,15 +8,15 @@
 //! their message, and the final edit that turns a preview into that answer. Everything else
 //! (a long reply's later chunks, cron fan-out, files, preview edits) is bulk and leaves only at
 //! the steady rate, so a 12,000-character answer still goes out one chunk a second. A platform
-//! may also have overall buckets across all its chats (Telegram: 30 messages a second, and 20
-//! preview edits a second), which every message, or preview edit, takes from. Previews have their own least interval per chat on top
+//! may also have overall windows across all its chats (Telegram: at most 30 messages in any
+//! second, and 20 preview edits), which every message, or preview edit, counts in. Previews have their own least interval per chat on top
 //! (`streaming.edit_interval_ms`).
 //!
 //! Reservations are taken under one lock and may lie in the future: the caller sleeps until its
 //! slot, so two callers never take the same one. Hand-written rather than `governor`, whose
 //! keyed limiter cannot let two classes of sender share one bucket with different tolerances.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -59,15 +59,22 @@ impl Bucket {
 pub struct Limits {
     pub private: Bucket,
     pub group: Bucket,
-    pub overall: Option<Bucket>,
-    pub overall_edits: Option<Bucket>,
+    pub overall: Option<Window>,
+    pub overall_edits: Option<Window>,
+}
+
+/// At most `max` in any `per`: a sliding window, so a burst across many chats leaves at once
+/// up to the platform's figure, and never more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub max: usize,
+    pub per: Duration,
 }
 
 impl Limits {
     /// Telegram's published limits (core.telegram.org/bots/faq): about one message a second in
     /// a chat ("short bursts over this limit are allowed"), 20 a minute in a group, 30 a second
-    /// overall. Groups refill at 17 a minute with a burst of 3, so no minute holds more than 20;
-    /// messages overall refill every 36 ms with a burst of 2, so no second holds more than 30.
+    /// overall. Groups refill at 17 a minute with a burst of 3, so no minute holds more than 20.
     /// Preview edits across all chats keep under 20 a second on a budget of their own.
     pub fn telegram() -> Limits {
         Limits {
@@ -79,13 +86,13 @@ impl Limits {
                 every: Duration::from_secs(60) / 17,
                 burst: 3,
             },
-            overall: Some(Bucket {
-                every: Duration::from_millis(36),
-                burst: 2,
+            overall: Some(Window {
+                max: 30,
+                per: Duration::from_secs(1),
             }),
-            overall_edits: Some(Bucket {
-                every: Duration::from_millis(50),
-                burst: 1,
+            overall_edits: Some(Window {
+                max: 20,
+                per: Duration::from_secs(1),
             }),
         }
     }
@@ -126,7 +133,7 @@ pub struct Pace {
 struct State {
     chats: HashMap<(Platform, String), ChatSlots>,
     /// Per platform: messages (`false`) and preview edits (`true`).
-    overall: HashMap<(Platform, bool), Instant>,
+    overall: HashMap<(Platform, bool), VecDeque<Instant>>,
 }
 
 /// A chat's bucket (its theoretical arrival time) and its next free preview slot.
@@ -234,25 +241,25 @@ impl Pace {
         take: bool,
     ) -> Instant {
         let limits = self.limits.get(&platform);
-        let (bucket, edits) = match urgency {
+        let (window, edits) = match urgency {
             Urgency::Person | Urgency::Bulk => (limits.and_then(|l| l.overall), false),
             Urgency::Preview => (limits.and_then(|l| l.overall_edits), true),
             Urgency::Final => (None, false),
         };
-        let Some(bucket) = bucket else {
+        let Some(Window { max, per }) = window else {
             return now;
         };
         let mut state = self.state.lock().expect("pace lock");
-        let tat = state
-            .overall
-            .get(&(platform, edits))
-            .copied()
-            .unwrap_or(now);
-        let at = now.max(tat.checked_sub(bucket.tolerance()).unwrap_or(now));
+        let sent = state.overall.entry((platform, edits)).or_default();
+        let at = match sent.len().checked_sub(max) {
+            Some(i) => now.max(sent[i] + per),
+            None => now,
+        };
         if take {
-            state
-                .overall
-                .insert((platform, edits), tat.max(at) + bucket.every);
+            sent.push_back(at);
+            while sent.len() > max {
+                sent.pop_front();
+            }
         }
         at
     }

@@ -108,7 +108,7 @@ async fn the_platform_never_exceeds_thirty_a_second() {
             .count();
         assert!(within <= 30, "{within} sends in the second from send {i}");
     }
-    assert!(*slots.last().unwrap() > t0 + Duration::from_secs(7));
+    assert!(*slots.last().unwrap() >= t0 + Duration::from_secs(6));
 }
 
 #[tokio::test]
