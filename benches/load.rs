@@ -3,7 +3,8 @@
 //! chats in a closed loop (`--chats N --messages M`) or an open loop (`--rate R --duration S`).
 //! `--seed-lanes N` first runs N more chats with one message each, so memory is measured with
 //! that many lanes seen. SQLite in a temp dir, or a fresh Postgres schema when `DATABASE_URL`
-//! is set.
+//! is set. `--think-ms T` has each person wait T after a reply before writing again, and
+//! `--pacing` turns Telegram pacing on, to measure what pacing costs a conversation.
 //!
 //! Run: `cargo build --release --bin herald && cargo bench --bench load -- --chats 100
 //! --messages 20`. Prints a summary and writes `bench-results/load-<store>-<mode>.json` with a
@@ -39,6 +40,12 @@ struct Args {
     /// Open loop: equal gaps instead of Poisson arrivals.
     #[arg(long)]
     uniform: bool,
+    /// Closed loop: milliseconds a chat's person "thinks" after each reply before writing again.
+    #[arg(long, default_value_t = 0)]
+    think_ms: u64,
+    /// Telegram pacing on (`telegram.pacing = true`, as in production); off by default.
+    #[arg(long)]
+    pacing: bool,
     /// Telegram webhook mode: the driver POSTs updates to the daemon.
     #[arg(long)]
     webhook: bool,
@@ -71,7 +78,11 @@ async fn main() {
         return;
     }
     let load_start = loadavg();
-    let rig = Rig::start(args.webhook, args.bin.clone(), &[]).await;
+    let pacing: &[(&str, &str)] = match args.pacing {
+        true => &[("HERALD_TELEGRAM__PACING", "true")],
+        false => &[],
+    };
+    let rig = Rig::start(args.webhook, args.bin.clone(), pacing).await;
     let pid = rig.pid();
     if let Some(path) = &args.pid_file {
         std::fs::write(path, pid.to_string()).expect("write pid file");
@@ -89,7 +100,10 @@ async fn main() {
         let plan = Plan {
             chats: args.seed_lanes,
             first_chat: 1_000_000,
-            shape: Shape::Closed { messages: 1 },
+            shape: Shape::Closed {
+                messages: 1,
+                think: Duration::ZERO,
+            },
             reply_timeout: timeout,
         };
         let t = Instant::now();
@@ -121,6 +135,7 @@ async fn main() {
         },
         None => Shape::Closed {
             messages: args.messages,
+            think: Duration::from_millis(args.think_ms),
         },
     };
     let plan = Plan {
@@ -184,6 +199,12 @@ fn file_stem(args: &Args, store: &str) -> String {
         ),
         None => format!("load-{store}-closed-c{}x{}", args.chats, args.messages),
     };
+    if args.think_ms > 0 {
+        name.push_str(&format!("-think{}", args.think_ms));
+    }
+    if args.pacing {
+        name.push_str("-paced");
+    }
     if args.webhook {
         name.push_str("-webhook");
     }
@@ -257,7 +278,8 @@ fn report(
         "rate_per_s": args.rate,
         "duration_s": if closed { Value::Null } else { json!(args.duration) },
         "arrivals": if closed { Value::Null } else { json!(if args.uniform { "uniform" } else { "poisson" }) },
-        "telegram_pacing": "off (telegram.pacing = false): Telegram's published limits would cap any run at 30 msg/s",
+        "telegram_pacing": if args.pacing { "on (telegram.pacing = true, as in production)" } else { "off (telegram.pacing = false): Telegram's published limits would cap any run at 30 msg/s" },
+        "think_ms": args.think_ms,
         "latency_from": if rig.transport.name() == "webhook" {
             "driver starts the webhook POST (open loop: the instant the message was due) → fake records sendMessage"
         } else {

@@ -2,6 +2,7 @@
 //! of tasks, and returns what the next steps need. `App::start` calls them in order; the order
 //! is the order of start (and the reverse of what shutdown drains).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,9 +15,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::adapters::{Adapter, Edge};
 use crate::agent::tools::{approval_policy, ToolCatalog};
-use crate::config::{Config, ProviderKind, StreamingConfig};
+use crate::config::{Config, ProviderKind};
 use crate::cron::Scheduler;
-use crate::delivery::pace::EditPace;
+use crate::delivery::pace::{Limits, Pace};
 use crate::delivery::sender::Sender;
 use crate::delivery::Outbounds;
 use crate::domain::Platform;
@@ -69,18 +70,22 @@ pub(super) fn tool_catalog(config: &Config) -> anyhow::Result<ToolCatalog> {
     Ok(ToolCatalog::new(policy))
 }
 
-/// The adapters' sending sides, and the pace of edits per chat they share.
+/// The adapters' sending sides, and the pace of sends and edits per chat they share.
 pub(super) fn outbounds(config: &Config, adapters: &[Box<dyn Adapter>]) -> Outbounds {
     let mut outbounds = Outbounds::default();
     for adapter in adapters {
         outbounds.register(adapter.outbound());
     }
-    outbounds.edit_pace = Arc::new(EditPace::new(
+    let mut limits = HashMap::from([(Platform::Discord, Limits::discord())]);
+    if config.telegram.pacing {
+        limits.insert(Platform::Telegram, Limits::telegram());
+    }
+    outbounds.pace = Arc::new(Pace::new(
+        limits,
         [Platform::Telegram, Platform::Discord]
             .into_iter()
             .map(|p| (p, config.streaming.edit_interval(p)))
             .collect(),
-        StreamingConfig::overall_edit_spacing(),
     ));
     outbounds
 }

@@ -43,19 +43,7 @@ impl Default for StreamingConfig {
 /// Telegram and Discord both rate-limit edits; faster than this is refused at start.
 pub const MIN_EDIT_INTERVAL_MS: u64 = 100;
 
-/// Telegram edits in all chats together, at most 20 a second: its send throttle (30/s overall)
-/// does not see edits, so Herald keeps them under the published overall budget itself.
-pub const TELEGRAM_OVERALL_EDITS_PER_SEC: u32 = 20;
-
 impl StreamingConfig {
-    /// Least time between two edits anywhere on a platform.
-    pub fn overall_edit_spacing() -> std::collections::HashMap<Platform, Duration> {
-        std::collections::HashMap::from([(
-            Platform::Telegram,
-            Duration::from_secs(1) / TELEGRAM_OVERALL_EDITS_PER_SEC,
-        )])
-    }
-
     /// The pace of preview edits in one chat of `platform`.
     pub fn edit_interval(&self, platform: Platform) -> Duration {
         let own = match platform {

@@ -37,9 +37,13 @@ impl Sender {
     ) -> Result<String, SendError> {
         match previews.and_then(|ids| ids.get(row.chunk_index as usize)) {
             Some(id) => {
+                let urgency = match super::urgency(row) {
+                    super::pace::Urgency::Person => super::pace::Urgency::Final,
+                    other => other,
+                };
                 self.outbounds
-                    .edit_pace
-                    .wait(row.platform, &row.chat_id)
+                    .pace
+                    .wait(row.platform, &row.chat_id, urgency)
                     .await;
                 let result = outbound.finalize(row, id).await;
                 if result.is_ok() {
@@ -47,7 +51,14 @@ impl Sender {
                 }
                 result
             }
-            None => outbound.send(row).await,
+            None => {
+                let urgency = super::urgency(row);
+                self.outbounds
+                    .pace
+                    .wait(row.platform, &row.chat_id, urgency)
+                    .await;
+                outbound.send(row).await
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! The replica lease (`replica:<id>`): proof that this process is alive, renewed every few
-//! seconds. Outbox claims of a replica whose lease expired are taken over at once, so a crash
-//! delays its claimed replies by the lease TTL rather than the whole claim TTL.
+//! second. Outbox claims of a replica whose lease expired are taken over at once, so a crash
+//! delays its claimed replies by the lease TTL rather than the whole claim TTL, and the live
+//! replicas (which share the Discord shards) are known within seconds of a death.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +11,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::store::Store;
 
-const TTL: Duration = Duration::from_secs(15);
-const RENEW_EVERY: Duration = Duration::from_secs(5);
+const TTL: Duration = crate::store::ROLE_LEASE_TTL;
+const RENEW_EVERY: Duration = crate::store::ROLE_RENEW_EVERY;
 
 /// Takes the replica lease and keeps it renewed until `cancel`, then releases it.
 pub async fn start(

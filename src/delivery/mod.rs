@@ -173,12 +173,22 @@ pub struct PreviewTarget<'a> {
     pub reply_to: Option<&'a str>,
 }
 
+/// How a row is paced: the first message of a reply to a person's message may spend the
+/// chat's burst; a reply's later chunks, files and messages nobody asked for are bulk.
+pub fn urgency(row: &crate::store::OutboxRow) -> pace::Urgency {
+    match row.chunk_index == 0 && row.inbox_id.is_some() && row.media.is_none() {
+        true => pace::Urgency::Person,
+        false => pace::Urgency::Bulk,
+    }
+}
+
 /// The outbounds of the adapters that run in this process.
 #[derive(Clone, Default)]
 pub struct Outbounds {
     by_platform: HashMap<Platform, Arc<dyn Outbound>>,
-    /// The pace of edits per chat, shared by previews and the outbox's final edits.
-    pub edit_pace: Arc<pace::EditPace>,
+    /// The pace of sends and edits per chat and per platform, shared by the outbox sender,
+    /// previews and approval questions.
+    pub pace: Arc<pace::Pace>,
 }
 
 impl Outbounds {

@@ -1,12 +1,22 @@
-//! The pace of message edits per chat, shared by the live previews of turns and the outbox's
-//! final edit, so a chat never sees two edits closer than its platform's interval.
+//! The pace of everything Herald sends into a chat: messages, preview messages, preview edits
+//! and the outbox's final edits, per chat and across a platform, within the platform's
+//! published flood limits — without ever making a person wait at a conversation's pace.
 //!
-//! Each caller reserves the next free slot of its chat and sleeps until then; reservations
-//! are taken under one lock, so two callers cannot take the same slot. A platform may also have
-//! an overall spacing across all its chats (Telegram: edits are not paced by teloxide's send
-//! throttle, so Herald caps them here).
+//! Each chat has a token bucket (kept as a GCRA "theoretical arrival time"): it refills at the
+//! platform's steady rate (Telegram: one message a second in a private chat) and holds a burst
+//! on top. Only what answers a person may spend the burst: the first message of a reply to
+//! their message, and the final edit that turns a preview into that answer. Everything else
+//! (a long reply's later chunks, cron fan-out, files, preview edits) is bulk and leaves only at
+//! the steady rate, so a 12,000-character answer still goes out one chunk a second. A platform
+//! may also have overall windows across all its chats (Telegram: at most 30 messages in any
+//! second, and 20 preview edits), which every message, or preview edit, counts in. Previews have their own least interval per chat on top
+//! (`streaming.edit_interval_ms`).
+//!
+//! Reservations are taken under one lock and may lie in the future: the caller sleeps until its
+//! slot, so two callers never take the same one. Hand-written rather than `governor`, whose
+//! keyed limiter cannot let two classes of sender share one bucket with different tolerances.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -14,129 +24,247 @@ use tokio::time::Instant;
 
 use crate::domain::Platform;
 
-#[derive(Default)]
-pub struct EditPace {
-    intervals: HashMap<Platform, Duration>,
-    overall: HashMap<Platform, Duration>,
-    next_free: Mutex<Slots>,
+/// Who a request serves, which decides how much of the chat's burst it may spend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Urgency {
+    /// A person is waiting for it: a reply's first message (or first preview message).
+    Person,
+    /// The edit that turns a preview into the answer: a person waits for it too; an edit, so
+    /// outside the platform's overall message budget.
+    Final,
+    /// Any other message: paced at the steady rate.
+    Bulk,
+    /// A streaming preview's edit: bulk, no closer than the chat's preview interval, and
+    /// within the platform's overall edit budget.
+    Preview,
 }
 
-#[derive(Default)]
-struct Slots {
-    chats: HashMap<(Platform, String), Instant>,
-    platforms: HashMap<Platform, Instant>,
+/// A token bucket: one token every `every`, at most `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    pub every: Duration,
+    pub burst: u32,
 }
 
-impl EditPace {
-    /// `intervals`: least time between two edits in one chat; `overall`: between two edits
-    /// anywhere on the platform.
-    pub fn new(
-        intervals: HashMap<Platform, Duration>,
-        overall: HashMap<Platform, Duration>,
-    ) -> EditPace {
-        EditPace {
-            intervals,
-            overall,
-            next_free: Mutex::new(Slots::default()),
+impl Bucket {
+    /// How far ahead of the steady rate a sender allowed the burst may run.
+    fn tolerance(&self) -> Duration {
+        self.every * self.burst.saturating_sub(1)
+    }
+}
+
+/// A platform's limits: per private chat, per group chat, and across all its chats for
+/// messages and for preview edits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub private: Bucket,
+    pub group: Bucket,
+    pub overall: Option<Window>,
+    pub overall_edits: Option<Window>,
+}
+
+/// At most `max` in any `per`: a sliding window, so a burst across many chats leaves at once
+/// up to the platform's figure, and never more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub max: usize,
+    pub per: Duration,
+}
+
+impl Limits {
+    /// Telegram's published limits (core.telegram.org/bots/faq): about one message a second in
+    /// a chat ("short bursts over this limit are allowed"), 20 a minute in a group, 30 a second
+    /// overall. Groups refill at 17 a minute with a burst of 3, so no minute holds more than 20.
+    /// Preview edits across all chats keep under 20 a second on a budget of their own.
+    pub fn telegram() -> Limits {
+        Limits {
+            private: Bucket {
+                every: Duration::from_secs(1),
+                burst: 10,
+            },
+            group: Bucket {
+                every: Duration::from_secs(60) / 17,
+                burst: 3,
+            },
+            overall: Some(Window {
+                max: 30,
+                per: Duration::from_secs(1),
+            }),
+            overall_edits: Some(Window {
+                max: 20,
+                per: Duration::from_secs(1),
+            }),
         }
     }
 
-    pub fn interval(&self, platform: Platform) -> Duration {
-        self.intervals
-            .get(&platform)
-            .copied()
-            .unwrap_or(Duration::ZERO)
-    }
-
-    /// Waits for this chat's next slot and takes it: a final edit (it stands in for a send,
-    /// one for one) or a preview's first message.
-    pub async fn wait(&self, platform: Platform, chat: &str) {
-        let at = self.reserve(platform, chat, false);
-        tokio::time::sleep_until(at).await;
-    }
-
-    /// [`EditPace::wait`], also within the platform's overall spacing: a preview edit, which
-    /// comes on top of the messages a reply would send anyway.
-    pub async fn wait_shared(&self, platform: Platform, chat: &str) {
-        let at = self.reserve(platform, chat, true);
-        tokio::time::sleep_until(at).await;
-    }
-
-    /// How long until this chat could be edited, without taking the slot.
-    pub fn ready_in(&self, platform: Platform, chat: &str) -> Duration {
-        let slots = self.next_free.lock().expect("pace lock");
-        let at = slots.chats.get(&(platform, chat.to_string())).copied();
-        at.map(|at| at.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::ZERO)
-    }
-
-    fn reserve(&self, platform: Platform, chat: &str, shared: bool) -> Instant {
-        let interval = self.interval(platform);
-        let overall = self.overall.get(&platform).copied().unwrap_or_default();
-        let now = Instant::now();
-        let mut slots = self.next_free.lock().expect("pace lock");
-        if slots.chats.len() > 10_000 {
-            slots.chats.retain(|_, at| *at > now);
-        }
-        let global = match shared {
-            true => slots.platforms.get(&platform).copied().unwrap_or(now),
-            false => now,
+    /// Discord's per-channel limit (5 messages per 5 s): one a second with a burst of 3. Its
+    /// global limit (50 requests a second) is left to serenity's own rate limiter, which reads
+    /// the buckets Discord announces.
+    pub fn discord() -> Limits {
+        let channel = Bucket {
+            every: Duration::from_secs(1),
+            burst: 3,
         };
-        let chat_slot = slots
-            .chats
-            .get(&(platform, chat.to_string()))
-            .copied()
-            .unwrap_or(now);
-        let at = chat_slot.max(global).max(now);
-        slots
-            .chats
-            .insert((platform, chat.to_string()), at + interval);
-        if shared {
-            slots.platforms.insert(platform, at + overall);
+        Limits {
+            private: channel,
+            group: channel,
+            overall: None,
+            overall_edits: None,
+        }
+    }
+
+    fn for_chat(&self, platform: Platform, chat: &str) -> Bucket {
+        // Telegram's groups and channels have negative ids; Discord's limit is per channel.
+        match platform == Platform::Telegram && chat.starts_with('-') {
+            true => self.group,
+            false => self.private,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Pace {
+    limits: HashMap<Platform, Limits>,
+    previews: HashMap<Platform, Duration>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    chats: HashMap<(Platform, String), ChatSlots>,
+    /// Per platform: messages (`false`) and preview edits (`true`).
+    overall: HashMap<(Platform, bool), VecDeque<Instant>>,
+}
+
+/// A chat's bucket (its theoretical arrival time) and its next free preview slot.
+#[derive(Clone, Copy)]
+struct ChatSlots {
+    tat: Instant,
+    preview: Instant,
+}
+
+impl Pace {
+    /// `limits`: the paced platforms (none for a platform sends freely); `previews`: the least
+    /// time between two preview edits in one chat of a platform.
+    pub fn new(limits: HashMap<Platform, Limits>, previews: HashMap<Platform, Duration>) -> Pace {
+        Pace {
+            limits,
+            previews,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Waits for this chat's next slot for `urgency` and takes it, then for the platform's.
+    pub async fn wait(&self, platform: Platform, chat: &str, urgency: Urgency) {
+        let asked = Instant::now();
+        let at = self.chat_slot(platform, chat, urgency, asked, true);
+        // The platform's token is taken when the chat's slot has come, not reserved ahead:
+        // a long reply's later chunks must not hold other chats back meanwhile.
+        tokio::time::sleep_until(at).await;
+        let now = Instant::now();
+        let overall = self.overall_slot(platform, urgency, now, true);
+        tokio::time::sleep_until(overall).await;
+        if at > asked || overall > now {
+            metrics::counter!("herald_pace_waits_total", "platform" => platform.as_str())
+                .increment(1);
+        }
+    }
+
+    /// How long until a preview edit of this chat could leave, without taking the slot.
+    pub fn ready_in(&self, platform: Platform, chat: &str) -> Duration {
+        let now = Instant::now();
+        let at = self.chat_slot(platform, chat, Urgency::Preview, now, false);
+        self.overall_slot(platform, Urgency::Preview, at, false)
+            .saturating_duration_since(now)
+    }
+
+    /// The chat's next slot for `urgency` (its bucket and, for a preview, its interval);
+    /// `take` reserves it.
+    fn chat_slot(
+        &self,
+        platform: Platform,
+        chat: &str,
+        urgency: Urgency,
+        now: Instant,
+        take: bool,
+    ) -> Instant {
+        let bucket = self
+            .limits
+            .get(&platform)
+            .map(|l| l.for_chat(platform, chat));
+        let preview_gap = match urgency {
+            Urgency::Preview => self.previews.get(&platform).copied(),
+            _ => None,
+        };
+        if bucket.is_none() && preview_gap.is_none() {
+            return now;
+        }
+        let mut state = self.state.lock().expect("pace lock");
+        if take && state.chats.len() > 10_000 {
+            state.chats.retain(|_, s| s.tat.max(s.preview) > now);
+        }
+        let key = (platform, chat.to_string());
+        let mut slots = state.chats.get(&key).copied().unwrap_or(ChatSlots {
+            tat: now,
+            preview: now,
+        });
+        let mut at = now;
+        if let Some(b) = bucket {
+            let slack = match urgency {
+                Urgency::Person | Urgency::Final => b.tolerance(),
+                Urgency::Bulk | Urgency::Preview => Duration::ZERO,
+            };
+            at = at.max(slots.tat.checked_sub(slack).unwrap_or(now));
+        }
+        if preview_gap.is_some() {
+            at = at.max(slots.preview);
+        }
+        if take {
+            if let Some(b) = bucket {
+                slots.tat = slots.tat.max(at) + b.every;
+            }
+            if let Some(gap) = preview_gap {
+                slots.preview = at + gap;
+            }
+            state.chats.insert(key, slots);
+        }
+        at
+    }
+
+    /// The platform's next slot across all its chats from `now` (messages, or preview edits;
+    /// a final edit has none); `take` reserves it.
+    fn overall_slot(
+        &self,
+        platform: Platform,
+        urgency: Urgency,
+        now: Instant,
+        take: bool,
+    ) -> Instant {
+        let limits = self.limits.get(&platform);
+        let (window, edits) = match urgency {
+            Urgency::Person | Urgency::Bulk => (limits.and_then(|l| l.overall), false),
+            Urgency::Preview => (limits.and_then(|l| l.overall_edits), true),
+            Urgency::Final => (None, false),
+        };
+        let Some(Window { max, per }) = window else {
+            return now;
+        };
+        let mut state = self.state.lock().expect("pace lock");
+        let sent = state.overall.entry((platform, edits)).or_default();
+        let at = match sent.len().checked_sub(max) {
+            Some(i) => now.max(sent[i] + per),
+            None => now,
+        };
+        if take {
+            sent.push_back(at);
+            while sent.len() > max {
+                sent.pop_front();
+            }
         }
         at
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn edits_of_one_chat_are_spaced() {
-        let gap = Duration::from_millis(150);
-        let pace = EditPace::new(HashMap::from([(Platform::Telegram, gap)]), HashMap::new());
-        let start = Instant::now();
-        pace.wait(Platform::Telegram, "1").await;
-        pace.wait(Platform::Telegram, "2").await;
-        pace.wait(Platform::Discord, "1").await;
-        assert!(
-            start.elapsed() < gap,
-            "other chats and platforms do not wait"
-        );
-        pace.wait(Platform::Telegram, "1").await;
-        assert!(start.elapsed() >= gap, "the same chat waits its turn");
-        assert!(pace.ready_in(Platform::Telegram, "1") > Duration::ZERO);
-        assert_eq!(pace.ready_in(Platform::Telegram, "3"), Duration::ZERO);
-    }
-
-    #[tokio::test]
-    async fn a_platform_wide_spacing_holds_across_chats() {
-        let overall = Duration::from_millis(60);
-        let pace = EditPace::new(
-            HashMap::new(),
-            HashMap::from([(Platform::Telegram, overall)]),
-        );
-        let start = Instant::now();
-        for chat in ["1", "2", "3"] {
-            pace.wait_shared(Platform::Telegram, chat).await;
-        }
-        assert!(start.elapsed() >= overall * 2, "three edits, two gaps");
-        let before = Instant::now();
-        pace.wait(Platform::Telegram, "4").await;
-        assert!(
-            before.elapsed() < overall,
-            "a final edit is not held by previews elsewhere"
-        );
-    }
-}
+#[path = "pace_tests.rs"]
+mod tests;

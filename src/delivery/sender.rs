@@ -186,6 +186,11 @@ impl Sender {
         };
         let started = std::time::Instant::now();
         let (previews, sent) = if row.media.is_some() {
+            let urgency = super::urgency(row);
+            self.outbounds
+                .pace
+                .wait(platform, &row.chat_id, urgency)
+                .await;
             (None, self.send_file_row(outbound.as_ref(), row).await)
         } else {
             let previews = self.previews_for(outbound, row).await;

@@ -23,7 +23,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::stream_hub::{StreamHub, StreamKind};
 use super::worker::Worker;
-use crate::delivery::pace::EditPace;
+use crate::delivery::pace::{Pace, Urgency};
 use crate::delivery::{previews, Outbound, PreviewTarget, SendError};
 use crate::domain::{LaneKey, MessageEvent, Platform};
 use crate::llm::DeltaSink;
@@ -105,7 +105,7 @@ impl LiveTurn {
             .map(|outbound| {
                 let preview = Preview {
                     outbound: outbound.clone(),
-                    pace: deps.outbounds.edit_pace.clone(),
+                    pace: deps.outbounds.pace.clone(),
                     store: deps.store.clone(),
                     lane: worker.lane.clone(),
                     inbox_id: row.id,
@@ -143,7 +143,7 @@ impl LiveTurn {
 
 struct Preview {
     outbound: Arc<dyn Outbound>,
-    pace: Arc<EditPace>,
+    pace: Arc<Pace>,
     store: Arc<dyn Store>,
     lane: LaneKey,
     inbox_id: i64,
@@ -194,11 +194,12 @@ impl Preview {
                 }) else {
                     break;
                 };
-                if i < ids.len() {
-                    self.pace.wait_shared(self.platform, &self.chat_id).await;
-                } else {
-                    self.pace.wait(self.platform, &self.chat_id).await;
-                }
+                // The first words answer the person; every later message or edit is bulk.
+                let urgency = match i == 0 && ids.is_empty() {
+                    true => Urgency::Person,
+                    false => Urgency::Preview,
+                };
+                self.pace.wait(self.platform, &self.chat_id, urgency).await;
                 let to = PreviewTarget {
                     chat_id: &self.chat_id,
                     thread_id: self.thread_id.as_deref(),

@@ -127,11 +127,18 @@ impl Worker {
                 .await
                 .ok()
                 .flatten();
-            match deps
+            let mut taken = deps
                 .store
                 .lease_acquire(self.lane.as_str(), &self.holder, ttl)
-                .await
-            {
+                .await;
+            if matches!(taken, Ok(None)) {
+                // A worker of a dead replica: no need to wait out its lease's TTL.
+                taken = deps
+                    .store
+                    .lease_take_from_dead(self.lane.as_str(), &self.holder, ttl)
+                    .await;
+            }
+            match taken {
                 Ok(Some(lease)) => {
                     match prior.filter(|p| p.expires_at != 0 && p.holder != self.holder) {
                         Some(p) => {

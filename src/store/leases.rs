@@ -17,10 +17,33 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 use super::types::{Lease, LeaseInfo};
 use super::{Pools, StoreError, StoreResult};
 
+/// A role lease's time to live (the Telegram poller, a Discord shard): short, so a dead
+/// holder's role moves to a standby within [`ROLE_TAKEOVER_BOUND`].
+pub const ROLE_LEASE_TTL: Duration = Duration::from_secs(3);
+/// How often a role's holder renews its lease, and a standby tries to take it.
+pub const ROLE_RENEW_EVERY: Duration = Duration::from_secs(1);
+/// The longest a role stays without a holder after its holder died: the lease runs out, then
+/// a standby's next try takes it.
+pub const ROLE_TAKEOVER_BOUND: Duration = Duration::from_secs(4);
+const _: () = assert!(
+    ROLE_LEASE_TTL.as_millis() + ROLE_RENEW_EVERY.as_millis() <= ROLE_TAKEOVER_BOUND.as_millis()
+        && ROLE_RENEW_EVERY.as_millis() * 3 <= ROLE_LEASE_TTL.as_millis()
+);
+
 #[async_trait]
 pub trait LeaseStore: Send + Sync {
     /// Takes the named lease when it is free or expired. `None`: someone else holds it.
     async fn lease_acquire(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> StoreResult<Option<Lease>>;
+    /// Takes the named lease from a holder whose replica is dead: the holder is
+    /// `<replica id>/…` and the replica's liveness lease (`replica:<id>`) has run out, so the
+    /// lease need not wait out its own, longer TTL. `None`: held by a live replica (or free:
+    /// [`LeaseStore::lease_acquire`] takes that).
+    async fn lease_take_from_dead(
         &self,
         name: &str,
         holder: &str,
@@ -58,6 +81,35 @@ where
             .bind(now)
             .fetch_optional(self.writer())
             .await?;
+        Ok(row.map(|(token,)| Lease {
+            name: name.to_string(),
+            holder: holder.to_string(),
+            token,
+        }))
+    }
+
+    async fn lease_take_from_dead(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> StoreResult<Option<Lease>> {
+        let now = self.now_ms();
+        // substr and length, not split_part/instr: the same SQL on SQLite and Postgres.
+        let row: Option<(i64,)> = sqlx::query_as(
+            "UPDATE leases SET holder = $2, token = token + 1, expires_at = $3, acquired_at = $4 \
+             WHERE name = $1 AND expires_at >= $4 AND holder <> $2 AND EXISTS ( \
+               SELECT 1 FROM leases r WHERE r.name = 'replica:' || r.holder \
+                 AND substr(leases.holder, 1, length(r.holder) + 1) = r.holder || '/' \
+                 AND r.expires_at < $4) \
+             RETURNING token",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(now + ttl.as_millis() as i64)
+        .bind(now)
+        .fetch_optional(self.writer())
+        .await?;
         Ok(row.map(|(token,)| Lease {
             name: name.to_string(),
             holder: holder.to_string(),

@@ -47,7 +47,7 @@ pub use cron_types::*;
 pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
 pub use inbox::InboxStore;
 pub use kv::KvStore;
-pub use leases::LeaseStore;
+pub use leases::{LeaseStore, ROLE_LEASE_TTL, ROLE_RENEW_EVERY, ROLE_TAKEOVER_BOUND};
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use outbox::OutboxStore;
 pub use pairing::{

@@ -220,6 +220,17 @@ async fn a_long_answer_arrives_as_ordered_chunks_within_the_limit() {
         fences_balanced,
         "every chunk closes the code block it opens"
     );
+    // Only the answer's first message may spend the chat's burst: the rest leave at Telegram's
+    // one message a second (less a little for the fake's own receive jitter).
+    let times: Vec<_> = tg.sent_with_times().into_iter().map(|(_, at)| at).collect();
+    for (i, pair) in times.windows(2).enumerate() {
+        let gap = pair[1].duration_since(pair[0]);
+        assert!(
+            gap >= Duration::from_millis(900),
+            "chunk {} left {gap:?} after chunk {i}",
+            i + 1
+        );
+    }
     app.shutdown().await;
 }
 

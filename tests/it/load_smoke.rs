@@ -11,7 +11,10 @@ async fn closed_loop(webhook: bool, chats: usize, messages: usize) {
     let plan = Plan {
         chats,
         first_chat: 10_000,
-        shape: Shape::Closed { messages },
+        shape: Shape::Closed {
+            messages,
+            think: Duration::ZERO,
+        },
         reply_timeout: Duration::from_secs(30),
     };
     let outcome = rig.run(&plan, Duration::from_millis(500)).await;

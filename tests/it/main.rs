@@ -53,6 +53,7 @@ mod e2e_telegram;
 mod e2e_user;
 mod e2e_web;
 mod e2e_web_page;
+mod failover_pg;
 mod fake_discord_selftest;
 mod fake_telegram_selftest;
 mod faults;

@@ -51,6 +51,12 @@ contract!(
     inbox_leases::leases_live_by_prefix
 );
 contract!(
+    clocked
+    sqlite_lease_taken_from_a_dead_replica,
+    postgres_lease_taken_from_a_dead_replica,
+    inbox_leases::lease_taken_from_a_dead_replica
+);
+contract!(
     sqlite_lease_acquire_race,
     postgres_lease_acquire_race,
     inbox_leases::lease_acquire_race

@@ -3,8 +3,9 @@
 //!
 //! The fair share is `ceil(total / live replicas)` (live = unexpired `replica:*` leases), capped
 //! by `discord.max_shards_per_replica`. A replica above its share (another one joined) gives a
-//! shard back; a replica below it takes a free or expired shard lease, one per tick, which also
-//! keeps IDENTIFYs 5 s apart as Discord asks. A shard's connection is stopped before its lease
+//! shard back; a replica below it takes a free or expired shard lease, at most one every 5 s
+//! (Discord's spacing between IDENTIFYs). Shard leases are role leases (`store::ROLE_LEASE_TTL`,
+//! renewed every second), so a dead replica's shard moves within seconds. A shard's connection is stopped before its lease
 //! is released, and stopped on its own when the lease cannot be renewed for long enough that
 //! it might expire: two replicas are never connected as one shard for longer than a renewal.
 //!
@@ -28,11 +29,14 @@ use crate::tasks::Backoff;
 
 pub const SHARD_LEASE_PREFIX: &str = "role:discord-shard-";
 const REPLICA_LEASE_PREFIX: &str = "replica:";
-const LEASE_TTL: Duration = Duration::from_secs(30);
-/// Renewal, rebalancing and takeover period; also Discord's spacing between IDENTIFYs.
-const TICK: Duration = Duration::from_secs(5);
-/// A shard whose lease went unrenewed this long is stopped: two ticks before it could expire.
-const FENCE_AFTER: Duration = LEASE_TTL.saturating_sub(TICK).saturating_sub(TICK);
+/// A role lease: short, so a dead replica's shard moves within `ROLE_TAKEOVER_BOUND`.
+const LEASE_TTL: Duration = crate::store::ROLE_LEASE_TTL;
+/// Renewal, rebalancing and takeover period.
+const TICK: Duration = crate::store::ROLE_RENEW_EVERY;
+/// Discord's spacing between IDENTIFYs: this replica starts at most one shard this often.
+const IDENTIFY_EVERY: Duration = Duration::from_secs(5);
+/// A shard whose lease went unrenewed this long is stopped: a tick before it could expire.
+const FENCE_AFTER: Duration = LEASE_TTL.saturating_sub(TICK);
 /// How long a stopping shard may take to close its socket before its lease is let go anyway.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
@@ -79,13 +83,17 @@ impl Owner {
         };
         tracing::info!(total, holder = %self.holder, "discord shards: taking this replica's share");
         let mut owned: BTreeMap<u32, Owned> = BTreeMap::new();
+        let mut identified: Option<Instant> = None;
         loop {
             self.renew(&mut owned).await;
             match self.store().leases_live(REPLICA_LEASE_PREFIX).await {
                 Ok(replicas) => {
                     let share =
                         fair_share(total, replicas.len(), self.config.max_shards_per_replica);
-                    self.rebalance(&mut owned, total, share).await;
+                    let may_start = identified.is_none_or(|at| at.elapsed() >= IDENTIFY_EVERY);
+                    if self.rebalance(&mut owned, total, share, may_start).await {
+                        identified = Some(Instant::now());
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot count live replicas; shards unchanged")
@@ -157,8 +165,15 @@ impl Owner {
         }
     }
 
-    /// Gives back shards above `share`, or takes one free shard when below it.
-    async fn rebalance(&self, owned: &mut BTreeMap<u32, Owned>, total: u32, share: u32) {
+    /// Gives back shards above `share`, or takes one free shard when below it and `may_start`;
+    /// true when it started one.
+    async fn rebalance(
+        &self,
+        owned: &mut BTreeMap<u32, Owned>,
+        total: u32,
+        share: u32,
+        may_start: bool,
+    ) -> bool {
         let count = u32::try_from(owned.len()).unwrap_or(u32::MAX);
         if count > share {
             if let Some((shard, o)) = owned.pop_last() {
@@ -169,10 +184,10 @@ impl Owner {
                 );
                 self.give_back(shard, o).await;
             }
-            return;
+            return false;
         }
-        if count == share {
-            return;
+        if count == share || !may_start {
+            return false;
         }
         for shard in (0..total).filter(|s| !owned.contains_key(s)) {
             match self
@@ -200,15 +215,16 @@ impl Owner {
                             renewed: Instant::now(),
                         },
                     );
-                    return;
+                    return true;
                 }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(shard, error = %e, "cannot take a discord shard lease; retrying");
-                    return;
+                    return false;
                 }
             }
         }
+        false
     }
 
     /// Disconnects the shard, then lets its lease go so another replica can take it at once.

@@ -9,7 +9,7 @@ use teloxide::requests::Requester;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ThreadId};
 use teloxide::RequestError;
 
-use super::outbound::{classify, Client, TelegramOutbound};
+use super::outbound::{classify, TelegramOutbound};
 use crate::delivery::{approval_button_data, Ask, SendError};
 
 impl TelegramOutbound {
@@ -27,24 +27,15 @@ impl TelegramOutbound {
             .thread_id
             .and_then(|t| t.parse::<i32>().ok())
             .map(|t| ThreadId(MessageId(t)));
-        let sent = match &self.bot {
-            Client::Paced(bot) => {
-                let mut req = bot
-                    .send_message(chat, ask.text)
-                    .reply_markup(keyboard.clone());
-                if let Some(t) = thread {
-                    req = req.message_thread_id(t);
-                }
-                req.await
-            }
-            Client::Direct(bot) => {
-                let mut req = bot.send_message(chat, ask.text).reply_markup(keyboard);
-                if let Some(t) = thread {
-                    req = req.message_thread_id(t);
-                }
-                req.await
-            }
-        };
+        let mut req = self
+            .bot
+            .0
+            .send_message(chat, ask.text)
+            .reply_markup(keyboard);
+        if let Some(t) = thread {
+            req = req.message_thread_id(t);
+        }
+        let sent = req.await;
         sent.map(|m| m.id.0.to_string())
             .map_err(|e| classify(&e, &self.token))
     }
@@ -55,10 +46,11 @@ impl TelegramOutbound {
             return;
         };
         let chat = teloxide::types::ChatId(chat);
-        let res: Result<_, RequestError> = match &self.bot {
-            Client::Paced(bot) => bot.edit_message_text(chat, MessageId(id), text).await,
-            Client::Direct(bot) => bot.edit_message_text(chat, MessageId(id), text).await,
-        };
+        let res: Result<_, RequestError> = self
+            .bot
+            .0
+            .edit_message_text(chat, MessageId(id), text)
+            .await;
         if let Err(e) = res {
             tracing::debug!(error = %super::redact(&e, &self.token), "approval question not closed");
         }

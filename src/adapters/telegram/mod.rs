@@ -42,7 +42,7 @@ use crate::delivery::Outbound;
 use crate::domain::Platform;
 use crate::tasks::Backoff;
 use inbound::BotIdentity;
-use outbound::{TelegramOutbound, ThrottleWorker};
+use outbound::TelegramOutbound;
 use receive::Receiver;
 
 pub struct TelegramAdapter {
@@ -53,7 +53,6 @@ pub struct TelegramAdapter {
     /// Long polls: a client timeout above `poll_timeout_secs`.
     poll_bot: Bot,
     outbound: Arc<TelegramOutbound>,
-    throttle_worker: ThrottleWorker,
     /// Filled once getMe answered; the webhook waits for it.
     receiver: Arc<OnceLock<Arc<Receiver>>>,
 }
@@ -103,19 +102,16 @@ impl TelegramAdapter {
             .set_api_url(api_url.clone());
         let poll_timeout = Duration::from_secs(u64::from(config.poll_timeout_secs) + 15);
         let poll_bot = Bot::with_client(token.clone(), client(poll_timeout)?).set_api_url(api_url);
-        let (outbound, throttle_worker) = if config.pacing {
-            TelegramOutbound::new(bot.clone(), token.clone(), outbound::published_limits())
-        } else {
+        if !config.pacing {
             tracing::warn!("telegram.pacing is off: sends are not paced within Telegram's limits");
-            TelegramOutbound::unpaced(bot.clone(), token.clone())
-        };
+        }
+        let outbound = TelegramOutbound::new(bot.clone(), token.clone());
         Ok(TelegramAdapter {
             config: config.clone(),
             token,
             bot,
             poll_bot,
             outbound: Arc::new(outbound),
-            throttle_worker,
             receiver: Arc::new(OnceLock::new()),
         })
     }
@@ -153,15 +149,6 @@ impl Adapter for TelegramAdapter {
     /// Starts receiving (poller or webhook registration) as tracked, cancellable tasks.
     fn spawn(self: Box<Self>, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken) {
         let this = *self;
-        let worker = this.throttle_worker;
-        let worker_cancel = cancel.clone();
-        // The throttle's worker ends only when every sender is gone; shutdown ends it instead.
-        tracker.spawn(async move {
-            tokio::select! {
-                _ = worker => {}
-                _ = worker_cancel.cancelled() => {}
-            }
-        });
         let start = Start {
             config: this.config,
             token: this.token,
@@ -219,8 +206,8 @@ impl Start {
                         uuid::Uuid::new_v4().simple()
                     ),
                     timeout_secs: self.config.poll_timeout_secs,
-                    lease_ttl: Duration::from_secs(deps.config.lanes.lease_ttl_secs),
-                    renew_every: Duration::from_secs(deps.config.lanes.heartbeat_secs),
+                    lease_ttl: crate::store::ROLE_LEASE_TTL,
+                    renew_every: crate::store::ROLE_RENEW_EVERY,
                 };
                 poller.run(cancel).await;
             }

@@ -1,18 +1,16 @@
-//! Replies out: one outbox chunk → one `sendMessage`, paced within Telegram's limits.
+//! Replies out: one outbox chunk → one `sendMessage`.
 //!
-//! Pacing is teloxide's own `Throttle` adaptor (per chat ≈1 msg/s, 20/min in groups, 30 msg/s
-//! overall, as Telegram's FAQ publishes), so a burst queues instead of earning a flood ban.
-//! `telegram.pacing = false` sends through the bare `Bot` instead, for local fakes and
-//! benchmarks only (the throttle's queue wakes every 250 ms and caps at 30 msg/s). Its
-//! internal retry is off: a 429 comes back to the outbox sender as `RetryAfter`, which waits
-//! and re-sends the same row — and the throttle freezes every chat for that time meanwhile.
+//! Pacing within Telegram's limits is Herald's own (`delivery::pace`, applied by the outbox
+//! sender and the previews before they call in here), so a person's answer never queues behind
+//! a flood-limit slot it does not need. The bare bot never retries: a 429 comes back to
+//! the outbox sender as `RetryAfter`, which waits and re-sends the same row.
+//!
 //! Formatting is HTML from a safe Markdown subset; when Telegram still rejects the entities the
 //! same chunk goes again as plain text, so the person sees exactly one copy either way.
 //!
 //! Must not: retry a chunk itself after Telegram accepted it, or put the token in an error text.
 
 use async_trait::async_trait;
-use teloxide::adaptors::throttle::{Limits, Settings, Throttle};
 use teloxide::payloads::{
     EditMessageText, EditMessageTextSetters, SendChatAction, SendChatActionSetters, SendMessage,
     SendMessageSetters,
@@ -31,74 +29,36 @@ use crate::delivery::{Ask, OutFile, Outbound, PreviewTarget, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
-/// Telegram's published limits (core.telegram.org/bots/faq): about one message per second in
-/// a chat, 20 per minute in a group, 30 per second overall. Private chats have no per-minute
-/// limit of their own beyond one per second.
-pub fn published_limits() -> Limits {
-    Limits {
-        messages_per_sec_chat: 1,
-        messages_per_min_chat: 60,
-        messages_per_min_channel_or_supergroup: 20,
-        messages_per_sec_overall: 30,
-    }
-}
-
 pub struct TelegramOutbound {
     pub(super) bot: Client,
     pub(super) token: String,
 }
 
-/// Who sends: the throttle (production) or the bare bot (`telegram.pacing = false`).
-pub(super) enum Client {
-    Paced(Throttle<Bot>),
-    Direct(Bot),
-}
+/// The bot every request goes through; a thin wrapper so each request is built one way.
+pub(super) struct Client(pub(super) Bot);
 
 impl Client {
     async fn send_message(&self, payload: SendMessage) -> Result<Message, RequestError> {
-        match self {
-            Client::Paced(bot) => {
-                send_payload(bot.send_message(payload.chat_id.clone(), ""), payload).await
-            }
-            Client::Direct(bot) => {
-                send_payload(bot.send_message(payload.chat_id.clone(), ""), payload).await
-            }
-        }
+        send_payload(self.0.send_message(payload.chat_id.clone(), ""), payload).await
     }
 
     async fn edit_message_text(&self, payload: EditMessageText) -> Result<Message, RequestError> {
         let (chat, id) = (payload.chat_id.clone(), payload.message_id);
-        match self {
-            Client::Paced(bot) => send_payload(bot.edit_message_text(chat, id, ""), payload).await,
-            Client::Direct(bot) => send_payload(bot.edit_message_text(chat, id, ""), payload).await,
-        }
+        send_payload(self.0.edit_message_text(chat, id, ""), payload).await
     }
 
     async fn delete_message(&self, chat: ChatId, id: MessageId) -> Result<(), RequestError> {
-        match self {
-            Client::Paced(bot) => bot.delete_message(chat, id).await?,
-            Client::Direct(bot) => bot.delete_message(chat, id).await?,
-        };
+        self.0.delete_message(chat, id).await?;
         Ok(())
     }
 
     async fn send_chat_action(&self, payload: SendChatAction) -> Result<(), RequestError> {
-        match self {
-            Client::Paced(bot) => {
-                send_payload(
-                    bot.send_chat_action(payload.chat_id.clone(), payload.action),
-                    payload,
-                )
-                .await?
-            }
-            Client::Direct(bot) => {
-                send_payload(
-                    bot.send_chat_action(payload.chat_id.clone(), payload.action),
-                    payload,
-                )
-                .await?
-            }
-        };
+        send_payload(
+            self.0
+                .send_chat_action(payload.chat_id.clone(), payload.action),
+            payload,
+        )
+        .await?;
         Ok(())
     }
 }
@@ -112,38 +72,12 @@ where
     req.send().await
 }
 
-/// The throttle's worker; it must be polled (spawned) for paced requests to leave.
-pub type ThrottleWorker = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
-
 impl TelegramOutbound {
-    /// The bare bot, no pacing: for a local fake or Bot API server only. The worker it returns
-    /// ends at once.
-    pub fn unpaced(bot: Bot, token: String) -> (TelegramOutbound, ThrottleWorker) {
-        let outbound = TelegramOutbound {
-            bot: Client::Direct(bot),
+    pub fn new(bot: Bot, token: String) -> TelegramOutbound {
+        TelegramOutbound {
+            bot: Client(bot),
             token,
-        };
-        (outbound, Box::pin(async {}))
-    }
-
-    pub fn new(bot: Bot, token: String, limits: Limits) -> (TelegramOutbound, ThrottleWorker) {
-        // A full pacing queue is the throttle doing its job (callers wait), not a warning.
-        let settings =
-            Settings::default()
-                .limits(limits)
-                .no_retry()
-                .on_queue_full(|pending| async move {
-                    tracing::debug!(
-                        pending,
-                        "telegram send pacing queue is full; sends wait their turn"
-                    );
-                });
-        let (bot, worker) = Throttle::with_settings(bot, settings);
-        let outbound = TelegramOutbound {
-            bot: Client::Paced(bot),
-            token,
-        };
-        (outbound, Box::pin(worker))
+        }
     }
 
     async fn send_chunk(&self, row: &OutboxRow, formatted: bool) -> Result<String, RequestError> {

@@ -3,9 +3,9 @@
 //! Only the replica holding the `role:telegram-poller` lease polls; the others wait and take
 //! over when its lease expires. The offset (next update id) is stored under `telegram:offset`
 //! and advances only after every update before it is in the inbox (or deliberately skipped),
-//! so a crash re-reads at most a batch, which the inbox dedup absorbs. The role lease uses the
-//! lanes' TTL and heartbeat (`lanes.lease_ttl_secs`): a crashed poller's successor — usually
-//! the same daemon restarted under a new holder id — takes over as quickly as a crashed turn's. A 409 conflict (another
+//! so a crash re-reads at most a batch, which the inbox dedup absorbs. The role lease is short
+//! and renewed every second (`store::ROLE_LEASE_TTL`, `ROLE_RENEW_EVERY`), and a standby
+//! tries every second: a killed poller's role moves within `ROLE_TAKEOVER_BOUND`. A 409 conflict (another
 //! poller on this token, or a webhook still set) is logged at warn every time and retried with
 //! backoff: never a silent stall.
 //!

@@ -9,7 +9,7 @@ use teloxide::requests::Requester;
 use teloxide::types::{ChatId, InputFile, Message, MessageId, ThreadId};
 use teloxide::RequestError;
 
-use super::outbound::{classify, parse_chat, Client, TelegramOutbound};
+use super::outbound::{classify, parse_chat, TelegramOutbound};
 use crate::delivery::{OutFile, SendError};
 use crate::store::OutboxRow;
 
@@ -31,10 +31,7 @@ impl TelegramOutbound {
             .and_then(|t| t.parse::<i32>().ok())
             .map(|t| ThreadId(MessageId(t)));
         let photo = file.is_image() && file.data.len() <= PHOTO_MAX_BYTES;
-        let sent = match &self.bot {
-            Client::Paced(bot) => send(bot, chat, thread, file, photo).await,
-            Client::Direct(bot) => send(bot, chat, thread, file, photo).await,
-        };
+        let sent = send(&self.bot.0, chat, thread, file, photo).await;
         sent.map(|m| m.id.0.to_string())
             .map_err(|e| classify(&e, &self.token))
     }

@@ -10,6 +10,7 @@ use super::Approvals;
 use crate::agent::tools::{
     ApprovalGate, ApprovalRequest, Decision, Tool, ToolContext, ToolError, ToolOutput,
 };
+use crate::delivery::pace::Urgency;
 use crate::delivery::{Ask, SendError};
 use crate::domain::{MessageEvent, Platform};
 use crate::lanes::clock::TurnClock;
@@ -97,6 +98,12 @@ impl<'a> TurnGate<'a> {
             return Err(AskError::NotConnected);
         };
         let text = question(req, self.desk.timeout);
+        // The person waits on the question: it may spend the chat's burst.
+        self.desk
+            .outbounds
+            .pace
+            .wait(self.ev.platform, &row.chat_id, Urgency::Person)
+            .await;
         let id = out
             .ask(&Ask {
                 chat_id: &row.chat_id,

@@ -31,8 +31,9 @@ const TOKEN: &str = "123456:LOAD-bench-token";
 /// How the messages are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Shape {
-    /// Every chat sends `messages`, each after the previous reply arrived.
-    Closed { messages: usize },
+    /// Every chat sends `messages`, each `think` after the previous reply arrived (a person
+    /// reading and typing; zero for a pure closed loop).
+    Closed { messages: usize, think: Duration },
     /// `rate` messages per second across the chats for `duration`; gaps are exponential
     /// (Poisson arrivals) or all equal.
     Open {
@@ -69,7 +70,8 @@ pub struct Rig {
 impl Rig {
     /// Starts the fakes and `bin` (the `herald` next to the running binary when `None`) on a
     /// fresh store: SQLite in a temp dir, or a fresh schema when `DATABASE_URL` is set. `env`
-    /// adds `HERALD_*` settings; Telegram pacing is off (the fakes have no flood limits).
+    /// adds `HERALD_*` settings; Telegram pacing is off unless `env` turns it on (the fakes have
+    /// no flood limits).
     pub async fn start(
         webhook: bool,
         bin: Option<std::path::PathBuf>,
@@ -166,7 +168,7 @@ impl Rig {
     pub async fn run(&self, plan: &Plan, grace: Duration) -> Outcome {
         let started_s = self.tracker.now_s();
         let send_errors = match plan.shape {
-            Shape::Closed { messages } => self.closed(plan, messages).await,
+            Shape::Closed { messages, think } => self.closed(plan, messages, think).await,
             Shape::Open {
                 rate,
                 duration,
@@ -182,7 +184,7 @@ impl Rig {
         Outcome { tally, send_errors }
     }
 
-    async fn closed(&self, plan: &Plan, messages: usize) -> usize {
+    async fn closed(&self, plan: &Plan, messages: usize, think: Duration) -> usize {
         let mut chats = Vec::with_capacity(plan.chats);
         for i in 0..plan.chats {
             let chat = plan.first_chat + i as i64;
@@ -194,6 +196,9 @@ impl Rig {
             chats.push(tokio::spawn(async move {
                 let mut errors = 0;
                 for k in 0..messages {
+                    if k > 0 && !think.is_zero() {
+                        tokio::time::sleep(think).await;
+                    }
                     let text = format!("load c{chat} m{k}");
                     let answered = tracker.expect(&text, Instant::now());
                     if transport.send(chat, &text).await.is_err() {

@@ -315,3 +315,39 @@ pub async fn lease_acquire_race(store: Arc<dyn Store>) {
         assert_eq!(info.token, 1);
     }
 }
+
+/// A lane lease whose holder's replica died is taken at once; one of a live replica, or of a
+/// replica with a similar name, is not.
+pub async fn lease_taken_from_a_dead_replica(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
+    let long = Duration::from_secs(60);
+    let liveness = Duration::from_secs(3);
+    lease(&store, "replica:a", "a", liveness).await;
+    lease(&store, "replica:ab", "ab", long).await;
+    let held = lease(&store, "web:dead", "a/w1", long).await;
+    lease(&store, "web:live", "ab/w1", long).await;
+
+    let taken = store.lease_take_from_dead("web:dead", "b/w2", long).await;
+    assert!(taken.unwrap().is_none(), "replica a is still alive");
+    clock.advance(Duration::from_secs(4));
+    let taken = store
+        .lease_take_from_dead("web:dead", "b/w2", long)
+        .await
+        .unwrap()
+        .expect("replica a's liveness ran out: its lane is free");
+    assert_eq!(taken.token, held.token + 1);
+    assert_eq!(
+        store.lease_get("web:dead").await.unwrap().unwrap().holder,
+        "b/w2"
+    );
+    assert!(matches!(
+        store.lease_renew(&held, long).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    let live = store.lease_take_from_dead("web:live", "b/w2", long).await;
+    assert!(
+        live.unwrap().is_none(),
+        "replica ab is alive, whatever a's state"
+    );
+    let again = store.lease_take_from_dead("web:dead", "c/w3", long).await;
+    assert!(again.unwrap().is_none(), "b is not a dead replica's worker");
+}
