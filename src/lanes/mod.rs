@@ -20,6 +20,7 @@ mod session;
 mod status;
 mod stream_hub;
 mod turn;
+mod usage;
 mod worker;
 
 use std::sync::Arc;
