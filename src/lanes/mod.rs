@@ -6,6 +6,7 @@
 
 mod activity;
 mod approvals;
+pub mod budget_events;
 mod clock;
 pub mod commands;
 mod control;

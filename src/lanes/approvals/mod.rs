@@ -28,6 +28,7 @@ use crate::store::{now_ms, ApprovalRow, Store};
 
 use super::clock::TurnClock;
 
+mod budget;
 mod gate;
 mod kept;
 
@@ -89,6 +90,8 @@ pub struct Approvals {
     auth: Authorizer,
     timeout: Duration,
     only_requester: bool,
+    /// `budget.approvers` as identities: who may answer a budget extension question.
+    budget_approvers: Arc<Vec<String>>,
     waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
@@ -105,6 +108,7 @@ impl Approvals {
             auth,
             timeout,
             only_requester: true,
+            budget_approvers: Arc::default(),
             waiting: Arc::default(),
         }
     }
@@ -112,6 +116,12 @@ impl Approvals {
     /// `approvals.only_requester`: whether only the requester may answer their own request.
     pub fn only_requester(mut self, on: bool) -> Approvals {
         self.only_requester = on;
+        self
+    }
+
+    /// Who may answer a budget extension question (`platform:id` identities).
+    pub fn budget_approvers(mut self, identities: Vec<String>) -> Approvals {
+        self.budget_approvers = Arc::new(identities);
         self
     }
 
@@ -173,6 +183,9 @@ impl Approvals {
             return PressOutcome::NotYours;
         }
         let by = format!("{}:{}", p.platform.as_str(), p.sender_id);
+        if row.tool == super::budget_events::BUDGET_TOOL {
+            return self.press_budget(&row, p, &by).await;
+        }
         // The web chat has no per-person identity to compare; its callers passed the guard.
         if self.only_requester && p.platform != Platform::Web && row.person != by {
             return PressOutcome::OnlyRequester(self.requester_name(&row).await);
