@@ -127,3 +127,32 @@ pub fn access(config: &Config) -> Vec<(&'static str, Check)> {
     }
     out
 }
+
+/// With a spending cap on, a configured model without a price has every call refused: each
+/// one (main, fallbacks, handoff writer) is named with the fix.
+pub fn budget_prices(config: &Config) -> Option<(&'static str, Check)> {
+    if !config.budget.has_caps() {
+        return None;
+    }
+    let prices = crate::budget::PriceTable::new(&config.budget.prices);
+    let mut models: Vec<&str> = config.llm.model.as_deref().into_iter().collect();
+    models.extend(config.llm.fallbacks.iter().map(|f| f.model.as_str()));
+    models.extend(config.handoff.writer.iter().map(|w| w.model.as_str()));
+    let mut missing: Vec<&str> = models.into_iter().filter(|m| !prices.priced(m)).collect();
+    missing.dedup();
+    let check = if missing.is_empty() {
+        Check::Ok("every configured model has a price".into())
+    } else {
+        Check::Fail(format!(
+            "spending caps are on and {} no price, so every call to it is refused; add a \
+             [[budget.prices]] entry (model, input, output per million tokens) for each",
+            missing
+                .iter()
+                .map(|m| format!("{m:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+                + if missing.len() == 1 { " has" } else { " have" }
+        ))
+    };
+    Some(("budget prices", check))
+}
