@@ -20,6 +20,7 @@ mod crash_restart;
 mod deploy_files;
 mod e2e_anthropic;
 mod e2e_approvals;
+mod e2e_budget_surfaces;
 mod e2e_approvals_group;
 mod e2e_builtin_tools;
 mod e2e_context;
