@@ -203,9 +203,10 @@ fn cron_add_budget_shows_in_the_list_and_a_bad_one_is_refused() {
     };
     assert!(run(&["migrate"]).status.success());
     let add = |budget: &str| {
+        let flag = format!("--budget={budget}");
         run(&[
             "cron", "add", "--name", "digest", "--schedule", "every 1h", "--prompt", "p",
-            "--deliver", "web:x", &format!("--budget={budget}"),
+            "--deliver", "web:x", flag.as_str(),
         ])
     };
     let bad = add("-1");
