@@ -10,8 +10,8 @@ use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
 
-use crate::config::Config;
 use crate::budget::format_amount;
+use crate::config::Config;
 use crate::cron::{check_job, ledger, JobSpec};
 use crate::domain::Amount;
 use crate::store::{CronFire, CronJobRow, FireStatus, JobSource, Store};

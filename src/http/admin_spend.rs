@@ -37,8 +37,12 @@ pub(super) async fn spend(
     let out: Vec<_> = (0..days)
         .rev()
         .map(|back| {
-            let day = (today - Duration::days(back)).format("%Y-%m-%d").to_string();
-            let g = groups.iter().find(|g| g.key.as_deref() == Some(day.as_str()));
+            let day = (today - Duration::days(back))
+                .format("%Y-%m-%d")
+                .to_string();
+            let g = groups
+                .iter()
+                .find(|g| g.key.as_deref() == Some(day.as_str()));
             json!({
                 "day": day,
                 "cost": g.map_or(Some(0.0), |g| g.cost.map(units)),

@@ -34,7 +34,10 @@ impl Tally {
     }
 
     fn lines(&self, head: &str, currency: &str, out: &mut String) {
-        out.push_str(&format!("{head}: {}\n", format_amount(self.total, currency)));
+        out.push_str(&format!(
+            "{head}: {}\n",
+            format_amount(self.total, currency)
+        ));
         for (what, amount) in &self.by {
             out.push_str(&format!("- {what}: {}\n", format_amount(*amount, currency)));
         }
@@ -101,11 +104,21 @@ async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String,
         }
     }
     let mut out = String::new();
-    today.lines(&format!("Your spending today ({})", period.day), currency, &mut out);
-    month.lines(&format!("This month ({})", period.month), currency, &mut out);
-    if let Some(cap) = budget.caps(&payer(person), &period).into_iter().find(|c| {
-        c.cap.starts_with("person_daily:")
-    }) {
+    today.lines(
+        &format!("Your spending today ({})", period.day),
+        currency,
+        &mut out,
+    );
+    month.lines(
+        &format!("This month ({})", period.month),
+        currency,
+        &mut out,
+    );
+    if let Some(cap) = budget
+        .caps(&payer(person), &period)
+        .into_iter()
+        .find(|c| c.cap.starts_with("person_daily:"))
+    {
         let spent = store
             .spend_sum(&SpendScope::PersonDay {
                 person: person.to_string(),

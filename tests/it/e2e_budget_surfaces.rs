@@ -78,7 +78,10 @@ async fn usage_by_person_is_extended_by_the_approver(db: Db) {
     }
     // Another person sees only their own (nothing).
     let bob = say(&client, "bob", "/usage").await;
-    assert!(bob.contains("Your spending today") && bob.contains(": 0.00 USD"), "{bob}");
+    assert!(
+        bob.contains("Your spending today") && bob.contains(": 0.00 USD"),
+        "{bob}"
+    );
     assert!(!bob.contains("0.10 USD of"), "{bob}");
 
     // Over the cap: refused before the model is asked.
@@ -87,20 +90,23 @@ async fn usage_by_person_is_extended_by_the_approver(db: Db) {
     assert_eq!(llm.request_count(), 1);
 
     // The approver was told the cap was nearly spent, and is asked to extend it.
-    let list = wait_for("the approver's question", Duration::from_secs(10), async || {
-        let (_, body) = client.get("/api/v1/lanes/web:boss/approvals").await;
-        let v: Value = serde_json::from_str(&body).ok()?;
-        (v["approvals"].as_array()?.len() == 1).then_some(v)
-    })
+    let list = wait_for(
+        "the approver's question",
+        Duration::from_secs(10),
+        async || {
+            let (_, body) = client.get("/api/v1/lanes/web:boss/approvals").await;
+            let v: Value = serde_json::from_str(&body).ok()?;
+            (v["approvals"].as_array()?.len() == 1).then_some(v)
+        },
+    )
     .await;
     let row = &list["approvals"][0];
     assert_eq!(row["tool"], "budget", "{row}");
     let id = row["id"].as_str().unwrap();
     let notices = app.store.outbox_recent(50).await.unwrap();
     assert!(
-        notices
-            .iter()
-            .any(|n| n.lane.as_str() == "web:boss" && n.text.contains("has spent 0.10 USD of 0.10 USD today")),
+        notices.iter().any(|n| n.lane.as_str() == "web:boss"
+            && n.text.contains("has spent 0.10 USD of 0.10 USD today")),
         "{notices:?}"
     );
 
@@ -109,7 +115,11 @@ async fn usage_by_person_is_extended_by_the_approver(db: Db) {
     assert_eq!(press(&client, id, "web:boss", Some("ann")).await.0, 403);
     assert_eq!(say(&client, "ann", "still no").await, refused);
     let (status, body) = press(&client, id, "web:boss", None).await;
-    assert_eq!((status, body["outcome"].as_str()), (200, Some("approved")), "{body}");
+    assert_eq!(
+        (status, body["outcome"].as_str()),
+        (200, Some("approved")),
+        "{body}"
+    );
     assert_eq!(press(&client, id, "web:boss", None).await.0, 409);
 
     // The next turn runs on the extension.
@@ -205,8 +215,17 @@ fn cron_add_budget_shows_in_the_list_and_a_bad_one_is_refused() {
     let add = |budget: &str| {
         let flag = format!("--budget={budget}");
         run(&[
-            "cron", "add", "--name", "digest", "--schedule", "every 1h", "--prompt", "p",
-            "--deliver", "web:x", flag.as_str(),
+            "cron",
+            "add",
+            "--name",
+            "digest",
+            "--schedule",
+            "every 1h",
+            "--prompt",
+            "p",
+            "--deliver",
+            "web:x",
+            flag.as_str(),
         ])
     };
     let bad = add("-1");
@@ -216,5 +235,8 @@ fn cron_add_budget_shows_in_the_list_and_a_bad_one_is_refused() {
     assert!(add("0.5").status.success());
     let list = run(&["cron", "list"]);
     let out = String::from_utf8_lossy(&list.stdout);
-    assert!(out.contains("digest") && out.contains("budget 0.50 USD"), "{out}");
+    assert!(
+        out.contains("digest") && out.contains("budget 0.50 USD"),
+        "{out}"
+    );
 }

@@ -468,7 +468,9 @@ mod cron_rules {
             run(&tool, &alice, budgeted(2.0)).await,
             "error: budget 2.00 USD is more than a scheduled run may spend here (0.50 USD, the operator's budget.cron_run)"
         );
-        assert!(run(&tool, &alice, budgeted(0.25)).await.starts_with("added cron job \"paid\""));
+        assert!(run(&tool, &alice, budgeted(0.25))
+            .await
+            .starts_with("added cron job \"paid\""));
         let listed = run(&tool, &alice, json!({"action": "list"})).await;
         assert!(listed.contains(r#""budget":"0.25 USD""#), "{listed}");
         run(&tool, &alice, json!({"action": "remove", "name": "paid"})).await;

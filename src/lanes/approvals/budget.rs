@@ -16,7 +16,12 @@ struct Extension {
 }
 
 impl Approvals {
-    pub(super) async fn press_budget(&self, row: &ApprovalRow, p: &Press, by: &str) -> PressOutcome {
+    pub(super) async fn press_budget(
+        &self,
+        row: &ApprovalRow,
+        p: &Press,
+        by: &str,
+    ) -> PressOutcome {
         if !self.budget_approvers.iter().any(|a| a == by) {
             return PressOutcome::NotYours;
         }
