@@ -240,3 +240,79 @@ fn cron_add_budget_shows_in_the_list_and_a_bad_one_is_refused() {
         "{out}"
     );
 }
+
+/// The approver on Telegram: the question arrives in their private chat with buttons, a press
+/// by the person over the cap is refused, the approver's press extends the cap and closes the
+/// question, and the person's next message is answered.
+#[tokio::test]
+async fn a_telegram_approver_extends_a_cap_with_a_button() {
+    use herald_test_support::telegram::{fakes, tg_config, USER};
+    const BOSS: i64 = 3003;
+    let (tg, llm, data) = fakes().await;
+    llm.set_billing(Billing::Fixed(PROMPT));
+    let mut config = tg_config(&tg, &llm, &data);
+    config.cron.enabled = false;
+    config.telegram.allowed_users.push(BOSS.to_string());
+    priced(&mut config);
+    config.budget.person_daily = Some(0.1);
+    config.budget.approvers = vec![format!("telegram:{BOSS}")];
+    let app = App::start(config).await.unwrap();
+    let sent_to = |chat: i64, needle: &str| {
+        tg.sent_messages()
+            .iter()
+            .any(|m| m.chat_id == chat && m.text.contains(needle))
+    };
+    let until = async |what: &str, cond: &dyn Fn() -> bool| {
+        wait_for(what, Duration::from_secs(10), async || cond().then_some(())).await
+    };
+
+    tg.push_private_text(USER, USER, "hello");
+    until("the first answer", &|| sent_to(USER, "reply to: hello")).await;
+    tg.push_private_text(USER, USER, "again");
+    until("the budget line", &|| sent_to(USER, "daily budget")).await;
+    until("the approver's question", &|| !tg.questions().is_empty()).await;
+    let q = tg.questions().pop().unwrap();
+    assert!(
+        q.text
+            .contains("Spend up to 0.10 USD more today on telegram-1001?"),
+        "{}",
+        q.text
+    );
+    assert!(
+        sent_to(BOSS, "Spend up to"),
+        "asked in the approver's own chat"
+    );
+    assert!(sent_to(BOSS, "has spent 0.10 USD of 0.10 USD today"));
+
+    // The person over the cap presses the approver's button: refused, nothing granted.
+    tg.push_button_press(BOSS, USER, q.message_id, &q.approve);
+    until("the refusal", &|| {
+        !tg.calls("answercallbackquery").is_empty()
+    })
+    .await;
+    assert_eq!(
+        tg.calls("answercallbackquery")[0]["text"],
+        "You cannot answer this request."
+    );
+    tg.push_button_press(BOSS, BOSS, q.message_id, &q.approve);
+    until("the approval", &|| {
+        tg.calls("answercallbackquery").len() >= 2
+    })
+    .await;
+    assert_eq!(tg.calls("answercallbackquery")[1]["text"], "Approved.");
+    let edits = tg.calls("editmessagetext");
+    assert!(
+        edits
+            .iter()
+            .any(|e| e["text"].as_str().is_some_and(|t| t.contains("Extended"))),
+        "{edits:?}"
+    );
+
+    tg.push_private_text(USER, USER, "third");
+    until("the answer after the extension", &|| {
+        sent_to(USER, "reply to: third")
+    })
+    .await;
+    assert_eq!(llm.request_count(), 2);
+    app.shutdown().await;
+}
