@@ -156,3 +156,39 @@ pub fn budget_prices(config: &Config) -> Option<(&'static str, Check)> {
     };
     Some(("budget prices", check))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Endpoint, PriceConfig};
+
+    #[test]
+    fn with_caps_on_every_unpriced_model_is_named() {
+        let mut c = Config::default();
+        c.llm.model = Some("gpt-4o".into());
+        c.llm.fallbacks = vec![Endpoint {
+            model: "local-llama".into(),
+            ..Endpoint::default()
+        }];
+        c.handoff.writer = vec![Endpoint {
+            model: "gpt-4o-mini".into(),
+            ..Endpoint::default()
+        }];
+        c.budget.prices = vec![PriceConfig {
+            model: "gpt-4o*".into(),
+            input: Some(2.5),
+            output: Some(10.0),
+            cache_read: None,
+            cache_write: None,
+        }];
+        assert_eq!(budget_prices(&c), None, "no caps, no check");
+        c.budget.daily = Some(5.0);
+        let Some(("budget prices", Check::Fail(text))) = budget_prices(&c) else {
+            panic!("a failing check")
+        };
+        assert!(text.contains("\"local-llama\" has no price"), "{text}");
+        assert!(!text.contains("gpt-4o"), "{text}");
+        c.budget.prices[0].model = "*".into();
+        assert!(matches!(budget_prices(&c), Some((_, Check::Ok(_)))));
+    }
+}
