@@ -46,7 +46,7 @@ async fn main() -> std::io::Result<()> {
     let data = tempfile::tempdir()?;
     let mut config = Config::default();
     config.telegram.token = Some(Secret::new(tg.token()));
-    config.telegram.api_url = tg.url();
+    config.telegram.api_url = tg.url().parse().expect("the fake's URL");
     config.llm.vision = true;
     config.media.max_bytes = 20 * 1024 * 1024;
     let cache = MediaCache::under(data.path(), 24);

@@ -58,6 +58,8 @@ impl App {
     /// receiving sides.
     pub async fn start(config: Config) -> anyhow::Result<App> {
         let started = std::time::Instant::now();
+        let mut config = config;
+        crate::config::link_api_keys(&mut config);
         let config = Arc::new(config);
         let metrics = crate::telemetry::metrics();
         let replica_id = build::replica_id(&config);

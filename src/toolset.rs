@@ -90,5 +90,14 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
             approval: approval("send_message"),
         }));
     }
+    if config.tools.delegate {
+        tools.push(Arc::new(crate::agent::delegate::Delegate {
+            limits: crate::agent::delegate::Limits {
+                max_parallel: config.tools.delegate_max_parallel,
+                max_iterations: config.tools.delegate_max_iterations,
+            },
+            store: deps.store.clone(),
+        }));
+    }
     tools
 }

@@ -4,6 +4,7 @@
 //! `app` sees a platform only as an [`Adapter`]: [`configured`] builds the ones the config
 //! turns on, and `App::start` registers, routes and starts them in one loop.
 
+pub mod api;
 pub mod discord;
 pub mod split;
 pub mod telegram;
@@ -52,6 +53,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<web::WebAdapter>,
         build::<telegram::TelegramAdapter>,
         build::<discord::DiscordAdapter>,
+        build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();
     for build in builders {

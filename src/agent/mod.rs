@@ -4,11 +4,14 @@
 
 pub mod compaction;
 pub mod context;
+pub mod delegate;
+mod dispatch;
 pub mod mcp;
 pub mod memory;
 pub mod prompt;
 pub mod skill_manage;
 pub mod skills;
+pub mod steer;
 pub mod tools;
 pub mod turn;
 pub mod turn_files;

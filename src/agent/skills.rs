@@ -274,6 +274,11 @@ fn other_files(dir: &Path) -> Vec<String> {
 
 #[async_trait]
 impl Tool for SkillView {
+    /// It only reads: calls of it run alongside other reads of the same answer.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "skill_view".into(),

@@ -6,9 +6,7 @@
 //! lane worker lands them in one transaction. A turn that fails or is cancelled therefore
 //! leaves no trace in the transcript.
 
-use tracing::Instrument;
-
-use crate::domain::{Role, ToolCall};
+use crate::domain::Role;
 use crate::llm::{
     CallOpts, ChatMessage, ChatRequest, DeltaSink, LlmError, Meter, Part, ProviderChain, ToolSpec,
     Usage,
@@ -17,8 +15,8 @@ use crate::store::{NewMessage, StoredMessage};
 
 use super::context::in_turn::{self, InTurnBudget};
 use super::context::spill::TurnSpill;
-use super::tools::{ApprovalGate, ToolContext, ToolOutput, Tools};
-use super::turn_files;
+use super::dispatch::Batch;
+use super::tools::{ApprovalGate, ToolContext, Tools};
 use crate::media::images::HistoryImages;
 
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +57,8 @@ pub struct TurnInput<'a> {
     pub progress: Option<&'a dyn TurnProgress>,
     /// The model takes images (`llm.vision`): images go to it as image parts.
     pub vision: bool,
+    /// Corrections that join the turn at its safe points (`lanes.mid_turn = "steer"`).
+    pub steer: Option<&'a dyn super::steer::Steer>,
     /// Where files a tool returns are kept (the tool row references them by hash).
     pub media_cache: &'a crate::media::MediaCache,
 }
@@ -145,7 +145,27 @@ pub async fn run_turn(
     // Counts every tool call of the turn, in order: with the inbox id it names a call across
     // retries of the turn (the model answers the same history the same way).
     let mut call_index = 0usize;
-    for _ in 0..input.max_iterations.max(1) {
+    let span = tracing::Span::current();
+    let batch = Batch {
+        chain,
+        tools,
+        input: &input,
+        specs: &specs,
+        span: &span,
+    };
+    // The iteration budget counts model turns, not attempts: only an answered request spends
+    // it. Retries and fallbacks inside the chain are one call; a request the provider refused
+    // as too large ends this attempt before spending, and the lane's retry after compacting
+    // starts the turn again with the whole budget (its calls redo the turn, with kept results).
+    // A call a correction cancelled does not spend one either.
+    let mut spent = 0u32;
+    while spent < input.max_iterations.max(1) {
+        if let Some(steer) = input.steer {
+            let corrections = steer.take().await;
+            if !corrections.is_empty() {
+                super::steer::join(corrections, &mut out.messages, &mut wire);
+            }
+        }
         let req = ChatRequest {
             messages: wire.clone(),
             tools: specs.clone(),
@@ -153,7 +173,16 @@ pub async fn run_turn(
         if let Some(p) = input.progress {
             p.model_call();
         }
-        let resp = chain.call(&req, input.call_opts()).await?;
+        let called = super::steer::call(
+            chain,
+            &req,
+            input.call_opts(),
+            input.steer,
+            &mut out.messages,
+            &mut wire,
+        );
+        let Some(resp) = called.await? else { continue };
+        spent += 1;
         out.model_calls += 1;
         out.usage.add(resp.usage);
         out.prompt_readings.push(resp.usage.prompt_total());
@@ -175,80 +204,21 @@ pub async fn run_turn(
             resp.content,
             resp.tool_calls.clone(),
         ));
-        run_tools(
-            tools,
-            &input,
-            &resp.tool_calls,
-            &mut call_index,
-            &mut spill,
-            &mut out,
-            &mut wire,
-        )
-        .await;
+        batch
+            .run(
+                &resp.tool_calls,
+                &mut call_index,
+                &mut spill,
+                &mut out,
+                &mut wire,
+            )
+            .await;
         if let Some(b) = input.in_turn {
             shrink_between(&mut wire, &input, &mut opening, &specs, b);
         }
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.
     final_call(chain, wire, out, &input).await
-}
-
-/// Runs one answer's tool calls in emission order; each result becomes a stored row (whole,
-/// with its files by reference) and a wire message (what later turns will see, with the
-/// images when the model sees).
-async fn run_tools(
-    tools: &Tools,
-    input: &TurnInput<'_>,
-    calls: &[ToolCall],
-    call_index: &mut usize,
-    spill: &mut TurnSpill<'_>,
-    out: &mut TurnOutput,
-    wire: &mut Vec<ChatMessage>,
-) {
-    for call in calls {
-        let index = *call_index;
-        *call_index += 1;
-        let output = match spill.page(&call.name, &call.arguments) {
-            Some(page) => ToolOutput::text(page),
-            None => {
-                if let Some(p) = input.progress {
-                    p.tool_call(&call.name);
-                }
-                let ctx = ToolContext {
-                    turn_files: turn_files(out),
-                    ..input.tool_ctx.clone()
-                };
-                tools
-                    .call(&ctx, input.approvals, index, &call.name, &call.arguments)
-                    .instrument(tracing::info_span!("tool", name = %call.name))
-                    .await
-            }
-        };
-        let kept = turn_files::keep(input.media_cache, output.files, input.vision).await;
-        turn_files::add_unique(&mut out.files, output.attach);
-        let mut result = output.text;
-        for line in &kept.lines {
-            result.push('\n');
-            result.push_str(line);
-        }
-        // The row keeps the whole result; the model sees what later turns will see.
-        let mut sent = ChatMessage::tool_result(&call.id, spill.wire(Some(&call.name), &result));
-        sent.parts = kept.parts;
-        let mut msg = NewMessage::new(Role::Tool, result);
-        msg.tool_call_id = Some(call.id.clone());
-        msg.tool_name = Some(call.name.clone());
-        msg.media = kept.media;
-        out.messages.push(msg);
-        wire.push(sent);
-    }
-}
-
-/// The files this turn's tool rows hold so far.
-fn turn_files(out: &TurnOutput) -> Vec<crate::domain::Attachment> {
-    out.messages
-        .iter()
-        .flat_map(|m| m.media.iter().cloned())
-        .collect()
 }
 
 /// The in-turn check between tool iterations: shrinks the in-flight request when it has

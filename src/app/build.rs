@@ -127,6 +127,7 @@ impl Core {
             Duration::from_secs(config.approvals.timeout_secs),
         )
         .only_requester(config.approvals.only_requester)
+        .people(config.people.clone())
         .budget_approvers(approver_identities(&config));
         let budget =
             crate::budget::Budget::new(&config.budget, config.llm.max_tokens, store.clone());
@@ -305,6 +306,13 @@ impl Core {
             .await
             .with_context(|| format!("binding server.listen {}", config.server.listen))?;
         let extra_routes = adapters.iter().filter_map(|a| a.routes()).collect();
+        let api_keys = match config.api.enabled {
+            true => config
+                .api
+                .resolve()
+                .map_err(|(key, message)| anyhow::anyhow!("{key}: {message}"))?,
+            false => Vec::new(),
+        };
         let state = HttpState {
             config: config.clone(),
             store: self.store.clone(),
@@ -315,6 +323,7 @@ impl Core {
             metrics,
             access: Arc::new(http::Access::from_config(config)),
             approvals: self.approvals.clone(),
+            api_keys: http::openai::ApiKeys::new(api_keys),
         };
         let app = http::routes(state, config, extra_routes);
         let limits = http::serve::Limits::from_config(config);

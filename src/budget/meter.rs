@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::{Budget, Payer};
 use crate::llm::{ChatRequest, Hold, LlmError, Meter, Usage};
-use crate::store::{Billed, CapHit, NewHold};
+use crate::store::{Billed, CapHit, NewHold, Reserved};
 
 /// How long a hold counts when its call never settles (the process died mid-call).
 const HOLD_TTL_MS: i64 = 15 * 60 * 1000;
@@ -35,6 +35,9 @@ pub struct TurnMeter {
     budget: Arc<Budget>,
     payer: Payer,
     spent: Mutex<Spent>,
+    /// Holds reserved and not yet settled: a call cut off (`/stop`, the turn's deadline, a
+    /// lost lease) never settles, and [`TurnMeter::release_open`] lets them go.
+    open: Mutex<Vec<Reserved>>,
 }
 
 impl TurnMeter {
@@ -43,6 +46,18 @@ impl TurnMeter {
             budget,
             payer,
             spent: Mutex::new(Spent::default()),
+            open: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Releases the holds of calls that were cut off before they settled (the turn is over).
+    /// What such a call billed is not known; it counts as nothing rather than as its worst case.
+    pub async fn release_open(&self) {
+        let open = std::mem::take(&mut *self.open.lock().expect("open lock"));
+        for r in open {
+            if let Err(e) = self.budget.store().spend_release(r.id).await {
+                tracing::warn!(error = %e, "releasing a cut-off call's hold failed; it expires on its own");
+            }
         }
     }
 
@@ -73,35 +88,43 @@ impl TurnMeter {
         LlmError::OverBudget(self.budget.refusal(hit, period))
     }
 
-    /// After a settle: tells the approvers once when a cap passes `warn_at`.
-    async fn warn_if_near(&self, period: &super::Period) {
+    /// The ledger row of a call to `model` in `period`, holding `held`.
+    fn row(&self, model: &str, period: &super::Period, held: i64) -> NewHold {
+        NewHold {
+            lane: self.payer.lane.clone(),
+            person: self.payer.person.clone(),
+            job: self.payer.job.clone(),
+            run: self.payer.run.clone(),
+            cause: self.payer.cause.to_string(),
+            model: model.to_string(),
+            day: period.day.clone(),
+            month: period.month.clone(),
+            held,
+            expires_at: chrono::Utc::now().timestamp_millis() + HOLD_TTL_MS,
+        }
+    }
+
+    /// After a settle: tells the approvers once when this call took a cap past `warn_at`
+    /// (where the caps stood at its reservation, plus what it cost). No extra reads.
+    async fn warn_if_near(&self, caps: Vec<CapHit>, cost: i64) {
         let Some(events) = self.budget.events() else {
             return;
         };
-        let store = self.budget.store();
-        for cap in self.budget.caps(&self.payer, period) {
-            let Ok(spent) = store.spend_sum(&cap.scope).await else {
-                return;
-            };
-            let granted = store
-                .spend_granted(&cap.cap, &cap.period)
-                .await
-                .unwrap_or(0);
-            let limit = cap.limit.saturating_add(granted);
-            if (spent as f64) < limit as f64 * self.budget.config.warn_at {
+        let warn_at = self.budget.config.warn_at;
+        for mut cap in caps {
+            let threshold = cap.limit as f64 * warn_at;
+            let after = cap.spent.saturating_add(cost);
+            if (cap.spent as f64) >= threshold || (after as f64) < threshold {
                 continue;
             }
-            if let Ok(true) = store
+            cap.spent = after;
+            if let Ok(true) = self
+                .budget
+                .store()
                 .budget_notice_once(&cap.cap, &cap.period, "near")
                 .await
             {
-                let hit = CapHit {
-                    cap: cap.cap.clone(),
-                    period: cap.period.clone(),
-                    limit,
-                    spent,
-                };
-                events.cap_near(&hit, &self.payer).await;
+                events.cap_near(&cap, &self.payer).await;
             }
         }
     }
@@ -148,23 +171,19 @@ impl Meter for TurnMeter {
             );
             return Err(LlmError::OverBudget(budget.unpriced(model)));
         }
-        let now = chrono::Utc::now();
-        let period = budget.period(now);
-        let hold = NewHold {
-            lane: self.payer.lane.clone(),
-            person: self.payer.person.clone(),
-            job: self.payer.job.clone(),
-            run: self.payer.run.clone(),
-            cause: self.payer.cause.to_string(),
-            model: model.to_string(),
-            day: period.day.clone(),
-            month: period.month.clone(),
-            held: worst.unwrap_or(0),
-            expires_at: now.timestamp_millis() + HOLD_TTL_MS,
-        };
+        let period = budget.period(chrono::Utc::now());
+        let hold = self.row(model, &period, worst.unwrap_or(0));
         let caps = budget.caps(&self.payer, &period);
+        if caps.is_empty() {
+            // Nothing to hold against: the call is written once, when it is billed.
+            return Ok(Hold(0));
+        }
         match budget.store().spend_reserve(&hold, &caps).await {
-            Ok(Ok(id)) => Ok(Hold(id)),
+            Ok(Ok(reserved)) => {
+                let id = reserved.id;
+                self.open.lock().expect("open lock").push(reserved);
+                Ok(Hold(id))
+            }
             Ok(Err(hit)) => {
                 if let Some(events) = budget.events() {
                     events.cap_reached(&hit, &self.payer).await;
@@ -187,6 +206,11 @@ impl Meter for TurnMeter {
 
     async fn settle(&self, hold: Hold, model: &str, usage: Option<Usage>) {
         let store = self.budget.store();
+        let reserved = {
+            let mut open = self.open.lock().expect("open lock");
+            let at = open.iter().position(|r| r.id == hold.0);
+            at.map(|i| open.swap_remove(i))
+        };
         let Some(usage) = usage else {
             if hold.0 != 0 {
                 if let Err(e) = store.spend_release(hold.0).await {
@@ -216,12 +240,18 @@ impl Meter for TurnMeter {
                 .increment(c.max(0) as u64);
         }
         if hold.0 == 0 {
+            let row = self.row(model, &self.budget.period(chrono::Utc::now()), 0);
+            if let Err(e) = store.spend_record(&row, cost, billed).await {
+                tracing::warn!(error = %e, "recording a model call's spend failed");
+            }
             return;
         }
         if let Err(e) = store.spend_settle(hold.0, cost, billed).await {
             tracing::warn!(error = %e, "settling a spend hold failed; it counts at its hold until it expires");
         }
-        self.warn_if_near(&self.budget.period(chrono::Utc::now()))
-            .await;
+        if let Some(r) = reserved {
+            // An unknown cost cannot say how near the cap is; the next priced call will.
+            self.warn_if_near(r.caps, cost.unwrap_or(0)).await;
+        }
     }
 }

@@ -109,11 +109,11 @@ pub async fn run(opts: &LoadOptions) -> Report {
         .0
         .push(("model", scrubbed(check_model(&config, &http).await, &scrub)));
     if let Some(token) = &config.telegram.token {
-        let c = check_telegram(&http, &config.telegram.api_url, token).await;
+        let c = check_telegram(&http, config.telegram.api_url.as_str(), token).await;
         report.0.push(("telegram", scrubbed(c, &scrub)));
     }
     if let Some(token) = &config.discord.token {
-        let c = check_discord(&http, &config.discord.api_url, token).await;
+        let c = check_discord(&http, config.discord.api_url.as_str(), token).await;
         report.0.push(("discord", scrubbed(c, &scrub)));
     }
     report

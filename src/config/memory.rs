@@ -164,7 +164,7 @@ pub fn check_people(people: &[Person]) -> Result<(), PeopleError> {
         }
         for id in &p.ids {
             let ok = id.split_once(':').is_some_and(|(plat, who)| {
-                matches!(plat, "telegram" | "discord" | "web") && !who.is_empty()
+                matches!(plat, "telegram" | "discord" | "web" | "api") && !who.is_empty()
             });
             if !ok {
                 return Err(PeopleError::BadId {

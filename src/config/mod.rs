@@ -6,12 +6,14 @@
 
 mod address;
 mod agent;
+mod api;
 mod budget;
 mod handoff;
 mod load;
 mod mcp;
 mod media;
 mod memory;
+mod mid_turn;
 mod platforms;
 mod providers;
 mod secret;
@@ -27,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use address::ConfigUrl;
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
+pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
@@ -35,6 +38,7 @@ pub use media::MediaConfig;
 pub use memory::{
     check_people, person_key, safe_segment, MemoryConfig, MemoryProviderConfig, PeopleError, Person,
 };
+pub use mid_turn::MidTurn;
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use secret::{redact_url, Secret};
@@ -69,6 +73,8 @@ pub struct Config {
     pub streaming: StreamingConfig,
     pub mcp: McpConfig,
     pub media: MediaConfig,
+    /// The OpenAI-compatible API (`api.rs`).
+    pub api: ApiConfig,
     pub budget: BudgetConfig,
 }
 
@@ -222,6 +228,8 @@ pub struct LanesConfig {
     pub max_attempts: i64,
     /// How often the store is scanned for pending work (crash leftovers, other replicas).
     pub rescan_secs: u64,
+    /// A message that arrives mid-turn: `steer` (joins the turn), `queue`, `interrupt`.
+    pub mid_turn: MidTurn,
 }
 
 impl Default for LanesConfig {
@@ -233,6 +241,7 @@ impl Default for LanesConfig {
             heartbeat_secs: 10,
             max_attempts: 3,
             rescan_secs: 5,
+            mid_turn: MidTurn::Steer,
         }
     }
 }

@@ -20,7 +20,8 @@ pub enum TelegramMode {
 pub struct TelegramConfig {
     /// Bot token; also read from `TELEGRAM_BOT_TOKEN`. The adapter runs when it is set.
     pub token: Option<Secret>,
-    pub api_url: String,
+    /// Bot API base (a local Bot API server, or a fake in tests).
+    pub api_url: ConfigUrl,
     pub mode: TelegramMode,
     /// Sender ids allowed to talk to the agent (deny by default).
     #[serde(deserialize_with = "super::load::strings_or_numbers")]
@@ -45,7 +46,7 @@ impl Default for TelegramConfig {
     fn default() -> Self {
         TelegramConfig {
             token: None,
-            api_url: "https://api.telegram.org".into(),
+            api_url: ConfigUrl::parse("https://api.telegram.org").expect("a URL"),
             mode: TelegramMode::Polling,
             allowed_users: Vec::new(),
             allow_all_users: false,
@@ -65,7 +66,7 @@ pub struct DiscordConfig {
     /// Bot token; also read from `DISCORD_BOT_TOKEN`. The adapter runs when it is set.
     pub token: Option<Secret>,
     /// REST base; the gateway URL is discovered from `<api_url>/api/v10/gateway`.
-    pub api_url: String,
+    pub api_url: ConfigUrl,
     /// User ids allowed to talk to the agent (deny by default).
     #[serde(deserialize_with = "super::load::strings_or_numbers")]
     pub allowed_users: Vec<String>,
@@ -100,7 +101,7 @@ impl Default for DiscordConfig {
     fn default() -> Self {
         DiscordConfig {
             token: None,
-            api_url: "https://discord.com".into(),
+            api_url: ConfigUrl::parse("https://discord.com").expect("a URL"),
             allowed_users: Vec::new(),
             allowed_roles: Vec::new(),
             allow_all_users: false,

@@ -30,6 +30,12 @@ pub struct ToolsConfig {
     /// Built-in tools that ask the person before each call (e.g. `["cron"]`); `cron.create`
     /// asks only before a job is created from a conversation (the default).
     pub require_approval: Vec<String>,
+    /// The `delegate` tool: hand a goal (or a batch) to child agents that start fresh.
+    pub delegate: bool,
+    /// Children of one `delegate` batch running at once.
+    pub delegate_max_parallel: usize,
+    /// Model turns one child agent may take before it must answer.
+    pub delegate_max_iterations: u32,
 }
 
 impl Default for ToolsConfig {
@@ -39,6 +45,9 @@ impl Default for ToolsConfig {
             send_message: true,
             send_message_routes: Vec::new(),
             require_approval: vec!["cron.create".into()],
+            delegate: true,
+            delegate_max_parallel: 3,
+            delegate_max_iterations: 12,
         }
     }
 }

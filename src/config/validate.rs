@@ -9,6 +9,7 @@ use super::{Config, ProviderKind, TelegramMode, Transport};
 /// Every rule, section by section; the first one broken is the error.
 pub fn validate(c: &Config) -> Result<(), ConfigError> {
     server(c)?;
+    delegate(c)?;
     web_access(c, c.server.listen)?;
     streaming(c)?;
     llm(c)?;
@@ -26,6 +27,9 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::Key { key, message });
     }
     super::check_people(&c.people).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    if let Err((key, message)) = c.api.check(c) {
+        return Err(ConfigError::Invalid(format!("{key}: {message}")));
+    }
     if let Err((key, message)) = c.handoff.nightly_schedule() {
         return Err(ConfigError::Key { key, message });
     }
@@ -51,6 +55,25 @@ fn server(c: &Config) -> Result<(), ConfigError> {
         ("server.header_timeout_secs", c.server.header_timeout_secs),
         ("server.idle_timeout_secs", c.server.idle_timeout_secs),
         ("server.max_connections", c.server.max_connections as u64),
+    ] {
+        if v == 0 {
+            return Err(key_error(key, "must be at least 1"));
+        }
+    }
+    Ok(())
+}
+
+/// `tools.delegate_*`: a batch needs room for one child, a child for one model turn.
+fn delegate(c: &Config) -> Result<(), ConfigError> {
+    for (key, v) in [
+        (
+            "tools.delegate_max_parallel",
+            c.tools.delegate_max_parallel as u64,
+        ),
+        (
+            "tools.delegate_max_iterations",
+            c.tools.delegate_max_iterations as u64,
+        ),
     ] {
         if v == 0 {
             return Err(key_error(key, "must be at least 1"));
@@ -262,10 +285,10 @@ fn telegram(c: &Config) -> Result<(), ConfigError> {
     if t.token.is_none() {
         return Ok(());
     }
-    if url::Url::parse(&t.api_url).is_err() {
+    if !t.api_url.is_http() || t.api_url.url().cannot_be_a_base() {
         return Err(key_error(
             "telegram.api_url",
-            format!("{:?} is not a URL", t.api_url),
+            format!("{:?} is not an http(s) base URL", t.api_url.as_str()),
         ));
     }
     if t.mode != TelegramMode::Webhook {
@@ -302,14 +325,14 @@ fn discord(c: &Config) -> Result<(), ConfigError> {
     let default_url = super::DiscordConfig::default().api_url;
     if d.token.is_some()
         && d.ratelimiter
-        && d.api_url.trim_end_matches('/') != default_url.trim_end_matches('/')
+        && d.api_url.as_str().trim_end_matches('/') != default_url.as_str().trim_end_matches('/')
     {
         return Err(key_error(
             "discord.ratelimiter",
             format!(
                 "must be false with discord.api_url = {:?}: serenity's ratelimiter ignores \
                  api_url and would talk to discord.com directly",
-                d.api_url
+                d.api_url.as_str()
             ),
         ));
     }

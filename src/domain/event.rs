@@ -18,6 +18,8 @@ pub enum Platform {
     Telegram,
     Discord,
     Cron,
+    /// The OpenAI-compatible API (`http/openai/`): one key's conversations.
+    Api,
 }
 
 impl Platform {
@@ -27,6 +29,7 @@ impl Platform {
             Platform::Telegram => "telegram",
             Platform::Discord => "discord",
             Platform::Cron => "cron",
+            Platform::Api => "api",
         }
     }
 
@@ -36,6 +39,7 @@ impl Platform {
             "telegram" => Some(Platform::Telegram),
             "discord" => Some(Platform::Discord),
             "cron" => Some(Platform::Cron),
+            "api" => Some(Platform::Api),
             _ => None,
         }
     }

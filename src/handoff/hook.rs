@@ -138,6 +138,10 @@ impl PreDispatchHook for HandoffHook {
         "handoff"
     }
 
+    fn claims(&self, ev: &MessageEvent) -> bool {
+        self.builder.config.enabled && is_handoff_request(ev)
+    }
+
     async fn on_event(&self, ev: &MessageEvent) -> HookOutcome {
         if !self.builder.config.enabled {
             return HookOutcome::Continue;

@@ -64,6 +64,8 @@ impl Authorizer {
                         .iter()
                         .any(|r| self.discord_roles.contains(r))
             }
+            // Only the API's routes write these, behind their key guard (`http/openai/`).
+            Platform::Api => true,
             Platform::Cron => false,
         }
     }

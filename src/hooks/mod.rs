@@ -38,6 +38,11 @@ pub enum HookOutcome {
 pub trait PreDispatchHook: Send + Sync {
     fn name(&self) -> &'static str;
     async fn on_event(&self, ev: &MessageEvent) -> HookOutcome;
+    /// The event is this hook's own control word (the `handoff` word): it is handled alone,
+    /// never merged into a running turn.
+    fn claims(&self, _ev: &MessageEvent) -> bool {
+        false
+    }
 }
 
 /// The ordered pre-dispatch chain.
@@ -64,6 +69,11 @@ impl HookChain {
 
     pub fn push(&mut self, hook: Arc<dyn PreDispatchHook>) {
         self.hooks.push(hook);
+    }
+
+    /// Whether a hook of the chain takes the event as its own control word.
+    pub fn claims(&self, ev: &MessageEvent) -> bool {
+        self.hooks.iter().any(|h| h.claims(ev))
     }
 
     pub fn names(&self) -> Vec<&'static str> {

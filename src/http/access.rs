@@ -39,6 +39,9 @@ pub enum Guard {
     Open,
     /// The bearer token, or a trusted local caller when no token is configured.
     Api,
+    /// One of the `[[api.keys]]` (the OpenAI-compatible API, `openai/keys.rs`); never the web
+    /// token, never local trust.
+    ApiKey,
 }
 
 /// The access rule, resolved once from the configuration at start.

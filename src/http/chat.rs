@@ -205,7 +205,10 @@ async fn await_reply(
 
 /// Woken by our own finish signal, or after a poll interval (the turn may run on another
 /// replica, whose signal never reaches us).
-async fn wait_finished(finished: &mut tokio::sync::broadcast::Receiver<i64>, inbox_id: i64) {
+pub(super) async fn wait_finished(
+    finished: &mut tokio::sync::broadcast::Receiver<i64>,
+    inbox_id: i64,
+) {
     let wait = tokio::time::timeout(Duration::from_millis(500), async {
         loop {
             match finished.recv().await {

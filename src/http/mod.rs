@@ -18,6 +18,7 @@ mod error;
 mod headers;
 mod health;
 mod media;
+pub mod openai;
 mod page;
 mod pairing;
 pub mod serve;
@@ -65,6 +66,9 @@ pub struct HttpState {
     pub access: Arc<Access>,
     /// Takes answers to approval requests (the web chat's buttons).
     pub approvals: Approvals,
+    /// The `[[api.keys]]` of the OpenAI-compatible API (`openai/`), read at start.
+    #[from_ref(skip)]
+    pub api_keys: openai::ApiKeys,
 }
 
 /// Largest request body accepted anywhere; a bigger one answers 413.
@@ -166,6 +170,9 @@ pub fn table(config: &Config) -> Vec<RouteRow> {
             get(media::lane_file),
         ));
     }
+    if config.api.enabled {
+        t.extend(openai::rows());
+    }
     if config.pairing.enabled {
         t.push(row(
             Method::GET,
@@ -192,6 +199,10 @@ pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
             Guard::Api => r.handler.route_layer(middleware::from_fn_with_state(
                 state.clone(),
                 access::require,
+            )),
+            Guard::ApiKey => r.handler.route_layer(middleware::from_fn_with_state(
+                state.clone(),
+                openai::require,
             )),
         };
         app = app.route(r.path, handler);

@@ -76,6 +76,10 @@ impl TurnProgress for Activity {
 pub(super) struct ActivityGate<'a> {
     pub(super) inner: &'a dyn ApprovalGate,
     pub(super) activity: &'a Activity,
+    /// Another person's words joined the turn (`lanes.mid_turn = "steer"` in a group): from
+    /// then on a call that is not read-only runs only when the turn's own person approves, so
+    /// nobody acts with someone else's tools, memory or rights by writing into their turn.
+    pub(super) foreign: &'a std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -102,6 +106,12 @@ impl ApprovalGate for ActivityGate<'_> {
         req: &ApprovalRequest,
         tool: &dyn Tool,
     ) -> Result<ToolOutput, ToolError> {
+        if self.foreign.load(std::sync::atomic::Ordering::SeqCst) && !tool.read_only() {
+            return match self.decide(ctx, req).await {
+                Decision::Approved { .. } => self.inner.run_once(ctx, req, tool).await,
+                Decision::Denied { reason } => Err(ToolError::Denied(reason)),
+            };
+        }
         self.inner.run_unasked(ctx, req, tool).await
     }
 }

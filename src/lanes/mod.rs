@@ -19,6 +19,7 @@ mod router;
 mod send_message;
 mod session;
 mod status;
+mod steer;
 mod stream_hub;
 mod turn;
 mod usage;

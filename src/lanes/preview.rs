@@ -34,7 +34,12 @@ use crate::store::{InboxRow, Store};
 struct Shown {
     text: String,
     reasoning: String,
+    /// A line above the answer: a correction joined the turn.
+    note: Option<&'static str>,
 }
+
+/// The preview's line once a mid-turn message joined the turn.
+pub(super) const CORRECTED: &str = "↪ taking your correction into account";
 
 struct LiveSink {
     inbox_id: i64,
@@ -119,6 +124,11 @@ impl LiveTurn {
 
     pub(super) fn sink(&self) -> &dyn DeltaSink {
         self.sink.as_ref()
+    }
+
+    /// A mid-turn message joined the turn: the preview says so above the answer.
+    pub(super) fn corrected(&self) {
+        self.sink.shown.send_modify(|s| s.note = Some(CORRECTED));
     }
 
     /// Stops the preview; an edit in flight may land first, so the outbox's final edit is
@@ -253,6 +263,14 @@ impl Preview {
     /// The text to show: the answer so far, or (configured) the newest reasoning before it.
     fn render(&self) -> String {
         let s = self.rx.borrow();
+        let body = self.body(&s);
+        match s.note {
+            Some(note) => format!("{note}\n\n{body}").trim_end().to_string(),
+            None => body,
+        }
+    }
+
+    fn body(&self, s: &Shown) -> String {
         if !s.text.trim().is_empty() || s.reasoning.trim().is_empty() {
             return s.text.clone();
         }

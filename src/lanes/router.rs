@@ -25,6 +25,8 @@ pub struct LaneRouter {
     pub(super) running_turns: Mutex<HashMap<LaneKey, CancellationToken>>,
     /// What each running turn of this process is doing (for `/status`), beside `running_turns`.
     pub(super) activity: Mutex<HashMap<LaneKey, Arc<super::activity::Activity>>>,
+    /// The wake of each running turn that listens for mid-turn messages (`lanes.mid_turn`).
+    pub(super) steering: Mutex<HashMap<LaneKey, Arc<Notify>>>,
     /// Lanes whose turn ended because of `/stop`: the command's answer says so, once.
     pub(super) stopped: Mutex<std::collections::HashSet<LaneKey>>,
     /// Short tasks beside the workers (`/status` answers), drained with the app.
@@ -61,6 +63,7 @@ impl LaneRouter {
             workers: Mutex::new(HashMap::new()),
             running_turns: Mutex::new(HashMap::new()),
             activity: Mutex::new(HashMap::new()),
+            steering: Mutex::new(HashMap::new()),
             stopped: Mutex::new(Default::default()),
             tasks: tracker.clone(),
             slots,
@@ -104,6 +107,9 @@ impl LaneRouter {
     pub fn dispatch(self: &Arc<Self>, lane: LaneKey) {
         if self.stop_taking.is_cancelled() {
             return;
+        }
+        if let Some(turn) = self.steering.lock().expect("steering lock").get(&lane) {
+            turn.notify_one();
         }
         let mut workers = self.workers.lock().expect("router lock");
         if let Some(tx) = workers.get(&lane) {

@@ -80,7 +80,8 @@ impl SendMessage {
                 ev.thread_id = thread;
                 self.auth.is_allowed_or_paired(&ev, &*self.store).await
             }
-            Platform::Cron => false,
+            // An API conversation is no target a message can be sent to.
+            Platform::Cron | Platform::Api => false,
         }
     }
 }

@@ -32,6 +32,8 @@ pub(super) struct Worker {
     /// while this worker holds the lease (a worker takes the lease once), because every write
     /// to a lane's transcript is lease-checked; anything but a committed turn forgets it.
     pub(super) known: std::sync::Mutex<Option<(Session, Known)>>,
+    /// A turn took later rows of the batch in (mid-turn messages): read the inbox again.
+    pub(super) reread: std::sync::atomic::AtomicBool,
 }
 
 /// Why a worker stops before its lane is drained.
@@ -59,6 +61,7 @@ impl Worker {
             rx,
             holder,
             known: std::sync::Mutex::new(None),
+            reread: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -230,6 +233,7 @@ impl Worker {
                     break 'outer;
                 }
                 match self.process(lease, row, &lost).await {
+                    Ok(()) if self.reread.swap(false, Ordering::SeqCst) => continue 'outer,
                     Ok(()) => {}
                     Err(Stop::LeaseLost) => {
                         metrics::counter!("herald_lease_lost_total").increment(1);

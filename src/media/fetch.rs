@@ -70,7 +70,8 @@ impl Fetcher {
     pub fn from_config(config: &Config, cache: MediaCache) -> Fetcher {
         let telegram = config.telegram.token.as_ref().and_then(|token| {
             // As the adapter parses it, so both reach the same server.
-            let api_url = url::Url::parse(config.telegram.api_url.trim_end_matches('/')).ok()?;
+            let api_url =
+                url::Url::parse(config.telegram.api_url.as_str().trim_end_matches('/')).ok()?;
             (!api_url.cannot_be_a_base() && !token.expose().is_empty()).then(|| Telegram {
                 api_url,
                 token: token.clone(),

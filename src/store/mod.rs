@@ -55,7 +55,7 @@ pub use pairing::{
     APPROVED_NOTICE, APPROVED_REQUEUED,
 };
 pub use postgres::PgStore;
-pub use spend::{Billed, CapHit, CapLimit, NewHold, SpendRow, SpendScope, SpendStore};
+pub use spend::{Billed, CapHit, CapLimit, NewHold, Reserved, SpendRow, SpendScope, SpendStore};
 pub use sqlite::SqliteStore;
 pub use transcript::TranscriptStore;
 pub use turns::TurnStore;

@@ -52,14 +52,22 @@ pub struct CapLimit {
     pub limit: i64,
 }
 
-/// The cap a reservation would have passed: what it allows (grants included) and what is
-/// already spent or held under it.
+/// A cap as a reservation found it: what it allows (grants included) and what was already
+/// spent or held under it. The cap a refused reservation would have passed, or the standing of
+/// each cap a reservation passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapHit {
     pub cap: String,
     pub period: String,
     pub limit: i64,
     pub spent: i64,
+}
+
+/// A reservation that passed: its hold's id and where each of its caps stood before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reserved {
+    pub id: i64,
+    pub caps: Vec<CapHit>,
 }
 
 /// A model call about to be made, and whose spending it is.
@@ -123,14 +131,21 @@ pub struct Billed {
 #[async_trait]
 pub trait SpendStore: Send + Sync {
     /// Checks `caps` and, when none would be passed by `hold.held`, writes the hold and returns
-    /// its id; otherwise the first cap it would pass.
+    /// it with each cap's standing; otherwise the first cap it would pass.
     async fn spend_reserve(
         &self,
         hold: &NewHold,
         caps: &[CapLimit],
-    ) -> StoreResult<Result<i64, CapHit>>;
+    ) -> StoreResult<Result<Reserved, CapHit>>;
     /// The call was billed: `cost` (`None`: unknown) and its tokens.
     async fn spend_settle(&self, id: i64, cost: Option<i64>, billed: Billed) -> StoreResult<()>;
+    /// A call that no cap applied to, written once it was billed (no hold first).
+    async fn spend_record(
+        &self,
+        row: &NewHold,
+        cost: Option<i64>,
+        billed: Billed,
+    ) -> StoreResult<()>;
     /// The call failed: its hold no longer counts.
     async fn spend_release(&self, id: i64) -> StoreResult<()>;
     /// Spent or held under `scope` now.
@@ -167,8 +182,9 @@ where
         &self,
         hold: &NewHold,
         caps: &[CapLimit],
-    ) -> StoreResult<Result<i64, CapHit>> {
+    ) -> StoreResult<Result<Reserved, CapHit>> {
         let now = self.now_ms();
+        let mut standing = Vec::with_capacity(caps.len());
         let mut tx = self.writer().begin().await?;
         sqlx::query("UPDATE budget_lock SET n = n + 1 WHERE id = 1")
             .execute(&mut *tx)
@@ -189,16 +205,17 @@ where
             .bind(cap.period.as_str())
             .fetch_one(&mut *tx)
             .await?;
-            let limit = cap.limit.saturating_add(granted);
-            if spent.saturating_add(hold.held) > limit {
+            let state = CapHit {
+                cap: cap.cap.clone(),
+                period: cap.period.clone(),
+                limit: cap.limit.saturating_add(granted),
+                spent,
+            };
+            if spent.saturating_add(hold.held) > state.limit {
                 tx.rollback().await?;
-                return Ok(Err(CapHit {
-                    cap: cap.cap.clone(),
-                    period: cap.period.clone(),
-                    limit,
-                    spent,
-                }));
+                return Ok(Err(state));
             }
+            standing.push(state);
         }
         let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
@@ -219,7 +236,7 @@ where
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Ok(id))
+        Ok(Ok(Reserved { id, caps: standing }))
     }
 
     async fn spend_settle(&self, id: i64, cost: Option<i64>, billed: Billed) -> StoreResult<()> {
@@ -233,6 +250,36 @@ where
         .bind(billed.cache_read)
         .bind(billed.cache_write)
         .bind(id)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
+    async fn spend_record(
+        &self,
+        row: &NewHold,
+        cost: Option<i64>,
+        billed: Billed,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
+             held, cost, fresh_input, output, cache_read, cache_write, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'settled', 0, $10, $11, $12, $13, $14, 0)",
+        )
+        .bind(self.now_ms())
+        .bind(row.day.as_str())
+        .bind(row.month.as_str())
+        .bind(row.lane.as_str())
+        .bind(row.person.as_deref())
+        .bind(row.job.as_deref())
+        .bind(row.run.as_deref())
+        .bind(row.cause.as_str())
+        .bind(row.model.as_str())
+        .bind(cost)
+        .bind(billed.fresh_input)
+        .bind(billed.output)
+        .bind(billed.cache_read)
+        .bind(billed.cache_write)
         .execute(self.writer())
         .await?;
         Ok(())

@@ -122,18 +122,24 @@ macro_rules! turn_store_impl {
                     .rev()
                     .find(|(m, _)| m.role == Role::Assistant)
                     .map(|(_, id)| *id);
-                sqlx::query(
-                    "UPDATE inbox SET status = $1, note = $2, session_id = $3, reply_message_id = $4, \
-                     done_at = $5 WHERE id = $6",
-                )
-                .bind(c.inbox_status.as_str())
-                .bind(super::text::clean_opt(c.note.as_deref()))
-                .bind(&c.session_id)
-                .bind(reply_id)
-                .bind(now)
-                .bind(inbox_id)
-                .execute(&mut *tx)
-                .await?;
+                for id in std::iter::once(inbox_id).chain(c.steered.iter().copied()) {
+                    // A correction is the lane's own pending row: one another turn already
+                    // answered is left as it is.
+                    sqlx::query(
+                        "UPDATE inbox SET status = $1, note = $2, session_id = $3, reply_message_id = $4, \
+                         done_at = $5 WHERE id = $6 AND (id = $7 OR (lane = $8 AND status = 'pending'))",
+                    )
+                    .bind(c.inbox_status.as_str())
+                    .bind(super::text::clean_opt(c.note.as_deref()))
+                    .bind(&c.session_id)
+                    .bind(reply_id)
+                    .bind(now)
+                    .bind(id)
+                    .bind(inbox_id)
+                    .bind(&lease.name)
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 // Results kept for a retry of this turn (`ApprovalStore::tool_result_keep`)
                 // are in the transcript now; approved calls keep their record.
                 sqlx::query("DELETE FROM approvals WHERE lane = $1 AND inbox_id = $2 AND decided_by = $3")

@@ -277,6 +277,9 @@ pub struct TurnCommit {
     pub messages: Vec<NewMessage>,
     pub outbox: Vec<NewOutbox>,
     pub inbox_id: Option<i64>,
+    /// Later inbox rows the turn took in mid-turn (corrections): marked like `inbox_id`, with
+    /// the same reply, in the same transaction.
+    pub steered: Vec<i64>,
     pub inbox_status: InboxStatus,
     pub note: Option<String>,
     /// Ends the session in the same transaction, with this end reason (cron fires: one
@@ -304,6 +307,7 @@ impl TurnCommit {
             messages: Vec::new(),
             outbox: Vec::new(),
             inbox_id,
+            steered: Vec::new(),
             inbox_status: status,
             note: None,
             close_session: None,

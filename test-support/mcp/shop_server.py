@@ -11,13 +11,19 @@ Modes: normal, garbage (answers every line with junk on stdout), mute (never ans
 exit (dies at once with a message on stderr). --gate FILE: while FILE exists, start as `exit`.
 --starts FILE: append a line each time tools/list is answered (tests wait on it).
 --calls FILE: append the tool's name each time tools/call is received (counts executions).
+--spans FILE: also offer peek (readOnlyHint) and stamp (no hints: a writer), which sleep the given
+seconds and append "name label start end" (wall-clock seconds) to FILE: the tests read overlap
+from the server's own clock. Over HTTP calls are served on threads, so reads can overlap.
 """
 import argparse
 import base64
 import json
 import os
 import sys
+import threading
 import time
+
+SPANS_LOCK = threading.Lock()
 
 ORDERS = {
     "A-1001": {"status": "shipped", "item": "blue kettle", "eta": "2026-12-03"},
@@ -46,11 +52,34 @@ TOOLS = [
 ]
 
 
+SPAN_TOOLS = [
+    {"name": "peek", "description": "Reads a shelf label after the given seconds.",
+     "annotations": {"readOnlyHint": True},
+     "inputSchema": {"type": "object", "properties": {"label": {"type": "string"},
+                                                      "seconds": {"type": "number"}}}},
+    {"name": "stamp", "description": "Stamps a shelf label after the given seconds.",
+     "inputSchema": {"type": "object", "properties": {"label": {"type": "string"},
+                                                      "seconds": {"type": "number"}}}},
+]
+
+
+def span_call(args, name, a):
+    start = time.time()
+    time.sleep(float(a.get("seconds", 0.3)))
+    end = time.time()
+    with SPANS_LOCK:
+        with open(args.spans, "a") as f:
+            f.write("%s %s %.6f %.6f\n" % (name, a.get("label", ""), start, end))
+    return text("%s %s done" % (name, a.get("label", "")))
+
+
 def text(t, is_error=False):
     return {"content": [{"type": "text", "text": t}], "isError": is_error}
 
 
 def call(args, name, a):
+    if args.spans and name in ("peek", "stamp"):
+        return span_call(args, name, a)
     if name == "lookup_order":
         o = ORDERS.get(a.get("id", ""))
         if o is None:
@@ -94,7 +123,7 @@ def handle(args, msg):
                   "capabilities": {"tools": {}},
                   "serverInfo": {"name": "test-shop", "version": "1.0"}}
     elif method == "tools/list":
-        result = {"tools": TOOLS}
+        result = {"tools": TOOLS + (SPAN_TOOLS if args.spans else [])}
         if args.starts:
             with open(args.starts, "a") as f:
                 f.write("listed\n")
@@ -181,6 +210,7 @@ def main():
     p.add_argument("--mode", default="normal", choices=["normal", "garbage", "mute", "exit"])
     p.add_argument("--state")
     p.add_argument("--calls")
+    p.add_argument("--spans")
     p.add_argument("--starts")
     p.add_argument("--gate")
     p.add_argument("--http", type=int)

@@ -22,6 +22,8 @@ pub enum Step {
     Reply(String),
     /// Answer with a tool call (name, JSON arguments).
     ToolCall(String, String),
+    /// Answer with several tool calls at once, in this order (ids `call_1`, `call_2`, …).
+    ToolCalls(Vec<(String, String)>),
     /// Any status with headers and a raw body (429 with Retry-After, 500, 401…).
     Status(u16, Vec<(String, String)>, String),
     /// 200 with a body that is not a chat completion.
@@ -538,6 +540,32 @@ fn run(
                 )
             }
             Step::Reply(text) => completion(json!({"role": "assistant", "content": text}), &usage),
+            Step::ToolCalls(calls) => {
+                let calls: Vec<Value> = calls
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (name, args))| {
+                        json!({"id": format!("call_{}", i + 1), "type": "function",
+                               "function": {"name": name, "arguments": args}})
+                    })
+                    .collect();
+                if stream {
+                    let deltas = calls
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, mut c)| {
+                            c["index"] = json!(i);
+                            json!({"tool_calls": [c]})
+                        })
+                        .collect();
+                    streamed(deltas, Duration::ZERO, None, "tool_calls", usage)
+                } else {
+                    completion(
+                        json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                        &usage,
+                    )
+                }
+            }
             Step::ToolCall(name, args) => completion(
                 json!({
                     "role": "assistant", "content": null,

@@ -39,8 +39,13 @@ pub struct HttpShop {
 impl HttpShop {
     /// Starts it, requiring `Authorization: Bearer <token>` when `token` is set.
     pub async fn start(token: Option<&str>) -> HttpShop {
+        HttpShop::start_with(token, &[]).await
+    }
+
+    /// [`HttpShop::start`] with `extra` arguments (`--spans FILE`: the timed `peek`/`stamp`).
+    pub async fn start_with(token: Option<&str>, extra: &[&str]) -> HttpShop {
         let mut cmd = tokio::process::Command::new("python3");
-        cmd.arg(script()).args(["--http", "0"]);
+        cmd.arg(script()).args(["--http", "0"]).args(extra);
         if let Some(t) = token {
             cmd.args(["--token", t]);
         }

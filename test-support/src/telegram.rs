@@ -27,7 +27,7 @@ pub async fn fakes() -> (FakeTelegram, FakeLlm, tempfile::TempDir) {
 pub fn tg_config(tg: &FakeTelegram, llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
     let mut c = test_config(llm, data);
     c.telegram.token = Some(Secret::new(tg.token()));
-    c.telegram.api_url = tg.url();
+    c.telegram.api_url = tg.url().parse().expect("the fake's URL");
     c.telegram.allowed_users = vec![USER.to_string()];
     c.telegram.poll_timeout_secs = 1;
     c

@@ -72,7 +72,7 @@ async fn start_on(fake: FakeDiscord, tune: impl FnOnce(&mut Config)) -> Env {
     let data = tempfile::tempdir().expect("temp dir");
     let mut c = test_config(&llm, &data);
     c.discord.token = Some(Secret::new(TOKEN));
-    c.discord.api_url = fake.api_url();
+    c.discord.api_url = fake.api_url().parse().unwrap();
     // serenity's ratelimiter ignores the proxy (see the fake's header).
     c.discord.ratelimiter = false;
     c.discord.allowed_users = vec![USER.to_string()];

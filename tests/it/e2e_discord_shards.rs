@@ -36,7 +36,7 @@ fn config(fake: &FakeDiscord, llm: &FakeLlm, data: &tempfile::TempDir, replica: 
     c.server.replica_id = Some(replica.into());
     c.server.shutdown_grace_secs = 1;
     c.discord.token = Some(Secret::new(TOKEN));
-    c.discord.api_url = fake.api_url();
+    c.discord.api_url = fake.api_url().parse().unwrap();
     c.discord.ratelimiter = false;
     c.discord.allowed_users = vec![USER.to_string()];
     c.discord.free_response_channels = [CHANNEL_0, CHANNEL_1, CHANNEL_2]

@@ -159,7 +159,7 @@ async fn a_tool_image_arrives_as_one_discord_attachment() {
     let data = tempfile::tempdir().unwrap();
     let mut c = test_config(&llm, &data);
     c.discord.token = Some(Secret::new("fake-token"));
-    c.discord.api_url = fake.api_url();
+    c.discord.api_url = fake.api_url().parse().unwrap();
     c.discord.ratelimiter = false;
     c.discord.allowed_users = vec!["42".into()];
     c.mcp.servers = vec![shop(&data)];

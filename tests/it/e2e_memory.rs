@@ -111,7 +111,7 @@ async fn a_people_link_shares_one_memory_across_telegram_and_discord() {
             let discord = FakeDiscord::start("fake-token").await;
             let mut c = telegram::tg_config(&tg, &llm, &data);
             c.discord.token = Some(Secret::new("fake-token"));
-            c.discord.api_url = discord.api_url();
+            c.discord.api_url = discord.api_url().parse().unwrap();
             c.discord.ratelimiter = false;
             c.discord.allowed_users = vec!["42".into(), "43".into()];
             c.people = vec![Person {

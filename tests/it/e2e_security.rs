@@ -191,9 +191,12 @@ enum Cred {
     None,
     Wrong,
     Right,
+    /// An `[[api.keys]]` key: it opens the OpenAI-compatible routes and nothing else.
+    ApiKey,
 }
 
 const TOKEN: &str = "a-long-random-operator-token";
+const API_KEY: &str = "sk-herald-probe-0123456789";
 
 /// One deployment shape of the table: where it listens, its token, whether loopback is trusted
 /// and whether the web chat is on.
@@ -210,6 +213,17 @@ fn config_for(shape: &Shape, llm: &FakeLlm, data: &tempfile::TempDir) -> Config 
     c.web.token = shape.token.then(|| Secret::new(TOKEN));
     c.web.trust_loopback = shape.trust_loopback;
     c.web.enabled = shape.web;
+    c.people = vec![herald::config::Person {
+        name: "probe".into(),
+        ids: vec![],
+    }];
+    c.api.enabled = true;
+    c.api.keys = vec![herald::config::ApiKeyConfig {
+        name: "probe".into(),
+        key: Some(Secret::new(API_KEY)),
+        key_env: None,
+        person: "probe".into(),
+    }];
     c
 }
 
@@ -342,13 +356,14 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
                 .replace("{lane}", "web:probe")
                 .replace("{id}", "nope")
                 .replace("{sha}", "nope");
-            for cred in [Cred::None, Cred::Wrong, Cred::Right] {
+            for cred in [Cred::None, Cred::Wrong, Cred::Right, Cred::ApiKey] {
                 for via in Via::all() {
                     let mut req = http.request(r.method.clone(), format!("{base}{path}"));
                     req = match cred {
                         Cred::None => req,
                         Cred::Wrong => req.bearer_auth("not-the-token"),
                         Cred::Right => req.bearer_auth(TOKEN),
+                        Cred::ApiKey => req.bearer_auth(API_KEY),
                     };
                     req = via.apply(req);
                     if r.method == Method::POST {
@@ -382,6 +397,8 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
                         (Guard::Api, true, Cred::Right) => true,
                         (Guard::Api, true, _) => false,
                         (Guard::Api, false, _) => trusted,
+                        (Guard::ApiKey, _, Cred::ApiKey) => true,
+                        (Guard::ApiKey, _, _) => false,
                     };
                     if admitted {
                         assert_ne!(status, 401, "{what}");

@@ -73,7 +73,10 @@ async fn messages_sent_mid_turn_are_answered_in_order_and_lanes_run_in_parallel(
     let llm = FakeLlm::start().await;
     llm.set_default_delay(Duration::from_millis(600));
     let data = tempfile::tempdir().unwrap();
-    let app = App::start(test_config(&llm, &data)).await.unwrap();
+    let mut config = test_config(&llm, &data);
+    // Waiting for the next turn (`queue`); joining the running one is `e2e_steer`.
+    config.lanes.mid_turn = herald::config::MidTurn::Queue;
+    let app = App::start(config).await.unwrap();
     let client = Client::new(&app);
 
     let a1 = client.chat("web:a", "first");

@@ -16,7 +16,7 @@ const TOKEN: &str = "424242:SECRET-bot-token";
 
 fn config(api_url: &str, token: Option<&str>, max_bytes: u64, timeout_secs: u64) -> Config {
     let mut c = Config::default();
-    c.telegram.api_url = api_url.to_string();
+    c.telegram.api_url = api_url.parse().unwrap();
     c.telegram.token = token.map(Secret::new);
     c.media.max_bytes = max_bytes;
     c.media.fetch_timeout_secs = timeout_secs;

@@ -201,3 +201,79 @@ async fn one_trace_per_turn_with_its_children_reaches_the_collector() {
         Some("web:traced")
     );
 }
+
+/// Every span the collector received.
+fn received(requests: &[ExportTraceServiceRequest]) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for rs in requests.iter().flat_map(|r| &r.resource_spans) {
+        for s in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
+            spans.push(Span {
+                name: s.name.clone(),
+                trace: s.trace_id.clone(),
+                id: s.span_id.clone(),
+                parent: s.parent_span_id.clone(),
+                attrs: s
+                    .attributes
+                    .iter()
+                    .map(|a| (a.key.clone(), text(a)))
+                    .collect(),
+            });
+        }
+    }
+    spans
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_child_agent_is_a_span_of_its_parent_turn_with_its_own_model_calls() {
+    init();
+    let llm = FakeLlm::start().await;
+    let goal = "read the weather station log";
+    llm.push_when(
+        "how is the weather station?",
+        Step::ToolCall("delegate".into(), json!({"goal": goal}).to_string()),
+    );
+    llm.push_when(goal, Step::Reply("The log says all is well.".into()));
+    let (endpoint, got) = collector().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Herald::serve_anywhere(data.path())
+        .fake_model(&llm.base_url())
+        .env("HERALD_TELEMETRY__OTLP_ENDPOINT", &endpoint)
+        .env("HERALD_LOG__LEVEL", "warn")
+        .spawn();
+    child.wait_ready(Duration::from_secs(30)).await;
+    let base = child.base_url();
+    let reply: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/api/v1/chat"))
+        .json(&json!({"lane": "web:station", "text": "how is the weather station?"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["reply"], "reply to: how is the weather station?");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    child.terminate();
+    child.wait_exit(Duration::from_secs(30)).await;
+
+    let spans = received(&got.lock().unwrap());
+    let turn = spans
+        .iter()
+        .find(|s| s.name == "turn")
+        .expect("a turn span");
+    let kids: Vec<&Span> = spans.iter().filter(|s| s.name == "agent.child").collect();
+    assert_eq!(kids.len(), 1, "one child agent");
+    let kid = kids[0];
+    assert_eq!(
+        (&kid.trace, &kid.parent),
+        (&turn.trace, &turn.id),
+        "the child is a span of the parent turn"
+    );
+    assert!(kid.attrs.get("task_id").is_some_and(|t| t.len() == 32));
+    // Its model call hangs under it, not beside the parent's own calls.
+    let under_kid: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "llm.call" && s.parent == kid.id)
+        .collect();
+    assert_eq!(under_kid.len(), 1);
+}

@@ -62,7 +62,7 @@ pub struct DiscordAdapter {
 /// behind the operator's back: refused.
 fn build_http(config: &DiscordConfig) -> anyhow::Result<Http> {
     let token = config.token.as_ref().context("discord.token is not set")?;
-    let api = config.api_url.trim_end_matches('/');
+    let api = config.api_url.as_str().trim_end_matches('/');
     let mut builder = HttpBuilder::new(token.expose());
     if api != DISCORD_API {
         anyhow::ensure!(

@@ -79,7 +79,7 @@ impl TelegramAdapter {
             .context("telegram.token is not set")?
             .expose()
             .to_string();
-        let api_url = url::Url::parse(config.api_url.trim_end_matches('/'))
+        let api_url = url::Url::parse(config.api_url.as_str().trim_end_matches('/'))
             .context("telegram.api_url is not a URL")?;
         if config.mode == TelegramMode::Webhook {
             anyhow::ensure!(

@@ -124,6 +124,20 @@ impl<'a> TurnSpill<'a> {
         }
     }
 
+    /// `text` as the model sees it under its own limit of `limit` characters (a child agent's
+    /// summary past its share of the context): whole when it fits, else a preview under a
+    /// handle of this turn that pages the rest.
+    pub fn hold(&mut self, text: &str, limit: usize) -> String {
+        let handle = -(self.held.len() as i64) - 1;
+        match preview(self.session_id, Kept::ThisTurn(handle), text, limit.max(1)) {
+            Some(p) => {
+                self.held.push(text.to_string());
+                p
+            }
+            None => text.to_string(),
+        }
+    }
+
     /// The answer to a `session_search` call aimed at a handle of this turn (a page from
     /// `offset`, 0 when absent); `None` for any other call, which goes to the tools.
     pub fn page(&self, tool: &str, arguments: &str) -> Option<String> {

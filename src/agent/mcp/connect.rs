@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use super::client::HeraldClient;
 use super::stdio::{self, Group};
 use super::task_only::TaskOnly;
+use super::{ConnectError, Unreachable};
 use crate::config::McpServer;
 
 pub use super::stdio::Diagnostics;
@@ -57,7 +58,7 @@ impl Connection {
 }
 
 /// Connects, initializes and lists the tools, or says why not in one line.
-pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connection, String> {
+pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connection, Unreachable> {
     let wait = Duration::from_secs(server.init_timeout_secs);
     let diag = Arc::new(Diagnostics::default());
     let stop = CancellationToken::new();
@@ -89,10 +90,7 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
     };
     let timed_out = started.is_err();
     let result = match started {
-        Err(_) => Err(format!(
-            "no answer to initialize and tools/list within {} s",
-            wait.as_secs()
-        )),
+        Err(_) => Err(ConnectError::Timeout(wait.as_secs())),
         Ok(Err(e)) => Err(e),
         Ok(Ok(ready)) => Ok(ready),
     };
@@ -114,8 +112,8 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
                 _stderr: Some(stop.drop_guard()),
             })
         }
-        Err(reason) => {
-            let mut reason = reason;
+        Err(cause) => {
+            let mut cause = cause;
             if let Some((c, group)) = spawned.as_mut() {
                 // A closed pipe usually means the process is exiting: give it a moment to. (After
                 // a time-out the process is still there; it is ended below.)
@@ -123,7 +121,7 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
                     if let Ok(Ok(status)) =
                         tokio::time::timeout(Duration::from_millis(200), c.wait()).await
                     {
-                        reason = format!("the process exited ({status}) before it was ready");
+                        cause = ConnectError::Exited(status);
                     }
                 }
                 group.end(c).await;
@@ -131,13 +129,12 @@ pub async fn connect(server: &McpServer, tracker: &TaskTracker) -> Result<Connec
             // Give the stderr reader a moment to catch the child's last words.
             tokio::time::sleep(Duration::from_millis(20)).await;
             stop.cancel();
-            if server.url.is_some() {
-                reason.push_str(&legacy_hint(
-                    server.url.as_ref().map_or("", |u| u.as_str()),
-                    &reason,
-                ));
+            let mut context = String::new();
+            if let Some(url) = &server.url {
+                context.push_str(&legacy_hint(url.as_str(), &cause.to_string()));
             }
-            Err(format!("{reason}{}", diag.suffix()))
+            context.push_str(&diag.suffix());
+            Err(Unreachable { cause, context })
         }
     }
 }
@@ -147,12 +144,12 @@ pub async fn list_tools(
     service: &RunningService<RoleClient, HeraldClient>,
     diag: &Diagnostics,
     server: &str,
-) -> Result<Vec<rmcp::model::Tool>, String> {
+) -> Result<Vec<rmcp::model::Tool>, ConnectError> {
     let mut tools = service
         .peer()
         .list_all_tools()
         .await
-        .map_err(|e| format!("tools/list failed: {}", short(&e.to_string())))?;
+        .map_err(|e| ConnectError::ListTools(short(&e.to_string())))?;
     diag.task_only.leave_out(server, &mut tools);
     Ok(tools)
 }
@@ -192,7 +189,7 @@ fn legacy_hint(url: &str, reason: &str) -> String {
 async fn initialize<T, E, A>(
     handler: HeraldClient,
     transport: T,
-) -> Result<RunningService<RoleClient, HeraldClient>, String>
+) -> Result<RunningService<RoleClient, HeraldClient>, ConnectError>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -200,7 +197,7 @@ where
     handler
         .serve(transport)
         .await
-        .map_err(|e| format!("initialize failed: {}", init_reason(&e)))
+        .map_err(|e| ConnectError::Initialize(init_reason(&e)))
 }
 
 /// A person's reading of an initialize failure: no Rust type names, no `{:?}` dumps.
@@ -237,16 +234,17 @@ async fn http(
     handler: HeraldClient,
     suspect: &Arc<Notify>,
     task_only: &Arc<TaskOnly>,
-) -> Result<RunningService<RoleClient, HeraldClient>, String> {
+) -> Result<RunningService<RoleClient, HeraldClient>, ConnectError> {
     let client = reqwest::Client::builder()
         .build()
-        .map_err(|e| format!("building the HTTP client: {e}"))?;
+        .map_err(ConnectError::HttpClient)?;
     let mut headers = std::collections::HashMap::new();
     for (k, v) in &server.headers {
         let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| format!("headers: {k:?} is not a header name"))?;
-        let mut value = reqwest::header::HeaderValue::from_str(v.expose())
-            .map_err(|_| format!("headers: the value of {k:?} is not a header value"))?;
+            .map_err(|_| ConnectError::Header(format!("{k:?} is not a header name")))?;
+        let mut value = reqwest::header::HeaderValue::from_str(v.expose()).map_err(|_| {
+            ConnectError::Header(format!("the value of {k:?} is not a header value"))
+        })?;
         value.set_sensitive(true);
         headers.insert(name, value);
     }

@@ -16,12 +16,15 @@
 
 pub mod client;
 pub mod connect;
+mod error;
 mod http;
 pub mod names;
 pub mod resource;
 pub mod stdio;
 pub mod task_only;
 pub mod tool;
+
+pub use error::{ConnectError, ToolWithheld, Unreachable};
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -148,7 +151,7 @@ fn tools_with(
     for t in listed {
         match McpTool::build(server, t, session.clone()) {
             Ok(tool) => tools.push(tool),
-            Err(why) => withheld.push((names::tool_name(&server.name, &t.name), why)),
+            Err(why) => withheld.push((names::tool_name(&server.name, &t.name), why.to_string())),
         }
     }
     tools.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));

@@ -163,7 +163,7 @@ pub fn spawn(
     tracker: &TaskTracker,
     diag: &Arc<Diagnostics>,
     stop: &CancellationToken,
-) -> Result<Spawned, String> {
+) -> Result<Spawned, super::ConnectError> {
     let program = server.command.as_deref().unwrap_or_default();
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(&server.args)
@@ -181,14 +181,21 @@ pub fn spawn(
     for (k, v) in &server.env {
         cmd.env(k, v.expose());
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not start {program:?}: {e}"))?;
+    let mut child = cmd.spawn().map_err(|source| super::ConnectError::Spawn {
+        program: program.to_string(),
+        source,
+    })?;
     let group = Group {
         pgid: child.id().map(|p| p as i32),
     };
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let stdin = child.stdin.take().ok_or("no stdin pipe")?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or(super::ConnectError::NoPipe("stdout"))?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or(super::ConnectError::NoPipe("stdin"))?;
     if let Some(stderr) = child.stderr.take() {
         let diag = diag.clone();
         let name = server.name.clone();

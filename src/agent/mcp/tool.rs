@@ -132,13 +132,13 @@ impl McpTool {
         server: &crate::config::McpServer,
         tool: &rmcp::model::Tool,
         session: Session,
-    ) -> Result<McpTool, String> {
+    ) -> Result<McpTool, super::ToolWithheld> {
         let description = tool.description.as_deref().unwrap_or_default();
         let schema = serde_json::Value::Object((*tool.input_schema).clone());
         let schema_text = schema.to_string();
         for text in [description, schema_text.as_str(), tool.name.as_ref()] {
             if let Some(finding) = screen(text) {
-                return Err(format!("its description or schema carries {finding}"));
+                return Err(super::ToolWithheld::Screened(finding.to_string()));
             }
         }
         let mut description: String = description.chars().take(MAX_DESCRIPTION).collect();

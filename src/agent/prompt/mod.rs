@@ -37,6 +37,7 @@ fn default_hint(p: Platform) -> &'static str {
         Platform::Web => "You are talking through the local web chat; plain text and simple Markdown both read well.",
         Platform::Telegram => "You are talking on Telegram: keep formatting simple (short paragraphs, plain lists, code in backticks).",
         Platform::Discord => "You are talking on Discord: Markdown renders; keep messages concise.",
+        Platform::Api => "You are answering through an API client (a chat app or a script); plain text and simple Markdown both read well.",
         Platform::Cron => "You are running a scheduled job; your final answer is delivered as a brief into a chat. Answer exactly [SILENT] when there is nothing worth sending.",
     }
 }

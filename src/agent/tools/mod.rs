@@ -165,6 +165,12 @@ pub trait Tool: Send + Sync {
     fn repeat_on_retry(&self) -> bool {
         false
     }
+    /// The limits of the `delegate` tool: its calls run child agents, which need the turn's
+    /// model chain, so the turn loop runs them itself (`agent::delegate`), never through
+    /// [`Tool::call`]. `None` for every other tool.
+    fn delegation(&self) -> Option<&crate::agent::delegate::Delegate> {
+        None
+    }
 }
 
 /// Tools that come and go while the process runs (an MCP server's, while it is connected).
@@ -203,6 +209,39 @@ impl Tools {
         &self.policy
     }
 
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.by_name.get(name)
+    }
+
+    /// The same registry without the tools `drop` names (a child agent's toolbox).
+    pub fn without(&self, drop: impl Fn(&dyn Tool) -> bool) -> Tools {
+        Tools {
+            by_name: self
+                .by_name
+                .iter()
+                .filter(|(_, t)| !drop(t.as_ref()))
+                .map(|(n, t)| (n.clone(), t.clone()))
+                .collect(),
+            policy: self.policy.clone(),
+        }
+    }
+
+    /// Whether a call of `name` with `arguments` may run alongside its neighbours: a known tool
+    /// that only reads, that the policy lets through without asking, with arguments that parse.
+    pub fn may_overlap(&self, name: &str, arguments: &str) -> bool {
+        let Some(tool) = self.by_name.get(name) else {
+            return false;
+        };
+        let parses = arguments.trim().is_empty()
+            || serde_json::from_str::<serde_json::Value>(arguments).is_ok();
+        tool.read_only()
+            && parses
+            && self
+                .policy
+                .check(name, tool.requires_approval_for(arguments))
+                == Check::Run
+    }
+
     /// Runs one call through the policy and, when it says so, the person's approval. The
     /// result's text is what the model reads (a refusal or an error is its text).
     pub async fn call(
@@ -217,6 +256,22 @@ impl Tools {
             metrics::counter!("herald_tool_calls_total", "tool" => "unknown", "outcome" => "unknown_tool").increment(1);
             return ToolOutput::text(format!("error: there is no tool named {name:?}"));
         };
+        self.call_as(ctx, gate, call_index, arguments, tool.as_ref())
+            .await
+    }
+
+    /// [`Tools::call`] of a tool the caller holds: the same policy, approval and metrics (the
+    /// turn loop runs `delegate` calls this way, with the turn's model chain in hand).
+    pub async fn call_as(
+        &self,
+        ctx: &ToolContext,
+        gate: &dyn ApprovalGate,
+        call_index: usize,
+        arguments: &str,
+        tool: &dyn Tool,
+    ) -> ToolOutput {
+        let name_owned = tool.spec().name;
+        let name = name_owned.as_str();
         let ctx = &ToolContext {
             call_index,
             ..ctx.clone()
@@ -233,13 +288,13 @@ impl Tools {
             .check(name, tool.requires_approval_for(arguments))
         {
             Check::Refuse(why) => Err(ToolError::Refused(why)),
-            Check::Run => gate.run_unasked(ctx, &req(false), tool.as_ref()).await,
+            Check::Run => gate.run_unasked(ctx, &req(false), tool).await,
             Check::Ask { hardline } => {
                 let req = req(hardline);
                 match gate.decide(ctx, &req).await {
                     Decision::Approved { by } => {
                         tracing::info!(tool = name, by = %by, "tool call approved");
-                        gate.run_once(ctx, &req, tool.as_ref()).await
+                        gate.run_once(ctx, &req, tool).await
                     }
                     Decision::Denied { reason } => Err(ToolError::Denied(reason)),
                 }

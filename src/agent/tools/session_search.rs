@@ -33,6 +33,11 @@ struct SearchArgs {
 
 #[async_trait]
 impl Tool for SessionSearch {
+    /// It only reads: calls of it run alongside other reads of the same answer.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "session_search".into(),

@@ -29,6 +29,11 @@ enum AskError {
     NotShown(#[source] SendError),
     #[error("the request disappeared")]
     Disappeared,
+    #[error(
+        "an API client cannot show approval buttons, and this key's person has no linked \
+         Telegram chat to ask in (a telegram:<id> identity in their [[people]] entry)"
+    )]
+    NoLinkedChat,
 }
 
 /// How often a waiter re-reads its row, for presses that landed on another replica.
@@ -54,6 +59,10 @@ impl<'a> TurnGate<'a> {
         req: &ApprovalRequest,
     ) -> Result<ApprovalRow, AskError> {
         let inbox_id = ctx.inbox_id.ok_or(AskError::NoMessage)?;
+        let place = self
+            .desk
+            .place(self.ev, &ctx.person)
+            .ok_or(AskError::NoLinkedChat)?;
         let now = now_ms();
         let hash = super::kept::call_hash(req);
         let new = NewApproval {
@@ -64,10 +73,10 @@ impl<'a> TurnGate<'a> {
             call_hash: hash,
             tool: req.tool.clone(),
             arguments: cap_head_tail(&req.arguments, 20_000, "the arguments"),
-            person: ctx.person.clone(),
-            platform: self.ev.platform.as_str().to_string(),
-            chat_id: self.ev.chat_id.clone(),
-            thread_id: self.ev.thread_id.clone(),
+            person: place.person,
+            platform: place.platform.as_str().to_string(),
+            chat_id: place.chat_id,
+            thread_id: place.thread_id,
             deadline: now + self.desk.timeout.as_millis() as i64,
             now,
         };
@@ -83,7 +92,8 @@ impl<'a> TurnGate<'a> {
         if row.prompt_message_id.is_some() {
             return Ok(());
         }
-        let Some(out) = self.desk.outbounds.get(self.ev.platform) else {
+        let platform = Platform::parse(&row.platform);
+        let Some(out) = platform.and_then(|p| self.desk.outbounds.get(p)) else {
             return Err(AskError::NotConnected);
         };
         let text = question(req, self.desk.timeout);
@@ -141,7 +151,7 @@ impl<'a> TurnGate<'a> {
     async fn close(&self, row: &ApprovalRow, text: &str) {
         let (Some(msg), Some(out)) = (
             row.prompt_message_id.as_deref(),
-            self.desk.outbounds.get(self.ev.platform),
+            Platform::parse(&row.platform).and_then(|p| self.desk.outbounds.get(p)),
         ) else {
             return;
         };

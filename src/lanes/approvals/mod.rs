@@ -31,6 +31,7 @@ use super::clock::TurnClock;
 mod budget;
 mod gate;
 mod kept;
+mod linked;
 
 pub use gate::TurnGate;
 
@@ -92,6 +93,8 @@ pub struct Approvals {
     only_requester: bool,
     /// `budget.approvers` as identities: who may answer a budget extension question.
     budget_approvers: Arc<Vec<String>>,
+    /// `[[people]]`: an API conversation's questions go to its person's linked chat.
+    people: Arc<Vec<crate::config::Person>>,
     waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
 }
 
@@ -109,6 +112,7 @@ impl Approvals {
             timeout,
             only_requester: true,
             budget_approvers: Arc::default(),
+            people: Arc::default(),
             waiting: Arc::default(),
         }
     }
@@ -116,6 +120,12 @@ impl Approvals {
     /// `approvals.only_requester`: whether only the requester may answer their own request.
     pub fn only_requester(mut self, on: bool) -> Approvals {
         self.only_requester = on;
+        self
+    }
+
+    /// `[[people]]`, for the linked chat of an API conversation (`linked.rs`).
+    pub fn people(mut self, people: Vec<crate::config::Person>) -> Approvals {
+        self.people = Arc::new(people);
         self
     }
 

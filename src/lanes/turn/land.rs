@@ -45,6 +45,13 @@ impl Worker {
             .instrument(tracing::info_span!(parent: span, "store.turn_commit", outbox_rows = commit.outbox.len()))
             .await?;
         deps.outbox_wake.notify_one();
+        if !commit.steered.is_empty() {
+            for id in &commit.steered {
+                let _ = deps.finished.send(*id);
+            }
+            // The worker's batch of pending rows holds them still: it reads the inbox again.
+            self.reread.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         if commit.close_session.is_none() {
             let Known { mut live, row } = before;
             let now = crate::store::now_ms();

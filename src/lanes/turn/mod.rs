@@ -34,7 +34,7 @@ use crate::domain::{Attachment, MessageEvent};
 use crate::llm::Part;
 use crate::media::images::HistoryImages;
 use crate::media::Reading;
-use crate::store::{InboxRow, InboxStatus, Lease, Session, StoredMessage, TurnCommit};
+use crate::store::{InboxRow, InboxStatus, Lease, NewMessage, Session, StoredMessage, TurnCommit};
 
 /// What `prepare` hands to `run`: the turn's session and row, its tools and context.
 struct Prepared {
@@ -54,6 +54,8 @@ struct Prepared {
     history_images: HistoryImages,
     /// Reserves and settles the turn's model calls under the caps that apply to its payer.
     meter: crate::budget::TurnMeter,
+    /// Later inbox rows that joined the turn mid-way (`lanes.mid_turn`), with their user rows.
+    steered: Vec<(i64, NewMessage)>,
 }
 
 /// The user row of the turn: the person's words followed by the lines their attachments
@@ -79,6 +81,8 @@ enum Outcome {
     Done(Result<TurnOutput, TurnError>),
     TimedOut(Duration),
     Stopped,
+    /// A new message from the same person stopped the turn (`lanes.mid_turn = "interrupt"`).
+    Interrupted,
     Abandoned(Stop),
 }
 

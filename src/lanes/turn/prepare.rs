@@ -87,6 +87,7 @@ impl Worker {
             api_content,
             history_images,
             meter,
+            steered: Vec::new(),
         })
     }
 }

@@ -12,12 +12,14 @@ use tracing::Instrument;
 use super::{Outcome, Prepared};
 use crate::agent::context::in_turn::InTurnBudget;
 use crate::agent::context::ContextEngine;
+use crate::agent::steer::Steer;
 use crate::agent::tools::ToolContext;
 use crate::agent::turn::{run_turn, TurnError, TurnInput};
 use crate::domain::MessageEvent;
 use crate::lanes::activity::{Activity, ActivityEntry, ActivityGate};
 use crate::lanes::clock::TurnClock;
 use crate::lanes::preview::LiveTurn;
+use crate::lanes::steer::LaneSteer;
 use crate::lanes::worker::{Stop, Worker};
 use crate::store::{InboxRow, Lease, StoreError};
 
@@ -31,6 +33,8 @@ struct Scope<'a> {
     stop: &'a CancellationToken,
     lost: &'a CancellationToken,
     span: &'a tracing::Span,
+    /// Mid-turn messages (`None` in `queue` mode).
+    steer: Option<&'a LaneSteer<'a>>,
 }
 
 /// After an overflow: try again with the compacted history, or end with the overflow.
@@ -67,9 +71,11 @@ impl Worker {
         let typing = self.typing(ev, stop.clone(), clock.clone());
         crate::lanes::fault::check(&ev.text);
         let turn_gate = deps.approvals.gate(ev, &clock);
+        let foreign = std::sync::atomic::AtomicBool::new(false);
         let gate = ActivityGate {
             inner: &turn_gate,
             activity: &activity,
+            foreign: &foreign,
         };
         let tool_ctx = ToolContext {
             lane: self.lane.clone(),
@@ -81,6 +87,7 @@ impl Worker {
             turn_files: Vec::new(),
         };
         let live = LiveTurn::start(self, row, ev);
+        let steer = LaneSteer::new(self, row, live.as_ref(), &foreign);
         let scope = Scope {
             tool_ctx: &tool_ctx,
             gate: &gate,
@@ -90,8 +97,11 @@ impl Worker {
             stop: &stop,
             lost,
             span,
+            steer: steer.as_ref(),
         };
         let outcome = self.attempts(lease, context, p, &scope).await;
+        p.steered = steer.as_ref().map(LaneSteer::taken).unwrap_or_default();
+        drop(steer);
         stop.cancel();
         drop(typing);
         if let Some(live) = live {
@@ -161,12 +171,23 @@ impl Worker {
                 progress: Some(s.activity),
                 vision: deps.config.llm.vision,
                 media_cache: &deps.media_cache,
+                steer: s.steer.map(|st| st as &dyn Steer),
             },
         );
+        if let Some(steer) = s.steer {
+            steer.rewind();
+        }
+        let interrupted = async {
+            match s.steer {
+                Some(steer) => steer.interrupt().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = agent.instrument(s.span.clone()) => Outcome::Done(r),
             _ = s.clock.expired() => Outcome::TimedOut(s.clock.budget()),
             _ = s.stop.cancelled() => Outcome::Stopped,
+            _ = interrupted => Outcome::Interrupted,
             _ = s.lost.cancelled() => Outcome::Abandoned(Stop::LeaseLost),
             _ = self.router.abort.cancelled() => Outcome::Abandoned(Stop::Shutdown),
         }

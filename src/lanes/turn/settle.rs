@@ -32,16 +32,25 @@ impl Worker {
         outcome: Outcome,
         span: &tracing::Span,
     ) -> Result<Settled, Failure> {
+        // An answer holds the rows that joined mid-turn in their places; any other outcome
+        // ends with them after the person's first message.
+        let answered = matches!(outcome, Outcome::Done(Ok(_)));
         let mut answer = self.answer(row, ev, outcome, span).await?;
+        if !answered {
+            let joined = p.steered.iter().map(|(_, m)| m.clone());
+            answer.messages.splice(0..0, joined);
+        }
         let mut user = NewMessage::new(Role::User, p.user.content.clone());
         user.media = p.user.media.clone();
         user.api_content = p.api_content.clone();
         user.platform_message_id = Some(ev.platform_message_id.clone());
         let mut commit = TurnCommit::new(p.turn_id, &p.session.id, Some(row.id), answer.status);
+        commit.steered = p.steered.iter().map(|(id, _)| *id).collect();
         commit.messages = std::iter::once(user)
             .chain(std::mem::take(&mut answer.messages))
             .collect();
         commit.note = answer.note.take();
+        p.meter.release_open().await;
         let spent = p.meter.spent();
         commit.billed = spent.billed;
         commit.cost = spent.cost.filter(|_| spent.calls > 0);
@@ -69,6 +78,7 @@ impl Worker {
         let deps = &self.router.deps;
         let why = match &outcome {
             Outcome::Stopped => Some("Stopped"),
+            Outcome::Interrupted => Some("Interrupted by a newer message"),
             Outcome::TimedOut(_) => Some("The turn ran out of time"),
             _ => None,
         };
@@ -136,6 +146,8 @@ impl Worker {
                     .insert(self.lane.clone());
                 line(String::new(), InboxStatus::Done, Some("stopped"))
             }
+            // The newer message's turn answers; this one ends without a reply.
+            Outcome::Interrupted => line(String::new(), InboxStatus::Done, Some("interrupted")),
         })
     }
 
@@ -151,7 +163,7 @@ impl Worker {
     ) {
         let (reply, status) = (answer.reply.as_str(), answer.status);
         match (reply.is_empty(), ev.deliver_to().is_empty()) {
-            // A stopped turn: `/stop` answers.
+            // A stopped or interrupted turn: `/stop` or the newer turn answers.
             (true, _) => {}
             (false, true) => {
                 commit.outbox = self.outbox_rows(row, reply, "turn");

@@ -10,7 +10,8 @@ use herald_test_support::fake_discord::{FakeDiscord, Fault};
 #[tokio::test]
 async fn a_dropped_socket_mid_turn_resumes_and_answers_once() {
     bounded("dropped socket", async {
-        let env = start(|_| {}).await;
+        // Each message its own answer: the one replayed on RESUME does not join the turn.
+        let env = start(|c| c.lanes.mid_turn = herald::config::MidTurn::Queue).await;
         env.llm.set_default_delay(Duration::from_millis(1_500));
         env.fake
             .dispatch_message_create(DM, None, USER, "first", false, None);

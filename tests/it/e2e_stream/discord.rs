@@ -23,7 +23,7 @@ async fn start(llm: &FakeLlm, data: &tempfile::TempDir) -> (FakeDiscord, App) {
     let fake = FakeDiscord::start(TOKEN).await;
     let mut c = test_config(llm, data);
     c.discord.token = Some(Secret::new(TOKEN));
-    c.discord.api_url = fake.api_url();
+    c.discord.api_url = fake.api_url().parse().unwrap();
     c.discord.ratelimiter = false;
     c.discord.allowed_users = vec![USER.to_string()];
     c.discord.rate_limit_wait_ms = 300;

@@ -19,6 +19,8 @@ async fn a_panicking_turn_does_not_pin_the_lane(db: Db) {
     let data = tempfile::tempdir().unwrap();
     let mut config = test_config(&llm, &data);
     config.web.reply_timeout_secs = 15;
+    // The retried turn answers its own message only (a retry would take the next one in).
+    config.lanes.mid_turn = herald::config::MidTurn::Queue;
     db.apply(&mut config);
     let ttl = Duration::from_secs(config.lanes.lease_ttl_secs);
     let app = App::start(config).await.unwrap();

@@ -227,6 +227,7 @@ pub async fn lease_fencing(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
         messages: m.to_vec(),
         outbox: vec![reply(lane, "fenced-0", 0, Some(inbox_id))],
         inbox_id: Some(inbox_id),
+        steered: Vec::new(),
         inbox_status: InboxStatus::Done,
         note: None,
         close_session: None,

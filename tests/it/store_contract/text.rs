@@ -76,6 +76,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
         messages: vec![user, call, result, NewMessage::new(Role::Assistant, DIRTY)],
         outbox: vec![chunk],
         inbox_id: Some(inbox_id),
+        steered: Vec::new(),
         inbox_status: InboxStatus::Done,
         note: Some(DIRTY.into()),
         close_session: None,

@@ -193,6 +193,9 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     let lane = "web:tc";
     let l = open_lane(&store, lane, "s-tc").await;
     let inbox_id = insert(&store, &event("tc", "hi there")).await;
+    // A correction that joined the turn, and another lane's row the commit must not touch.
+    let joined = insert(&store, &event("tc", "and the other one")).await;
+    let foreign = insert(&store, &event("tc-other", "not yours")).await;
     let turn_id = store
         .turn_begin(&l, "s-tc", Some(InboxAttempt::first(inbox_id)))
         .await
@@ -210,6 +213,7 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
             reply(lane, "tc:1:1", 1, Some(inbox_id)),
         ],
         inbox_id: Some(inbox_id),
+        steered: vec![joined, foreign],
         inbox_status: InboxStatus::Done,
         note: Some("ok".to_string()),
         close_session: None,
@@ -236,6 +240,18 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     assert_eq!(row.session_id.as_deref(), Some("s-tc"));
     assert_eq!(row.reply_message_id, Some(done.message_ids[1]));
     assert_eq!(row.note.as_deref(), Some("ok"));
+    let j = store.inbox_get(joined).await.unwrap().unwrap();
+    assert_eq!(
+        (j.status, j.reply_message_id),
+        (InboxStatus::Done, row.reply_message_id),
+        "the joined row is answered by the same reply"
+    );
+    let f = store.inbox_get(foreign).await.unwrap().unwrap();
+    assert_eq!(
+        f.status,
+        InboxStatus::Pending,
+        "another lane's row is left alone"
+    );
     let lane_key = LaneKey::new(lane);
     assert!(store.inbox_pending(&lane_key, 10).await.unwrap().is_empty());
     let turns = store.turns(&lane_key, 10).await.unwrap();
