@@ -80,6 +80,8 @@ enum Command {
         #[command(subcommand)]
         command: cli::cron::CronCmd,
     },
+    /// What the model calls cost: by person, lane, cron job, model or day.
+    Usage(cli::UsageArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -143,6 +145,7 @@ fn main() -> std::process::ExitCode {
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
+            Command::Usage(args) => cli::usage(&config, args).await,
             Command::Prompt { command } => cli::prompt(&config, command).await,
             Command::Skills { command } => cli::skills(&config, command).await,
             Command::Tools { command } => cli::tools(&config, command).await,

@@ -72,6 +72,11 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
             approval_create: approval("cron.create"),
             min_interval: Duration::from_secs(config.cron.chat_min_interval_secs),
             poke: deps.cron_poke.clone(),
+            max_budget: config
+                .budget
+                .cron_run
+                .and_then(crate::domain::Amount::from_units),
+            currency: config.budget.currency.clone(),
         }));
     }
     if config.tools.send_message && !config.tools.send_message_routes.is_empty() {

@@ -24,6 +24,7 @@ use crate::domain::Platform;
 use crate::handoff::{Builder, HandoffHook, HandoffInject};
 use crate::hooks::{build_pre_dispatch, Authorizer, MemoryRecall, PreLlmChain, PreLlmHook};
 use crate::http::{self, HttpState};
+use crate::lanes::budget_events::{approver_identities, BudgetNotices};
 use crate::lanes::{Approvals, Deps, Ingest, LaneRouter, Wakes};
 use crate::llm::{writer_chain, ProviderChain};
 use crate::store::{self, Store};
@@ -131,9 +132,17 @@ impl Core {
             Duration::from_secs(config.approvals.timeout_secs),
         )
         .only_requester(config.approvals.only_requester)
-        .people(config.people.clone());
+        .people(config.people.clone())
+        .budget_approvers(approver_identities(&config));
         let budget =
             crate::budget::Budget::new(&config.budget, config.llm.max_tokens, store.clone());
+        let outbox_wake = Arc::new(Notify::new());
+        budget.set_events(Arc::new(BudgetNotices::new(
+            &config,
+            store.clone(),
+            outbounds.clone(),
+            outbox_wake.clone(),
+        )));
         let core = Core {
             budget,
             config,
@@ -143,7 +152,7 @@ impl Core {
             ingest,
             outbounds,
             approvals,
-            outbox_wake: Arc::new(Notify::new()),
+            outbox_wake,
             cron_poke: Arc::new(Notify::new()),
             finished,
             tracker,

@@ -11,6 +11,7 @@ mod meter;
 mod money;
 mod period;
 mod prices;
+pub mod report;
 
 use std::sync::Arc;
 

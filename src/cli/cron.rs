@@ -10,8 +10,10 @@ use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
 
+use crate::budget::format_amount;
 use crate::config::Config;
 use crate::cron::{check_job, ledger, JobSpec};
+use crate::domain::Amount;
 use crate::store::{CronFire, CronJobRow, FireStatus, JobSource, Store};
 
 #[derive(Subcommand, Debug, Clone)]
@@ -36,6 +38,9 @@ pub enum CronCmd {
         /// After downtime: `once` (default) or `skip`.
         #[arg(long = "catch-up")]
         catch_up: Option<String>,
+        /// The most one run may spend, in `budget.currency` (default: `budget.cron_run`).
+        #[arg(long)]
+        budget: Option<f64>,
     },
     /// Remove a job added with `cron add` (its ledger stays).
     Remove { name: String },
@@ -72,6 +77,7 @@ pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
         deliver,
         timezone,
         catch_up,
+        budget,
     } = &cmd
     {
         // A wrong argument is reported as such before the store is looked at (which may not
@@ -84,7 +90,7 @@ pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
             timezone: timezone.clone(),
             catch_up: catch_up.clone(),
             enabled: true,
-            budget: None,
+            budget: job_budget(*budget)?,
         };
         check_job(&spec, &config.delivery_platforms())
             .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;
@@ -113,6 +119,7 @@ pub async fn execute(
             deliver,
             timezone,
             catch_up,
+            budget,
         } => {
             let spec = JobSpec {
                 name,
@@ -122,7 +129,7 @@ pub async fn execute(
                 timezone,
                 catch_up,
                 enabled: true,
-                budget: None,
+                budget: job_budget(budget)?,
             };
             let job = check_job(&spec, &config.delivery_platforms())
                 .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;
@@ -183,6 +190,17 @@ async fn existing(store: &dyn Store, name: &str) -> anyhow::Result<CronJobRow> {
         .with_context(|| format!("no cron job named {name:?} (see `herald cron list`)"))
 }
 
+/// `--budget` as an amount: a number of currency units from 0 up.
+fn job_budget(units: Option<f64>) -> anyhow::Result<Option<Amount>> {
+    units
+        .map(|u| {
+            Amount::from_units(u).with_context(|| {
+                format!("cannot add the job (--budget): {u} must be an amount from 0 to 1000000000")
+            })
+        })
+        .transpose()
+}
+
 fn flag(key: &str) -> String {
     format!("--{}", key.replace('_', "-"))
 }
@@ -224,8 +242,12 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
             Some(lane) => format!("{} {lane}", row.source.as_str()),
             None => row.source.as_str().to_string(),
         };
+        let budget = spec
+            .budget
+            .map(|a| format!("  budget {}", format_amount(a.0, &config.budget.currency)))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "{}  schedule {:?}{tz}  deliver {}  {state} ({source})  last {last}  next {next}\n",
+            "{}  schedule {:?}{tz}  deliver {}{budget}  {state} ({source})  last {last}  next {next}\n",
             row.name,
             spec.schedule,
             spec.deliver.join(","),

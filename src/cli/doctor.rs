@@ -79,6 +79,7 @@ pub async fn run(opts: &LoadOptions) -> Report {
                 .0
                 .push(("model keys", super::doctor_config::model_sources(opts, &c)));
             report.0.extend(super::doctor_config::access(&c));
+            report.0.extend(super::doctor_config::budget_prices(&c));
             c
         }
         Err(e) => {

@@ -127,3 +127,68 @@ pub fn access(config: &Config) -> Vec<(&'static str, Check)> {
     }
     out
 }
+
+/// With a spending cap on, a configured model without a price has every call refused: each
+/// one (main, fallbacks, handoff writer) is named with the fix.
+pub fn budget_prices(config: &Config) -> Option<(&'static str, Check)> {
+    if !config.budget.has_caps() {
+        return None;
+    }
+    let prices = crate::budget::PriceTable::new(&config.budget.prices);
+    let mut models: Vec<&str> = config.llm.model.as_deref().into_iter().collect();
+    models.extend(config.llm.fallbacks.iter().map(|f| f.model.as_str()));
+    models.extend(config.handoff.writer.iter().map(|w| w.model.as_str()));
+    let mut missing: Vec<&str> = models.into_iter().filter(|m| !prices.priced(m)).collect();
+    missing.dedup();
+    let check = if missing.is_empty() {
+        Check::Ok("every configured model has a price".into())
+    } else {
+        Check::Fail(format!(
+            "spending caps are on and {} no price, so every call to it is refused; add a \
+             [[budget.prices]] entry (model, input, output per million tokens) for each",
+            missing
+                .iter()
+                .map(|m| format!("{m:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+                + if missing.len() == 1 { " has" } else { " have" }
+        ))
+    };
+    Some(("budget prices", check))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Endpoint, PriceConfig};
+
+    #[test]
+    fn with_caps_on_every_unpriced_model_is_named() {
+        let mut c = Config::default();
+        c.llm.model = Some("gpt-4o".into());
+        c.llm.fallbacks = vec![Endpoint {
+            model: "local-llama".into(),
+            ..Endpoint::default()
+        }];
+        c.handoff.writer = vec![Endpoint {
+            model: "gpt-4o-mini".into(),
+            ..Endpoint::default()
+        }];
+        c.budget.prices = vec![PriceConfig {
+            model: "gpt-4o*".into(),
+            input: Some(2.5),
+            output: Some(10.0),
+            cache_read: None,
+            cache_write: None,
+        }];
+        assert_eq!(budget_prices(&c), None, "no caps, no check");
+        c.budget.daily = Some(5.0);
+        let Some(("budget prices", Check::Fail(text))) = budget_prices(&c) else {
+            panic!("a failing check")
+        };
+        assert!(text.contains("\"local-llama\" has no price"), "{text}");
+        assert!(!text.contains("gpt-4o"), "{text}");
+        c.budget.prices[0].model = "*".into();
+        assert!(matches!(budget_prices(&c), Some((_, Check::Ok(_)))));
+    }
+}

@@ -12,6 +12,7 @@ mod prompt;
 mod sessions_io;
 mod skills;
 mod tools;
+pub mod usage;
 
 use std::path::PathBuf;
 
@@ -22,6 +23,7 @@ pub use pairing::{pairing, PairingCmd};
 pub use prompt::{prompt, PromptCmd};
 pub use skills::{skills, SkillsCmd};
 pub use tools::{tools, ToolsCmd};
+pub use usage::{usage, UsageArgs};
 
 use crate::config::Config;
 use crate::domain::{LaneKey, Role};

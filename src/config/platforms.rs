@@ -85,7 +85,7 @@ pub struct DiscordConfig {
     pub ratelimiter: bool,
     /// How long to wait after a 429 whose `retry_after` could not be read.
     pub rate_limit_wait_ms: u64,
-    /// Register the `/new`, `/stop`, `/status`, `/wrapup` slash commands when connected.
+    /// Register the `/new`, `/stop`, `/status`, `/usage`, `/wrapup` slash commands when connected.
     pub register_commands: bool,
     /// A shard that shows no sign of life (no heartbeat ack, no event) for this long is
     /// restarted; about three and a half of Discord's 41.25 s heartbeat intervals.

@@ -18,8 +18,9 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use crate::agent::tools::{Tool, ToolContext, ToolError};
+use crate::budget::format_amount;
 use crate::domain::cron::{check_job, parse_target, JobSpec, Schedule, MAX_JOB_NAME_LEN};
-use crate::domain::{LaneKey, Platform};
+use crate::domain::{Amount, LaneKey, Platform};
 use crate::llm::ToolSpec;
 use crate::store::{CronJobRow, Store};
 
@@ -41,6 +42,10 @@ pub struct CronTool {
     pub min_interval: std::time::Duration,
     /// Poked after a change so the scheduler looks at once instead of within 30 s.
     pub poke: Arc<Notify>,
+    /// `budget.cron_run`: a job made here may not give itself more per run than that.
+    pub max_budget: Option<Amount>,
+    /// `budget.currency`, to show a job's budget in.
+    pub currency: String,
 }
 
 #[derive(Deserialize)]
@@ -51,6 +56,7 @@ struct Args {
     schedule: Option<String>,
     prompt: Option<String>,
     timezone: Option<String>,
+    budget: Option<f64>,
 }
 
 /// The stored name of the job the model calls `name` in `lane`: the lane's key made
@@ -150,7 +156,7 @@ impl CronTool {
             timezone: args.timezone,
             catch_up: None,
             enabled: true,
-            budget: None,
+            budget: self.job_budget(args.budget)?,
         };
         // The same checks as `herald cron add`, reported with the model's own name.
         let job = check_job(&spec, &self.platforms)
@@ -193,6 +199,23 @@ impl CronTool {
         ))
     }
 
+    /// The `budget` argument as an amount, no more than the operator's `budget.cron_run`.
+    fn job_budget(&self, units: Option<f64>) -> Result<Option<Amount>, ToolError> {
+        let Some(units) = units else {
+            return Ok(None);
+        };
+        let amount = Amount::from_units(units)
+            .ok_or_else(|| bad(format!("budget {units} must be an amount from 0 up")))?;
+        if let Some(max) = self.max_budget.filter(|m| amount > *m) {
+            return Err(bad(format!(
+                "budget {} is more than a scheduled run may spend here ({}, the operator's budget.cron_run)",
+                format_amount(amount.0, &self.currency),
+                format_amount(max.0, &self.currency)
+            )));
+        }
+        Ok(Some(amount))
+    }
+
     async fn list(&self, ctx: &ToolContext) -> Result<String, ToolError> {
         let now = Utc::now();
         let jobs: Vec<_> = self
@@ -206,6 +229,7 @@ impl CronTool {
                     "schedule": row.spec.schedule,
                     "timezone": row.spec.timezone,
                     "prompt": row.spec.prompt,
+                    "budget": row.spec.budget.map(|a| format_amount(a.0, &self.currency)),
                     "state": state,
                     "next": next,
                 })
@@ -295,7 +319,7 @@ impl Tool for CronTool {
         ToolSpec {
             name: "cron".into(),
             description: "Schedule work in this conversation. `create` a job (name, schedule, prompt, optional \
-                timezone): at each scheduled time the prompt is run and the answer is delivered here. \
+                timezone, optional budget: the most one run may spend): at each scheduled time the prompt is run and the answer is delivered here. \
                 Schedules: a cron expression (`0 7 * * 1-5`), an interval (`every 30m`), or an RFC 3339 \
                 time for a one-shot. `list` shows this conversation's jobs; `pause`, `resume` and \
                 `remove` take the job's name."
@@ -307,7 +331,8 @@ impl Tool for CronTool {
                     "name": {"type": "string", "description": "the job's name: 1-40 characters from A-Z a-z 0-9 . _ -"},
                     "schedule": {"type": "string", "description": "cron expression, `every <n><s|m|h|d>`, or an RFC 3339 time (create)"},
                     "prompt": {"type": "string", "description": "what to do at each run (create)"},
-                    "timezone": {"type": "string", "description": "IANA time zone for cron expressions, default UTC (create)"}
+                    "timezone": {"type": "string", "description": "IANA time zone for cron expressions, default UTC (create)"},
+                    "budget": {"type": "number", "description": "the most one run may spend, in the operator's currency (create)"}
                 },
                 "required": ["action"]
             }),

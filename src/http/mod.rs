@@ -7,6 +7,7 @@
 
 mod access;
 mod admin;
+mod admin_spend;
 mod approvals;
 mod capsule;
 mod chat;

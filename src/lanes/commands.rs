@@ -1,4 +1,5 @@
-//! Chat commands every platform shares (`/new`, `/status`, `/stop`, `/start`, `/help`).
+//! Chat commands every platform shares (`/new`, `/status`, `/stop`, `/start`, `/help`,
+//! `/usage`).
 //! Parsing only; the lane worker carries them out.
 
 /// A recognized command. Anything else starting with `/` is ordinary text for the model.
@@ -9,6 +10,7 @@ pub enum Command {
     New,
     Stop,
     Status,
+    Usage,
 }
 
 /// Parses `/cmd` or `/cmd@BotName` (the suffix must name this bot when a name is known).
@@ -30,12 +32,14 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "new" | "reset" => Some(Command::New),
         "stop" => Some(Command::Stop),
         "status" => Some(Command::Status),
+        "usage" => Some(Command::Usage),
         _ => None,
     }
 }
 
 pub const HELP_TEXT: &str = "Talk to me in plain words. Commands: /new starts a fresh session, \
-/stop cancels the answer in progress, /status shows this conversation's state, /wrapup (or the \
+/stop cancels the answer in progress, /status shows this conversation's state, /usage shows \
+what you have spent, /wrapup (or the \
 single word handoff) writes a handoff note for the next session.";
 
 #[cfg(test)]
@@ -52,6 +56,7 @@ mod tests {
             ("/stop please", None, Some(Command::Stop)),
             ("  /status", None, Some(Command::Status)),
             ("/start", None, Some(Command::Start)),
+            ("/usage", None, Some(Command::Usage)),
             ("/reset", None, Some(Command::New)),
             ("/newer", None, None),
             ("new", None, None),

@@ -109,6 +109,7 @@ impl Worker {
                 }
             }
             Command::Status => self.router.status_text(&self.lane).await?,
+            Command::Usage => super::usage::usage_text(&self.router.deps, &row.event).await?,
         };
         self.skip(row, "command", Some(reply)).await
     }

@@ -6,6 +6,7 @@
 
 mod activity;
 mod approvals;
+pub mod budget_events;
 mod clock;
 pub mod commands;
 mod control;
@@ -21,6 +22,7 @@ mod status;
 mod steer;
 mod stream_hub;
 mod turn;
+mod usage;
 mod worker;
 
 use std::sync::Arc;

@@ -456,9 +456,24 @@ mod cron_rules {
             approval_create: false,
             min_interval: std::time::Duration::from_secs(1),
             poke: Arc::new(tokio::sync::Notify::new()),
+            max_budget: herald::domain::Amount::from_units(0.5),
+            currency: "USD".into(),
         };
         let alice = ctx("web:alice", "web:local");
         let create = |name: &str, schedule: &str| json!({"action": "create", "name": name, "schedule": schedule, "prompt": "p"});
+
+        // A job's own budget: no more than the operator's `budget.cron_run`, shown in the list.
+        let budgeted = |b: f64| json!({"action": "create", "name": "paid", "schedule": "every 1h", "prompt": "p", "budget": b});
+        assert_eq!(
+            run(&tool, &alice, budgeted(2.0)).await,
+            "error: budget 2.00 USD is more than a scheduled run may spend here (0.50 USD, the operator's budget.cron_run)"
+        );
+        assert!(run(&tool, &alice, budgeted(0.25))
+            .await
+            .starts_with("added cron job \"paid\""));
+        let listed = run(&tool, &alice, json!({"action": "list"})).await;
+        assert!(listed.contains(r#""budget":"0.25 USD""#), "{listed}");
+        run(&tool, &alice, json!({"action": "remove", "name": "paid"})).await;
 
         // The operator's words for a bad job, with the model's own name.
         let operator = check_job(&spec("j", "every 1x"), &[Platform::Web])

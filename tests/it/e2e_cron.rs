@@ -181,6 +181,7 @@ async fn cron_commands_check_targets_and_manage_jobs() {
         deliver: vec![deliver.into()],
         timezone: Some("Europe/Berlin".into()),
         catch_up: None,
+        budget: None,
     };
     let err = execute(store, &config, add("slack:C123"), t0())
         .await

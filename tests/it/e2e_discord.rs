@@ -307,7 +307,7 @@ async fn slash_command_is_deferred_then_acknowledged() {
                 (n.len() >= 4).then_some(n)
             })
             .await;
-        assert_eq!(names, ["new", "status", "stop", "wrapup"]);
+        assert_eq!(names, ["new", "status", "stop", "usage", "wrapup"]);
         env.fake
             .dispatch_message_create(DM, None, USER, "start a session", false, None);
         env.fake.wait_for_sent(1, WAIT).await;

@@ -58,7 +58,10 @@ async fn private_chat_round_trip() {
         .iter()
         .map(|c| c["command"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["start", "new", "stop", "status", "help", "wrapup"]);
+    assert_eq!(
+        names,
+        ["start", "new", "stop", "status", "usage", "help", "wrapup"]
+    );
     let delete = tg.calls("deleteWebhook");
     assert!(!delete.is_empty(), "polling starts by removing any webhook");
     assert_ne!(

@@ -23,6 +23,7 @@ mod e2e_anthropic;
 mod e2e_approvals;
 mod e2e_approvals_group;
 mod e2e_budget;
+mod e2e_budget_surfaces;
 mod e2e_builtin_tools;
 mod e2e_context;
 mod e2e_cron;

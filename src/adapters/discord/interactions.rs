@@ -28,6 +28,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ("new", "Start a fresh session in this conversation"),
     ("stop", "Stop the answer in progress"),
     ("status", "Show this conversation's state"),
+    ("usage", "Show what you have spent"),
     ("wrapup", "Write a handoff note for the next session"),
 ];
 

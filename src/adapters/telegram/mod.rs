@@ -64,6 +64,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("new", "Start a fresh session"),
     ("stop", "Cancel the answer in progress"),
     ("status", "Show this conversation's state"),
+    ("usage", "Show what you have spent"),
     ("help", "How to talk to me"),
     ("wrapup", "Write a handoff note for the next session"),
 ];

@@ -28,6 +28,7 @@ use crate::store::{now_ms, ApprovalRow, Store};
 
 use super::clock::TurnClock;
 
+mod budget;
 mod gate;
 mod kept;
 mod linked;
@@ -90,6 +91,8 @@ pub struct Approvals {
     auth: Authorizer,
     timeout: Duration,
     only_requester: bool,
+    /// `budget.approvers` as identities: who may answer a budget extension question.
+    budget_approvers: Arc<Vec<String>>,
     /// `[[people]]`: an API conversation's questions go to its person's linked chat.
     people: Arc<Vec<crate::config::Person>>,
     waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
@@ -108,6 +111,7 @@ impl Approvals {
             auth,
             timeout,
             only_requester: true,
+            budget_approvers: Arc::default(),
             people: Arc::default(),
             waiting: Arc::default(),
         }
@@ -122,6 +126,12 @@ impl Approvals {
     /// `[[people]]`, for the linked chat of an API conversation (`linked.rs`).
     pub fn people(mut self, people: Vec<crate::config::Person>) -> Approvals {
         self.people = Arc::new(people);
+        self
+    }
+
+    /// Who may answer a budget extension question (`platform:id` identities).
+    pub fn budget_approvers(mut self, identities: Vec<String>) -> Approvals {
+        self.budget_approvers = Arc::new(identities);
         self
     }
 
@@ -183,6 +193,9 @@ impl Approvals {
             return PressOutcome::NotYours;
         }
         let by = format!("{}:{}", p.platform.as_str(), p.sender_id);
+        if row.tool == super::budget_events::BUDGET_TOOL {
+            return self.press_budget(&row, p, &by).await;
+        }
         // The web chat has no per-person identity to compare; its callers passed the guard.
         if self.only_requester && p.platform != Platform::Web && row.person != by {
             return PressOutcome::OnlyRequester(self.requester_name(&row).await);

@@ -1,0 +1,247 @@
+//! The approvers' side of budgets: when a cap is nearly spent each approver gets one plain
+//! notice, and when a cap refuses a call each approver gets — once per cap and period — a
+//! durable question with Approve / Deny buttons to spend up to the cap's own amount more.
+//!
+//! Approvers are `budget.approvers`: a `[[people]]` name (reached at each of its identities) or
+//! a `platform:id` identity. A Telegram identity is asked in its private chat with the bot and
+//! a web identity in its web conversation (`web:<name>`); a Discord user id names no channel
+//! the bot can write to, so Discord approvers are not reached (the daemon logs it at start).
+//! The question is an ordinary approval row (tool `budget`) answered through the approval desk
+//! (`approvals/budget.rs`), which grants the extension.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::sync::Notify;
+
+use crate::budget::{format_amount, BudgetEvents, Payer, Period};
+use crate::config::{to_nanos, BudgetConfig, Config};
+use crate::delivery::{Ask, Outbounds};
+use crate::domain::{LaneKey, Platform};
+use crate::store::{now_ms, CapHit, NewApproval, NewOutbox, OutboxKey, Store};
+
+/// The `tool` of a budget extension's approval row.
+pub const BUDGET_TOOL: &str = "budget";
+
+/// The identities (`platform:id`) `budget.approvers` names: a `[[people]]` name stands for
+/// each of its linked identities.
+pub fn approver_identities(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in &config.budget.approvers {
+        match config.people.iter().find(|p| &p.name == a) {
+            Some(p) => out.extend(p.ids.iter().cloned()),
+            None => out.push(a.clone()),
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// An approver's chat.
+struct Reach {
+    identity: String,
+    platform: Platform,
+    chat_id: String,
+}
+
+impl Reach {
+    fn lane(&self) -> LaneKey {
+        LaneKey::from_parts(self.platform.as_str(), &self.chat_id, None)
+    }
+}
+
+pub struct BudgetNotices {
+    store: Arc<dyn Store>,
+    outbounds: Outbounds,
+    outbox_wake: Arc<Notify>,
+    budget: BudgetConfig,
+    tz: chrono_tz::Tz,
+    approvers: Vec<Reach>,
+}
+
+impl BudgetNotices {
+    pub fn new(
+        config: &Config,
+        store: Arc<dyn Store>,
+        outbounds: Outbounds,
+        outbox_wake: Arc<Notify>,
+    ) -> BudgetNotices {
+        let mut approvers = Vec::new();
+        for identity in approver_identities(config) {
+            let (platform, id) = identity.split_once(':').unwrap_or(("", ""));
+            match Platform::parse(platform) {
+                Some(p @ (Platform::Telegram | Platform::Web)) if !id.is_empty() => {
+                    approvers.push(Reach {
+                        chat_id: id.to_string(),
+                        platform: p,
+                        identity: identity.clone(),
+                    })
+                }
+                _ => tracing::warn!(approver = %identity,
+                    "a budget approver Herald cannot write to (use a Telegram or web identity); not asked"),
+            }
+        }
+        BudgetNotices {
+            store,
+            outbounds,
+            outbox_wake,
+            tz: config.budget.timezone.parse().unwrap_or(chrono_tz::UTC),
+            budget: config.budget.clone(),
+            approvers,
+        }
+    }
+
+    /// The cap's own amount (grants left out): what one extension adds.
+    fn own_amount(&self, hit: &CapHit, payer: &Payer) -> i64 {
+        let c = &self.budget;
+        let units = match kind(&hit.cap) {
+            "daily" => c.daily,
+            "monthly" => c.monthly,
+            "person_daily" => c.person_daily,
+            "cron_run" => payer.job_cap.or(c.cron_run),
+            _ => None,
+        };
+        units.map_or(hit.limit, to_nanos)
+    }
+
+    fn money(&self, nanos: i64) -> String {
+        format_amount(nanos, &self.budget.currency)
+    }
+
+    /// The question, opened once per approver (a second call finds the same row).
+    async fn ask(&self, r: &Reach, hit: &CapHit, amount: i64, text: &str) {
+        let now = now_ms();
+        let period = Period::at(chrono::Utc::now(), self.tz);
+        let ends = if kind(&hit.cap) == "monthly" {
+            period.month_ends
+        } else {
+            period.day_ends
+        };
+        let new = NewApproval {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            lane: r.lane(),
+            inbox_id: 0,
+            call_index: 0,
+            call_hash: format!("budget:{}:{}", hit.cap, hit.period),
+            tool: BUDGET_TOOL.into(),
+            arguments: json!({"cap": hit.cap, "period": hit.period, "amount": amount}).to_string(),
+            person: r.identity.clone(),
+            platform: r.platform.as_str().into(),
+            chat_id: r.chat_id.clone(),
+            thread_id: None,
+            deadline: ends.timestamp_millis(),
+            now,
+        };
+        let row = match self.store.approval_open(&new).await {
+            Ok(row) if row.prompt_message_id.is_none() => row,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, approver = %r.identity, "cannot record a budget extension question");
+                return;
+            }
+        };
+        let Some(out) = self.outbounds.get(r.platform) else {
+            return;
+        };
+        let ask = Ask {
+            chat_id: &row.chat_id,
+            thread_id: None,
+            approval_id: &row.id,
+            text,
+        };
+        match out.ask(&ask).await {
+            Ok(msg) => {
+                if let Err(e) = self.store.approval_prompted(&row.id, &msg).await {
+                    tracing::warn!(error = %e, "cannot record the budget question's message id");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, approver = %r.identity, "cannot ask a budget approver")
+            }
+        }
+    }
+}
+
+/// The cap's kind without its subject (`person_daily`).
+fn kind(cap: &str) -> &str {
+    cap.split_once(':').map_or(cap, |(k, _)| k)
+}
+
+/// Whose spending the cap limits, as an approver reads it, and over what time.
+fn subject(cap: &str) -> (String, &'static str) {
+    match cap.split_once(':') {
+        Some(("person_daily", person)) => (person.to_string(), "today"),
+        Some(("cron_run", job)) => (format!("the cron job {job}"), "today"),
+        _ if cap == "monthly" => ("all spending".into(), "this month"),
+        _ => ("all spending".into(), "today"),
+    }
+}
+
+#[async_trait]
+impl BudgetEvents for BudgetNotices {
+    async fn cap_reached(&self, hit: &CapHit, payer: &Payer) {
+        if self.approvers.is_empty() {
+            return;
+        }
+        match self
+            .store
+            .budget_notice_once(&hit.cap, &hit.period, "reached")
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, cap = %hit.cap, "cannot mark a budget question; approvers not asked");
+                return;
+            }
+        }
+        let amount = self.own_amount(hit, payer);
+        let (who, when) = subject(&hit.cap);
+        let text = format!(
+            "The budget for {who} is reached ({} of {} spent {when}). Spend up to {} more {when} on {who}?",
+            self.money(hit.spent),
+            self.money(hit.limit),
+            self.money(amount)
+        );
+        for r in &self.approvers {
+            self.ask(r, hit, amount, &text).await;
+        }
+    }
+
+    async fn cap_near(&self, hit: &CapHit, _payer: &Payer) {
+        let (who, when) = subject(&hit.cap);
+        let text = format!(
+            "{who} has spent {} of {} {when}.",
+            self.money(hit.spent),
+            self.money(hit.limit)
+        );
+        let rows: Vec<NewOutbox> = self
+            .approvers
+            .iter()
+            .map(|r| NewOutbox {
+                key: OutboxKey::Single(format!(
+                    "budget-near:{}:{}:{}",
+                    hit.cap, hit.period, r.identity
+                )),
+                lane: r.lane(),
+                platform: r.platform,
+                chat_id: r.chat_id.clone(),
+                thread_id: None,
+                reply_to: None,
+                inbox_id: None,
+                chunk_index: 0,
+                text: text.clone(),
+                media: None,
+            })
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        match self.store.outbox_enqueue(&rows).await {
+            Ok(()) => self.outbox_wake.notify_one(),
+            Err(e) => tracing::warn!(error = %e, cap = %hit.cap, "cannot queue a budget notice"),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `/usage`: a person's own spending, today and this month, and what it went on — their
+//! conversations (answers, handoff notes, helper agents) and the cron jobs they made — with
+//! their daily cap and what is left of it when `budget.person_daily` is set.
+//!
+//! Read from the spend ledger; a person sees only rows paid as them (the ledger's `person`
+//! column is the payer's person key) and the runs of jobs they made in a chat.
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use super::Deps;
+use crate::budget::{format_amount, Period};
+use crate::domain::MessageEvent;
+use crate::store::{SpendRow, SpendScope, StoreError};
+
+/// What one period's rows add up to.
+#[derive(Default)]
+struct Tally {
+    total: i64,
+    /// Calls billed in a bucket without a rate: counted at their worst case.
+    unknown: usize,
+    by: BTreeMap<String, i64>,
+}
+
+impl Tally {
+    fn add(&mut self, row: &SpendRow) {
+        let amount = row.counted();
+        self.total += amount;
+        if row.state == "settled" && row.cost.is_none() {
+            self.unknown += 1;
+        }
+        *self.by.entry(what(row)).or_default() += amount;
+    }
+
+    fn lines(&self, head: &str, currency: &str, out: &mut String) {
+        out.push_str(&format!(
+            "{head}: {}\n",
+            format_amount(self.total, currency)
+        ));
+        for (what, amount) in &self.by {
+            out.push_str(&format!("- {what}: {}\n", format_amount(*amount, currency)));
+        }
+        if self.unknown > 0 {
+            out.push_str(&format!(
+                "({} call(s) had no known price and count at their worst case)\n",
+                self.unknown
+            ));
+        }
+    }
+}
+
+/// What a row was spent on, as its owner reads it.
+fn what(row: &SpendRow) -> String {
+    if let Some(job) = &row.job {
+        return format!("cron job {job}");
+    }
+    match row.cause.as_str() {
+        "turn" => "conversation (answers)".into(),
+        "capsule" => "conversation (handoff notes)".into(),
+        "child" => "conversation (helper agents)".into(),
+        other => format!("conversation ({other})"),
+    }
+}
+
+/// The `/usage` answer for the sender of `ev`.
+pub(super) async fn usage_text(deps: &Deps, ev: &MessageEvent) -> Result<String, StoreError> {
+    let Some(person) = deps.config.person(ev.platform.as_str(), &ev.sender_id) else {
+        return Ok("Spending is counted per person, and there is no person here.".into());
+    };
+    report(deps, &person, Utc::now()).await
+}
+
+async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String, StoreError> {
+    let budget = &deps.budget;
+    let store = &deps.store;
+    let currency = &budget.config.currency;
+    let period = budget.period(now);
+    let since = Period::day_start_ms(&format!("{}-01", period.month), budget.tz).unwrap_or(0);
+    // The jobs this person made in a chat: their runs are paid by no person, but are theirs.
+    let jobs: HashSet<String> = store
+        .cron_jobs()
+        .await?
+        .into_iter()
+        .filter(|j| {
+            j.owner_person
+                .as_deref()
+                .and_then(|p| p.split_once(':'))
+                .and_then(|(platform, id)| deps.config.person(platform, id))
+                .is_some_and(|p| p == person)
+        })
+        .map(|j| j.name)
+        .collect();
+    let (mut today, mut month) = (Tally::default(), Tally::default());
+    for row in store.spend_rows(since).await? {
+        let mine = row.person.as_deref() == Some(person)
+            || row.job.as_ref().is_some_and(|j| jobs.contains(j));
+        if !mine {
+            continue;
+        }
+        month.add(&row);
+        if row.day == period.day {
+            today.add(&row);
+        }
+    }
+    let mut out = String::new();
+    today.lines(
+        &format!("Your spending today ({})", period.day),
+        currency,
+        &mut out,
+    );
+    month.lines(
+        &format!("This month ({})", period.month),
+        currency,
+        &mut out,
+    );
+    if let Some(cap) = budget
+        .caps(&payer(person), &period)
+        .into_iter()
+        .find(|c| c.cap.starts_with("person_daily:"))
+    {
+        let spent = store
+            .spend_sum(&SpendScope::PersonDay {
+                person: person.to_string(),
+                day: period.day.clone(),
+            })
+            .await?;
+        let limit = cap
+            .limit
+            .saturating_add(store.spend_granted(&cap.cap, &cap.period).await?);
+        let local = period.day_ends.with_timezone(&budget.tz);
+        out.push_str(&format!(
+            "Your daily budget: {} of {} spent, {} left; it resets at {} ({}).\n",
+            format_amount(spent, currency),
+            format_amount(limit, currency),
+            format_amount((limit - spent).max(0), currency),
+            local.format("%Y-%m-%d %H:%M"),
+            budget.tz.name()
+        ));
+    }
+    Ok(out.trim_end().to_string())
+}
+
+fn payer(person: &str) -> crate::budget::Payer {
+    crate::budget::Payer {
+        person: Some(person.to_string()),
+        cause: "turn",
+        ..Default::default()
+    }
+}
