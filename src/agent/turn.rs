@@ -79,7 +79,7 @@ pub trait TurnProgress: Send + Sync {
     fn tool_call(&self, name: &str);
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct TurnOutput {
     /// Everything after the user message: assistant tool calls, tool results, final answer.
     pub messages: Vec<NewMessage>,
@@ -118,11 +118,9 @@ pub fn history_to_wire(
     out
 }
 
-pub async fn run_turn(
-    chain: &ProviderChain,
-    tools: &Tools,
-    input: TurnInput<'_>,
-) -> Result<TurnOutput, TurnError> {
+/// The turn's first request: the system prompt, the history, and the person's message as
+/// sent (with its pre-LLM context and its images).
+fn opening_request(input: &TurnInput<'_>) -> Vec<ChatMessage> {
     let mut wire = history_to_wire(input.system_prompt, input.history, input.history_images);
     let mut user = ChatMessage::new(
         Role::User,
@@ -130,18 +128,20 @@ pub async fn run_turn(
     );
     user.parts = input.user_parts.to_vec();
     wire.push(user);
+    wire
+}
+
+pub async fn run_turn(
+    chain: &ProviderChain,
+    tools: &Tools,
+    input: TurnInput<'_>,
+) -> Result<TurnOutput, TurnError> {
+    let mut wire = opening_request(&input);
     let specs = tools.specs();
     // Where the opening request sits in `wire` (an in-turn shrink may fold the history).
     let mut opening = input.history.len() + 1;
     let mut spill = TurnSpill::new(input.session_id, input.spill_chars);
-    let mut out = TurnOutput {
-        messages: Vec::new(),
-        reply: String::new(),
-        usage: Usage::default(),
-        model_calls: 0,
-        prompt_readings: Vec::new(),
-        files: Vec::new(),
-    };
+    let mut out = TurnOutput::default();
     // Counts every tool call of the turn, in order: with the inbox id it names a call across
     // retries of the turn (the model answers the same history the same way).
     let mut call_index = 0usize;

@@ -140,26 +140,7 @@ impl ProviderChain {
             }
             match result {
                 Ok(resp) => {
-                    span.record("outcome", "ok");
-                    span.record(
-                        "gen_ai.usage.input_tokens",
-                        resp.usage.fresh_input + resp.usage.cache_read + resp.usage.cache_write,
-                    );
-                    span.record("gen_ai.usage.output_tokens", resp.usage.output);
-                    span.record("gen_ai.usage.cache_read_tokens", resp.usage.cache_read);
-                    span.record("gen_ai.usage.cache_write_tokens", resp.usage.cache_write);
-                    metrics::counter!("herald_llm_calls_total", "provider" => name.clone(), "outcome" => "ok").increment(1);
-                    metrics::histogram!("herald_llm_call_duration_seconds", "provider" => name.clone()).record(elapsed);
-                    for (bucket, n) in [
-                        ("fresh_input", resp.usage.fresh_input),
-                        ("output", resp.usage.output),
-                        ("cache_read", resp.usage.cache_read),
-                        ("cache_write", resp.usage.cache_write),
-                    ] {
-                        metrics::counter!("herald_llm_tokens_total", "provider" => name.clone(), "bucket" => bucket).increment(n);
-                    }
-                    metrics::counter!("herald_llm_cache_read_tokens_total", "provider" => name.clone()).increment(resp.usage.cache_read);
-                    metrics::counter!("herald_llm_cache_write_tokens_total", "provider" => name.clone()).increment(resp.usage.cache_write);
+                    answered(&span, &name, &resp.usage, elapsed);
                     return Ok(resp);
                 }
                 Err(e) => {
@@ -174,4 +155,32 @@ impl ProviderChain {
         }
         Err(last)
     }
+}
+
+/// Records an answered call on its span (OpenTelemetry's gen_ai usage names) and in the
+/// metrics: the call, its duration, and its tokens by bucket.
+fn answered(span: &tracing::Span, name: &str, usage: &super::Usage, elapsed: f64) {
+    span.record("outcome", "ok");
+    span.record("gen_ai.usage.input_tokens", usage.prompt_total());
+    span.record("gen_ai.usage.output_tokens", usage.output);
+    span.record("gen_ai.usage.cache_read_tokens", usage.cache_read);
+    span.record("gen_ai.usage.cache_write_tokens", usage.cache_write);
+    let provider = name.to_string();
+    metrics::counter!("herald_llm_calls_total", "provider" => provider.clone(), "outcome" => "ok")
+        .increment(1);
+    metrics::histogram!("herald_llm_call_duration_seconds", "provider" => provider.clone())
+        .record(elapsed);
+    for (bucket, n) in [
+        ("fresh_input", usage.fresh_input),
+        ("output", usage.output),
+        ("cache_read", usage.cache_read),
+        ("cache_write", usage.cache_write),
+    ] {
+        metrics::counter!("herald_llm_tokens_total", "provider" => provider.clone(), "bucket" => bucket)
+            .increment(n);
+    }
+    metrics::counter!("herald_llm_cache_read_tokens_total", "provider" => provider.clone())
+        .increment(usage.cache_read);
+    metrics::counter!("herald_llm_cache_write_tokens_total", "provider" => provider)
+        .increment(usage.cache_write);
 }

@@ -83,28 +83,7 @@ pub(super) async fn create(
         return Ok(Json(shape.response(sub.inbox_id, Some(&answer))).into_response());
     }
     let id = sub.inbox_id;
-    let item = format!("msg_{id}");
-    let opening = vec![
-        (
-            "response.created",
-            json!({ "response": shape.response(id, None) }),
-        ),
-        (
-            "response.in_progress",
-            json!({ "response": shape.response(id, None) }),
-        ),
-        (
-            "response.output_item.added",
-            json!({ "output_index": 0, "item": {
-                "type": "message", "id": item, "status": "in_progress", "role": "assistant",
-                "content": [] } }),
-        ),
-        (
-            "response.content_part.added",
-            json!({ "item_id": item, "output_index": 0, "content_index": 0,
-                "part": { "type": "output_text", "text": "", "annotations": [] } }),
-        ),
-    ];
+    let opening = shape.opening(id);
     let mut streamed = String::new();
     let delta = move |t: &str| {
         (
@@ -241,6 +220,34 @@ impl Shape {
                 json!({ "output_index": 0, "item": done["output"][0].clone() }),
             ),
             ("response.completed", json!({ "response": done })),
+        ]
+    }
+}
+
+impl Shape {
+    /// The events that open a streamed response, before any text.
+    fn opening(&self, id: i64) -> Vec<(&'static str, serde_json::Value)> {
+        let item = format!("msg_{id}");
+        vec![
+            (
+                "response.created",
+                json!({ "response": self.response(id, None) }),
+            ),
+            (
+                "response.in_progress",
+                json!({ "response": self.response(id, None) }),
+            ),
+            (
+                "response.output_item.added",
+                json!({ "output_index": 0, "item": {
+                    "type": "message", "id": item, "status": "in_progress", "role": "assistant",
+                    "content": [] } }),
+            ),
+            (
+                "response.content_part.added",
+                json!({ "item_id": item, "output_index": 0, "content_index": 0,
+                    "part": { "type": "output_text", "text": "", "annotations": [] } }),
+            ),
         ]
     }
 }
