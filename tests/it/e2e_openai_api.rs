@@ -16,6 +16,7 @@ use herald_test_support::skip::skip_or_fail;
 use serde_json::Value;
 
 mod gates;
+mod images;
 
 const KEY: &str = "sk-herald-laptop-0123456789";
 const OTHER_KEY: &str = "sk-herald-phone-0123456789";

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::input::{turn_text, InMessage};
+use super::input::{turn_input, InMessage};
 use super::stream::{progress, Progress};
 use super::turn::{self, Answer, Ask};
 use super::{KeyCaller, OaiError};
@@ -48,7 +48,7 @@ pub(super) async fn completions(
     super::models::check(&state, &req.model)?;
     let ask = Ask {
         conversation: turn::conversation(&headers, req.user.as_deref())?,
-        text: turn_text(&req.messages, None, state.config.api.accept_system)?,
+        input: turn_input(&req.messages, None, state.config.api.accept_system)?,
         dedup: turn::dedup_key(&headers, &body)?,
     };
     let mut sub = turn::submit(&state, &caller, &ask, req.stream).await?;

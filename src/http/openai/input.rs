@@ -29,11 +29,29 @@ pub(super) struct ContentPart {
     pub kind: String,
     #[serde(default)]
     pub text: Option<String>,
+    /// Chat Completions: `{"url": …}`; Responses: the URL itself.
+    #[serde(default)]
+    pub image_url: Option<serde_json::Value>,
+}
+
+/// An image a request carries inline (a `data:` URL), decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct InlineImage {
+    pub mime: String,
+    pub bytes: Vec<u8>,
+}
+
+/// What a request's new input says: its text and its images, in order.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct TurnInput {
+    pub text: String,
+    pub images: Vec<InlineImage>,
 }
 
 impl Content {
-    /// The text of the content; an image or file part is refused with a clear line.
-    fn text(&self) -> Result<String, OaiError> {
+    /// The text of the content, and its images appended to `images`; a file part or an image
+    /// by link is refused with a clear line.
+    fn read(&self, images: &mut Vec<InlineImage>) -> Result<String, OaiError> {
         match self {
             Content::Text(t) => Ok(t.clone()),
             Content::Parts(parts) => {
@@ -41,10 +59,11 @@ impl Content {
                 for p in parts {
                     match (p.kind.as_str(), &p.text) {
                         ("text" | "input_text" | "output_text", Some(t)) => out.push(t.as_str()),
+                        ("image_url" | "input_image", _) => images.push(inline_image(p)?),
                         (kind, _) => {
                             return Err(OaiError::bad_request(format!(
-                                "content parts of type {kind:?} are not taken; send text parts \
-                                 (images are not accepted through this API yet)"
+                                "content parts of type {kind:?} are not taken; send text and \
+                                 image parts"
                             )))
                         }
                     }
@@ -53,35 +72,70 @@ impl Content {
             }
         }
     }
+
+    fn text(&self) -> Result<String, OaiError> {
+        self.read(&mut Vec::new())
+    }
 }
 
-/// The turn's text from a request's messages (and a separate `instructions` text, in the
-/// Responses API), with operator context when `accept_system`.
-pub(super) fn turn_text(
+/// An image part's bytes: only a base64 `data:image/…` URL is taken. Herald fetches no URL a
+/// client names (it would reach whatever the client points it at).
+fn inline_image(p: &ContentPart) -> Result<InlineImage, OaiError> {
+    use base64::Engine;
+    let url = match &p.image_url {
+        Some(serde_json::Value::String(u)) => u.as_str(),
+        Some(v) => v["url"].as_str().unwrap_or_default(),
+        None => "",
+    };
+    let bad = || {
+        OaiError::bad_request(
+            "an image part must carry its image as a base64 data URL \
+             (data:image/png;base64,…); Herald does not fetch image links",
+        )
+    };
+    let rest = url.strip_prefix("data:").ok_or_else(bad)?;
+    let (head, data) = rest.split_once(',').ok_or_else(bad)?;
+    let mime = head.strip_suffix(";base64").ok_or_else(bad)?;
+    if !mime.starts_with("image/") {
+        return Err(bad());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|_| bad())?;
+    Ok(InlineImage {
+        mime: mime.to_ascii_lowercase(),
+        bytes,
+    })
+}
+
+/// The turn's input (its text and inline images) from a request's messages (and a separate
+/// `instructions` text, in the Responses API), with operator context when `accept_system`.
+pub(super) fn turn_input(
     messages: &[InMessage],
     instructions: Option<&str>,
     accept_system: bool,
-) -> Result<String, OaiError> {
+) -> Result<TurnInput, OaiError> {
     let start = messages
         .iter()
         .rposition(|m| m.role == "assistant")
         .map_or(0, |i| i + 1);
     let mut user = Vec::new();
+    let mut images = Vec::new();
     for m in &messages[start..] {
         if m.role == "user" {
             if let Some(c) = &m.content {
-                user.push(c.text()?);
+                user.push(c.read(&mut images)?);
             }
         }
     }
     let text = user.join("\n\n");
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && images.is_empty() {
         return Err(OaiError::bad_request(
             "the request has no user message with text after the last assistant message",
         ));
     }
     if !accept_system {
-        return Ok(text);
+        return Ok(TurnInput { text, images });
     }
     let mut system = Vec::new();
     if let Some(i) = instructions.filter(|i| !i.trim().is_empty()) {
@@ -96,17 +150,22 @@ pub(super) fn turn_text(
         }
     }
     if system.is_empty() {
-        return Ok(text);
+        return Ok(TurnInput { text, images });
     }
-    Ok(format!(
+    let text = format!(
         "[Operator context from the API client]\n{}\n[End of operator context]\n\n{text}",
         system.join("\n\n")
-    ))
+    );
+    Ok(TurnInput { text, images })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn turn_text(m: &[InMessage], i: Option<&str>, system: bool) -> Result<String, OaiError> {
+        turn_input(m, i, system).map(|t| t.text)
+    }
 
     fn msgs(v: serde_json::Value) -> Vec<InMessage> {
         serde_json::from_value(v).unwrap()
@@ -130,11 +189,24 @@ mod tests {
         ]));
         assert_eq!(turn_text(&ended, None, false).unwrap_err().status, 400);
         let image = msgs(serde_json::json!([{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}}
         ]}]));
-        assert!(turn_text(&image, None, false)
+        let got = turn_input(&image, None, false).unwrap();
+        assert_eq!(got.text, "what is this?");
+        assert_eq!(got.images.len(), 1);
+        assert_eq!(got.images[0].mime, "image/png");
+        assert_eq!(got.images[0].bytes, [0x89, b'P', b'N', b'G']);
+        let linked = msgs(serde_json::json!([{"role": "user", "content": [
+            {"type": "input_image", "image_url": "http://169.254.169.254/latest/meta-data"}
+        ]}]));
+        assert!(turn_input(&linked, None, false)
             .unwrap_err()
             .message
-            .contains("image_url"));
+            .contains("does not fetch image links"));
+        let file = msgs(serde_json::json!([{"role": "user", "content": [
+            {"type": "input_file", "file_id": "f"}
+        ]}]));
+        assert_eq!(turn_text(&file, None, false).unwrap_err().status, 400);
     }
 }

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::input::{turn_text, Content, InMessage};
+use super::input::{turn_input, Content, InMessage};
 use super::stream::{progress, Progress};
 use super::turn::{self, Answer, Ask};
 use super::{KeyCaller, OaiError};
@@ -65,7 +65,7 @@ pub(super) async fn create(
     };
     let ask = Ask {
         conversation,
-        text: turn_text(
+        input: turn_input(
             &messages,
             req.instructions.as_deref(),
             state.config.api.accept_system,

@@ -10,9 +10,12 @@ use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
 use super::{KeyCaller, OaiError};
-use crate::domain::{LaneKey, MessageEvent, MessageKind, Origin, Platform};
+use crate::domain::{
+    Attachment, LaneKey, MediaKind, MediaSource, MessageEvent, MessageKind, Origin, Platform,
+};
 use crate::http::HttpState;
 use crate::lanes::StreamEvent;
+use crate::media::MediaCache;
 use crate::store::{InboxInsert, InboxStatus};
 
 /// Longest conversation name and idempotency key taken, in characters.
@@ -22,8 +25,9 @@ const MAX_ID_CHARS: usize = 128;
 pub(super) struct Ask {
     /// The conversation: `X-Herald-Conversation`, else the request's `user`, else `default`.
     pub conversation: String,
-    /// The new input (the trailing user messages), with operator context when accepted.
-    pub text: String,
+    /// The new input (the trailing user messages), with operator context when accepted, and
+    /// the images it carries inline.
+    pub input: super::input::TurnInput,
     /// The inbox key: from `Idempotency-Key`, else from the request itself (see [`dedup_key`]).
     pub dedup: String,
 }
@@ -121,24 +125,31 @@ pub(super) async fn submit(
     stream: bool,
 ) -> Result<Submitted, OaiError> {
     let limit = state.config.web.max_message_chars;
-    let chars = ask.text.chars().count();
+    let chars = ask.input.text.chars().count();
     if chars > limit {
         return Err(OaiError::bad_request(format!(
             "the new input has {chars} characters; the limit is {limit} (web.max_message_chars)"
         )));
     }
+    let attachments = keep_images(state, &ask.input.images).await?;
+    let kind = if attachments.is_empty() {
+        MessageKind::Text
+    } else {
+        MessageKind::Media
+    };
     let mut ev = MessageEvent::new(
         Platform::Api,
         &caller.name,
         &caller.name,
-        &ask.text,
+        &ask.input.text,
         Origin::Person {
-            kind: MessageKind::Text,
+            kind,
             from_loopback: false,
         },
         ask.dedup.clone(),
         chrono::Utc::now(),
     );
+    ev.attachments = attachments;
     // The lane: `api:<key name>:<conversation>`.
     ev.thread_id = Some(ask.conversation.clone());
     ev.sender_name = caller.person.clone();
@@ -161,6 +172,39 @@ pub(super) async fn submit(
         finished,
         deltas,
     })
+}
+
+/// Puts a request's inline images into the media cache and names them as attachments, so the
+/// turn reads them like a photo from a chat (an image part for a model that sees, a line for
+/// one that does not). Each is held to `media.max_bytes`.
+async fn keep_images(
+    state: &HttpState,
+    images: &[super::input::InlineImage],
+) -> Result<Vec<Attachment>, OaiError> {
+    let max = state.config.media.max_bytes;
+    let cache = MediaCache::under(
+        &state.config.server.data_dir,
+        state.config.media.cache_hours,
+    );
+    let mut out = Vec::with_capacity(images.len());
+    for img in images {
+        if img.bytes.len() as u64 > max {
+            return Err(OaiError::bad_request(format!(
+                "an image of {} bytes is over the limit of {max} (media.max_bytes)",
+                img.bytes.len()
+            )));
+        }
+        let sha = cache.put(&img.bytes).await.map_err(|e| {
+            tracing::warn!(error = %e, "cannot keep an API request's image");
+            OaiError::unavailable("the image could not be stored; nothing ran, try again")
+        })?;
+        let mut a = Attachment::new(MediaKind::Photo, MediaSource::Cached(sha.clone()));
+        a.mime = Some(img.mime.clone());
+        a.size = Some(img.bytes.len() as u64);
+        a.sha256 = Some(sha);
+        out.push(a);
+    }
+    Ok(out)
 }
 
 /// Waits for the turn of `inbox_id` and reads its answer, or the error it ended in.
