@@ -34,10 +34,12 @@ impl Default for Spent {
 pub struct TurnMeter {
     budget: Arc<Budget>,
     payer: Payer,
-    spent: Mutex<Spent>,
+    /// Shared with the turn's child agents: their calls count in the turn's row.
+    spent: Arc<Mutex<Spent>>,
     /// Holds reserved and not yet settled: a call cut off (`/stop`, the turn's deadline, a
-    /// lost lease) never settles, and [`TurnMeter::release_open`] lets them go.
-    open: Mutex<Vec<Reserved>>,
+    /// lost lease) never settles, and [`TurnMeter::release_open`] lets them go. Shared with
+    /// the children too, so the turn's end lets theirs go.
+    open: Arc<Mutex<Vec<Reserved>>>,
 }
 
 impl TurnMeter {
@@ -45,8 +47,8 @@ impl TurnMeter {
         TurnMeter {
             budget,
             payer,
-            spent: Mutex::new(Spent::default()),
-            open: Mutex::new(Vec::new()),
+            spent: Arc::new(Mutex::new(Spent::default())),
+            open: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -72,13 +74,15 @@ impl TurnMeter {
 
     /// The same payer, for a child agent's calls: they count with the parent's turn.
     pub fn child(&self) -> TurnMeter {
-        TurnMeter::new(
-            self.budget.clone(),
-            Payer {
+        TurnMeter {
+            budget: self.budget.clone(),
+            payer: Payer {
                 cause: "child",
                 ..self.payer.clone()
             },
-        )
+            spent: self.spent.clone(),
+            open: self.open.clone(),
+        }
     }
 
     fn refuse(&self, hit: &CapHit, period: &super::Period) -> LlmError {
@@ -158,6 +162,10 @@ fn prompt_bound(req: &ChatRequest) -> u64 {
 
 #[async_trait]
 impl Meter for TurnMeter {
+    fn child(&self) -> Option<Box<dyn Meter>> {
+        Some(Box::new(TurnMeter::child(self)))
+    }
+
     async fn reserve(&self, model: &str, req: &ChatRequest) -> Result<Hold, LlmError> {
         let budget = &self.budget;
         let capped = budget.capped(&self.payer);

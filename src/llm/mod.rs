@@ -238,6 +238,11 @@ pub trait Meter: Send + Sync {
     /// After the call: `Some(usage)` when the provider answered (its bill), `None` when it
     /// failed (the hold is released).
     async fn settle(&self, hold: Hold, model: &str, usage: Option<Usage>);
+    /// The meter of a child agent of this turn: the same payer and caps, its calls marked as
+    /// a child's. `None`: the child uses this meter.
+    fn child(&self) -> Option<Box<dyn Meter>> {
+        None
+    }
 }
 
 /// A reservation made by a [`Meter`], handed back to it when the call ends.

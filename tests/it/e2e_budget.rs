@@ -327,3 +327,43 @@ async fn a_stopped_turn_lets_go_of_its_hold() {
     );
     app.shutdown().await;
 }
+
+/// A child agent's calls are priced with its parent's turn: the ledger marks them as a
+/// child's, and the turn's row counts them in its cost.
+#[tokio::test]
+async fn a_child_agent_spends_with_its_parent_turn() {
+    use herald_test_support::fake_llm::Step;
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = start(&Db::Sqlite, &llm, &data, |_| {}).await;
+    let client = Client::new(&app);
+    let (ask, goal) = ("look into the outage", "read the outage notes");
+    llm.push_when(
+        ask,
+        Step::ToolCall(
+            "delegate".into(),
+            serde_json::json!({ "goal": goal }).to_string(),
+        ),
+    );
+    llm.push_when(goal, Step::Reply("The disk filled up.".into()));
+    llm.push_when(
+        ask,
+        Step::Reply("The disk filled up, says my helper.".into()),
+    );
+    assert_eq!(
+        say(&client, "web:gus", "gus", ask).await,
+        "The disk filled up, says my helper."
+    );
+    let causes: Vec<String> = app
+        .store
+        .spend_rows(0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.cause)
+        .collect();
+    assert_eq!(causes, ["turn", "child", "turn"]);
+    let turns = app.store.turns(&LaneKey::new("web:gus"), 10).await.unwrap();
+    assert_eq!(turns.last().unwrap().cost, Some(3 * BILL), "{turns:?}");
+    app.shutdown().await;
+}

@@ -60,6 +60,7 @@ impl Children<'_, '_> {
         };
         let images = HistoryImages::default();
         let p = self.parent;
+        let child_meter = p.meter.and_then(|m| m.child());
         let input = TurnInput {
             system_prompt: &system,
             history: &[],
@@ -74,7 +75,7 @@ impl Children<'_, '_> {
             approvals: &DenyAll,
             sink: None,
             steer: None,
-            meter: p.meter,
+            meter: child_meter.as_deref().or(p.meter),
             in_turn: p.in_turn,
             progress: None,
             vision: p.vision,
