@@ -17,6 +17,7 @@ use futures::Stream;
 use serde_json::json;
 use tokio::sync::broadcast;
 
+use super::turn_watch::TurnWatch;
 use super::HttpState;
 use crate::lanes::{StreamEvent, StreamKind};
 use crate::store::InboxStatus;
@@ -32,8 +33,7 @@ pub(super) fn wanted(flag: bool, headers: &HeaderMap) -> bool {
 struct Run {
     state: HttpState,
     inbox_id: i64,
-    deltas: broadcast::Receiver<StreamEvent>,
-    finished: broadcast::Receiver<i64>,
+    watch: TurnWatch,
     deadline: tokio::time::Instant,
     /// The row is known to be pending (inserted just now): skip the first store read.
     fresh: bool,
@@ -52,8 +52,7 @@ pub(super) fn respond(
     let run = Run {
         state,
         inbox_id,
-        deltas,
-        finished,
+        watch: TurnWatch::new(inbox_id, deltas, finished),
         deadline,
         fresh,
         over: false,
@@ -95,26 +94,8 @@ impl Run {
             }
             // Deltas until the turn's finish signal (or a poll interval: the turn may run on
             // another replica, whose deltas and signal never reach us).
-            let poll = tokio::time::sleep(Duration::from_millis(500));
-            tokio::pin!(poll);
-            loop {
-                tokio::select! {
-                    // Deltas first: the finish signal must not overtake the last of them.
-                    biased;
-                    ev = self.deltas.recv() => match ev {
-                        Ok(ev) if ev.inbox_id == self.inbox_id => return delta_event(ev.kind),
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => {
-                            self.deltas = broadcast::channel(1).1;
-                        }
-                    },
-                    id = self.finished.recv() => match id {
-                        Ok(id) if id == self.inbox_id => break,
-                        Ok(_) => continue,
-                        Err(_) => break,
-                    },
-                    _ = &mut poll => break,
-                }
+            if let Some(event) = self.watch.next(|kind| Some(delta_event(kind))).await {
+                return event;
             }
         }
     }

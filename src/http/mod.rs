@@ -22,6 +22,7 @@ pub mod openai;
 mod page;
 mod pairing;
 pub mod serve;
+mod turn_watch;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

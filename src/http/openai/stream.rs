@@ -13,8 +13,9 @@ use tokio::sync::broadcast;
 
 use super::turn::{settled, Answer, Submitted};
 use super::OaiError;
+use crate::http::turn_watch::TurnWatch;
 use crate::http::HttpState;
-use crate::lanes::{StreamEvent, StreamKind};
+use crate::lanes::StreamKind;
 
 /// One step of a streamed answer.
 pub(super) enum Progress {
@@ -25,11 +26,16 @@ pub(super) enum Progress {
 struct Run {
     state: HttpState,
     inbox_id: i64,
-    deltas: broadcast::Receiver<StreamEvent>,
-    finished: broadcast::Receiver<i64>,
+    watch: TurnWatch,
     deadline: tokio::time::Instant,
     fresh: bool,
     over: bool,
+    text: Sent,
+}
+
+/// The answer's text the client has been sent.
+#[derive(Default)]
+struct Sent {
     /// Text sent since the model last started over.
     segment: String,
     /// The model started over after text was sent: the next text begins a new paragraph.
@@ -43,13 +49,15 @@ pub(super) fn progress(state: HttpState, sub: Submitted) -> impl Stream<Item = P
     let run = Run {
         state,
         inbox_id: sub.inbox_id,
-        deltas: sub.deltas.unwrap_or_else(|| broadcast::channel(1).1),
-        finished: sub.finished,
+        watch: TurnWatch::new(
+            sub.inbox_id,
+            sub.deltas.unwrap_or_else(|| broadcast::channel(1).1),
+            sub.finished,
+        ),
         deadline,
         fresh: sub.fresh,
         over: false,
-        segment: String::new(),
-        paragraph: false,
+        text: Sent::default(),
     };
     futures::stream::unfold(run, |mut run| async move {
         if run.over {
@@ -77,34 +85,24 @@ impl Run {
                      request again (same Idempotency-Key) to read it when it is ready",
                 )));
             }
-            let poll = tokio::time::sleep(Duration::from_millis(500));
-            tokio::pin!(poll);
-            loop {
-                tokio::select! {
-                    // Deltas first: the finish signal must not overtake the last of them.
-                    biased;
-                    ev = self.deltas.recv() => match ev {
-                        Ok(ev) if ev.inbox_id == self.inbox_id => {
-                            if let Some(text) = self.delta(ev.kind) {
-                                return Progress::Text(text);
-                            }
-                        }
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => {
-                            self.deltas = broadcast::channel(1).1;
-                        }
-                    },
-                    id = self.finished.recv() => match id {
-                        Ok(id) if id == self.inbox_id => break,
-                        Ok(_) => continue,
-                        Err(_) => break,
-                    },
-                    _ = &mut poll => break,
-                }
+            let Run { watch, text, .. } = self;
+            if let Some(t) = watch.next(|kind| text.delta(kind)).await {
+                return Progress::Text(t);
             }
         }
     }
 
+    /// The settled answer, with the part of its text the deltas did not carry.
+    fn finish(&mut self, done: Result<Answer, OaiError>) -> Progress {
+        let Ok(mut answer) = done else {
+            return Progress::Done(done);
+        };
+        answer.text = rest(&answer.text, &self.text.segment, self.text.paragraph);
+        Progress::Done(Ok(answer))
+    }
+}
+
+impl Sent {
     /// The text to send for one hub event, if any.
     fn delta(&mut self, kind: StreamKind) -> Option<String> {
         match kind {
@@ -124,15 +122,6 @@ impl Run {
             }
             _ => None,
         }
-    }
-
-    /// The settled answer, with the part of its text the deltas did not carry.
-    fn finish(&mut self, done: Result<Answer, OaiError>) -> Progress {
-        let Ok(mut answer) = done else {
-            return Progress::Done(done);
-        };
-        answer.text = rest(&answer.text, &self.segment, self.paragraph);
-        Progress::Done(Ok(answer))
     }
 }
 
