@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{Budget, Payer};
+use super::{cap_kind, Budget, Payer};
 use crate::llm::{ChatRequest, Hold, LlmError, Meter, Usage};
 use crate::store::{Billed, CapHit, NewHold, Reserved};
 
@@ -61,10 +61,6 @@ impl TurnMeter {
                 tracing::warn!(error = %e, "releasing a cut-off call's hold failed; it expires on its own");
             }
         }
-    }
-
-    pub fn payer(&self) -> &Payer {
-        &self.payer
     }
 
     /// What the turn's calls have billed so far.
@@ -134,17 +130,6 @@ impl TurnMeter {
     }
 }
 
-/// The cap's kind without its subject, for a metric label (`person_daily`, not a person).
-fn cap_kind(cap: &str) -> &'static str {
-    match cap.split_once(':').map_or(cap, |(k, _)| k) {
-        "daily" => "daily",
-        "monthly" => "monthly",
-        "person_daily" => "person_daily",
-        "cron_run" => "cron_run",
-        _ => "other",
-    }
-}
-
 /// A worst-case guess of the request's prompt tokens: a token per three bytes of text (no
 /// script packs more), each image or audio part at its own estimate, the tool schemas included.
 fn prompt_bound(req: &ChatRequest) -> u64 {
@@ -169,9 +154,7 @@ impl Meter for TurnMeter {
     async fn reserve(&self, model: &str, req: &ChatRequest) -> Result<Hold, LlmError> {
         let budget = &self.budget;
         let capped = budget.capped(&self.payer);
-        let rates = budget.prices.rates(model);
-        let worst = rates.and_then(|r| r.worst_case(prompt_bound(req), budget.max_output));
-        if capped && worst.is_none() {
+        if capped && !budget.prices.priced(model) {
             metrics::counter!("herald_budget_cap_hits_total", "cap" => "unpriced").increment(1);
             tracing::warn!(
                 model,
@@ -180,12 +163,17 @@ impl Meter for TurnMeter {
             return Err(LlmError::OverBudget(budget.unpriced(model)));
         }
         let period = budget.period(chrono::Utc::now());
-        let hold = self.row(model, &period, worst.unwrap_or(0));
         let caps = budget.caps(&self.payer, &period);
         if caps.is_empty() {
-            // Nothing to hold against: the call is written once, when it is billed.
+            // Nothing to hold against: the call is written once, when it is billed (and the
+            // request is not measured for a worst case nobody reads).
             return Ok(Hold(0));
         }
+        let worst = budget
+            .prices
+            .rates(model)
+            .and_then(|r| r.worst_case(prompt_bound(req), budget.max_output));
+        let hold = self.row(model, &period, worst.unwrap_or(0));
         match budget.store().spend_reserve(&hold, &caps).await {
             Ok(Ok(reserved)) => {
                 let id = reserved.id;

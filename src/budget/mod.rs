@@ -151,8 +151,7 @@ impl Budget {
         let spent = format_amount(hit.spent, cur);
         let limit = format_amount(hit.limit, cur);
         let day_reset = self.reset_line(period.day_ends);
-        let (kind, _) = hit.cap.split_once(':').unwrap_or((hit.cap.as_str(), ""));
-        match kind {
+        match cap_kind(&hit.cap) {
             "person_daily" => format!(
                 "You have reached your daily budget ({spent} of {limit} spent today), so I \
                  stopped before asking the model. It resets {day_reset}."
@@ -184,17 +183,17 @@ impl Budget {
         let local = at.with_timezone(&self.tz);
         format!("at {} ({})", local.format("%Y-%m-%d %H:%M"), self.tz.name())
     }
+}
 
-    /// Models in use that a cap would refuse: no input or output rate while caps are on.
-    pub fn unpriced_models<'a>(&self, models: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-        if !self.config.has_caps() {
-            return Vec::new();
-        }
-        models
-            .into_iter()
-            .filter(|m| !self.prices.priced(m))
-            .map(str::to_string)
-            .collect()
+/// A cap's kind without its subject (`person_daily`, not the person): a metric label, and
+/// what the lines about it depend on.
+pub fn cap_kind(cap: &str) -> &'static str {
+    match cap.split_once(':').map_or(cap, |(k, _)| k) {
+        "daily" => "daily",
+        "monthly" => "monthly",
+        "person_daily" => "person_daily",
+        "cron_run" => "cron_run",
+        _ => "other",
     }
 }
 

@@ -7,8 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Billionths of a currency unit in one unit.
-pub const NANOS_PER_UNIT: f64 = 1e9;
+use crate::domain::Amount;
+
+pub use crate::domain::NANOS_PER_UNIT;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -112,15 +113,15 @@ impl BudgetConfig {
 
 /// A cap or a rate: finite, not negative, and small enough to count in billionths.
 pub fn check_amount(key: &'static str, v: f64) -> Result<(), (&'static str, String)> {
-    if !v.is_finite() || !(0.0..=1e9).contains(&v) {
-        return Err((key, format!("{v} must be a number from 0 to 1000000000")));
+    match Amount::from_units(v) {
+        Some(_) => Ok(()),
+        None => Err((key, format!("{v} must be a number from 0 to 1000000000"))),
     }
-    Ok(())
 }
 
-/// An amount in billionths of the currency.
+/// An amount (checked by [`check_amount`] at load) in billionths of the currency.
 pub fn to_nanos(v: f64) -> i64 {
-    (v * NANOS_PER_UNIT).round() as i64
+    Amount::from_units(v).map_or(0, |a| a.0)
 }
 
 #[cfg(test)]

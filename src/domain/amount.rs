@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Billionths of a currency unit in one unit.
+pub const NANOS_PER_UNIT: f64 = 1e9;
+
 /// Billionths of a currency unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Amount(pub i64);
@@ -11,11 +14,11 @@ impl Amount {
     /// From a decimal number of units; `None` when it is negative, not finite or too large.
     pub fn from_units(units: f64) -> Option<Amount> {
         (units.is_finite() && (0.0..=1e9).contains(&units))
-            .then(|| Amount((units * 1e9).round() as i64))
+            .then(|| Amount((units * NANOS_PER_UNIT).round() as i64))
     }
 
     pub fn units(self) -> f64 {
-        self.0 as f64 / 1e9
+        self.0 as f64 / NANOS_PER_UNIT
     }
 }
 

@@ -11,7 +11,7 @@ mod media;
 mod message;
 mod stored_event;
 
-pub use amount::Amount;
+pub use amount::{Amount, NANOS_PER_UNIT};
 pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use media::{describe_all, short_id, Attachment, MediaKind, MediaSource, SHORT_ID};

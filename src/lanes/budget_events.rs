@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::budget::{format_amount, BudgetEvents, Payer, Period};
-use crate::config::{to_nanos, BudgetConfig, Config};
+use crate::budget::{cap_kind, format_amount, BudgetEvents, Payer, Period};
+use crate::config::{BudgetConfig, Config};
 use crate::delivery::{Ask, Outbounds};
 use crate::domain::{LaneKey, Platform};
 use crate::store::{now_ms, CapHit, NewApproval, NewOutbox, OutboxKey, Store};
@@ -93,19 +93,6 @@ impl BudgetNotices {
         }
     }
 
-    /// The cap's own amount (grants left out): what one extension adds.
-    fn own_amount(&self, hit: &CapHit, payer: &Payer) -> i64 {
-        let c = &self.budget;
-        let units = match kind(&hit.cap) {
-            "daily" => c.daily,
-            "monthly" => c.monthly,
-            "person_daily" => c.person_daily,
-            "cron_run" => payer.job_cap.or(c.cron_run),
-            _ => None,
-        };
-        units.map_or(hit.limit, to_nanos)
-    }
-
     fn money(&self, nanos: i64) -> String {
         format_amount(nanos, &self.budget.currency)
     }
@@ -114,7 +101,7 @@ impl BudgetNotices {
     async fn ask(&self, r: &Reach, hit: &CapHit, amount: i64, text: &str) {
         let now = now_ms();
         let period = Period::at(chrono::Utc::now(), self.tz);
-        let ends = if kind(&hit.cap) == "monthly" {
+        let ends = if cap_kind(&hit.cap) == "monthly" {
             period.month_ends
         } else {
             period.day_ends
@@ -164,11 +151,6 @@ impl BudgetNotices {
     }
 }
 
-/// The cap's kind without its subject (`person_daily`).
-fn kind(cap: &str) -> &str {
-    cap.split_once(':').map_or(cap, |(k, _)| k)
-}
-
 /// Whose spending the cap limits, as an approver reads it, and over what time.
 fn subject(cap: &str) -> (String, &'static str) {
     match cap.split_once(':') {
@@ -181,7 +163,7 @@ fn subject(cap: &str) -> (String, &'static str) {
 
 #[async_trait]
 impl BudgetEvents for BudgetNotices {
-    async fn cap_reached(&self, hit: &CapHit, payer: &Payer) {
+    async fn cap_reached(&self, hit: &CapHit, _payer: &Payer) {
         if self.approvers.is_empty() {
             return;
         }
@@ -197,7 +179,7 @@ impl BudgetEvents for BudgetNotices {
                 return;
             }
         }
-        let amount = self.own_amount(hit, payer);
+        let amount = hit.base;
         let (who, when) = subject(&hit.cap);
         let text = format!(
             "The budget for {who} is reached ({} of {} spent {when}). Spend up to {} more {when} on {who}?",

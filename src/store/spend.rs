@@ -59,6 +59,9 @@ pub struct CapLimit {
 pub struct CapHit {
     pub cap: String,
     pub period: String,
+    /// The cap's own amount, before grants (what one extension adds).
+    pub base: i64,
+    /// What it allows now: its own amount plus the period's grants.
     pub limit: i64,
     pub spent: i64,
 }
@@ -160,6 +163,12 @@ pub trait SpendStore: Send + Sync {
     async fn budget_notice_once(&self, cap: &str, period: &str, kind: &str) -> StoreResult<bool>;
 }
 
+/// What `cap` was raised by for `period`.
+const GRANTED: &str = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM budget_grants \
+     WHERE cap = $1 AND period = $2";
+
+/// What counts under a cap: settled rows at their cost (at their hold when the cost is
+/// unknown) and live holds; `$1` is now, the scope's condition follows.
 const COUNTED: &str = "CAST(COALESCE(SUM(CASE WHEN state = 'held' THEN held \
      ELSE COALESCE(cost, held) END), 0) AS BIGINT) FROM spend \
      WHERE (state = 'settled' OR (state = 'held' AND expires_at > $1)) AND ";
@@ -197,17 +206,15 @@ where
                 q = q.bind(b);
             }
             let (spent,) = q.fetch_one(&mut *tx).await?;
-            let (granted,): (i64,) = sqlx::query_as(
-                "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM budget_grants \
-                 WHERE cap = $1 AND period = $2",
-            )
-            .bind(cap.cap.as_str())
-            .bind(cap.period.as_str())
-            .fetch_one(&mut *tx)
-            .await?;
+            let (granted,): (i64,) = sqlx::query_as(GRANTED)
+                .bind(cap.cap.as_str())
+                .bind(cap.period.as_str())
+                .fetch_one(&mut *tx)
+                .await?;
             let state = CapHit {
                 cap: cap.cap.clone(),
                 period: cap.period.clone(),
+                base: cap.limit,
                 limit: cap.limit.saturating_add(granted),
                 spent,
             };
@@ -304,14 +311,11 @@ where
     }
 
     async fn spend_granted(&self, cap: &str, period: &str) -> StoreResult<i64> {
-        let (granted,): (i64,) = sqlx::query_as(
-            "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM budget_grants \
-             WHERE cap = $1 AND period = $2",
-        )
-        .bind(cap)
-        .bind(period)
-        .fetch_one(self.reader())
-        .await?;
+        let (granted,): (i64,) = sqlx::query_as(GRANTED)
+            .bind(cap)
+            .bind(period)
+            .fetch_one(self.reader())
+            .await?;
         Ok(granted)
     }
 
