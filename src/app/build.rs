@@ -267,9 +267,11 @@ impl Core {
         Ok(Some(Arc::new(s)))
     }
 
-    /// Starts the router's rescan, this replica's liveness beat and the outbox sender.
+    /// Starts the router's rescan and replica signals, this replica's liveness beat and the
+    /// outbox sender.
     pub(super) async fn start_delivery(&self, router: &Arc<LaneRouter>) {
         let config = &self.config;
+        router.start_signals().await;
         self.tracker.spawn(
             router
                 .clone()

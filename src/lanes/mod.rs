@@ -13,11 +13,13 @@ mod control;
 #[doc(hidden)]
 pub mod fault;
 mod ingest;
+mod placement;
 mod preview;
 mod reply;
 mod router;
 mod send_message;
 mod session;
+mod signals;
 mod status;
 mod steer;
 mod stream_hub;

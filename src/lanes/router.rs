@@ -45,6 +45,8 @@ pub struct LaneRouter {
     pub(super) abort: CancellationToken,
     /// Live text of streamed turns, for the web chat's server-sent events.
     pub(super) hub: super::StreamHub,
+    /// Which replica takes up a lane nobody runs (`signals.rs`).
+    pub(super) placement: super::placement::Placement,
 }
 
 impl LaneRouter {
@@ -59,6 +61,7 @@ impl LaneRouter {
     ) -> Arc<LaneRouter> {
         let slots = Arc::new(Semaphore::new(deps.config.lanes.max_workers));
         let router = Arc::new(LaneRouter {
+            placement: super::placement::Placement::new(&deps.replica_id),
             deps,
             workers: Mutex::new(HashMap::new()),
             running_turns: Mutex::new(HashMap::new()),
@@ -86,10 +89,8 @@ impl LaneRouter {
                 _ = self.stop_taking.cancelled() => return,
             };
             match wake {
-                Some(Wake::Lane(lane)) => self.dispatch(lane),
-                Some(Wake::StopTurn(lane)) => {
-                    self.cancel_turn(&lane);
-                }
+                Some(Wake::Lane(lane)) => self.route(lane),
+                Some(Wake::StopTurn(lane)) => self.stop_everywhere(lane),
                 Some(Wake::Status(lane, inbox_id)) => {
                     self.tasks.spawn(self.clone().answer_status(lane, inbox_id));
                 }
@@ -150,23 +151,27 @@ impl LaneRouter {
     }
 
     /// Periodically picks up pending work nobody is working on: leftovers of a crash, events
-    /// another replica wrote, wakes lost to a full system.
+    /// another replica wrote, wakes lost to a full system or a dead replica.
     pub async fn rescan(self: Arc<Self>, every: Duration) {
         loop {
-            match self.deps.store.inbox_pending_lanes(1000).await {
-                Ok(lanes) => {
-                    for lane in lanes {
-                        self.dispatch(lane);
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "inbox rescan failed"),
-            }
+            self.clone().rescan_once().await;
             if crate::tasks::sleep_or_cancel(every, &self.stop_taking)
                 .await
                 .is_err()
             {
                 return;
             }
+        }
+    }
+
+    pub(super) async fn rescan_once(self: Arc<Self>) {
+        match self.deps.store.inbox_pending_lanes(1000).await {
+            Ok(lanes) => {
+                for lane in lanes {
+                    self.route(lane);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "inbox rescan failed"),
         }
     }
 

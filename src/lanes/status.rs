@@ -20,7 +20,7 @@ impl LaneRouter {
     pub(super) async fn answer_status(self: Arc<Self>, lane: LaneKey, inbox_id: i64) {
         match self.try_answer_status(&lane, inbox_id).await {
             Ok(()) => {
-                let _ = self.deps.finished.send(inbox_id);
+                self.finish(inbox_id).await;
             }
             Err(e) => {
                 tracing::warn!(error = %e, lane = %lane, "could not answer /status at once; the lane's worker will");

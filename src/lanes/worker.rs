@@ -324,7 +324,7 @@ impl Worker {
                 .await
             {
                 Ok(()) => {
-                    let _ = deps.finished.send(row.id);
+                    self.router.finish(row.id).await;
                     return Ok(());
                 }
                 Err(Failure::Stop(s)) => return Err(s),

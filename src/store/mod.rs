@@ -22,6 +22,7 @@ mod outbox_key;
 mod pairing;
 mod postgres;
 mod search;
+mod signal;
 mod spend;
 mod sqlite;
 mod status;
@@ -55,6 +56,7 @@ pub use pairing::{
     APPROVED_NOTICE, APPROVED_REQUEUED,
 };
 pub use postgres::PgStore;
+pub use signal::{Signal, SignalRx, SignalStore};
 pub use spend::{Billed, CapHit, CapLimit, NewHold, Reserved, SpendRow, SpendScope, SpendStore};
 pub use sqlite::SqliteStore;
 pub use transcript::TranscriptStore;
@@ -204,6 +206,7 @@ pub trait Store:
     + ContextStore
     + ApprovalStore
     + SpendStore
+    + SignalStore
     + Send
     + Sync
     + 'static

@@ -71,5 +71,6 @@ mod observe_traces;
 mod ops_cli;
 mod pg_restart;
 mod replicas_pg;
+mod replicas_share_pg;
 mod store_contract;
 mod tidy;

@@ -47,7 +47,7 @@ impl Worker {
         deps.outbox_wake.notify_one();
         if !commit.steered.is_empty() {
             for id in &commit.steered {
-                let _ = deps.finished.send(*id);
+                self.router.finish(*id).await;
             }
             // The worker's batch of pending rows holds them still: it reads the inbox again.
             self.reread.store(true, std::sync::atomic::Ordering::SeqCst);
