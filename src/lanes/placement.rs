@@ -67,6 +67,15 @@ impl Placement {
             .count()
     }
 
+    /// Forgets the peers not heard from lately; true when any was forgotten (it may have died
+    /// holding lanes, which the caller then looks for).
+    pub(super) fn forget_silent(&self) -> bool {
+        let mut peers = self.peers.lock().expect("peers lock");
+        let before = peers.len();
+        peers.retain(|_, p| p.seen.elapsed() < FRESH);
+        peers.len() < before
+    }
+
     /// Whether `replica` was heard from lately (this replica always is).
     pub(super) fn is_live(&self, replica: &str) -> bool {
         replica == self.me
@@ -167,5 +176,6 @@ mod tests {
         assert!(!p.has_peers());
         p.heard("r2", 5);
         assert!(p.has_peers() && p.is_live("r2") && p.is_live("me") && !p.is_live("r3"));
+        assert!(!p.forget_silent(), "r2 was heard just now");
     }
 }

@@ -100,9 +100,16 @@ impl LaneRouter {
         }
     }
 
-    /// This replica's free slots, every second, and 0 once it stops taking events.
+    /// This replica's free slots, every second, and 0 once it stops taking events. A peer that
+    /// fell silent may have died holding lanes: the inbox is rescanned then, so its lanes'
+    /// messages move on as soon as its liveness lease runs out, not at the next rescan.
     async fn beat_slots(self: Arc<Self>) {
         loop {
+            if self.placement.forget_silent() {
+                metrics::gauge!("herald_replica_peers").set(self.placement.peers() as f64);
+                tracing::info!("a replica fell silent; rescanning the inbox for its lanes");
+                self.tasks.spawn(self.clone().rescan_once());
+            }
             let free = self.free_slots();
             self.tell(Signal::Slots {
                 from: self.placement.me().to_string(),
