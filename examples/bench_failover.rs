@@ -107,7 +107,7 @@ async fn main() {
         let _ = l.await;
     }
 
-    let samples = samples.lock().unwrap();
+    let samples = std::mem::take(&mut *samples.lock().unwrap());
     let mut waits: Vec<f64> = samples
         .iter()
         .filter_map(|s| s.waited.map(|w| w.as_secs_f64() * 1000.0))
