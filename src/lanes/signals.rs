@@ -39,6 +39,14 @@ impl LaneRouter {
         });
     }
 
+    /// A worker here could not take the lane's lease: with other replicas alive, the wake goes
+    /// where the lane is held (or placement sends it). Alone, the rescan covers it.
+    pub(super) fn hand_over(self: &Arc<Self>, lane: LaneKey) {
+        if self.shared() && self.placement.has_peers() && !self.stop_taking.is_cancelled() {
+            self.route(lane);
+        }
+    }
+
     /// `/stop`: the turn here, and wherever else it runs.
     pub(super) fn stop_everywhere(self: &Arc<Self>, lane: LaneKey) {
         self.cancel_turn(&lane);

@@ -70,8 +70,11 @@ impl Worker {
         async move {
             let permit = self.slot().await;
             let mut panicked = false;
+            let mut held_elsewhere = false;
             if permit.is_some() {
-                if let Some(lease) = self.acquire().await {
+                let lease = self.acquire().await;
+                held_elsewhere = lease.is_none();
+                if let Some(lease) = lease {
                     // A panic in a turn unwinds `serve`, whose guard stops the heartbeat; the
                     // lease is then released here so the lane's next worker (the rescan starts
                     // one) takes over at once instead of after the lease's expiry. The event
@@ -90,6 +93,11 @@ impl Worker {
             // the rescan; once out of the map, later wakes start a new worker themselves.
             if panicked && self.rx.try_recv().is_ok() {
                 self.router.dispatch(self.lane.clone());
+            }
+            // Another replica's worker holds the lane (the wake raced it): wake it there
+            // rather than leave the waiting messages to a rescan.
+            if held_elsewhere {
+                self.router.hand_over(self.lane.clone());
             }
         }
         .instrument(span)
