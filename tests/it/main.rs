@@ -72,4 +72,5 @@ mod ops_cli;
 mod pg_restart;
 mod replicas_pg;
 mod store_contract;
+mod store_statements;
 mod tidy;
