@@ -34,6 +34,8 @@ pub(super) struct Worker {
     pub(super) known: std::sync::Mutex<Option<(Session, Known)>>,
     /// A turn took later rows of the batch in (mid-turn messages): read the inbox again.
     pub(super) reread: std::sync::atomic::AtomicBool,
+    /// A failed attempt may have left its turn open: the next turn's start closes it.
+    pub(super) open_turn: std::sync::atomic::AtomicBool,
 }
 
 /// Why a worker stops before its lane is drained.
@@ -62,6 +64,7 @@ impl Worker {
             holder,
             known: std::sync::Mutex::new(None),
             reread: std::sync::atomic::AtomicBool::new(false),
+            open_turn: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -327,10 +330,13 @@ impl Worker {
         let mut attempts = row.attempts + 1;
         let mut refused = None;
         loop {
-            match self
+            let done = self
                 .process_once(lease, &row, attempts, refused.as_ref(), lost)
-                .await
-            {
+                .await;
+            if matches!(done, Err(Failure::Store(_))) {
+                self.open_turn.store(true, Ordering::SeqCst);
+            }
+            match done {
                 Ok(()) => {
                     self.router.finish(row.id).await;
                     return Ok(());

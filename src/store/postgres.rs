@@ -13,7 +13,8 @@ use super::clock::{Clock, SystemClock};
 use super::common::{self, store_impl};
 use super::search;
 use super::tx::{
-    check_lease, check_session_write, insert_inbox, insert_message, insert_outbox, set_flags,
+    check_lease, check_session_write, insert_inbox, insert_message, insert_messages, insert_outbox,
+    set_flags,
 };
 use super::types::*;
 use super::{Cause, Pools, Store, StoreError, StoreResult};
@@ -124,7 +125,11 @@ super::handoff::handoff_store_impl!(PgStore);
 super::context::context_store_impl!(PgStore, Postgres);
 super::inbox::inbox_store_impl!(PgStore);
 super::transcript::transcript_store_impl!(PgStore);
-super::turns::turn_store_impl!(PgStore);
+super::turns::turn_store_impl!(
+    PgStore,
+    super::turns::BEGIN_POSTGRES,
+    super::turns::COMMIT_POSTGRES
+);
 super::outbox::outbox_store_impl!(PgStore);
 super::pairing::pairing_store_impl!(PgStore);
 

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool};
+use sqlx::{ConnectOptions, Sqlite, SqlitePool};
 
 use super::clock::{Clock, SystemClock};
 use super::common::{self, store_impl};
 use super::search;
 use super::tx::{
-    check_lease, check_session_write, insert_inbox, insert_message, insert_outbox, set_flags,
+    check_lease, check_session_write, insert_inbox, insert_message, insert_messages, insert_outbox,
+    set_flags,
 };
 use super::types::*;
 use super::{Pools, Store, StoreError, StoreResult};
@@ -78,7 +79,12 @@ impl SqliteStore {
         let reader = SqlitePoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(15))
-            .connect_with(opts.pragma("query_only", "ON"))
+            // Readers' statements log at TRACE, the writer's at sqlx's DEBUG: a statement count
+            // from the log tells writer round trips apart (`tests/it/store_statements.rs`).
+            .connect_with(
+                opts.pragma("query_only", "ON")
+                    .log_statements(log::LevelFilter::Trace),
+            )
             .await?;
         Ok(SqliteStore {
             pool,
@@ -132,7 +138,11 @@ super::handoff::handoff_store_impl!(SqliteStore);
 super::context::context_store_impl!(SqliteStore, Sqlite);
 super::inbox::inbox_store_impl!(SqliteStore);
 super::transcript::transcript_store_impl!(SqliteStore);
-super::turns::turn_store_impl!(SqliteStore);
+super::turns::turn_store_impl!(
+    SqliteStore,
+    super::turns::BEGIN_SQLITE,
+    super::turns::COMMIT_SQLITE
+);
 super::outbox::outbox_store_impl!(SqliteStore);
 super::pairing::pairing_store_impl!(SqliteStore);
 

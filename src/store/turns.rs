@@ -27,6 +27,18 @@ pub trait TurnStore: Send + Sync {
         lease: &Lease,
         session_id: &str,
         inbox: Option<InboxAttempt>,
+    ) -> StoreResult<i64> {
+        self.turn_begin_with(lease, session_id, inbox, true).await
+    }
+    /// [`turn_begin`](TurnStore::turn_begin), closing this lease's turns still `running` only
+    /// when `sweep` is set: a worker whose every earlier turn under the lease committed knows
+    /// none is open, and saves the statement on every turn but a retry.
+    async fn turn_begin_with(
+        &self,
+        lease: &Lease,
+        session_id: &str,
+        inbox: Option<InboxAttempt>,
+        sweep: bool,
     ) -> StoreResult<i64>;
     /// Lands the turn's messages, its reply chunks and the inbox mark in one transaction.
     async fn turn_commit(&self, lease: &Lease, commit: &TurnCommit) -> StoreResult<TurnCommitted> {
@@ -43,49 +55,82 @@ pub trait TurnStore: Send + Sync {
     async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>>;
 }
 
+/// A turn's start after its lease check, in one call: the inbox row's attempt bump and the
+/// turn row. SQLite runs the statements of one SQL text in one call (`$n` naming the same
+/// argument in each); Postgres runs a data-modifying `WITH` as one statement.
+pub(super) const BEGIN_SQLITE: &str =
+    "UPDATE inbox SET attempts = $1 WHERE id = $2 AND attempts < $1; \
+     INSERT INTO turns (lane, session_id, inbox_id, holder, token, started_at) \
+     VALUES ($3, $4, $2, $5, $6, $7) RETURNING id";
+pub(super) const BEGIN_POSTGRES: &str = "WITH bump AS (UPDATE inbox SET attempts = $1 \
+     WHERE id = $2 AND attempts < $1) \
+     INSERT INTO turns (lane, session_id, inbox_id, holder, token, started_at) \
+     VALUES ($3, $4, $2, $5, $6, $7) RETURNING id";
+
+/// The end of a plain turn's commit in one call: the inbox mark, the kept results' cleanup
+/// and the turn row (the three statements of `turn_end`, same arguments).
+pub(super) const COMMIT_SQLITE: &str = "UPDATE inbox SET status = $1, note = $2, session_id = $3, \
+     reply_message_id = $4, done_at = $5 WHERE id = $6; \
+     DELETE FROM approvals WHERE lane = $7 AND inbox_id = $6 AND decided_by = $8; \
+     UPDATE turns SET status = $1, ended_at = $5, fresh_input = $9, output = $10, \
+     cache_read = $11, cache_write = $12, cost = $13 WHERE id = $14";
+pub(super) const COMMIT_POSTGRES: &str = "WITH mark AS (UPDATE inbox SET status = $1, note = $2, \
+     session_id = $3, reply_message_id = $4, done_at = $5 WHERE id = $6), \
+     kept AS (DELETE FROM approvals WHERE lane = $7 AND inbox_id = $6 AND decided_by = $8) \
+     UPDATE turns SET status = $1, ended_at = $5, fresh_input = $9, output = $10, \
+     cache_read = $11, cache_write = $12, cost = $13 WHERE id = $14";
+
 /// Expands `impl TurnStore for $ty`; the type must have `pool`, `reader`, `begin()` and the
-/// backend's transaction and context helpers in scope.
+/// backend's transaction and context helpers in scope. `$begin` and `$commit`: the backend's
+/// one-call texts ([`BEGIN_SQLITE`], [`COMMIT_SQLITE`] or their Postgres twins).
 macro_rules! turn_store_impl {
-    ($ty:ty) => {
+    ($ty:ty, $begin:expr, $commit:expr) => {
         #[async_trait::async_trait]
         impl super::turns::TurnStore for $ty {
-        async fn turn_begin(
+        async fn turn_begin_with(
             &self,
             lease: &Lease,
             session_id: &str,
             inbox: Option<InboxAttempt>,
+            sweep: bool,
         ) -> StoreResult<i64> {
             let mut tx = self.begin().await?;
             check_session_write(&mut tx, lease, session_id).await?;
-            if let Some(a) = inbox {
-                sqlx::query(
-                    "UPDATE inbox SET attempts = $1 WHERE id = $2 AND attempts < $1",
-                )
-                .bind(a.attempt)
-                .bind(a.id)
-                .execute(&mut *tx)
-                .await?;
-            }
             // An earlier turn under this very lease that is still `running` can only be an
             // attempt whose commit the store refused (the worker retries after a store error):
             // it is over, and left open it would read as a turn that never finished.
-            sqlx::query(
-                "UPDATE turns SET status = 'abandoned', ended_at = $1 \
-                 WHERE lane = $2 AND holder = $3 AND token = $4 AND ended_at IS NULL",
-            )
-            .bind(self.now_ms())
-            .bind(&lease.name)
-            .bind(&lease.holder)
-            .bind(lease.token)
-            .execute(&mut *tx)
-            .await?;
+            if sweep {
+                sqlx::query(
+                    "UPDATE turns SET status = 'abandoned', ended_at = $1 \
+                     WHERE lane = $2 AND holder = $3 AND token = $4 AND ended_at IS NULL",
+                )
+                .bind(self.now_ms())
+                .bind(&lease.name)
+                .bind(&lease.holder)
+                .bind(lease.token)
+                .execute(&mut *tx)
+                .await?;
+            }
+            if let Some(a) = inbox {
+                let (id,): (i64,) = sqlx::query_as($begin)
+                    .bind(a.attempt)
+                    .bind(a.id)
+                    .bind(&lease.name)
+                    .bind(session_id)
+                    .bind(&lease.holder)
+                    .bind(lease.token)
+                    .bind(self.now_ms())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                return Ok(id);
+            }
             let (id,): (i64,) = sqlx::query_as(
-                "INSERT INTO turns (lane, session_id, inbox_id, holder, token, started_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                "INSERT INTO turns (lane, session_id, holder, token, started_at) \
+                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
             )
             .bind(&lease.name)
             .bind(session_id)
-            .bind(inbox.map(|a| a.id))
             .bind(&lease.holder)
             .bind(lease.token)
             .bind(self.now_ms())
@@ -103,10 +148,7 @@ macro_rules! turn_store_impl {
         ) -> StoreResult<TurnCommitted> {
             let mut tx = self.begin().await?;
             check_session_write(&mut tx, lease, &c.session_id).await?;
-            let mut ids = Vec::with_capacity(c.messages.len());
-            for m in &c.messages {
-                ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, &c.session_id, Some(c.turn_id), m).await?);
-            }
+            let ids = insert_messages(&mut tx, self.now_ms(), &lease.name, &c.session_id, Some(c.turn_id), &c.messages).await?;
             if let Some(row) = context(&ids) {
                 context_write(&mut tx, &c.session_id, &row).await?;
             }
@@ -114,55 +156,35 @@ macro_rules! turn_store_impl {
                 insert_outbox(&mut tx, self.now_ms(), o).await?;
             }
             let now = self.now_ms();
-            if let Some(inbox_id) = c.inbox_id {
-                let reply_id = c
-                    .messages
-                    .iter()
-                    .zip(&ids)
-                    .rev()
-                    .find(|(m, _)| m.role == Role::Assistant)
-                    .map(|(_, id)| *id);
-                for id in std::iter::once(inbox_id).chain(c.steered.iter().copied()) {
-                    // A correction is the lane's own pending row: one another turn already
-                    // answered is left as it is.
-                    sqlx::query(
-                        "UPDATE inbox SET status = $1, note = $2, session_id = $3, reply_message_id = $4, \
-                         done_at = $5 WHERE id = $6 AND (id = $7 OR (lane = $8 AND status = 'pending'))",
-                    )
-                    .bind(c.inbox_status.as_str())
-                    .bind(super::text::clean_opt(c.note.as_deref()))
-                    .bind(&c.session_id)
-                    .bind(reply_id)
-                    .bind(now)
-                    .bind(id)
-                    .bind(inbox_id)
-                    .bind(&lease.name)
-                    .execute(&mut *tx)
-                    .await?;
+            let reply_id = c
+                .messages
+                .iter()
+                .zip(&ids)
+                .rev()
+                .find(|(m, _)| m.role == Role::Assistant)
+                .map(|(_, id)| *id);
+            match c.inbox_id {
+                Some(inbox_id) if c.steered.is_empty() => {
+                    sqlx::query($commit)
+                        .bind(c.inbox_status.as_str())
+                        .bind(super::text::clean_opt(c.note.as_deref()))
+                        .bind(&c.session_id)
+                        .bind(reply_id)
+                        .bind(now)
+                        .bind(inbox_id)
+                        .bind(&lease.name)
+                        .bind(super::approvals::KEPT_BY)
+                        .bind(c.billed.fresh_input)
+                        .bind(c.billed.output)
+                        .bind(c.billed.cache_read)
+                        .bind(c.billed.cache_write)
+                        .bind(c.cost)
+                        .bind(c.turn_id)
+                        .execute(&mut *tx)
+                        .await?;
                 }
-                // Results kept for a retry of this turn (`ApprovalStore::tool_result_keep`)
-                // are in the transcript now; approved calls keep their record.
-                sqlx::query("DELETE FROM approvals WHERE lane = $1 AND inbox_id = $2 AND decided_by = $3")
-                    .bind(&lease.name)
-                    .bind(inbox_id)
-                    .bind(super::approvals::KEPT_BY)
-                    .execute(&mut *tx)
-                    .await?;
+                _ => self.turn_end(&mut tx, lease, c, reply_id, now).await?,
             }
-            sqlx::query(
-                "UPDATE turns SET status = $1, ended_at = $2, fresh_input = $3, output = $4, \
-                 cache_read = $5, cache_write = $6, cost = $7 WHERE id = $8",
-            )
-                .bind(c.inbox_status.as_str())
-                .bind(now)
-                .bind(c.billed.fresh_input)
-                .bind(c.billed.output)
-                .bind(c.billed.cache_read)
-                .bind(c.billed.cache_write)
-                .bind(c.cost)
-                .bind(c.turn_id)
-                .execute(&mut *tx)
-                .await?;
             if let Some(reason) = &c.close_session {
                 sqlx::query(
                     "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
@@ -189,6 +211,63 @@ macro_rules! turn_store_impl {
             .bind(limit)
             .fetch_all(&self.reader)
             .await?)
+        }
+        }
+
+        impl $ty {
+        /// The general end of a turn's commit: each inbox row's mark, the kept results'
+        /// cleanup and the turn row, one statement each.
+        async fn turn_end(
+            &self,
+            tx: &mut sqlx::Transaction<'static, <$ty as super::Pools>::Db>,
+            lease: &Lease,
+            c: &TurnCommit,
+            reply_id: Option<i64>,
+            now: i64,
+        ) -> StoreResult<()> {
+            if let Some(inbox_id) = c.inbox_id {
+                for id in std::iter::once(inbox_id).chain(c.steered.iter().copied()) {
+                    // A correction is the lane's own pending row: one another turn already
+                    // answered is left as it is.
+                    sqlx::query(
+                        "UPDATE inbox SET status = $1, note = $2, session_id = $3, reply_message_id = $4, \
+                         done_at = $5 WHERE id = $6 AND (id = $7 OR (lane = $8 AND status = 'pending'))",
+                    )
+                    .bind(c.inbox_status.as_str())
+                    .bind(super::text::clean_opt(c.note.as_deref()))
+                    .bind(&c.session_id)
+                    .bind(reply_id)
+                    .bind(now)
+                    .bind(id)
+                    .bind(inbox_id)
+                    .bind(&lease.name)
+                    .execute(&mut **tx)
+                    .await?;
+                }
+                // Results kept for a retry of this turn (`ApprovalStore::tool_result_keep`)
+                // are in the transcript now; approved calls keep their record.
+                sqlx::query("DELETE FROM approvals WHERE lane = $1 AND inbox_id = $2 AND decided_by = $3")
+                    .bind(&lease.name)
+                    .bind(inbox_id)
+                    .bind(super::approvals::KEPT_BY)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            sqlx::query(
+                "UPDATE turns SET status = $1, ended_at = $2, fresh_input = $3, output = $4, \
+                 cache_read = $5, cache_write = $6, cost = $7 WHERE id = $8",
+            )
+                .bind(c.inbox_status.as_str())
+                .bind(now)
+                .bind(c.billed.fresh_input)
+                .bind(c.billed.output)
+                .bind(c.billed.cache_read)
+                .bind(c.billed.cache_write)
+                .bind(c.cost)
+                .bind(c.turn_id)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
         }
         }
     };

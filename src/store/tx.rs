@@ -133,6 +133,91 @@ where
     Ok(id)
 }
 
+/// The columns [`insert_messages`] writes, per row.
+const MESSAGE_COLS: usize = 12;
+/// Rows per statement: far below SQLite's 32,766 bound variables.
+const MESSAGE_ROWS: usize = 500;
+
+/// [`insert_message`] for many rows, in one statement per [`MESSAGE_ROWS`] rows (one round
+/// trip instead of one per row); the ids come back in the order of `messages`. A multi-row
+/// `RETURNING` may list rows in any order, but both backends assign the ids of one statement's
+/// rows in ascending order of its `VALUES`, so the sorted ids are the rows' ids in order.
+pub(super) async fn insert_messages<DB>(
+    tx: &mut Transaction<'static, DB>,
+    now: i64,
+    lane: &str,
+    session_id: &str,
+    turn_id: Option<i64>,
+    messages: &[NewMessage],
+) -> StoreResult<Vec<i64>>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    DB::QueryResult: RowsAffected,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + Type<DB>,
+    String: for<'q> Encode<'q, DB> + Type<DB>,
+    Option<i64>: for<'q> Encode<'q, DB>,
+    Option<String>: for<'q> Encode<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    let mut ids = Vec::with_capacity(messages.len());
+    for batch in messages.chunks(MESSAGE_ROWS) {
+        if let [m] = batch {
+            ids.push(insert_message(tx, now, lane, session_id, turn_id, m).await?);
+            continue;
+        }
+        let rows: Vec<String> = (0..batch.len())
+            .map(|r| {
+                let marks: Vec<String> = (1..=MESSAGE_COLS)
+                    .map(|c| format!("${}", r * MESSAGE_COLS + c))
+                    .collect();
+                format!("({})", marks.join(", "))
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO messages (session_id, lane, turn_id, role, content, api_content, \
+             tool_calls, tool_call_id, tool_name, platform_message_id, media, created_at) \
+             VALUES {} RETURNING id",
+            rows.join(", ")
+        );
+        let mut q = sqlx::query_as::<DB, (i64,)>(sqlx::AssertSqlSafe(sql));
+        for m in batch {
+            q = q
+                .bind(session_id.to_string())
+                .bind(lane.to_string())
+                .bind(turn_id)
+                .bind(m.role.as_str().to_string())
+                .bind(clean(&m.content).into_owned())
+                .bind(clean_opt(m.api_content.as_deref()))
+                .bind(common::tool_calls_json(m).map(clean_json))
+                .bind(clean_opt(m.tool_call_id.as_deref()))
+                .bind(clean_opt(m.tool_name.as_deref()))
+                .bind(m.platform_message_id.clone())
+                .bind(common::media_json(m).map(clean_json))
+                .bind(now);
+        }
+        let mut got: Vec<i64> = q
+            .fetch_all(&mut **tx)
+            .await?
+            .into_iter()
+            .map(|(id,)| id)
+            .collect();
+        if got.len() != batch.len() {
+            return Err(StoreError::other(format!(
+                "{} messages inserted, {} ids returned",
+                batch.len(),
+                got.len()
+            )));
+        }
+        got.sort_unstable();
+        ids.extend(got);
+    }
+    Ok(ids)
+}
+
 /// Takes live rows of a session out of the model's view: `compacted` 1 keeps them
 /// searchable (compaction), 0 retracts them. Only content changes touch the search
 /// index, so this costs no index work.

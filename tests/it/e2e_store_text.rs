@@ -140,6 +140,15 @@ async fn a_refused_turn_ends_in_a_reply_and_runs_no_tool_twice(db: Db) {
     );
     herald_test_support::harness::quiet(&*app.store).await;
     assert_eq!(calls(&calls_file).len(), 1, "no late run of the tool");
+    // The refused attempts' turn rows are closed (the next start under the lease sweeps them,
+    // which a start after a committed turn skips): none reads as a turn still running.
+    let turns = app
+        .store
+        .turns(&LaneKey::new("web:refused"), 10)
+        .await
+        .unwrap();
+    let open: Vec<_> = turns.iter().filter(|t| t.ended_at.is_none()).collect();
+    assert!(turns.len() >= 4 && open.is_empty(), "{turns:#?}");
     app.shutdown().await;
 }
 

@@ -73,4 +73,5 @@ mod pg_restart;
 mod replicas_pg;
 mod replicas_share_pg;
 mod store_contract;
+mod store_statements;
 mod tidy;

@@ -45,7 +45,13 @@ impl Worker {
         };
         let turn_id = deps
             .store
-            .turn_begin(lease, &session.id, Some(attempt))
+            .turn_begin_with(
+                lease,
+                &session.id,
+                Some(attempt),
+                self.open_turn
+                    .swap(false, std::sync::atomic::Ordering::SeqCst),
+            )
             .instrument(tracing::info_span!(parent: span, "lease.turn_begin", lease.holder = %lease.holder, lease.token = lease.token))
             .await?;
         span.record("turn", turn_id);
