@@ -9,6 +9,7 @@ mod event;
 mod lane;
 mod media;
 mod message;
+mod session_id;
 mod stored_event;
 
 pub use amount::{Amount, NANOS_PER_UNIT};
@@ -16,3 +17,4 @@ pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, 
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use media::{describe_all, short_id, Attachment, MediaKind, MediaSource, SHORT_ID};
 pub use message::{Role, ToolCall};
+pub use session_id::SessionId;

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use super::types::{ContextAfterCommit, InboxAttempt, Lease, TurnCommit, TurnCommitted, TurnRow};
 use super::StoreResult;
-use crate::domain::LaneKey;
+use crate::domain::{LaneKey, SessionId};
 
 #[async_trait]
 pub trait TurnStore: Send + Sync {
@@ -25,7 +25,7 @@ pub trait TurnStore: Send + Sync {
     async fn turn_begin(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         inbox: Option<InboxAttempt>,
     ) -> StoreResult<i64>;
     /// Lands the turn's messages, its reply chunks and the inbox mark in one transaction.
@@ -52,7 +52,7 @@ macro_rules! turn_store_impl {
         async fn turn_begin(
             &self,
             lease: &Lease,
-            session_id: &str,
+            session_id: &SessionId,
             inbox: Option<InboxAttempt>,
         ) -> StoreResult<i64> {
             let mut tx = self.begin().await?;

@@ -59,7 +59,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
         .unwrap();
     // The summarized session asks: nothing, and the marker stays.
     let own = store
-        .pending_consume(&lane, "s1", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s1".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(own.capsule, None);
@@ -68,7 +68,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
     let other = LaneKey::new("web:elsewhere");
     assert_eq!(
         store
-            .pending_consume(&other, "s2", MAX_AGE, now_ms())
+            .pending_consume(&other, &"s2".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -76,7 +76,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
     );
     // A new session gets it once.
     let got = store
-        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     let c = got.capsule.expect("the new session receives the capsule");
@@ -87,13 +87,13 @@ async fn marker_rules(store: Arc<dyn Store>) {
     // Its first turn was abandoned before committing (killed, lease lost): the retried first
     // turn of the same session receives the same capsule, not nothing.
     let again = store
-        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(again.capsule.map(|c| c.id), Some(id));
     assert_eq!(
         store
-            .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+            .pending_consume(&lane, &"s3".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -122,7 +122,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
     );
     assert_eq!(
         store
-            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .pending_consume(&lane, &"s4".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -141,7 +141,7 @@ async fn replaces(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let got = store
-        .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s3".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(
@@ -150,7 +150,7 @@ async fn replaces(store: Arc<dyn Store>) {
     );
     assert_eq!(
         store
-            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .pending_consume(&lane, &"s4".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -168,7 +168,7 @@ async fn stale(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let got = store
-        .pending_consume(&old, "s2", MAX_AGE, now_ms())
+        .pending_consume(&old, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(
@@ -187,7 +187,7 @@ async fn stale(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let got = store
-        .pending_consume(&recent, "s2", MAX_AGE, now_ms())
+        .pending_consume(&recent, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(got.capsule.map(|c| c.text), Some("yesterday".to_string()));
@@ -209,7 +209,12 @@ async fn race(store: Arc<dyn Store>) {
             tasks.push(tokio::spawn(async move {
                 let lane = LaneKey::new(&format!("web:race{i}"));
                 let got = store
-                    .pending_consume(&lane, &format!("{worker}-session"), MAX_AGE, now_ms())
+                    .pending_consume(
+                        &lane,
+                        &format!("{worker}-session").into(),
+                        MAX_AGE,
+                        now_ms(),
+                    )
                     .await
                     .unwrap();
                 (i, got.capsule.is_some())
