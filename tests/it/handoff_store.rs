@@ -9,6 +9,7 @@ use std::time::Duration;
 use herald::domain::LaneKey;
 use herald::store::{now_ms, NewCapsule, Store};
 
+use herald::store::clock::ManualClock;
 use herald_test_support::contract;
 
 const HOUR_MS: i64 = 3_600_000;
@@ -31,6 +32,7 @@ contract!(
     race
 );
 contract!(
+    clocked
     sqlite_one_build_per_lane,
     postgres_one_build_per_lane,
     build_claim
@@ -229,7 +231,7 @@ async fn race(store: Arc<dyn Store>) {
     assert_eq!(taken, [1; LANES], "every marker is taken exactly once");
 }
 
-async fn build_claim(store: Arc<dyn Store>) {
+async fn build_claim(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let lane = LaneKey::new("web:claim");
     let long = Duration::from_secs(60);
     assert!(store.handoff_claim(&lane, "a/1", long).await.unwrap());
@@ -251,7 +253,7 @@ async fn build_claim(store: Arc<dyn Store>) {
         .handoff_claim(&other, "dead/1", Duration::ZERO)
         .await
         .unwrap());
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    clock.advance(Duration::from_millis(5));
     assert!(store.handoff_claim(&other, "live/1", long).await.unwrap());
 
     // Racing claims: exactly one wins.
