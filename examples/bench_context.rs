@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 mod transcripts;
 
 use herald::agent::compaction::{project, projection_budget_chars};
+use herald::domain::SessionId;
 use herald::domain::{LaneKey, Role};
 use herald::store::{self, NewMessage, SearchScope, Session, Store};
 use serde_json::{json, Value};
@@ -113,11 +114,15 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<(f64, Strin
                     )
                 })
                 .collect();
-            store.append_messages(&lease, &id, &msgs).await?;
+            store
+                .append_messages(&lease, &SessionId::from(&id), &msgs)
+                .await?;
             written += n;
             left -= n;
         }
-        store.session_close(&lease, &id, "bench").await?;
+        store
+            .session_close(&lease, &SessionId::from(&id), "bench")
+            .await?;
         session_no += 1;
     }
     // A small conversation next to the big one: a lane-scoped search for a word that is
@@ -143,7 +148,9 @@ async fn fill(store: &Arc<dyn Store>, rows: usize) -> anyhow::Result<(f64, Strin
     let msgs: Vec<NewMessage> = (0..20)
         .map(|k| NewMessage::new(Role::User, format!("{} small talk {k}", WORDS[k % 16])))
         .collect();
-    store.append_messages(&small_lease, &id, &msgs).await?;
+    store
+        .append_messages(&small_lease, &SessionId::from(&id), &msgs)
+        .await?;
     Ok((started.elapsed().as_secs_f64(), lane.to_string(), small))
 }
 

@@ -116,7 +116,7 @@ fn main() {
                 Role::Assistant
             };
             let m = NewMessage::new(role, format!("message {i}: {}", "words ".repeat(300)));
-            StoredMessage::committed(i, "s", &m, 0)
+            StoredMessage::committed(i, &"s".into(), &m, 0)
         })
         .collect();
     let mut wire = history_to_wire("SYSTEM PROMPT", &history, &Default::default());

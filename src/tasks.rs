@@ -107,7 +107,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_panicking_owner_stops_its_task() {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::Arc;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{cap_kind, Budget, Payer};
+use super::{Budget, Payer};
 use crate::llm::{ChatRequest, Hold, LlmError, Meter, Usage};
 use crate::store::{Billed, CapHit, NewHold, Reserved};
 
@@ -82,7 +82,7 @@ impl TurnMeter {
     }
 
     fn refuse(&self, hit: &CapHit, period: &super::Period) -> LlmError {
-        metrics::counter!("herald_budget_cap_hits_total", "cap" => cap_kind(&hit.cap)).increment(1);
+        metrics::counter!("herald_budget_cap_hits_total", "cap" => hit.cap.kind()).increment(1);
         tracing::info!(cap = %hit.cap, spent = hit.spent, limit = hit.limit, lane = %self.payer.lane,
             "a spending cap refused a model call");
         LlmError::OverBudget(self.budget.refusal(hit, period))

@@ -8,7 +8,6 @@
 //! config loaded at start, never from the environment on a hot path.
 
 mod meter;
-mod money;
 mod period;
 mod prices;
 pub mod report;
@@ -20,10 +19,10 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::config::{to_nanos, BudgetConfig};
+use crate::domain::{Amount, Cap};
 use crate::store::{CapHit, CapLimit, SpendScope, Store};
 
 pub use meter::{Spent, TurnMeter};
-pub use money::format_amount;
 pub use period::Period;
 pub use prices::{PriceTable, Rates};
 
@@ -107,7 +106,7 @@ impl Budget {
         let mut out = Vec::new();
         if let Some(v) = c.daily {
             out.push(cap(
-                "daily",
+                Cap::Daily,
                 &period.day,
                 SpendScope::Day(period.day.clone()),
                 v,
@@ -115,7 +114,7 @@ impl Budget {
         }
         if let Some(v) = c.monthly {
             out.push(cap(
-                "monthly",
+                Cap::Monthly,
                 &period.month,
                 SpendScope::Month(period.month.clone()),
                 v,
@@ -123,7 +122,7 @@ impl Budget {
         }
         if let (Some(v), Some(person)) = (c.person_daily, &payer.person) {
             out.push(cap(
-                &format!("person_daily:{person}"),
+                Cap::PersonDaily(person.clone()),
                 &period.day,
                 SpendScope::PersonDay {
                     person: person.clone(),
@@ -135,7 +134,7 @@ impl Budget {
         if let (Some(job), Some(run)) = (&payer.job, &payer.run) {
             if let Some(v) = payer.job_cap.or(c.cron_run) {
                 out.push(cap(
-                    &format!("cron_run:{job}"),
+                    Cap::CronRun(job.clone()),
                     &period.day,
                     SpendScope::Run(run.clone()),
                     v,
@@ -148,23 +147,23 @@ impl Budget {
     /// The one line a person reads when `hit` refused a call.
     pub fn refusal(&self, hit: &CapHit, period: &Period) -> String {
         let cur = &self.config.currency;
-        let spent = format_amount(hit.spent, cur);
-        let limit = format_amount(hit.limit, cur);
+        let spent = Amount(hit.spent).in_currency(cur);
+        let limit = Amount(hit.limit).in_currency(cur);
         let day_reset = self.reset_line(period.day_ends);
-        match cap_kind(&hit.cap) {
-            "person_daily" => format!(
+        match hit.cap {
+            Cap::PersonDaily(_) => format!(
                 "You have reached your daily budget ({spent} of {limit} spent today), so I \
                  stopped before asking the model. It resets {day_reset}."
             ),
-            "monthly" => format!(
+            Cap::Monthly => format!(
                 "This month's budget is spent ({spent} of {limit}), so I stopped before asking \
                  the model. It resets {}.",
                 self.reset_line(period.month_ends)
             ),
-            "cron_run" => format!(
+            Cap::CronRun(_) => format!(
                 "This scheduled run would pass its budget ({spent} of {limit} spent); skipped."
             ),
-            _ => format!(
+            Cap::Daily => format!(
                 "Today's budget is spent ({spent} of {limit}), so I stopped before asking the \
                  model. It resets {day_reset}."
             ),
@@ -185,21 +184,9 @@ impl Budget {
     }
 }
 
-/// A cap's kind without its subject (`person_daily`, not the person): a metric label, and
-/// what the lines about it depend on.
-pub fn cap_kind(cap: &str) -> &'static str {
-    match cap.split_once(':').map_or(cap, |(k, _)| k) {
-        "daily" => "daily",
-        "monthly" => "monthly",
-        "person_daily" => "person_daily",
-        "cron_run" => "cron_run",
-        _ => "other",
-    }
-}
-
-fn cap(name: &str, period: &str, scope: SpendScope, limit: f64) -> CapLimit {
+fn cap(cap: Cap, period: &str, scope: SpendScope, limit: f64) -> CapLimit {
     CapLimit {
-        cap: name.to_string(),
+        cap,
         period: period.to_string(),
         scope,
         limit: to_nanos(limit),

@@ -9,6 +9,7 @@ use chrono_tz::Tz;
 use serde::Serialize;
 
 use super::Period;
+use crate::domain::Amount;
 use crate::store::SpendRow;
 
 /// What rows are grouped by.
@@ -27,10 +28,10 @@ pub struct Group {
     /// The person, lane, job, model or day; `None`: rows without one (a cron run has no
     /// person, a conversation no job).
     pub key: Option<String>,
-    /// Billionths of the currency; `None` when any call of the group had no price.
-    pub cost: Option<i64>,
+    /// `None` when any call of the group had no price.
+    pub cost: Option<Amount>,
     /// What the calls with a known price cost.
-    pub known_cost: i64,
+    pub known_cost: Amount,
     /// Calls billed in a bucket without a rate.
     pub unknown_calls: u64,
     pub calls: u64,
@@ -53,13 +54,13 @@ pub fn group(rows: &[SpendRow], by: By) -> Vec<Group> {
         };
         let g = groups.entry(key.clone()).or_insert_with(|| Group {
             key,
-            cost: Some(0),
+            cost: Some(Amount(0)),
             ..Group::default()
         });
         match row.cost {
             Some(c) => {
-                g.known_cost += c;
-                g.cost = g.cost.map(|t| t + c);
+                g.known_cost.0 += c;
+                g.cost = g.cost.map(|t| Amount(t.0 + c));
             }
             None => {
                 g.unknown_calls += 1;
@@ -127,10 +128,13 @@ mod tests {
         let by_person = group(&rows, By::Person);
         assert_eq!(by_person.len(), 2);
         let ann = &by_person[0];
-        assert_eq!((ann.cost, ann.known_cost, ann.unknown_calls), (None, 10, 1));
+        assert_eq!(
+            (ann.cost, ann.known_cost, ann.unknown_calls),
+            (None, Amount(10), 1)
+        );
         assert_eq!((ann.calls, ann.output), (2, 12));
         let bob = &by_person[1];
-        assert_eq!((bob.cost, bob.calls), (Some(3), 1));
+        assert_eq!((bob.cost, bob.calls), (Some(Amount(3)), 1));
         let by_day = group(&rows, By::Day);
         assert_eq!(by_day[0].key.as_deref(), Some("2026-12-01"));
         assert_eq!(by_day[1].cost, None);

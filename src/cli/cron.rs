@@ -10,7 +10,6 @@ use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
 
-use crate::budget::format_amount;
 use crate::config::Config;
 use crate::cron::{check_job, ledger, JobSpec};
 use crate::domain::Amount;
@@ -244,7 +243,7 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
         };
         let budget = spec
             .budget
-            .map(|a| format!("  budget {}", format_amount(a.0, &config.budget.currency)))
+            .map(|a| format!("  budget {}", a.in_currency(&config.budget.currency)))
             .unwrap_or_default();
         out.push_str(&format!(
             "{}  schedule {:?}{tz}  deliver {}{budget}  {state} ({source})  last {last}  next {next}\n",

@@ -318,7 +318,7 @@ async fn search_sessions(
 /// The session `id` names: the whole id, or a prefix of exactly one (the admin page shows 12
 /// characters). An ambiguous prefix lists its candidates.
 async fn resolve_session(store: &dyn store::Store, id: &str) -> anyhow::Result<store::Session> {
-    if let Some(s) = store.session_get(id).await? {
+    if let Some(s) = store.session_get(&id.into()).await? {
         return Ok(s);
     }
     const SHOWN: usize = 10;

@@ -19,7 +19,7 @@ use crate::agent::compaction::check_faithful;
 use crate::agent::context::plan::{plan, to_proj};
 use crate::agent::context::window::context_window;
 use crate::config::Config;
-use crate::domain::{LaneKey, Role, ToolCall};
+use crate::domain::{LaneKey, Role, SessionId, ToolCall};
 use crate::store::{ImportedMessage, NewMessage, Session, Store, StoredMessage};
 
 /// The session as JSON lines (system prompt first, then every message in id order).
@@ -37,6 +37,7 @@ pub async fn export_to(
     out: &mut dyn Write,
     progress: &ProgressBar,
 ) -> anyhow::Result<usize> {
+    let id = &SessionId::from(id);
     let Some(s) = store.session_get(id).await? else {
         bail!("no session {id}");
     };
@@ -253,7 +254,7 @@ pub async fn import_file(
         .await;
     store.lease_release(&lease).await?;
     let ids = res?;
-    Ok((session.id, ids.len()))
+    Ok((session.id.into_string(), ids.len()))
 }
 
 /// What compacting the session now would insert, without writing anything.
@@ -262,6 +263,7 @@ pub async fn compact_dry_run(
     config: &Config,
     id: &str,
 ) -> anyhow::Result<String> {
+    let id = &SessionId::from(id);
     if store.session_get(id).await?.is_none() {
         bail!("no session {id}");
     }

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::budget::report::{group, since_ms, By, Group};
-use crate::budget::{format_amount, Period};
-use crate::config::{Config, NANOS_PER_UNIT};
+use crate::budget::Period;
+use crate::config::Config;
 use crate::store::Store;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -59,14 +59,13 @@ pub async fn report(
     let groups = group(&rows, args.by);
     let currency = &config.budget.currency;
     if args.json {
-        let units = |n: i64| n as f64 / NANOS_PER_UNIT;
         let list: Vec<_> = groups
             .iter()
             .map(|g| {
                 json!({
                     "key": g.key,
-                    "cost": g.cost.map(units),
-                    "known_cost": units(g.known_cost),
+                    "cost": g.cost,
+                    "known_cost": g.known_cost,
                     "unknown_calls": g.unknown_calls,
                     "calls": g.calls,
                     "fresh_input": g.fresh_input,
@@ -101,10 +100,10 @@ fn table(groups: &[Group], by: By, currency: &str) -> String {
     ]];
     for g in groups {
         let cost = match g.cost {
-            Some(c) => format_amount(c, currency),
+            Some(c) => c.in_currency(currency),
             None => format!(
                 "unknown ({} + {} unpriced call(s))",
-                format_amount(g.known_cost, currency),
+                g.known_cost.in_currency(currency),
                 g.unknown_calls
             ),
         };

@@ -18,7 +18,6 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use crate::agent::tools::{Tool, ToolContext, ToolError};
-use crate::budget::format_amount;
 use crate::domain::cron::{check_job, parse_target, JobSpec, Schedule, MAX_JOB_NAME_LEN};
 use crate::domain::{Amount, LaneKey, Platform};
 use crate::llm::ToolSpec;
@@ -209,8 +208,8 @@ impl CronTool {
         if let Some(max) = self.max_budget.filter(|m| amount > *m) {
             return Err(bad(format!(
                 "budget {} is more than a scheduled run may spend here ({}, the operator's budget.cron_run)",
-                format_amount(amount.0, &self.currency),
-                format_amount(max.0, &self.currency)
+                amount.in_currency(&self.currency),
+                max.in_currency(&self.currency)
             )));
         }
         Ok(Some(amount))
@@ -229,7 +228,7 @@ impl CronTool {
                     "schedule": row.spec.schedule,
                     "timezone": row.spec.timezone,
                     "prompt": row.spec.prompt,
-                    "budget": row.spec.budget.map(|a| format_amount(a.0, &self.currency)),
+                    "budget": row.spec.budget.map(|a| a.in_currency(&self.currency)),
                     "state": state,
                     "next": next,
                 })

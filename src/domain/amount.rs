@@ -20,6 +20,21 @@ impl Amount {
     pub fn units(self) -> f64 {
         self.0 as f64 / NANOS_PER_UNIT
     }
+
+    /// `1.50 USD`: two decimals, or as many as it takes for a small amount not to read as
+    /// zero (`0.0024 USD`, `0.000002 USD`).
+    pub fn in_currency(self, currency: &str) -> String {
+        let units = self.units();
+        let abs = units.abs();
+        let decimals = if abs == 0.0 || abs >= 0.01 {
+            2
+        } else if abs >= 0.0001 {
+            4
+        } else {
+            6
+        };
+        format!("{units:.decimals$} {currency}")
+    }
 }
 
 impl Serialize for Amount {
@@ -48,5 +63,15 @@ mod tests {
         assert_eq!(serde_json::to_string(&a).unwrap(), "0.25");
         assert!(serde_json::from_str::<Amount>("-1").is_err());
         assert_eq!(Amount::from_units(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn small_amounts_keep_their_digits() {
+        let text = |n: i64, cur: &str| Amount(n).in_currency(cur);
+        assert_eq!(text(1_500_000_000, "USD"), "1.50 USD");
+        assert_eq!(text(0, "EUR"), "0.00 EUR");
+        assert_eq!(text(2_400_000, "USD"), "0.0024 USD");
+        assert_eq!(text(150, "USD"), "0.000000 USD");
+        assert_eq!(text(1_500, "USD"), "0.000002 USD");
     }
 }

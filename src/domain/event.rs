@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::cron::{deserialize_targets, Target};
-use super::{Attachment, LaneKey};
+use super::{Attachment, LaneKey, SessionId};
 
 /// Where an event came from (and where its replies go).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -98,7 +98,10 @@ pub enum MessageKind {
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Control {
     /// Close the lane's session if it is still this one.
-    RotateSession { session_id: String, reason: String },
+    RotateSession {
+        session_id: SessionId,
+        reason: String,
+    },
     /// Append a message that was delivered to this chat (a cron brief) to its transcript, so
     /// the agent knows what it sent when the person answers.
     Mirror { label: String, text: String },

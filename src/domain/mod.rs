@@ -4,15 +4,19 @@
 //! to and from these types at their edges.
 
 mod amount;
+mod cap;
 pub mod cron;
 mod event;
 mod lane;
 mod media;
 mod message;
+mod session_id;
 mod stored_event;
 
 pub use amount::{Amount, NANOS_PER_UNIT};
+pub use cap::Cap;
 pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use media::{describe_all, short_id, Attachment, MediaKind, MediaSource, SHORT_ID};
 pub use message::{Role, ToolCall};
+pub use session_id::SessionId;

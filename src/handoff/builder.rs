@@ -18,7 +18,7 @@ use super::{
     TranscriptLine,
 };
 use crate::config::HandoffConfig;
-use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role};
+use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role, SessionId};
 use crate::lanes::Ingest;
 use crate::llm::{ChatMessage, ChatRequest, ProviderChain};
 use crate::store::{NewCapsule, Store, StoreError};
@@ -31,7 +31,7 @@ pub struct BuildJob {
     pub platform: Platform,
     pub chat_id: String,
     pub thread_id: Option<String>,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub trigger: Trigger,
 }
 
@@ -64,13 +64,13 @@ impl Trigger {
 }
 
 impl BuildJob {
-    pub fn for_event(ev: &MessageEvent, session_id: &str) -> BuildJob {
+    pub fn for_event(ev: &MessageEvent, session_id: &SessionId) -> BuildJob {
         BuildJob {
             lane: ev.lane(),
             platform: ev.platform,
             chat_id: ev.chat_id.clone(),
             thread_id: ev.thread_id.clone(),
-            session_id: session_id.to_string(),
+            session_id: session_id.clone(),
             trigger: Trigger::Manual,
         }
     }
@@ -123,7 +123,7 @@ impl Builder {
     /// compacted rows included, each message once (see [`super::dialogue`]).
     pub(super) async fn transcript(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<Vec<TranscriptLine>, StoreError> {
         let rows = self.store.messages(session_id, false).await?;
         Ok(super::dialogue::session_dialogue(&rows))

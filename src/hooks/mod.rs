@@ -15,7 +15,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::config::Config;
-use crate::domain::{LaneKey, MessageEvent};
+use crate::domain::{LaneKey, MessageEvent, SessionId};
 use crate::store::Store;
 
 pub use auth::{AuthHook, Authorizer};
@@ -121,7 +121,7 @@ pub fn build_pre_dispatch(
 /// What a pre-LLM hook sees.
 pub struct PreLlmContext<'a> {
     pub lane: &'a LaneKey,
-    pub session_id: &'a str,
+    pub session_id: &'a SessionId,
     /// True on the first turn of a session (no earlier user message in it).
     pub first_turn: bool,
     pub event: &'a MessageEvent,

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::{row, ApiError, Guard, HttpState, RouteRow};
 use crate::domain::cron::parse_schedule;
-use crate::domain::LaneKey;
+use crate::domain::{LaneKey, SessionId};
 use crate::store::{now_ms, StoreError};
 
 /// The admin JSON routes, all behind the API guard.
@@ -87,7 +87,7 @@ struct LaneView {
     /// Inbound events not yet answered (including the one a running turn works on).
     queue: i64,
     last_activity: i64,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
 }
 
 async fn lane_views(state: &HttpState, limit: i64) -> Result<Vec<LaneView>, StoreError> {
@@ -152,9 +152,9 @@ async fn lane_turns(
 /// A session without its (long) system prompt.
 #[derive(Serialize)]
 struct SessionView {
-    id: String,
+    id: SessionId,
     lane: String,
-    parent_id: Option<String>,
+    parent_id: Option<SessionId>,
     started_at: i64,
     ended_at: Option<i64>,
     end_reason: Option<String>,
@@ -184,7 +184,7 @@ async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Ans
 
 async fn session_messages(
     State(state): State<HttpState>,
-    Path(id): Path<String>,
+    Path(id): Path<SessionId>,
     Query(q): Query<Limit>,
 ) -> Answer {
     let store = &state.store;

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::{ApiError, HttpState};
 use crate::budget::report::{group, since_ms, By};
-use crate::config::NANOS_PER_UNIT;
+use crate::domain::Amount;
 
 #[derive(Deserialize)]
 pub(super) struct Days {
@@ -32,7 +32,6 @@ pub(super) async fn spend(
         .await
         .map_err(|e| ApiError::unavailable(format!("the store could not answer: {e}")))?;
     let groups = group(&rows, By::Day);
-    let units = |n: i64| n as f64 / NANOS_PER_UNIT;
     let today = now.with_timezone(&tz).date_naive();
     let out: Vec<_> = (0..days)
         .rev()
@@ -45,8 +44,8 @@ pub(super) async fn spend(
                 .find(|g| g.key.as_deref() == Some(day.as_str()));
             json!({
                 "day": day,
-                "cost": g.map_or(Some(0.0), |g| g.cost.map(units)),
-                "known_cost": g.map_or(0.0, |g| units(g.known_cost)),
+                "cost": g.map_or(Some(Amount(0)), |g| g.cost),
+                "known_cost": g.map_or(Amount(0), |g| g.known_cost),
                 "unknown_calls": g.map_or(0, |g| g.unknown_calls),
                 "calls": g.map_or(0, |g| g.calls),
                 "output": g.map_or(0, |g| g.output),

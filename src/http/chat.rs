@@ -14,7 +14,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, Caller, HttpState};
-use crate::domain::{LaneKey, MessageEvent, MessageKind, Origin, Platform};
+use crate::domain::{LaneKey, MessageEvent, MessageKind, Origin, Platform, SessionId};
 use crate::store::{InboxInsert, InboxStatus, Store};
 
 #[derive(Deserialize)]
@@ -34,7 +34,7 @@ pub(super) struct ChatRequest {
 #[derive(Serialize)]
 pub(super) struct ChatReply {
     reply: String,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
     message_id: Option<i64>,
     status: InboxStatus,
     inbox_id: i64,
@@ -228,7 +228,7 @@ pub(super) async fn reply(
     store: &dyn Store,
     inbox_id: i64,
     status: InboxStatus,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
     message_id: Option<i64>,
 ) -> Result<Response, ApiError> {
     let rows = store

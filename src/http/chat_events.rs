@@ -19,7 +19,7 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, HttpState};
-use crate::domain::{LaneKey, Role};
+use crate::domain::{LaneKey, Role, SessionId};
 use crate::store::{StoreError, StoredMessage};
 
 /// How often an open stream looks at the store for new messages.
@@ -39,7 +39,7 @@ pub(super) struct PageMessage {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     pub content: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The id the client chose for the message it sent (`client_id`), on a person's row.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
@@ -159,7 +159,7 @@ struct Feed {
     /// The last message id sent.
     after: i64,
     /// The session whose messages were read last.
-    session: Option<String>,
+    session: Option<SessionId>,
     queue: Vec<Event>,
     first: bool,
 }
@@ -240,7 +240,7 @@ impl Feed {
 
 #[derive(Serialize)]
 struct SessionItem {
-    id: String,
+    id: SessionId,
     started_at: i64,
     ended_at: Option<i64>,
     end_reason: Option<String>,
@@ -275,7 +275,7 @@ pub(super) async fn lane_sessions(
 /// compacted rows too: the whole conversation as it was).
 pub(super) async fn session_messages(
     State(state): State<HttpState>,
-    Path((lane, id)): Path<(String, String)>,
+    Path((lane, id)): Path<(String, SessionId)>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let lane = LaneKey::parse(&lane);
     let session = match state.store.session_get(&id).await? {

@@ -15,10 +15,10 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::budget::{cap_kind, format_amount, BudgetEvents, Payer, Period};
+use crate::budget::{BudgetEvents, Payer, Period};
 use crate::config::{BudgetConfig, Config};
 use crate::delivery::{Ask, Outbounds};
-use crate::domain::{LaneKey, Platform};
+use crate::domain::{Amount, Cap, LaneKey, Platform};
 use crate::store::{now_ms, CapHit, NewApproval, NewOutbox, OutboxKey, Store};
 
 /// The `tool` of a budget extension's approval row.
@@ -94,14 +94,14 @@ impl BudgetNotices {
     }
 
     fn money(&self, nanos: i64) -> String {
-        format_amount(nanos, &self.budget.currency)
+        Amount(nanos).in_currency(&self.budget.currency)
     }
 
     /// The question, opened once per approver (a second call finds the same row).
     async fn ask(&self, r: &Reach, hit: &CapHit, amount: i64, text: &str) {
         let now = now_ms();
         let period = Period::at(chrono::Utc::now(), self.tz);
-        let ends = if cap_kind(&hit.cap) == "monthly" {
+        let ends = if hit.cap == Cap::Monthly {
             period.month_ends
         } else {
             period.day_ends
@@ -152,12 +152,12 @@ impl BudgetNotices {
 }
 
 /// Whose spending the cap limits, as an approver reads it, and over what time.
-fn subject(cap: &str) -> (String, &'static str) {
-    match cap.split_once(':') {
-        Some(("person_daily", person)) => (person.to_string(), "today"),
-        Some(("cron_run", job)) => (format!("the cron job {job}"), "today"),
-        _ if cap == "monthly" => ("all spending".into(), "this month"),
-        _ => ("all spending".into(), "today"),
+fn subject(cap: &Cap) -> (String, &'static str) {
+    match cap {
+        Cap::PersonDaily(person) => (person.clone(), "today"),
+        Cap::CronRun(job) => (format!("the cron job {job}"), "today"),
+        Cap::Monthly => ("all spending".into(), "this month"),
+        Cap::Daily => ("all spending".into(), "today"),
     }
 }
 

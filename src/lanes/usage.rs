@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Utc};
 
 use super::Deps;
-use crate::budget::{format_amount, Period};
-use crate::domain::MessageEvent;
+use crate::budget::Period;
+use crate::domain::{Amount, Cap, MessageEvent};
 use crate::store::{SpendRow, SpendScope, StoreError};
 
 /// What one period's rows add up to.
@@ -36,10 +36,13 @@ impl Tally {
     fn lines(&self, head: &str, currency: &str, out: &mut String) {
         out.push_str(&format!(
             "{head}: {}\n",
-            format_amount(self.total, currency)
+            Amount(self.total).in_currency(currency)
         ));
         for (what, amount) in &self.by {
-            out.push_str(&format!("- {what}: {}\n", format_amount(*amount, currency)));
+            out.push_str(&format!(
+                "- {what}: {}\n",
+                Amount(*amount).in_currency(currency)
+            ));
         }
         if self.unknown > 0 {
             out.push_str(&format!(
@@ -117,7 +120,7 @@ async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String,
     if let Some(cap) = budget
         .caps(&payer(person), &period)
         .into_iter()
-        .find(|c| c.cap.starts_with("person_daily:"))
+        .find(|c| matches!(c.cap, Cap::PersonDaily(_)))
     {
         let spent = store
             .spend_sum(&SpendScope::PersonDay {
@@ -131,9 +134,9 @@ async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String,
         let local = period.day_ends.with_timezone(&budget.tz);
         out.push_str(&format!(
             "Your daily budget: {} of {} spent, {} left; it resets at {} ({}).\n",
-            format_amount(spent, currency),
-            format_amount(limit, currency),
-            format_amount((limit - spent).max(0), currency),
+            Amount(spent).in_currency(currency),
+            Amount(limit).in_currency(currency),
+            Amount((limit - spent).max(0)).in_currency(currency),
             local.format("%Y-%m-%d %H:%M"),
             budget.tz.name()
         ));

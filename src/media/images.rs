@@ -81,7 +81,7 @@ mod tests {
                 MediaSource::Telegram("f".into()),
             ));
         }
-        StoredMessage::committed(id, "s", &m, 0)
+        StoredMessage::committed(id, &"s".into(), &m, 0)
     }
 
     #[test]

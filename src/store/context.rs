@@ -11,7 +11,7 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::types::{Lease, NewMessage, Session, StoredMessage};
+use super::types::{Lease, NewMessage, Session, SessionId, StoredMessage};
 use super::StoreResult;
 
 /// The context state of one session, as stored on its row. A restart reads it back, so
@@ -47,13 +47,13 @@ pub struct ImportedMessage {
 #[async_trait]
 pub trait ContextStore: Send + Sync {
     /// The session's context state; `None` when there is no such session.
-    async fn context_get(&self, session_id: &str) -> StoreResult<Option<ContextRow>>;
+    async fn context_get(&self, session_id: &SessionId) -> StoreResult<Option<ContextRow>>;
     /// Writes the state columns the engine owns (strikes, the block and its clock, anchor,
     /// fingerprint), lease-checked.
     async fn context_set(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         row: &ContextRow,
     ) -> StoreResult<()>;
     /// [`super::TranscriptStore::compact`] and [`ContextStore::context_set`] in one transaction:
@@ -61,7 +61,7 @@ pub trait ContextStore: Send + Sync {
     async fn compact_with_state(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         flip_ids: &[i64],
         insert: &[NewMessage],
         row: &ContextRow,
@@ -87,7 +87,7 @@ macro_rules! context_store_impl {
         impl super::context::ContextStore for $ty {
             async fn context_get(
                 &self,
-                session_id: &str,
+                session_id: &SessionId,
             ) -> StoreResult<Option<super::context::ContextRow>> {
                 type Cols = (
                     i64,
@@ -124,7 +124,7 @@ macro_rules! context_store_impl {
             async fn context_set(
                 &self,
                 lease: &Lease,
-                session_id: &str,
+                session_id: &SessionId,
                 row: &super::context::ContextRow,
             ) -> StoreResult<()> {
                 let mut tx = self.begin().await?;
@@ -137,7 +137,7 @@ macro_rules! context_store_impl {
             async fn compact_with_state(
                 &self,
                 lease: &Lease,
-                session_id: &str,
+                session_id: &SessionId,
                 flip_ids: &[i64],
                 insert: &[NewMessage],
                 row: &super::context::ContextRow,
@@ -212,7 +212,7 @@ macro_rules! context_store_impl {
 
         async fn context_write(
             tx: &mut sqlx::Transaction<'static, $db>,
-            session_id: &str,
+            session_id: &SessionId,
             row: &super::context::ContextRow,
         ) -> StoreResult<()> {
             sqlx::query(

@@ -14,14 +14,14 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::StoreResult;
-use crate::domain::LaneKey;
+use crate::domain::{LaneKey, SessionId};
 
 /// A build outcome to store. `created_at` is epoch milliseconds, passed in so that callers
 /// (and tests) own the clock.
 #[derive(Debug, Clone)]
 pub struct NewCapsule {
     pub lane: LaneKey,
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `ok`, `degraded`, `too_short`, `write_failed`, … (see `handoff::BuildStatus`).
     pub status: String,
     /// Empty when the build stored no capsule.
@@ -36,7 +36,7 @@ pub struct NewCapsule {
 pub struct CapsuleRow {
     pub id: i64,
     pub lane: LaneKey,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub status: String,
     pub text: String,
     pub message_count: i64,
@@ -73,7 +73,7 @@ pub trait HandoffStore: Send + Sync {
     async fn pending_consume(
         &self,
         lane: &LaneKey,
-        session_id: &str,
+        session_id: &SessionId,
         max_age: Duration,
         now: i64,
     ) -> StoreResult<PendingTake>;
@@ -103,7 +103,7 @@ pub(super) const PENDING_UPSERT: &str =
 pub(super) type CapsuleTuple = (
     i64,
     String,
-    String,
+    SessionId,
     String,
     String,
     i64,
@@ -194,7 +194,7 @@ macro_rules! handoff_store_impl {
             async fn pending_consume(
                 &self,
                 lane: &LaneKey,
-                session_id: &str,
+                session_id: &SessionId,
                 max_age: Duration,
                 now: i64,
             ) -> StoreResult<super::handoff::PendingTake> {

@@ -22,6 +22,7 @@ mod outbox_key;
 mod pairing;
 mod postgres;
 mod search;
+mod session_id;
 mod signal;
 mod spend;
 mod sqlite;

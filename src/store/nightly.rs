@@ -13,7 +13,7 @@ use serde::Serialize;
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::{Pools, StoreResult};
-use crate::domain::{LaneKey, MessageEvent};
+use crate::domain::{LaneKey, MessageEvent, SessionId};
 
 /// The guard rails of one pass, as absolute bounds (epoch ms) so the caller owns the clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub struct CandidateQuery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NightlyCandidate {
     pub lane: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Live user/assistant messages with text.
     pub messages: i64,
     /// Epoch ms of the session's newest message, whatever its role.
@@ -99,7 +99,7 @@ where
             .into_iter()
             .map(|(lane, session_id, messages, last_at)| NightlyCandidate {
                 lane,
-                session_id,
+                session_id: session_id.into(),
                 messages,
                 last_at,
             })

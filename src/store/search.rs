@@ -14,7 +14,7 @@ use std::future::Future;
 
 use super::types::SearchHit;
 use super::StoreResult;
-use crate::domain::Role;
+use crate::domain::{Role, SessionId};
 
 /// First batch of matches asked for, per wanted session: most queries end in one batch.
 const FIRST_BATCH_PER_HIT: i64 = 8;
@@ -29,7 +29,7 @@ pub(super) const MAX_HITS: i64 = 1_000;
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(super) struct Candidate {
     pub id: i64,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub lane: String,
     pub role: String,
     pub active: i64,

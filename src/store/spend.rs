@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::{Pools, RowsAffected, StoreResult};
+use crate::domain::Cap;
 
 /// Which spending a cap sums.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +46,8 @@ impl SpendScope {
 /// grants are filed under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapLimit {
-    /// `daily`, `monthly`, `person_daily:<person>`, `cron_run:<job>`.
-    pub cap: String,
+    /// Filed in the store under its key (`daily`, `person_daily:<person>`, …).
+    pub cap: Cap,
     pub period: String,
     pub scope: SpendScope,
     pub limit: i64,
@@ -57,7 +58,7 @@ pub struct CapLimit {
 /// each cap a reservation passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapHit {
-    pub cap: String,
+    pub cap: Cap,
     pub period: String,
     /// The cap's own amount, before grants (what one extension adds).
     pub base: i64,
@@ -154,13 +155,13 @@ pub trait SpendStore: Send + Sync {
     /// Spent or held under `scope` now.
     async fn spend_sum(&self, scope: &SpendScope) -> StoreResult<i64>;
     /// Grants of `cap` for `period`, summed.
-    async fn spend_granted(&self, cap: &str, period: &str) -> StoreResult<i64>;
+    async fn spend_granted(&self, cap: &Cap, period: &str) -> StoreResult<i64>;
     /// Raises `cap` by `amount` for `period`.
-    async fn spend_grant(&self, cap: &str, period: &str, amount: i64, by: &str) -> StoreResult<()>;
+    async fn spend_grant(&self, cap: &Cap, period: &str, amount: i64, by: &str) -> StoreResult<()>;
     /// Ledger rows from `since` (epoch ms), oldest first.
     async fn spend_rows(&self, since: i64) -> StoreResult<Vec<SpendRow>>;
     /// Marks a notice of `kind` about `cap` in `period`; `false` when it was already sent.
-    async fn budget_notice_once(&self, cap: &str, period: &str, kind: &str) -> StoreResult<bool>;
+    async fn budget_notice_once(&self, cap: &Cap, period: &str, kind: &str) -> StoreResult<bool>;
 }
 
 /// What `cap` was raised by for `period`.
@@ -206,8 +207,9 @@ where
                 q = q.bind(b);
             }
             let (spent,) = q.fetch_one(&mut *tx).await?;
+            let key = cap.cap.as_key();
             let (granted,): (i64,) = sqlx::query_as(GRANTED)
-                .bind(cap.cap.as_str())
+                .bind(key.as_str())
                 .bind(cap.period.as_str())
                 .fetch_one(&mut *tx)
                 .await?;
@@ -310,21 +312,23 @@ where
         Ok(q.fetch_one(self.reader()).await?.0)
     }
 
-    async fn spend_granted(&self, cap: &str, period: &str) -> StoreResult<i64> {
+    async fn spend_granted(&self, cap: &Cap, period: &str) -> StoreResult<i64> {
+        let key = cap.as_key();
         let (granted,): (i64,) = sqlx::query_as(GRANTED)
-            .bind(cap)
+            .bind(key.as_str())
             .bind(period)
             .fetch_one(self.reader())
             .await?;
         Ok(granted)
     }
 
-    async fn spend_grant(&self, cap: &str, period: &str, amount: i64, by: &str) -> StoreResult<()> {
+    async fn spend_grant(&self, cap: &Cap, period: &str, amount: i64, by: &str) -> StoreResult<()> {
+        let key = cap.as_key();
         sqlx::query(
             "INSERT INTO budget_grants (cap, period, amount, granted_by, at) \
              VALUES ($1, $2, $3, $4, $5)",
         )
-        .bind(cap)
+        .bind(key.as_str())
         .bind(period)
         .bind(amount)
         .bind(by)
@@ -345,12 +349,13 @@ where
         .await?)
     }
 
-    async fn budget_notice_once(&self, cap: &str, period: &str, kind: &str) -> StoreResult<bool> {
+    async fn budget_notice_once(&self, cap: &Cap, period: &str, kind: &str) -> StoreResult<bool> {
+        let key = cap.as_key();
         let res = sqlx::query(
             "INSERT INTO budget_notices (cap, period, kind, at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT DO NOTHING",
         )
-        .bind(cap)
+        .bind(key.as_str())
         .bind(period)
         .bind(kind)
         .bind(self.now_ms())

@@ -12,14 +12,14 @@
 
 use async_trait::async_trait;
 
-use super::types::{Lease, NewMessage, Session, StoredMessage};
+use super::types::{Lease, NewMessage, Session, SessionId, StoredMessage};
 use super::StoreResult;
 use crate::domain::LaneKey;
 
 #[async_trait]
 pub trait TranscriptStore: Send + Sync {
     async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>>;
-    async fn session_get(&self, id: &str) -> StoreResult<Option<Session>>;
+    async fn session_get(&self, id: &SessionId) -> StoreResult<Option<Session>>;
     async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>>;
     /// Sessions whose id starts with `prefix` (an operator types the 12 characters the admin
     /// page shows), at most `limit`, by id.
@@ -27,13 +27,21 @@ pub trait TranscriptStore: Send + Sync {
     /// Opens a new session in the lane (lease-checked); fails if one is open.
     async fn session_create(&self, lease: &Lease, session: &Session) -> StoreResult<()>;
     /// Ends the lane's open session (lease-checked).
-    async fn session_close(&self, lease: &Lease, session_id: &str, reason: &str)
-        -> StoreResult<()>;
-    async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>>;
+    async fn session_close(
+        &self,
+        lease: &Lease,
+        session_id: &SessionId,
+        reason: &str,
+    ) -> StoreResult<()>;
+    async fn messages(
+        &self,
+        session_id: &SessionId,
+        live_only: bool,
+    ) -> StoreResult<Vec<StoredMessage>>;
     async fn append_messages(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         messages: &[NewMessage],
     ) -> StoreResult<Vec<i64>>;
     /// Compaction, in one lease-checked transaction: flips the live rows `flip_ids` of the
@@ -43,7 +51,7 @@ pub trait TranscriptStore: Send + Sync {
     async fn compact(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         flip_ids: &[i64],
         insert: &[NewMessage],
     ) -> StoreResult<Vec<i64>>;
@@ -52,7 +60,7 @@ pub trait TranscriptStore: Send + Sync {
     async fn messages_retract(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         ids: &[i64],
     ) -> StoreResult<()>;
     /// Messages of a session around one id (the scroll half of session_search), only when the
@@ -60,7 +68,7 @@ pub trait TranscriptStore: Send + Sync {
     async fn messages_around(
         &self,
         lane: &LaneKey,
-        session_id: &str,
+        session_id: &SessionId,
         around_id: i64,
         radius: i64,
     ) -> StoreResult<Vec<StoredMessage>>;
@@ -83,7 +91,7 @@ macro_rules! transcript_store_impl {
                 .await?)
         }
 
-        async fn session_get(&self, id: &str) -> StoreResult<Option<Session>> {
+        async fn session_get(&self, id: &SessionId) -> StoreResult<Option<Session>> {
             let sql = format!("SELECT {} FROM sessions WHERE id = $1", common::SESSION_COLS);
             Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(id)
@@ -155,7 +163,7 @@ macro_rules! transcript_store_impl {
         async fn session_close(
             &self,
             lease: &Lease,
-            session_id: &str,
+            session_id: &SessionId,
             reason: &str,
         ) -> StoreResult<()> {
             let mut tx = self.begin().await?;
@@ -172,7 +180,7 @@ macro_rules! transcript_store_impl {
             Ok(())
         }
 
-        async fn messages(&self, session_id: &str, live_only: bool) -> StoreResult<Vec<StoredMessage>> {
+        async fn messages(&self, session_id: &SessionId, live_only: bool) -> StoreResult<Vec<StoredMessage>> {
             let sql = format!(
                 "SELECT {} FROM messages WHERE session_id = $1 AND ($2 = 0 OR active = 1) ORDER BY id",
                 common::MESSAGE_COLS
@@ -188,7 +196,7 @@ macro_rules! transcript_store_impl {
         async fn append_messages(
             &self,
             lease: &Lease,
-            session_id: &str,
+            session_id: &SessionId,
             messages: &[NewMessage],
         ) -> StoreResult<Vec<i64>> {
             let mut tx = self.begin().await?;
@@ -204,7 +212,7 @@ macro_rules! transcript_store_impl {
         async fn compact(
             &self,
             lease: &Lease,
-            session_id: &str,
+            session_id: &SessionId,
             flip_ids: &[i64],
             insert: &[NewMessage],
         ) -> StoreResult<Vec<i64>> {
@@ -222,7 +230,7 @@ macro_rules! transcript_store_impl {
         async fn messages_retract(
             &self,
             lease: &Lease,
-            session_id: &str,
+            session_id: &SessionId,
             ids: &[i64],
         ) -> StoreResult<()> {
             let mut tx = self.begin().await?;
@@ -235,7 +243,7 @@ macro_rules! transcript_store_impl {
         async fn messages_around(
             &self,
             lane: &LaneKey,
-            session_id: &str,
+            session_id: &SessionId,
             around_id: i64,
             radius: i64,
         ) -> StoreResult<Vec<StoredMessage>> {

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use super::types::{ContextAfterCommit, InboxAttempt, Lease, TurnCommit, TurnCommitted, TurnRow};
 use super::StoreResult;
-use crate::domain::LaneKey;
+use crate::domain::{LaneKey, SessionId};
 
 #[async_trait]
 pub trait TurnStore: Send + Sync {
@@ -25,7 +25,7 @@ pub trait TurnStore: Send + Sync {
     async fn turn_begin(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         inbox: Option<InboxAttempt>,
     ) -> StoreResult<i64> {
         self.turn_begin_with(lease, session_id, inbox, true).await
@@ -90,7 +90,7 @@ macro_rules! turn_store_impl {
         async fn turn_begin_with(
             &self,
             lease: &Lease,
-            session_id: &str,
+            session_id: &SessionId,
             inbox: Option<InboxAttempt>,
             sweep: bool,
         ) -> StoreResult<i64> {

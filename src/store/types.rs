@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::outbox_key::{OutboxKey, ReplyKey};
 pub use super::status::{InboxStatus, OutboxStatus, TurnStatus};
+pub use crate::domain::SessionId;
 use crate::domain::{Attachment, LaneKey, MessageEvent, Platform, Role, ToolCall};
 
 /// Proof of holding a named lease (a lane's turn lease, or a singleton role such as the
@@ -56,17 +57,17 @@ pub struct InboxRow {
     pub status: InboxStatus,
     pub attempts: i64,
     pub note: Option<String>,
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     pub reply_message_id: Option<i64>,
     pub received_at: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Session {
-    pub id: String,
+    pub id: SessionId,
     #[sqlx(try_from = "String")]
     pub lane: LaneKey,
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     pub started_at: i64,
     pub ended_at: Option<i64>,
     pub end_reason: Option<String>,
@@ -80,7 +81,7 @@ pub struct Session {
 impl Session {
     /// An open session of `lane` with no parent and no history of strikes or fallbacks.
     pub fn new(
-        id: impl Into<String>,
+        id: impl Into<SessionId>,
         lane: LaneKey,
         started_at: i64,
         system_prompt: impl Into<String>,
@@ -135,7 +136,7 @@ impl NewMessage {
 #[derive(Debug, Clone, Serialize)]
 pub struct StoredMessage {
     pub id: i64,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub role: Role,
     pub content: String,
     pub api_content: Option<String>,
@@ -163,10 +164,15 @@ impl StoredMessage {
 
     /// The live row a commit made of `m` under `id` (what a read would return, but for
     /// `created_at`, which is the caller's clock).
-    pub fn committed(id: i64, session_id: &str, m: &NewMessage, created_at: i64) -> StoredMessage {
+    pub fn committed(
+        id: i64,
+        session_id: &SessionId,
+        m: &NewMessage,
+        created_at: i64,
+    ) -> StoredMessage {
         StoredMessage {
             id,
-            session_id: session_id.to_string(),
+            session_id: session_id.clone(),
             role: m.role,
             content: m.content.clone(),
             api_content: m.api_content.clone(),
@@ -273,7 +279,7 @@ impl InboxAttempt {
 #[derive(Debug, Clone)]
 pub struct TurnCommit {
     pub turn_id: i64,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub messages: Vec<NewMessage>,
     pub outbox: Vec<NewOutbox>,
     pub inbox_id: Option<i64>,
@@ -297,13 +303,13 @@ impl TurnCommit {
     /// A commit with only the required parts; the optional ones empty.
     pub fn new(
         turn_id: i64,
-        session_id: &str,
+        session_id: &SessionId,
         inbox_id: Option<i64>,
         status: InboxStatus,
     ) -> TurnCommit {
         TurnCommit {
             turn_id,
-            session_id: session_id.to_string(),
+            session_id: session_id.clone(),
             messages: Vec::new(),
             outbox: Vec::new(),
             inbox_id,
@@ -334,7 +340,7 @@ pub struct OutboxCounts {
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchHit {
     pub lane: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub message_id: i64,
     pub role: Role,
     pub snippet: String,
@@ -349,7 +355,7 @@ pub struct LaneOverview {
     pub last_activity: i64,
     pub lease_holder: Option<String>,
     pub lease_expires_at: Option<i64>,
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -357,7 +363,7 @@ pub struct TurnRow {
     pub id: i64,
     #[sqlx(try_from = "String")]
     pub lane: LaneKey,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub inbox_id: Option<i64>,
     pub holder: String,
     pub token: i64,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::Role;
+use herald::domain::SessionId;
 use herald::store::{self, ContextRow, ImportedMessage, NewMessage, Session, Store, StoreError};
 
 fn session(id: &str, lane: &str) -> Session {
@@ -26,15 +27,18 @@ async fn contract(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(
-        store.context_get(&sid).await.unwrap(),
+        store.context_get(&SessionId::from(&sid)).await.unwrap(),
         Some(ContextRow::default())
     );
-    assert_eq!(store.context_get("no-such-session").await.unwrap(), None);
+    assert_eq!(
+        store.context_get(&"no-such-session".into()).await.unwrap(),
+        None
+    );
 
     let ids = store
         .append_messages(
             &lease,
-            &sid,
+            &SessionId::from(&sid),
             &[
                 NewMessage::new(Role::User, "a"),
                 NewMessage::new(Role::Assistant, "b"),
@@ -54,14 +58,17 @@ async fn contract(store: Arc<dyn Store>) {
     let new = store
         .compact_with_state(
             &lease,
-            &sid,
+            &SessionId::from(&sid),
             &ids[..1],
             &[NewMessage::new(Role::User, "carrier")],
             &row,
         )
         .await
         .unwrap();
-    assert_eq!(store.context_get(&sid).await.unwrap(), Some(row.clone()));
+    assert_eq!(
+        store.context_get(&SessionId::from(&sid)).await.unwrap(),
+        Some(row.clone())
+    );
     let old = store.message_get(ids[0]).await.unwrap().unwrap();
     assert!(old.compacted && !old.active);
     assert_eq!(
@@ -72,10 +79,13 @@ async fn contract(store: Arc<dyn Store>) {
     // A stale view aborts the whole compaction, state included.
     let stale = ContextRow::default();
     let err = store
-        .compact_with_state(&lease, &sid, &ids[..1], &[], &stale)
+        .compact_with_state(&lease, &SessionId::from(&sid), &ids[..1], &[], &stale)
         .await;
     assert!(matches!(err, Err(StoreError::NotFound(_))), "{err:?}");
-    assert_eq!(store.context_get(&sid).await.unwrap(), Some(row));
+    assert_eq!(
+        store.context_get(&SessionId::from(&sid)).await.unwrap(),
+        Some(row)
+    );
 
     // A lost lease writes nothing.
     store.lease_release(&lease).await.unwrap();
@@ -85,7 +95,7 @@ async fn contract(store: Arc<dyn Store>) {
         .unwrap()
         .unwrap();
     let err = store
-        .context_set(&lease, &sid, &ContextRow::default())
+        .context_set(&lease, &SessionId::from(&sid), &ContextRow::default())
         .await;
     assert!(matches!(err, Err(StoreError::LeaseLost { .. })), "{err:?}");
 
@@ -101,7 +111,10 @@ async fn contract(store: Arc<dyn Store>) {
         .session_import(&thief, &session(&isid, &lane), "imported", &msgs)
         .await
         .unwrap();
-    let got = store.messages(&isid, false).await.unwrap();
+    let got = store
+        .messages(&SessionId::from(&isid), false)
+        .await
+        .unwrap();
     assert_eq!(got.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
     assert_eq!(
         got.iter()
@@ -110,7 +123,7 @@ async fn contract(store: Arc<dyn Store>) {
         [(true, false), (false, true), (false, false)]
     );
     assert!(store
-        .session_get(&isid)
+        .session_get(&SessionId::from(&isid))
         .await
         .unwrap()
         .unwrap()

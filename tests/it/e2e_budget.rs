@@ -15,7 +15,7 @@ use chrono::{TimeZone, Utc};
 use herald::app::App;
 use herald::config::{Config, PriceConfig};
 use herald::cron::{JobSpec, Scheduler};
-use herald::domain::{Amount, LaneKey};
+use herald::domain::{Amount, Cap, LaneKey};
 use herald::store::{CapLimit, FireStatus, NewHold, SpendScope, Store};
 use herald_test_support::backends::in_fresh_pg_schema;
 use herald_test_support::db::Db;
@@ -209,7 +209,7 @@ async fn an_unpriced_model_is_refused_while_caps_are_on() {
 async fn race(one: Arc<dyn Store>, two: Arc<dyn Store>) {
     let day = "2026-12-02".to_string();
     let cap = CapLimit {
-        cap: "daily".into(),
+        cap: Cap::Daily,
         period: day.clone(),
         scope: SpendScope::Day(day.clone()),
         limit: 10 * HOLD,

@@ -11,6 +11,7 @@ use herald::agent::context::spill::PAGE_CHARS;
 use herald::agent::tools::{SessionSearch, Tool, ToolContext};
 use herald::app::App;
 use herald::config::Config;
+use herald::domain::SessionId;
 use herald::domain::{LaneKey, Role};
 use herald::store::SearchScope;
 use herald_test_support::fake_llm::{Billing, FakeLlm, Recorded, Step};
@@ -43,6 +44,7 @@ async fn session_of(app: &App, lane: &str) -> String {
         .unwrap()
         .expect("open session")
         .id
+        .into_string()
 }
 
 /// `[#N]` ids cited in a text.
@@ -74,7 +76,7 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     let mut turns = 1;
     while !app
         .store
-        .messages(&sid, false)
+        .messages(&SessionId::from(&sid), false)
         .await
         .unwrap()
         .iter()
@@ -110,7 +112,11 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
         "the middle is gone: {} messages",
         last.len()
     );
-    let live = app.store.messages(&sid, true).await.unwrap();
+    let live = app
+        .store
+        .messages(&SessionId::from(&sid), true)
+        .await
+        .unwrap();
     assert_eq!(
         live.len(),
         last.len(),
@@ -121,11 +127,15 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     let carrier = &contents[3];
     let ids = cited_ids(carrier);
     assert!(!ids.is_empty(), "the carrier cites messages");
-    let all = app.store.messages(&sid, false).await.unwrap();
+    let all = app
+        .store
+        .messages(&SessionId::from(&sid), false)
+        .await
+        .unwrap();
     for id in &ids {
         let around = app
             .store
-            .messages_around(&LaneKey::new(lane), &sid, *id, 0)
+            .messages_around(&LaneKey::new(lane), &SessionId::from(&sid), *id, 0)
             .await
             .unwrap();
         let m = around
@@ -166,7 +176,7 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     let ctx = ToolContext {
         lane: LaneKey::new(lane),
         person: "web:tester".into(),
-        session_id: sid.clone(),
+        session_id: sid.clone().into(),
         turn_id: None,
         inbox_id: None,
         call_index: 0,
@@ -192,7 +202,12 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
     // The next turn is judged and re-anchored: one effective compaction, no strikes.
     let (status, _) = client.chat(lane, "short follow-up").await;
     assert_eq!(status, 200);
-    let state = app.store.context_get(&sid).await.unwrap().unwrap();
+    let state = app
+        .store
+        .context_get(&SessionId::from(&sid))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(state.compaction_strikes, 0);
     assert!(state.prompt_tokens_anchor.is_some());
     assert_ne!(state.anchor_fingerprint.as_deref(), Some("pending"));
@@ -223,12 +238,21 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
         assert_eq!(status, 200);
     }
     let sid = session_of(&app, lane).await;
-    let state = app.store.context_get(&sid).await.unwrap().unwrap();
+    let state = app
+        .store
+        .context_get(&SessionId::from(&sid))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(state.compaction_strikes, 2, "two ineffective passes");
     let blocked = state
         .breaker_blocked_ms
         .expect("the sixth turn was blocked");
-    let all = app.store.messages(&sid, false).await.unwrap();
+    let all = app
+        .store
+        .messages(&SessionId::from(&sid), false)
+        .await
+        .unwrap();
     assert_eq!(carriers(&all), 2);
     app.shutdown().await;
 
@@ -239,7 +263,12 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
         let (status, _) = client.chat(lane, &long_message(i)).await;
         assert_eq!(status, 200);
     }
-    let after = app.store.context_get(&sid).await.unwrap().unwrap();
+    let after = app
+        .store
+        .context_get(&SessionId::from(&sid))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(after.compaction_strikes, 2);
     let blocked_after = after.breaker_blocked_ms.expect("still blocking");
     assert!(
@@ -247,7 +276,12 @@ async fn breaker_trips_after_two_ineffective_passes_and_survives_a_restart() {
         "the block kept what it had accumulated ({blocked} ms), now {blocked_after} ms"
     );
     assert_eq!(
-        carriers(&app.store.messages(&sid, false).await.unwrap()),
+        carriers(
+            &app.store
+                .messages(&SessionId::from(&sid), false)
+                .await
+                .unwrap()
+        ),
         2,
         "no compaction while blocked"
     );
@@ -270,7 +304,12 @@ async fn a_large_tool_result_is_a_preview_from_the_next_request_of_its_turn() {
         assert_eq!(client.chat(lane, &note).await.0, 200);
     }
     let sid = session_of(&app, lane).await;
-    let first = app.store.messages(&sid, true).await.unwrap()[0].id;
+    let first = app
+        .store
+        .messages(&SessionId::from(&sid), true)
+        .await
+        .unwrap()[0]
+        .id;
     // The model reads the notes around the first one (a result of some 25,000 characters),
     // then pages that result in.
     let scroll = json!({"session_id": sid, "around_message_id": first});
@@ -303,7 +342,11 @@ async fn a_large_tool_result_is_a_preview_from_the_next_request_of_its_turn() {
     assert_eq!(paged["next_offset"], PAGE_CHARS);
 
     // The row keeps the whole result; the page was its first PAGE_CHARS characters.
-    let rows = app.store.messages(&sid, true).await.unwrap();
+    let rows = app
+        .store
+        .messages(&SessionId::from(&sid), true)
+        .await
+        .unwrap();
     let stored = rows
         .iter()
         .find(|m| m.role == Role::Tool && m.content.chars().count() == total)

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use herald::app::App;
+use herald::domain::SessionId;
 use herald::domain::{LaneKey, MessageEvent, Platform};
 use herald::handoff::{ACK, ALREADY};
 use herald::store::{now_ms, InboxStatus, NewCapsule};
@@ -46,7 +47,13 @@ async fn capsule(client: &Client, lane: &str) -> Value {
 }
 
 async fn wait_rotated(app: &App, session_id: &str) {
-    let session = || async { app.store.session_get(session_id).await.unwrap().unwrap() };
+    let session = || async {
+        app.store
+            .session_get(&SessionId::from(session_id))
+            .await
+            .unwrap()
+            .unwrap()
+    };
     wait_until(
         "the session to be rotated",
         Duration::from_secs(10),

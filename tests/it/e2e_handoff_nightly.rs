@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use herald::app::App;
+use herald::domain::SessionId;
 use herald::domain::{LaneKey, Role};
 use herald::handoff::PassKind;
 use herald::store::{now_ms, NewMessage, Session};
@@ -44,7 +45,12 @@ async fn wait_closed(app: &App, session_id: &str) -> String {
         "the session to close",
         Duration::from_secs(10),
         async || {
-            let s = app.store.session_get(session_id).await.unwrap().unwrap();
+            let s = app
+                .store
+                .session_get(&SessionId::from(session_id))
+                .await
+                .unwrap()
+                .unwrap();
             s.end_reason
         },
     )

@@ -7,6 +7,7 @@ use std::time::Duration;
 use herald::app::App;
 use herald::config::{Config, Secret};
 use herald::domain::LaneKey;
+use herald::domain::SessionId;
 use herald::http::{table, Guard};
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::fake_telegram::FakeTelegram;
@@ -28,13 +29,14 @@ async fn session_of(app: &App, lane: &str) -> String {
         .unwrap()
         .expect("the lane has a session")
         .id
+        .into_string()
 }
 
 /// The id of the first message of `lane`'s session that contains `needle`.
 async fn message_with(app: &App, lane: &str, needle: &str) -> i64 {
     let sid = session_of(app, lane).await;
     app.store
-        .messages(&sid, false)
+        .messages(&SessionId::from(&sid), false)
         .await
         .unwrap()
         .into_iter()

@@ -62,7 +62,7 @@ async fn handoff(app: &App, client: &Client, lane: &str) -> (String, Value) {
             .is_some()
     })
     .await;
-    (old, c)
+    (old.into_string(), c)
 }
 
 // ---- 1. A brief mirrored into a lane does not eat its pending capsule ----

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use herald::app::App;
+use herald::domain::SessionId;
 use herald::domain::{MessageEvent, Platform};
 use herald::store::InboxStatus;
 use herald_test_support::fake_llm::{FakeLlm, Step};
@@ -29,7 +30,7 @@ async fn web_message_reaches_the_model_and_the_reply_comes_back() {
     assert_eq!(reqs.len(), 1);
     let stored = app
         .store
-        .session_get(body["session_id"].as_str().unwrap())
+        .session_get(&SessionId::from(body["session_id"].as_str().unwrap()))
         .await
         .unwrap()
         .unwrap();

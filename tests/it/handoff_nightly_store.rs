@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use herald::domain::SessionId;
 use herald::domain::{LaneKey, MessageEvent, Platform, Role};
 use herald::store::{now_ms, CandidateQuery, NewCapsule, NewMessage, Session, Store};
 
@@ -44,7 +45,10 @@ async fn conversation(store: &Arc<dyn Store>, lane: &str, n: usize) -> String {
             NewMessage::new(role, format!("message {i} in {lane}"))
         })
         .collect();
-    store.append_messages(&lease, &id, &msgs).await.unwrap();
+    store
+        .append_messages(&lease, &SessionId::from(&id), &msgs)
+        .await
+        .unwrap();
     store.lease_release(&lease).await.unwrap();
     // Messages are stamped in milliseconds: keep each lane's last message distinct in time.
     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -89,7 +93,10 @@ async fn guard_rails(store: Arc<dyn Store>) {
         .await
         .unwrap()
         .unwrap();
-    store.session_close(&lease, &closed, "new").await.unwrap();
+    store
+        .session_close(&lease, &SessionId::from(&closed), "new")
+        .await
+        .unwrap();
     store.lease_release(&lease).await.unwrap();
     conversation(&store, "web:waiting", 6).await;
     store

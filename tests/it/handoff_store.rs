@@ -9,6 +9,7 @@ use std::time::Duration;
 use herald::domain::LaneKey;
 use herald::store::{now_ms, NewCapsule, Store};
 
+use herald::store::clock::ManualClock;
 use herald_test_support::contract;
 
 const HOUR_MS: i64 = 3_600_000;
@@ -31,6 +32,7 @@ contract!(
     race
 );
 contract!(
+    clocked
     sqlite_one_build_per_lane,
     postgres_one_build_per_lane,
     build_claim
@@ -59,7 +61,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
         .unwrap();
     // The summarized session asks: nothing, and the marker stays.
     let own = store
-        .pending_consume(&lane, "s1", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s1".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(own.capsule, None);
@@ -68,7 +70,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
     let other = LaneKey::new("web:elsewhere");
     assert_eq!(
         store
-            .pending_consume(&other, "s2", MAX_AGE, now_ms())
+            .pending_consume(&other, &"s2".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -76,7 +78,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
     );
     // A new session gets it once.
     let got = store
-        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     let c = got.capsule.expect("the new session receives the capsule");
@@ -87,13 +89,13 @@ async fn marker_rules(store: Arc<dyn Store>) {
     // Its first turn was abandoned before committing (killed, lease lost): the retried first
     // turn of the same session receives the same capsule, not nothing.
     let again = store
-        .pending_consume(&lane, "s2", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(again.capsule.map(|c| c.id), Some(id));
     assert_eq!(
         store
-            .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+            .pending_consume(&lane, &"s3".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -122,7 +124,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
     );
     assert_eq!(
         store
-            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .pending_consume(&lane, &"s4".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -141,7 +143,7 @@ async fn replaces(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let got = store
-        .pending_consume(&lane, "s3", MAX_AGE, now_ms())
+        .pending_consume(&lane, &"s3".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(
@@ -150,7 +152,7 @@ async fn replaces(store: Arc<dyn Store>) {
     );
     assert_eq!(
         store
-            .pending_consume(&lane, "s4", MAX_AGE, now_ms())
+            .pending_consume(&lane, &"s4".into(), MAX_AGE, now_ms())
             .await
             .unwrap()
             .capsule,
@@ -168,7 +170,7 @@ async fn stale(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let got = store
-        .pending_consume(&old, "s2", MAX_AGE, now_ms())
+        .pending_consume(&old, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(
@@ -187,7 +189,7 @@ async fn stale(store: Arc<dyn Store>) {
         .await
         .unwrap();
     let got = store
-        .pending_consume(&recent, "s2", MAX_AGE, now_ms())
+        .pending_consume(&recent, &"s2".into(), MAX_AGE, now_ms())
         .await
         .unwrap();
     assert_eq!(got.capsule.map(|c| c.text), Some("yesterday".to_string()));
@@ -209,7 +211,12 @@ async fn race(store: Arc<dyn Store>) {
             tasks.push(tokio::spawn(async move {
                 let lane = LaneKey::new(&format!("web:race{i}"));
                 let got = store
-                    .pending_consume(&lane, &format!("{worker}-session"), MAX_AGE, now_ms())
+                    .pending_consume(
+                        &lane,
+                        &format!("{worker}-session").into(),
+                        MAX_AGE,
+                        now_ms(),
+                    )
                     .await
                     .unwrap();
                 (i, got.capsule.is_some())
@@ -224,7 +231,7 @@ async fn race(store: Arc<dyn Store>) {
     assert_eq!(taken, [1; LANES], "every marker is taken exactly once");
 }
 
-async fn build_claim(store: Arc<dyn Store>) {
+async fn build_claim(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let lane = LaneKey::new("web:claim");
     let long = Duration::from_secs(60);
     assert!(store.handoff_claim(&lane, "a/1", long).await.unwrap());
@@ -246,7 +253,7 @@ async fn build_claim(store: Arc<dyn Store>) {
         .handoff_claim(&other, "dead/1", Duration::ZERO)
         .await
         .unwrap());
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    clock.advance(Duration::from_millis(5));
     assert!(store.handoff_claim(&other, "live/1", long).await.unwrap());
 
     // Racing claims: exactly one wins.

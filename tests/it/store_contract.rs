@@ -148,6 +148,7 @@ contract!(
     pairing::pairing_lifecycle
 );
 contract!(
+    clocked
     sqlite_pairing_cap_and_expiry,
     postgres_pairing_cap_and_expiry,
     pairing::pairing_cap_and_expiry

@@ -138,7 +138,7 @@ mod tests {
     fn stored(id: i64, role: Role, text: &str) -> StoredMessage {
         let mut m = StoredMessage::committed(
             id,
-            "s",
+            &"s".into(),
             &crate::store::NewMessage::new(role, text.to_string()),
             0,
         );

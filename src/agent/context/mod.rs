@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::agent::compaction::estimate_tokens;
 use crate::agent::tools::Tools;
 use crate::config::Config;
-use crate::domain::{Role, ToolCall};
+use crate::domain::{Role, SessionId, ToolCall};
 use crate::store::{
     ContextRow, Lease, NewMessage, Session, Store, StoreError, StoreResult, StoredMessage,
 };
@@ -242,7 +242,7 @@ impl<'a> ContextEngine<'a> {
     pub async fn after_turn(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         messages: &[NewMessage],
         ids: &[i64],
         readings: &[u64],
@@ -269,7 +269,7 @@ impl<'a> ContextEngine<'a> {
     pub fn anchor_after(
         &self,
         mut row: ContextRow,
-        session_id: &str,
+        session_id: &SessionId,
         messages: &[NewMessage],
         ids: &[i64],
         readings: &[u64],
@@ -348,7 +348,7 @@ impl<'a> ContextEngine<'a> {
     }
 
     /// Hands the rows about to be compacted to [`on_compact`](Self::on_compact), if set.
-    fn notify(&self, session_id: &str, raw: &[StoredMessage], middle_ids: &[i64]) {
+    fn notify(&self, session_id: &SessionId, raw: &[StoredMessage], middle_ids: &[i64]) {
         if let Some(f) = self.on_compact {
             let rows: Vec<StoredMessage> = raw
                 .iter()
@@ -362,7 +362,7 @@ impl<'a> ContextEngine<'a> {
     async fn write_state(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         row: &ContextRow,
     ) -> StoreResult<bool> {
         match self.store.context_set(lease, session_id, row).await {

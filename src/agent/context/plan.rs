@@ -178,7 +178,7 @@ mod tests {
         );
         assert!(!p.flip.is_empty() && p.middle_ids.iter().all(|id| *id < 15));
         let c = &p.insert[0];
-        let stored = StoredMessage::committed(19, "s", c, 0);
+        let stored = StoredMessage::committed(19, &"s".into(), c, 0);
         assert_eq!(
             carrier_span(&stored),
             Some((p.middle_ids[0], *p.middle_ids.last().unwrap()))

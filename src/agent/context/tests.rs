@@ -52,7 +52,10 @@ async fn seeded(store: &Arc<dyn Store>) -> (Lease, Session) {
         ));
         rows.push(NewMessage::new(Role::Assistant, format!("answer {i}")));
     }
-    store.append_messages(&lease, "s1", &rows).await.unwrap();
+    store
+        .append_messages(&lease, &"s1".into(), &rows)
+        .await
+        .unwrap();
     (lease, s)
 }
 
@@ -76,9 +79,13 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
         compaction_strikes: 2,
         ..ContextRow::default()
     };
-    store.context_set(&lease, "s1", &tripped).await.unwrap();
-    let live =
-        |store: Arc<dyn Store>| async move { store.messages("s1", true).await.unwrap().len() };
+    store
+        .context_set(&lease, &"s1".into(), &tripped)
+        .await
+        .unwrap();
+    let live = |store: Arc<dyn Store>| async move {
+        store.messages(&"s1".into(), true).await.unwrap().len()
+    };
     let before = live(store.clone()).await;
 
     let cfg = config();
@@ -89,7 +96,7 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
         before,
         "blocked: nothing compacted"
     );
-    let row = store.context_get("s1").await.unwrap().unwrap();
+    let row = store.context_get(&"s1".into()).await.unwrap().unwrap();
     assert_eq!(
         row.breaker_blocked_ms,
         Some(0),
@@ -98,7 +105,7 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
     // Four minutes later in the same process.
     clock.set("first", 1_000 + 4 * 60_000);
     engine.prepare(&lease, &s, "next", &tools).await.unwrap();
-    let row = store.context_get("s1").await.unwrap().unwrap();
+    let row = store.context_get(&"s1".into()).await.unwrap().unwrap();
     assert_eq!(row.breaker_blocked_ms, Some(4 * 60_000));
 
     // A restart: a new store on the same file, a new process whose clock starts anywhere. The
@@ -112,7 +119,7 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
         before,
         "still blocked after the restart"
     );
-    let row = store.context_get("s1").await.unwrap().unwrap();
+    let row = store.context_get(&"s1".into()).await.unwrap().unwrap();
     assert_eq!(
         row.breaker_blocked_ms,
         Some(4 * 60_000),
@@ -135,7 +142,7 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
         view.len()
     );
     assert!(plan::is_carrier(&view[2]), "head, then the carrier");
-    let row = store.context_get("s1").await.unwrap().unwrap();
+    let row = store.context_get(&"s1".into()).await.unwrap().unwrap();
     assert_eq!(row.anchor_fingerprint.as_deref(), Some(PENDING));
     assert_eq!(row.breaker_blocked_ms, None);
 
@@ -144,9 +151,14 @@ async fn blocked_for_five_minutes_then_one_probation_even_across_a_restart() {
         NewMessage::new(Role::User, "next"),
         NewMessage::new(Role::Assistant, "ok"),
     ];
-    let ids = store.append_messages(&lease, "s1", &msgs).await.unwrap();
-    engine.after_turn(&lease, "s1", &msgs, &ids, &[900]).await;
-    let row = store.context_get("s1").await.unwrap().unwrap();
+    let ids = store
+        .append_messages(&lease, &"s1".into(), &msgs)
+        .await
+        .unwrap();
+    engine
+        .after_turn(&lease, &"s1".into(), &msgs, &ids, &[900])
+        .await;
+    let row = store.context_get(&"s1".into()).await.unwrap().unwrap();
     assert_eq!(row.compaction_strikes, 0);
     assert_eq!(row.prompt_tokens_anchor, Some(900));
 }
@@ -166,13 +178,16 @@ async fn anchor_counts_only_what_follows_its_boundary_and_an_edit_invalidates_it
         NewMessage::new(Role::User, "hello"),
         NewMessage::new(Role::Assistant, "hi there"),
     ];
-    let ids = store.append_messages(&lease, "s1", &msgs).await.unwrap();
+    let ids = store
+        .append_messages(&lease, &"s1".into(), &msgs)
+        .await
+        .unwrap();
     let cfg = config();
     let engine = ContextEngine::with_window(store.as_ref(), &cfg, 32_000, &SystemClock);
     engine
-        .after_turn(&lease, "s1", &msgs, &ids, &[5_000, 7_000])
+        .after_turn(&lease, &"s1".into(), &msgs, &ids, &[5_000, 7_000])
         .await;
-    let row = store.context_get("s1").await.unwrap().unwrap();
+    let row = store.context_get(&"s1".into()).await.unwrap().unwrap();
     assert_eq!(
         row.prompt_tokens_anchor,
         Some(7_000),
@@ -180,7 +195,7 @@ async fn anchor_counts_only_what_follows_its_boundary_and_an_edit_invalidates_it
     );
 
     let tools = Tools::default();
-    let view = engine.view(store.messages("s1", true).await.unwrap());
+    let view = engine.view(store.messages(&"s1".into(), true).await.unwrap());
     // Anchor + the answer after the boundary ("hi there": 2 + 4) + "abcd" (1 + 4).
     assert_eq!(
         engine.projected(&s, &tools, &view, "abcd", &row),
@@ -221,18 +236,21 @@ async fn a_turns_spilled_tool_result_was_billed_as_a_preview_and_the_anchor_keep
         result,
         NewMessage::new(Role::Assistant, "done"),
     ];
-    let ids = store.append_messages(&lease, "s1", &msgs).await.unwrap();
+    let ids = store
+        .append_messages(&lease, &"s1".into(), &msgs)
+        .await
+        .unwrap();
     let cfg = config();
     let engine = ContextEngine::with_window(store.as_ref(), &cfg, 32_000, &SystemClock);
     engine
-        .after_turn(&lease, "s1", &msgs, &ids, &[200, 1_300])
+        .after_turn(&lease, &"s1".into(), &msgs, &ids, &[200, 1_300])
         .await;
     // The second request already carried a preview (about 1,100 tokens), not the 10,000
     // tokens of the whole result: the anchor moves only by the preview's changed wording.
-    let row = store.context_get("s1").await.unwrap().unwrap();
+    let row = store.context_get(&"s1".into()).await.unwrap().unwrap();
     let anchor = row.prompt_tokens_anchor.unwrap();
     assert!((1_250..=1_300).contains(&anchor), "{anchor}");
-    let view = engine.view(store.messages("s1", true).await.unwrap());
+    let view = engine.view(store.messages(&"s1".into(), true).await.unwrap());
     assert!(view[2]
         .wire_content()
         .starts_with("[Large tool result: 40000 characters"));

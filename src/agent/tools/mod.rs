@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{Attachment, LaneKey};
+use crate::domain::{Attachment, LaneKey, SessionId};
 use crate::llm::{Blob, ToolSpec};
 
 pub use attach_file::AttachFile;
@@ -43,7 +43,7 @@ pub struct ToolContext {
     pub lane: LaneKey,
     /// The sender identity, `platform:sender_id` (e.g. `telegram:123`).
     pub person: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub turn_id: Option<i64>,
     /// The inbox row the turn answers; with [`ToolContext::call_index`] it names a call
     /// across retries of the same turn (approvals and sent messages are keyed by it).

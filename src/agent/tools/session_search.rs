@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Tool, ToolContext, ToolError};
 use crate::agent::context::spill::PAGE_CHARS;
-use crate::domain::Role;
+use crate::domain::{Role, SessionId};
 use crate::llm::ToolSpec;
 use crate::store::{SearchScope, Store};
 
@@ -24,7 +24,7 @@ pub struct SessionSearch {
 #[derive(Deserialize)]
 struct SearchArgs {
     query: Option<String>,
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
     around_message_id: Option<i64>,
     role_filter: Option<String>,
     limit: Option<i64>,

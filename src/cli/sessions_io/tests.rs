@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
+use crate::domain::SessionId;
 use crate::store::SqliteStore;
 
 async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
@@ -44,7 +45,7 @@ async fn export_then_import_keeps_every_message_and_flag() {
         .await
         .unwrap()
         .unwrap();
-    let mut s = Session::new("orig", "web:a".into(), 1, "You are Herald.", "m");
+    let s = Session::new("orig", "web:a".into(), 1, "You are Herald.", "m");
     store.session_create(&lease, &s).await.unwrap();
     let mut call = NewMessage::new(Role::Assistant, "");
     call.tool_calls = vec![ToolCall {
@@ -60,7 +61,7 @@ async fn export_then_import_keeps_every_message_and_flag() {
     let ids = store
         .append_messages(
             &lease,
-            "orig",
+            &"orig".into(),
             &[
                 user,
                 call,
@@ -71,12 +72,14 @@ async fn export_then_import_keeps_every_message_and_flag() {
         )
         .await
         .unwrap();
-    store.compact(&lease, "orig", &ids[..1], &[]).await.unwrap();
     store
-        .messages_retract(&lease, "orig", &ids[4..])
+        .compact(&lease, &"orig".into(), &ids[..1], &[])
         .await
         .unwrap();
-    s.id.clear();
+    store
+        .messages_retract(&lease, &"orig".into(), &ids[4..])
+        .await
+        .unwrap();
 
     let exported = export_jsonl(store.as_ref(), "orig").await.unwrap();
     let file = dir.path().join("chat.jsonl");
@@ -85,7 +88,11 @@ async fn export_then_import_keeps_every_message_and_flag() {
         .await
         .unwrap();
     assert_eq!(n, 5);
-    let imported = store.session_get(&new_id).await.unwrap().unwrap();
+    let imported = store
+        .session_get(&SessionId::from(&new_id))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(imported.lane, "import:chat");
     assert_eq!(imported.end_reason.as_deref(), Some("imported"));
     assert_eq!(imported.system_prompt, "You are Herald.");
@@ -130,12 +137,16 @@ async fn an_openai_message_list_with_tool_calls_imports() {
     .await
     .unwrap();
     assert_eq!(n, 4);
-    let s = store.session_get(&id).await.unwrap().unwrap();
+    let s = store
+        .session_get(&SessionId::from(&id))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (s.lane.as_str(), s.system_prompt.as_str()),
         ("import:weather", "You are a helpful assistant.")
     );
-    let ms = store.messages(&id, false).await.unwrap();
+    let ms = store.messages(&SessionId::from(&id), false).await.unwrap();
     let roles: Vec<_> = ms.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
     assert_eq!(ms[0].content, "What's the weather in Oslo?");

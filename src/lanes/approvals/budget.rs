@@ -6,11 +6,12 @@
 use serde::Deserialize;
 
 use super::{Approvals, Press, PressOutcome};
+use crate::domain::Cap;
 use crate::store::{now_ms, ApprovalRow};
 
 #[derive(Deserialize)]
 struct Extension {
-    cap: String,
+    cap: Cap,
     period: String,
     amount: i64,
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use herald::domain::Role;
+use herald::domain::SessionId;
 use herald::store::{NewMessage, SqliteStore, Store};
 use herald_test_support::herald::Herald;
 
@@ -212,7 +213,7 @@ async fn sessions_by_id_prefix_and_search_by_word_prefix() {
         store
             .append_messages(
                 &l,
-                id,
+                &SessionId::from(id),
                 &[NewMessage::new(Role::User, "hello wonderful world")],
             )
             .await

@@ -204,11 +204,15 @@ pub async fn lease_fencing(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
         .unwrap();
     let inbox_id = insert(&store, &event("f", "question")).await;
     let turn = store
-        .turn_begin(&old, "s-f", Some(InboxAttempt::first(inbox_id)))
+        .turn_begin(&old, &"s-f".into(), Some(InboxAttempt::first(inbox_id)))
         .await
         .unwrap();
     store
-        .append_messages(&old, "s-f", &[NewMessage::new(Role::User, "question")])
+        .append_messages(
+            &old,
+            &"s-f".into(),
+            &[NewMessage::new(Role::User, "question")],
+        )
         .await
         .unwrap();
 
@@ -218,12 +222,15 @@ pub async fn lease_fencing(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let m = [NewMessage::new(Role::Assistant, "late answer")];
     assert_lease_lost(
         "append_messages",
-        store.append_messages(&old, "s-f", &m).await,
+        store.append_messages(&old, &"s-f".into(), &m).await,
     );
-    assert_lease_lost("turn_begin", store.turn_begin(&old, "s-f", None).await);
+    assert_lease_lost(
+        "turn_begin",
+        store.turn_begin(&old, &"s-f".into(), None).await,
+    );
     let commit = TurnCommit {
         turn_id: turn,
-        session_id: "s-f".to_string(),
+        session_id: "s-f".into(),
         messages: m.to_vec(),
         outbox: vec![reply(lane, "fenced-0", 0, Some(inbox_id))],
         inbox_id: Some(inbox_id),
@@ -238,16 +245,16 @@ pub async fn lease_fencing(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     assert_lease_lost("turn_commit", store.turn_commit(&old, &commit).await);
     assert_lease_lost(
         "session_close",
-        store.session_close(&old, "s-f", "stale").await,
+        store.session_close(&old, &"s-f".into(), "stale").await,
     );
     assert_lease_lost(
         "session_create",
         store.session_create(&old, &session("s-f2", lane)).await,
     );
-    assert_lease_lost("compact", store.compact(&old, "s-f", &[], &m).await);
+    assert_lease_lost("compact", store.compact(&old, &"s-f".into(), &[], &m).await);
 
     let lane_key = LaneKey::new(lane);
-    assert_eq!(store.messages("s-f", false).await.unwrap().len(), 1);
+    assert_eq!(store.messages(&"s-f".into(), false).await.unwrap().len(), 1);
     assert_eq!(store.turns(&lane_key, 10).await.unwrap().len(), 1);
     assert!(store.outbox_for_inbox(inbox_id).await.unwrap().is_empty());
     assert_eq!(store.outbox_counts().await.unwrap().pending, 0);
@@ -256,38 +263,41 @@ pub async fn lease_fencing(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let sessions = store.sessions_list(Some(&lane_key), 10).await.unwrap();
     assert_eq!(sessions.len(), 1);
     assert!(sessions[0].ended_at.is_none(), "stale close landed");
-    assert!(store.session_get("s-f2").await.unwrap().is_none());
+    assert!(store.session_get(&"s-f2".into()).await.unwrap().is_none());
 
     // The new holder writes fine: the refusals above were about the lease, not the data.
-    let ids = store.append_messages(&new, "s-f", &m).await.unwrap();
+    let ids = store
+        .append_messages(&new, &"s-f".into(), &m)
+        .await
+        .unwrap();
     assert_eq!(ids.len(), 1);
 
     // A current lease of another lane is no licence to write into this lane's session.
     let other = lease(&store, "web:g", "new", Duration::from_secs(60)).await;
-    let wrong = store.append_messages(&other, "s-f", &m).await;
+    let wrong = store.append_messages(&other, &"s-f".into(), &m).await;
     assert!(
         wrong.is_err(),
         "write through another lane's lease: {wrong:?}"
     );
-    assert!(store.turn_begin(&other, "s-f", None).await.is_err());
+    assert!(store.turn_begin(&other, &"s-f".into(), None).await.is_err());
     assert!(store
-        .session_close(&other, "s-f", "wrong lane")
+        .session_close(&other, &"s-f".into(), "wrong lane")
         .await
         .is_err());
     assert!(store
         .session_create(&other, &session("s-g", lane))
         .await
         .is_err());
-    assert_eq!(store.messages("s-f", false).await.unwrap().len(), 2);
+    assert_eq!(store.messages(&"s-f".into(), false).await.unwrap().len(), 2);
     assert_eq!(store.turns(&lane_key, 10).await.unwrap().len(), 1);
     assert!(store
-        .session_get("s-f")
+        .session_get(&"s-f".into())
         .await
         .unwrap()
         .unwrap()
         .ended_at
         .is_none());
-    assert!(store.session_get("s-g").await.unwrap().is_none());
+    assert!(store.session_get(&"s-g".into()).await.unwrap().is_none());
 }
 
 /// Two workers race for a free lease: exactly one wins, every round.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use herald::domain::{MessageEvent, Platform};
+use herald::store::clock::ManualClock;
 use herald::store::{InboxStatus, PairingAsk, PairingOutcome, Store, StoreError, APPROVED_NOTICE};
 
 fn ask<'a>(
@@ -104,7 +105,7 @@ pub async fn pairing_lifecycle(store: Arc<dyn Store>) {
     assert!(s.senders_approved().await.unwrap().is_empty());
 }
 
-pub async fn pairing_cap_and_expiry(store: Arc<dyn Store>) {
+pub async fn pairing_cap_and_expiry(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     let s = &*store;
     let hour = 3_600_000;
     assert!(matches!(
@@ -120,14 +121,14 @@ pub async fn pairing_cap_and_expiry(store: Arc<dyn Store>) {
             .unwrap(),
         PairingOutcome::Issued(_)
     ));
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    clock.advance(std::time::Duration::from_millis(5));
     assert!(matches!(
         s.pairing_request(&ask("telegram", "3", "CODE0003", hour, hour, 2))
             .await
             .unwrap(),
         PairingOutcome::Issued(_)
     ));
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    clock.advance(std::time::Duration::from_millis(5));
     // Full: the newcomer still gets a code, in place of the platform's oldest.
     assert_eq!(
         s.pairing_request(&ask("telegram", "5", "CODE0005", hour, hour, 2))

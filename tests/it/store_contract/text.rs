@@ -46,7 +46,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
         .session_create(&l, &s)
         .await
         .expect("session with NUL");
-    let got = store.session_get("s-nul").await.unwrap().unwrap();
+    let got = store.session_get(&"s-nul".into()).await.unwrap().unwrap();
     assert_eq!(got.system_prompt, format!("memory: {CLEAN}"));
 
     // The inbox event (JSON), then a turn: person, model, tool traffic, reply chunk, note.
@@ -54,7 +54,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
     let row = store.inbox_get(inbox_id).await.unwrap().unwrap();
     assert_eq!(row.event.text, CLEAN, "the event's text");
     let turn_id = store
-        .turn_begin(&l, "s-nul", Some(InboxAttempt::first(inbox_id)))
+        .turn_begin(&l, &"s-nul".into(), Some(InboxAttempt::first(inbox_id)))
         .await
         .unwrap();
     let mut user = NewMessage::new(Role::User, DIRTY);
@@ -88,7 +88,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
         .turn_commit(&l, &commit)
         .await
         .expect("a turn with NULs commits");
-    let msgs = store.messages("s-nul", true).await.unwrap();
+    let msgs = store.messages(&"s-nul".into(), true).await.unwrap();
     assert_eq!(msgs[0].content, CLEAN);
     assert_eq!(
         msgs[0].api_content.as_deref(),
@@ -156,8 +156,11 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
     assert_eq!(cap.unwrap().text, CLEAN);
     store.kv_set("nul", DIRTY).await.unwrap();
     assert_eq!(store.kv_get("nul").await.unwrap().as_deref(), Some(CLEAN));
-    store.session_close(&l, "s-nul", DIRTY).await.unwrap();
-    let closed = store.session_get("s-nul").await.unwrap().unwrap();
+    store
+        .session_close(&l, &"s-nul".into(), DIRTY)
+        .await
+        .unwrap();
+    let closed = store.session_get(&"s-nul".into()).await.unwrap().unwrap();
     assert_eq!(closed.end_reason.as_deref(), Some(CLEAN));
 
     // Approvals: the call's arguments, its result, and a kept result of an unasked call.
@@ -282,10 +285,10 @@ pub async fn kept_tool_results(store: Arc<dyn Store>) {
     assert!(store.approvals_pending(None).await.unwrap().is_empty());
 
     let turn_id = store
-        .turn_begin(&l, "s-k", Some(InboxAttempt::first(inbox_id)))
+        .turn_begin(&l, &"s-k".into(), Some(InboxAttempt::first(inbox_id)))
         .await
         .unwrap();
-    let mut commit = TurnCommit::new(turn_id, "s-k", Some(inbox_id), InboxStatus::Done);
+    let mut commit = TurnCommit::new(turn_id, &"s-k".into(), Some(inbox_id), InboxStatus::Done);
     commit.messages = vec![NewMessage::new(Role::User, "refund order 7")];
     store.turn_commit(&l, &commit).await.unwrap();
     assert_eq!(

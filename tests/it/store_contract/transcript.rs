@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use herald::domain::{LaneKey, Role, ToolCall};
+use herald::domain::{LaneKey, Role, SessionId, ToolCall};
 use herald::store::{
     InboxAttempt, InboxStatus, NewMessage, SearchScope, Store, StoreError, TurnCommit,
 };
@@ -28,16 +28,19 @@ pub async fn sessions(store: Arc<dyn Store>) {
         .session_create(&l, &session("s-2", lane.as_str()))
         .await;
     assert!(second.is_err(), "second open session: {second:?}");
-    assert!(store.session_get("s-2").await.unwrap().is_none());
+    assert!(store.session_get(&"s-2".into()).await.unwrap().is_none());
 
-    store.session_close(&l, "s-1", "handoff").await.unwrap();
+    store
+        .session_close(&l, &"s-1".into(), "handoff")
+        .await
+        .unwrap();
     assert!(store.session_current(&lane).await.unwrap().is_none());
-    let closed = store.session_get("s-1").await.unwrap().unwrap();
+    let closed = store.session_get(&"s-1".into()).await.unwrap().unwrap();
     assert_eq!(closed.end_reason.as_deref(), Some("handoff"));
     assert!(closed.ended_at.is_some());
 
     let mut next = session("s-2", lane.as_str());
-    next.parent_id = Some("s-1".to_string());
+    next.parent_id = Some("s-1".into());
     next.started_at = closed.started_at + 1;
     store.session_create(&l, &next).await.unwrap();
     assert_eq!(
@@ -89,17 +92,17 @@ pub async fn messages_round_trip(store: Arc<dyn Store>) {
     let answer = NewMessage::new(Role::Assistant, "12 degrees and cloudy.");
 
     let first = store
-        .append_messages(&l, "s-m", &[user.clone(), call.clone()])
+        .append_messages(&l, &"s-m".into(), &[user.clone(), call.clone()])
         .await
         .unwrap();
     let second = store
-        .append_messages(&l, "s-m", &[result.clone(), answer.clone()])
+        .append_messages(&l, &"s-m".into(), &[result.clone(), answer.clone()])
         .await
         .unwrap();
     let all_ids: Vec<i64> = first.iter().chain(&second).copied().collect();
     assert!(all_ids.windows(2).all(|w| w[0] < w[1]), "ids {all_ids:?}");
 
-    let got = store.messages("s-m", true).await.unwrap();
+    let got = store.messages(&"s-m".into(), true).await.unwrap();
     assert_eq!(got.iter().map(|m| m.id).collect::<Vec<_>>(), all_ids);
     for (stored, sent) in got.iter().zip([&user, &call, &result, &answer]) {
         assert_eq!(stored.session_id, "s-m");
@@ -117,7 +120,7 @@ pub async fn messages_round_trip(store: Arc<dyn Store>) {
     );
     assert_eq!(got[3].wire_content(), "12 degrees and cloudy.");
     assert!(store
-        .messages("no-such-session", false)
+        .messages(&"no-such-session".into(), false)
         .await
         .unwrap()
         .is_empty());
@@ -131,20 +134,23 @@ pub async fn compaction_flags(store: Arc<dyn Store>) {
         .iter()
         .map(|t| NewMessage::new(Role::User, *t))
         .collect();
-    let ids = store.append_messages(&l, "s-c", &msgs).await.unwrap();
+    let ids = store
+        .append_messages(&l, &"s-c".into(), &msgs)
+        .await
+        .unwrap();
 
     let projection = [
         NewMessage::new(Role::User, "[#1] one [#2] two"),
         NewMessage::new(Role::User, "three"),
     ];
     let new_ids = store
-        .compact(&l, "s-c", &ids[..3], &projection)
+        .compact(&l, &"s-c".into(), &ids[..3], &projection)
         .await
         .unwrap();
     assert_eq!(new_ids.len(), 2);
     assert!(new_ids[0] > ids[3]);
 
-    let live = store.messages("s-c", true).await.unwrap();
+    let live = store.messages(&"s-c".into(), true).await.unwrap();
     let live_view: Vec<_> = live.iter().map(|m| (m.id, m.content.as_str())).collect();
     assert_eq!(
         live_view,
@@ -154,7 +160,7 @@ pub async fn compaction_flags(store: Arc<dyn Store>) {
             (new_ids[1], "three")
         ]
     );
-    let all = store.messages("s-c", false).await.unwrap();
+    let all = store.messages(&"s-c".into(), false).await.unwrap();
     assert_eq!(all.len(), 6);
     let flags: Vec<_> = all.iter().map(|m| (m.active, m.compacted)).collect();
     assert_eq!(
@@ -173,20 +179,23 @@ pub async fn compaction_flags(store: Arc<dyn Store>) {
     let stale = store
         .compact(
             &l,
-            "s-c",
+            &"s-c".into(),
             &[ids[3], ids[0]],
             &[NewMessage::new(Role::User, "x")],
         )
         .await;
     assert!(matches!(stale, Err(StoreError::NotFound(_))), "{stale:?}");
-    assert_eq!(store.messages("s-c", true).await.unwrap().len(), 3);
-    assert_eq!(store.messages("s-c", false).await.unwrap().len(), 6);
+    assert_eq!(store.messages(&"s-c".into(), true).await.unwrap().len(), 3);
+    assert_eq!(store.messages(&"s-c".into(), false).await.unwrap().len(), 6);
 
-    store.messages_retract(&l, "s-c", &[ids[3]]).await.unwrap();
-    let retracted = store.messages("s-c", false).await.unwrap();
+    store
+        .messages_retract(&l, &"s-c".into(), &[ids[3]])
+        .await
+        .unwrap();
+    let retracted = store.messages(&"s-c".into(), false).await.unwrap();
     let row = retracted.iter().find(|m| m.id == ids[3]).unwrap();
     assert_eq!((row.active, row.compacted), (false, false));
-    assert_eq!(store.messages("s-c", true).await.unwrap().len(), 2);
+    assert_eq!(store.messages(&"s-c".into(), true).await.unwrap().len(), 2);
 }
 
 pub async fn turn_commit(store: Arc<dyn Store>) {
@@ -197,12 +206,12 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     let joined = insert(&store, &event("tc", "and the other one")).await;
     let foreign = insert(&store, &event("tc-other", "not yours")).await;
     let turn_id = store
-        .turn_begin(&l, "s-tc", Some(InboxAttempt::first(inbox_id)))
+        .turn_begin(&l, &"s-tc".into(), Some(InboxAttempt::first(inbox_id)))
         .await
         .unwrap();
     let commit = TurnCommit {
         turn_id,
-        session_id: "s-tc".to_string(),
+        session_id: "s-tc".into(),
         messages: vec![
             NewMessage::new(Role::User, "hi there"),
             NewMessage::new(Role::Assistant, "hello! part one"),
@@ -224,7 +233,7 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     let done = store.turn_commit(&l, &commit).await.unwrap();
     assert_eq!(done.message_ids.len(), 3);
 
-    let msgs = store.messages("s-tc", true).await.unwrap();
+    let msgs = store.messages(&"s-tc".into(), true).await.unwrap();
     assert_eq!(
         msgs.iter().map(|m| m.id).collect::<Vec<_>>(),
         done.message_ids
@@ -292,7 +301,7 @@ pub async fn turn_commit(store: Arc<dyn Store>) {
     let pending = store.inbox_pending(&target, 10).await.unwrap();
     assert_eq!(pending.len(), 1, "the enqueued event is written once");
     assert_eq!(pending[0].event.platform_message_id, "control:mirror:tc:1");
-    let s = store.session_get("s-tc").await.unwrap().unwrap();
+    let s = store.session_get(&"s-tc".into()).await.unwrap().unwrap();
     assert_eq!(s.end_reason.as_deref(), Some("cron_fire"));
     assert!(s.ended_at.is_some());
 }
@@ -304,7 +313,7 @@ async fn seed_search(store: &Arc<dyn Store>) -> (Vec<i64>, Vec<i64>) {
     let a_ids = store
         .append_messages(
             &a,
-            "s-a",
+            &"s-a".into(),
             &[
                 msg("the zebra crossing is blue"),
                 msg("nothing here"),
@@ -315,15 +324,25 @@ async fn seed_search(store: &Arc<dyn Store>) -> (Vec<i64>, Vec<i64>) {
         .await
         .unwrap();
     let b_ids = store
-        .append_messages(&b, "s-b", &[msg("zebra in session b"), msg("quokka")])
+        .append_messages(
+            &b,
+            &"s-b".into(),
+            &[msg("zebra in session b"), msg("quokka")],
+        )
         .await
         .unwrap();
-    store.compact(&a, "s-a", &[a_ids[0]], &[]).await.unwrap();
     store
-        .messages_retract(&a, "s-a", &[a_ids[3]])
+        .compact(&a, &"s-a".into(), &[a_ids[0]], &[])
         .await
         .unwrap();
-    store.compact(&b, "s-b", &[b_ids[1]], &[]).await.unwrap();
+    store
+        .messages_retract(&a, &"s-a".into(), &[a_ids[3]])
+        .await
+        .unwrap();
+    store
+        .compact(&b, &"s-b".into(), &[b_ids[1]], &[])
+        .await
+        .unwrap();
     (a_ids, b_ids)
 }
 
@@ -385,7 +404,10 @@ pub async fn search(store: Arc<dyn Store>) {
     let chatter: Vec<_> = (0..40)
         .map(|i| NewMessage::new(Role::Assistant, format!("zebra chatter {i}")))
         .collect();
-    let c_ids = store.append_messages(&c, "s-c", &chatter).await.unwrap();
+    let c_ids = store
+        .append_messages(&c, &"s-c".into(), &chatter)
+        .await
+        .unwrap();
     let hits = store
         .search(SearchScope::AllLanes, "zebra", &[], 3)
         .await
@@ -427,7 +449,7 @@ pub async fn search_roles(store: Arc<dyn Store>) {
     let r_ids = store
         .append_messages(
             &r,
-            "s-r",
+            &"s-r".into(),
             &[
                 NewMessage::new(Role::User, "walrus question"),
                 NewMessage::new(Role::Assistant, "walrus answer"),
@@ -440,7 +462,10 @@ pub async fn search_roles(store: Arc<dyn Store>) {
     let chatter: Vec<_> = (0..300)
         .map(|i| NewMessage::new(Role::Tool, format!("walrus log line {i}")))
         .collect();
-    let t_ids = store.append_messages(&t, "s-r2", &chatter).await.unwrap();
+    let t_ids = store
+        .append_messages(&t, &"s-r2".into(), &chatter)
+        .await
+        .unwrap();
     let found = |roles: &'static [Role], limit| {
         let store = store.clone();
         async move {
@@ -453,7 +478,7 @@ pub async fn search_roles(store: Arc<dyn Store>) {
                 .collect::<Vec<_>>()
         }
     };
-    let s = |id: &str| id.to_string();
+    let s = |id: &str| SessionId::from(id);
     assert_eq!(
         found(&[], 10).await,
         [
@@ -483,7 +508,7 @@ pub async fn search_odd_queries(store: Arc<dyn Store>) {
     store
         .append_messages(
             &l,
-            "s-q",
+            &"s-q".into(),
             &[NewMessage::new(Role::User, "foo and bar, with a star")],
         )
         .await
@@ -518,7 +543,7 @@ pub async fn search_odd_queries(store: Arc<dyn Store>) {
             .unwrap();
         assert_eq!(hits.len(), 1, "{q:?}: {hits:?}");
     }
-    assert_eq!(store.messages("s-q", false).await.unwrap().len(), 1);
+    assert_eq!(store.messages(&"s-q".into(), false).await.unwrap().len(), 1);
 }
 
 pub async fn messages_around(store: Arc<dyn Store>) {
@@ -526,37 +551,62 @@ pub async fn messages_around(store: Arc<dyn Store>) {
     let msgs: Vec<_> = (0..9)
         .map(|i| NewMessage::new(Role::User, format!("m{i}")))
         .collect();
-    let ids = store.append_messages(&l, "s-ar", &msgs).await.unwrap();
+    let ids = store
+        .append_messages(&l, &"s-ar".into(), &msgs)
+        .await
+        .unwrap();
     // Another session's rows interleave by id but never show up.
     let other = open_lane(&store, "web:ar2", "s-ar2").await;
     store
-        .append_messages(&other, "s-ar2", &[NewMessage::new(Role::User, "other")])
+        .append_messages(
+            &other,
+            &"s-ar2".into(),
+            &[NewMessage::new(Role::User, "other")],
+        )
         .await
         .unwrap();
-    store.append_messages(&l, "s-ar", &msgs[..1]).await.unwrap();
+    store
+        .append_messages(&l, &"s-ar".into(), &msgs[..1])
+        .await
+        .unwrap();
 
     let ids_of = |v: Vec<herald::store::StoredMessage>| v.iter().map(|m| m.id).collect::<Vec<_>>();
     let (ar, ar2) = (LaneKey::new("web:ar"), LaneKey::new("web:ar2"));
     // Asked from another lane, the session answers like one that does not exist.
     assert!(store
-        .messages_around(&ar2, "s-ar", ids[4], 2)
+        .messages_around(&ar2, &"s-ar".into(), ids[4], 2)
         .await
         .unwrap()
         .is_empty());
     assert!(store
-        .messages_around(&ar, "s-missing", ids[4], 2)
+        .messages_around(&ar, &"s-missing".into(), ids[4], 2)
         .await
         .unwrap()
         .is_empty());
-    let around = store.messages_around(&ar, "s-ar", ids[4], 2).await.unwrap();
+    let around = store
+        .messages_around(&ar, &"s-ar".into(), ids[4], 2)
+        .await
+        .unwrap();
     assert_eq!(ids_of(around), ids[2..=6]);
-    let start = store.messages_around(&ar, "s-ar", ids[0], 2).await.unwrap();
+    let start = store
+        .messages_around(&ar, &"s-ar".into(), ids[0], 2)
+        .await
+        .unwrap();
     assert_eq!(ids_of(start), ids[0..=2]);
 
     // Compacted rows are part of the neighbourhood (search finds them); retracted ones are not.
-    store.compact(&l, "s-ar", &[ids[3]], &[]).await.unwrap();
-    store.messages_retract(&l, "s-ar", &[ids[5]]).await.unwrap();
-    let around = store.messages_around(&ar, "s-ar", ids[4], 2).await.unwrap();
+    store
+        .compact(&l, &"s-ar".into(), &[ids[3]], &[])
+        .await
+        .unwrap();
+    store
+        .messages_retract(&l, &"s-ar".into(), &[ids[5]])
+        .await
+        .unwrap();
+    let around = store
+        .messages_around(&ar, &"s-ar".into(), ids[4], 2)
+        .await
+        .unwrap();
     assert_eq!(ids_of(around), [ids[2], ids[3], ids[4], ids[6], ids[7]]);
 }
 
@@ -566,7 +616,7 @@ pub async fn turn_begin_counts_attempts(store: Arc<dyn Store>) {
     let l = open_lane(&store, "web:ta", "s-ta").await;
     let inbox_id = insert(&store, &event("ta", "count me")).await;
     let first = store
-        .turn_begin(&l, "s-ta", Some(InboxAttempt::first(inbox_id)))
+        .turn_begin(&l, &"s-ta".into(), Some(InboxAttempt::first(inbox_id)))
         .await
         .unwrap();
     let attempts = |store: Arc<dyn Store>| async move {
@@ -580,7 +630,7 @@ pub async fn turn_begin_counts_attempts(store: Arc<dyn Store>) {
     // A retry of the same start (after a refused commit) stores the same count; a later start
     // raises it, and a stale lower number never lowers it.
     let second = store
-        .turn_begin(&l, "s-ta", Some(InboxAttempt::first(inbox_id)))
+        .turn_begin(&l, &"s-ta".into(), Some(InboxAttempt::first(inbox_id)))
         .await
         .unwrap();
     assert_ne!(first, second);
@@ -589,10 +639,13 @@ pub async fn turn_begin_counts_attempts(store: Arc<dyn Store>) {
         id: inbox_id,
         attempt: 3,
     };
-    store.turn_begin(&l, "s-ta", Some(raised)).await.unwrap();
+    store
+        .turn_begin(&l, &"s-ta".into(), Some(raised))
+        .await
+        .unwrap();
     assert_eq!(attempts(store.clone()).await, 3);
     store
-        .turn_begin(&l, "s-ta", Some(InboxAttempt::first(inbox_id)))
+        .turn_begin(&l, &"s-ta".into(), Some(InboxAttempt::first(inbox_id)))
         .await
         .unwrap();
     assert_eq!(attempts(store.clone()).await, 3);
@@ -605,7 +658,7 @@ pub async fn search_prefix(store: Arc<dyn Store>) {
     store
         .append_messages(
             &l,
-            "s-px",
+            &"s-px".into(),
             &[NewMessage::new(Role::User, "hello wonderful world")],
         )
         .await
