@@ -105,3 +105,83 @@ impl InFlight {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::domain::{LaneKey, Platform};
+    use crate::store::OutboxStatus;
+
+    fn row(id: i64, lane: &str) -> OutboxRow {
+        OutboxRow {
+            id,
+            idem_key: format!("k{id}"),
+            reply_key: None,
+            lane: LaneKey::parse(lane),
+            platform: Platform::Telegram,
+            chat_id: lane.to_string(),
+            thread_id: None,
+            reply_to: None,
+            inbox_id: None,
+            chunk_index: 0,
+            text: String::new(),
+            status: OutboxStatus::Sending,
+            attempts: 0,
+            platform_message_id: None,
+            last_error: None,
+            created_at: 0,
+            sent_at: None,
+            media: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lane_has_one_task_and_rows_claimed_meanwhile_wait_behind_it() {
+        let started: Arc<Mutex<Vec<Vec<i64>>>> = Arc::default();
+        let gate = Arc::new(Notify::new());
+        let start = |c: Claimed| {
+            let (started, gate) = (started.clone(), gate.clone());
+            async move {
+                let slow = c.rows[0].lane.as_str() == "telegram:1";
+                started
+                    .lock()
+                    .unwrap()
+                    .push(c.rows.iter().map(|r| r.id).collect());
+                if slow {
+                    gate.notified().await;
+                }
+            }
+        };
+        let ids = || {
+            let mut v = started.lock().unwrap().clone();
+            v.sort();
+            v
+        };
+        let mut lanes = InFlight::default();
+        let rows = vec![
+            row(1, "telegram:1"),
+            row(2, "telegram:2"),
+            row(3, "telegram:1"),
+        ];
+        lanes.add(Instant::now(), rows, &start);
+        assert_eq!(lanes.outstanding(), 3);
+        lanes.join_next(&start).await; // the quick lane
+        assert_eq!(lanes.outstanding(), 2);
+        lanes.add(Instant::now(), vec![row(4, "telegram:1")], &start);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(ids(), [vec![1, 3], vec![2]], "row 4 waits for its lane");
+        gate.notify_one();
+        lanes.join_next(&start).await;
+        gate.notify_one();
+        lanes.join_next(&start).await;
+        assert_eq!(ids(), [vec![1, 3], vec![2], vec![4]]);
+        assert!(lanes.is_empty());
+        assert_eq!(lanes.outstanding(), 0);
+    }
+}
