@@ -10,7 +10,9 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::Instant;
 
-use tokio::task::{Id, JoinSet};
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::task::JoinError;
 
 use crate::store::OutboxRow;
 
@@ -20,11 +22,13 @@ pub(super) struct Claimed {
     pub rows: Vec<OutboxRow>,
 }
 
+/// A lane's task as `tasks::spawn_owned` runs it (aborted when dropped), ending in its lane
+/// and how many rows it was given.
+type LaneTask = BoxFuture<'static, (String, usize, Result<(), JoinError>)>;
+
 #[derive(Default)]
 pub(super) struct InFlight {
-    tasks: JoinSet<()>,
-    /// Each task's lane and how many rows it was given.
-    by_task: HashMap<Id, (String, usize)>,
+    tasks: FuturesUnordered<LaneTask>,
     running: HashSet<String>,
     queued: HashMap<String, Claimed>,
     /// Claimed rows not finished yet: those of running tasks and the queued ones.
@@ -75,9 +79,10 @@ impl InFlight {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let n = claimed.rows.len();
-        let handle = self.tasks.spawn(start(claimed));
+        let handle = crate::tasks::spawn_owned(start(claimed));
         self.running.insert(lane.clone());
-        self.by_task.insert(handle.id(), (lane, n));
+        self.tasks
+            .push(Box::pin(async move { (lane, n, handle.await) }));
     }
 
     /// Waits for one lane's task to end and starts the rows queued behind it. Pending forever
@@ -87,17 +92,12 @@ impl InFlight {
         F: Fn(Claimed) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let id = match self.tasks.join_next_with_id().await {
-            Some(Ok((id, ()))) => id,
-            Some(Err(e)) => {
-                tracing::error!(error = %e, "an outbox lane's delivery task failed");
-                e.id()
-            }
-            None => return std::future::pending().await,
+        let Some((lane, n, ended)) = self.tasks.next().await else {
+            return std::future::pending().await;
         };
-        let Some((lane, n)) = self.by_task.remove(&id) else {
-            return;
-        };
+        if let Err(e) = ended {
+            tracing::error!(error = %e, lane, "an outbox lane's delivery task failed");
+        }
         self.outstanding -= n;
         self.running.remove(&lane);
         if let Some(next) = self.queued.remove(&lane) {
