@@ -53,7 +53,7 @@ async fn run(streamed: bool, chats: usize) -> Run {
     llm.set_sticky(Some(Step::stream(&text, 20, Duration::from_millis(50))));
     let mut c = tg_config(&tg, &llm, &data);
     c.telegram.allow_all_users = true;
-    c.streaming.enabled = streamed;
+    c.streaming.enabled = Some(streamed);
     let app = App::start(c).await.expect("app starts");
     let want = markdown_to_html(&text);
     let ids: Vec<i64> = (0..chats as i64).map(|i| 5000 + i).collect();

@@ -43,7 +43,7 @@ pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use secret::{redact_url, Secret};
 pub use shards::ShardCount;
-pub use streaming::{StreamingConfig, MIN_EDIT_INTERVAL_MS};
+pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
 pub use validate::validate;
 

@@ -6,6 +6,7 @@
 
 mod files;
 mod finalize;
+mod inflight;
 pub mod liveness;
 pub mod pace;
 pub mod previews;

@@ -1,6 +1,7 @@
 //! The outbox sender loop: claim due rows, deliver each once, record the platform message id.
 //!
-//! Rows of one lane are sent in order and one at a time; lanes are sent concurrently. A failed
+//! Rows of one lane are sent in order and one at a time; each lane is sent on its own task
+//! (`inflight.rs`), and the loop claims again as soon as any lane finishes. A failed
 //! chunk holds back the rest of its lane (the claim query guarantees this across rounds too),
 //! and a chunk that fails for good stops the later chunks of its reply, which one notice
 //! replaces: a reply never arrives with a hole in the middle. The only window for a duplicate is a
@@ -8,14 +9,14 @@
 //! makes such a row retry after the crash, because losing a reply is worse. A file row has the
 //! same window (the platform took the upload, `mark_sent` did not commit): it is uploaded again.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::inflight::{Claimed, InFlight};
 use super::{Outbounds, SendError};
 use crate::store::{now_ms, NewOutbox, OutboxKey, OutboxRow, ReplyKey, Store, StoreError};
 use crate::tasks::Backoff;
@@ -48,70 +49,107 @@ enum Delivery {
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 impl Sender {
+    /// Claims due rows and delivers each lane on its own task: a lane that finishes (or a
+    /// wake) lets the loop claim again at once, while other lanes are still sending.
     pub async fn run(self, cancel: CancellationToken) {
         let platforms = self.outbounds.platforms();
         if platforms.is_empty() {
             return;
         }
-        let mut draining_since: Option<std::time::Instant> = None;
+        let this = Arc::new(self);
+        // Set once the shutdown drain is over: lanes stop after the row they are sending.
+        let stop = CancellationToken::new();
+        let start = |claimed: Claimed| this.clone().deliver_lane(claimed, stop.clone());
+        let mut lanes = InFlight::default();
+        let mut draining_since: Option<Instant> = None;
         loop {
-            let sent = match self
-                .store
-                .outbox_claim(&self.holder, &platforms, self.batch, CLAIM_TTL)
-                .await
-            {
-                Ok(rows) if rows.is_empty() => 0,
-                Ok(rows) => {
-                    let n = rows.len();
-                    self.deliver(rows).await;
-                    n
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "outbox claim failed; will retry");
-                    0
-                }
+            let room = (this.batch.max(1) as usize).saturating_sub(lanes.outstanding());
+            let claimed = if room == 0 || stop.is_cancelled() {
+                0
+            } else {
+                this.claim(&platforms, room, &mut lanes, &start).await
             };
+            let more_due = claimed > 0 && lanes.outstanding() < this.batch.max(1) as usize;
             if cancel.is_cancelled() {
                 // Shutdown: replies committed by the last turns go out before we stop; one
                 // bounded drain, whatever is left stays queued for the next start.
-                if sent == 0
-                    || draining_since
-                        .get_or_insert_with(std::time::Instant::now)
-                        .elapsed()
-                        > DRAIN_LIMIT
-                {
+                let deadline = *draining_since.get_or_insert_with(Instant::now) + DRAIN_LIMIT;
+                if Instant::now() >= deadline {
+                    stop.cancel();
+                }
+                if lanes.is_empty() && (claimed == 0 || stop.is_cancelled()) {
                     return;
+                }
+                if !more_due || stop.is_cancelled() {
+                    tokio::select! {
+                        _ = lanes.join_next(&start) => {}
+                        _ = tokio::time::sleep_until(deadline.into()), if !stop.is_cancelled() => {}
+                    }
                 }
                 continue;
             }
-            if sent > 0 {
-                continue; // more may be due
+            if more_due {
+                continue;
             }
             tokio::select! {
+                _ = lanes.join_next(&start), if !lanes.is_empty() => {}
                 _ = cancel.cancelled() => {}
-                _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(self.poll) => {}
+                _ = this.wake.notified() => {}
+                _ = tokio::time::sleep(this.poll) => {}
             }
         }
     }
 
-    async fn deliver(&self, rows: Vec<OutboxRow>) {
-        let mut by_lane: BTreeMap<String, Vec<OutboxRow>> = BTreeMap::new();
-        for r in rows {
-            by_lane.entry(r.lane.to_string()).or_default().push(r);
+    /// One claim of at most `room` rows, handed to their lanes; returns how many were claimed.
+    async fn claim<F, Fut>(
+        &self,
+        platforms: &[String],
+        room: usize,
+        lanes: &mut InFlight,
+        start: &F,
+    ) -> usize
+    where
+        F: Fn(Claimed) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let at = Instant::now();
+        match self
+            .store
+            .outbox_claim(&self.holder, platforms, room as i64, CLAIM_TTL)
+            .await
+        {
+            Ok(rows) => {
+                let n = rows.len();
+                lanes.add(at, rows, start);
+                n
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "outbox claim failed; will retry");
+                0
+            }
         }
-        let lanes = by_lane.into_values().map(|rows| self.deliver_lane(rows));
-        futures::future::join_all(lanes).await;
     }
 
-    async fn deliver_lane(&self, rows: Vec<OutboxRow>) {
-        let mut rest = rows.into_iter();
+    /// Sends one lane's claimed rows in order, one at a time. Rows claimed longer ago than a
+    /// third of the claim TTL (or any, once the drain is over) go back unsent and are claimed
+    /// afresh: a long reply at a group's pace never sends a row whose claim may have lapsed, so
+    /// another replica never takes it over while it is being sent here.
+    async fn deliver_lane(self: Arc<Self>, claimed: Claimed, stop: CancellationToken) {
+        let mut rest = claimed.rows.into_iter();
         // The reply whose chunk failed for good in this round: its later chunks were failed in
         // the store and must not go out from this claim either.
         let mut stopped: Option<ReplyKey> = None;
         while let Some(row) = rest.next() {
             if stopped.is_some() && stopped == row.reply() {
                 continue;
+            }
+            if stop.is_cancelled() || claimed.at.elapsed() >= CLAIM_TTL / 3 {
+                for r in std::iter::once(row).chain(rest.by_ref()) {
+                    if let Err(e) = self.store.outbox_release(r.id).await {
+                        tracing::warn!(error = %e, outbox_id = r.id, "could not release claim");
+                    }
+                }
+                break;
             }
             // Its own trace: the send may run on another replica, long after the turn; the
             // inbox id ties it to the turn that wrote it.

@@ -83,11 +83,15 @@ pub(super) struct LiveTurn {
 const FINISH_WAIT: Duration = Duration::from_secs(5);
 
 impl LiveTurn {
-    /// `None` when streaming is off, and for scheduled runs (their briefs go to other chats).
+    /// `None` when streaming is off in this chat (`streaming.chats`: private chats by default),
+    /// and for scheduled runs (their briefs go to other chats).
     pub(super) fn start(worker: &Worker, row: &InboxRow, ev: &MessageEvent) -> Option<LiveTurn> {
         let deps = &worker.router.deps;
         let cfg = &deps.config.streaming;
-        if !cfg.enabled || !ev.deliver_to().is_empty() || ev.platform == Platform::Cron {
+        if !cfg.streams_in(ev.chat_type)
+            || !ev.deliver_to().is_empty()
+            || ev.platform == Platform::Cron
+        {
             return None;
         }
         let (tx, rx) = watch::channel(Shown::default());

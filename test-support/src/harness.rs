@@ -36,6 +36,9 @@ pub fn test_config(llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
     c.lanes.idle_secs = 2;
     c.lanes.rescan_secs = 1;
     c.outbox.poll_ms = 100;
+    // The tests built on this config assert unstreamed sends (one message per chunk); a test
+    // about streaming turns it on, and the default (private chats stream) has its own tests.
+    c.streaming.enabled = Some(false);
     c
 }
 

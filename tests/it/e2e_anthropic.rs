@@ -106,7 +106,7 @@ async fn streamed_answers_work_and_thinking_is_never_stored() {
     let (fake, llm) = (FakeAnthropic::start().await, FakeLlm::start().await);
     let data = tempfile::tempdir().unwrap();
     let mut c = anthropic_config(&fake, &llm, &data);
-    c.streaming.enabled = true;
+    c.streaming.enabled = Some(true);
     let app = App::start(c).await.unwrap();
     let client = Client::new(&app);
     fake.push(Step::ThinkThenReply(

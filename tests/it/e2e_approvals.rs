@@ -227,6 +227,8 @@ fn spawn_daemon(
         .env("HERALD_TELEGRAM__ALLOWED_USERS", format!("[\"{USER}\"]"))
         .env("HERALD_TELEGRAM__POLL_TIMEOUT_SECS", "1")
         .env("HERALD_TOOLS__REQUIRE_APPROVAL", "[\"skill_manage\"]")
+        // Asserts unstreamed sends (one message per answer).
+        .env("HERALD_STREAMING__ENABLED", "false")
         .fast_leases()
         .env("HERALD_LOG__LEVEL", "warn")
         .spawn()

@@ -253,6 +253,8 @@ async fn a_sigkill_between_the_upload_and_mark_sent_resends_the_file_at_most_onc
             .env("HERALD_TELEGRAM__ALLOW_ALL_USERS", "true")
             .env("HERALD_PAIRING__ENABLED", "false")
             .env("HERALD_TELEGRAM__POLL_TIMEOUT_SECS", "1")
+            // Asserts unstreamed sends (one message per answer).
+            .env("HERALD_STREAMING__ENABLED", "false")
             .env("HERALD_LOG__LEVEL", "warn")
             .spawn()
     };

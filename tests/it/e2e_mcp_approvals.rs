@@ -122,7 +122,7 @@ async fn a_sigkill_while_an_mcp_call_waits_for_approval_never_runs_it_twice() {
     let port = herald_test_support::harness::free_port();
     let extra = format!(
         "[telegram]\ntoken = {TOKEN:?}\napi_url = {tg_url:?}\nallowed_users = [\"{USER}\"]\n\
-         poll_timeout_secs = 1\n\n\
+         poll_timeout_secs = 1\n\n[streaming]\nenabled = false\n\n\
          [[mcp.servers]]\nname = \"shop\"\ncommand = \"python3\"\n\
          args = [{script:?}, \"--mode\", \"normal\", \"--state\", {state:?}, \"--starts\", {starts:?}]\n",
         tg_url = tg.url(),

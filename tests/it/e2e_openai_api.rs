@@ -120,7 +120,7 @@ impl Api {
 /// and an unknown model as the SDK's exceptions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sdk_lists_models_chats_and_streams() {
-    let Some(api) = Api::start(Db::Sqlite, |c| c.streaming.enabled = true).await else {
+    let Some(api) = Api::start(Db::Sqlite, |c| c.streaming.enabled = Some(true)).await else {
         return;
     };
     api.llm.push(Step::Reply("Hello from Herald.".into()));
@@ -264,7 +264,7 @@ on_each_backend!(
 /// streamed response's events; another key cannot continue this key's response.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_responses_chain_continues_its_conversation() {
-    let Some(api) = Api::start(Db::Sqlite, |c| c.streaming.enabled = true).await else {
+    let Some(api) = Api::start(Db::Sqlite, |c| c.streaming.enabled = Some(true)).await else {
         return;
     };
     api.llm.push(Step::Reply("Noted: 42.".into()));

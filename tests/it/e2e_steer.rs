@@ -93,7 +93,7 @@ on_each_backend!(
 async fn steer_correction_joins_the_streamed_turn(db: Db) {
     let (tg, llm, data) = fakes().await;
     let app = start_with(&tg, &llm, &data, &db, |c| {
-        c.streaming.enabled = true;
+        c.streaming.enabled = Some(true);
         c.streaming.edit_interval_ms = 200;
     })
     .await;

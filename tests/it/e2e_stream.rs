@@ -34,7 +34,7 @@ pub fn long_answer(words: usize) -> String {
 }
 
 pub fn streaming_on(c: &mut Config) {
-    c.streaming.enabled = true;
+    c.streaming.enabled = Some(true);
     c.streaming.edit_interval_ms = PACE.as_millis() as u64;
 }
 

@@ -43,6 +43,7 @@ mod e2e_media;
 mod e2e_memory;
 mod e2e_names;
 mod e2e_openai_api;
+mod e2e_pacing_lanes;
 mod e2e_pairing;
 mod e2e_prompt;
 mod e2e_screen;

@@ -79,6 +79,8 @@ impl TelegramChannel {
             ("HERALD_TELEGRAM__ALLOW_ALL_USERS", "true".into()),
             ("HERALD_TELEGRAM__POLL_TIMEOUT_SECS", "5".into()),
             ("HERALD_PAIRING__ENABLED", "false".into()),
+            // The receipts count one sent message per answer: unstreamed.
+            ("HERALD_STREAMING__ENABLED", "false".into()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

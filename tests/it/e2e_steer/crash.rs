@@ -24,6 +24,8 @@ fn spawn_daemon(data: &std::path::Path, db: &Db, llm: &FakeLlm, tg_url: &str) ->
         .env("HERALD_TELEGRAM__API_URL", tg_url)
         .env("HERALD_TELEGRAM__ALLOW_ALL_USERS", "true")
         .env("HERALD_TELEGRAM__POLL_TIMEOUT_SECS", "1")
+        // Asserts unstreamed sends (one message per answer).
+        .env("HERALD_STREAMING__ENABLED", "false")
         .env("HERALD_LOG__LEVEL", "warn");
     if let Db::Postgres(url) = db {
         h = h.env("HERALD_STORE__URL", url);
