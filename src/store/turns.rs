@@ -36,7 +36,7 @@ pub trait TurnStore: Send + Sync {
     async fn turn_begin_with(
         &self,
         lease: &Lease,
-        session_id: &str,
+        session_id: &SessionId,
         inbox: Option<InboxAttempt>,
         sweep: bool,
     ) -> StoreResult<i64>;
