@@ -18,7 +18,7 @@ async fn closed_loop(webhook: bool, chats: usize, messages: usize) {
         reply_timeout: Duration::from_secs(30),
     };
     let outcome = rig.run(&plan, Duration::from_millis(500)).await;
-    let log = rig.daemon.log_tail();
+    let log = rig.gateway.log_tail();
     rig.finish().await;
     let t = &outcome.tally;
     assert_eq!(
