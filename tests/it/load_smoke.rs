@@ -80,7 +80,10 @@ async fn echo_floor_answers_each_message_once_and_reports_its_allocations() {
         (12, 0, 0, 0),
         "(replies, lost, duplicated, unexpected); floor log:\n{log}"
     );
-    let (before, after) = (before.expect("floor counts")[0], after.expect("floor counts")[0]);
+    let (before, after) = (
+        before.expect("floor counts")[0],
+        after.expect("floor counts")[0],
+    );
     assert!(
         after.0 > before.0 && after.1 > before.1,
         "the floor's allocations did not grow over 12 turns: {before:?} → {after:?}"
