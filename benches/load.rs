@@ -87,6 +87,9 @@ struct Args {
     /// The matrix's turns per run (each chat sends turns / chats messages).
     #[arg(long, default_value_t = 2000)]
     turns: usize,
+    /// The matrix's messages per chat instead of turns / chats (equal session lengths).
+    #[arg(long)]
+    matrix_messages: Option<usize>,
     /// The matrix's rounds; the summary takes the median of each cell.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
@@ -124,6 +127,7 @@ async fn main() {
         let m = matrix::MatrixArgs {
             chats: args.matrix_chats.clone(),
             turns: args.turns,
+            messages: args.matrix_messages,
             rounds: args.rounds.max(1),
             model_ms: args.model_ms,
             timeout: Duration::from_secs(args.timeout),

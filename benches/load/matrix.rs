@@ -19,6 +19,8 @@ pub struct MatrixArgs {
     pub chats: Vec<usize>,
     /// Turns per run; each chat sends `turns / chats` messages.
     pub turns: usize,
+    /// Messages per chat instead (same session length at every chat count).
+    pub messages: Option<usize>,
     pub rounds: usize,
     pub model_ms: u64,
     pub timeout: Duration,
@@ -36,7 +38,7 @@ pub async fn run(args: &MatrixArgs, dir: &Path) {
     let mut runs: Vec<Run> = Vec::new();
     for round in 0..args.rounds {
         for &chats in &args.chats {
-            let messages = (args.turns / chats).max(1);
+            let messages = args.messages.unwrap_or((args.turns / chats).max(1));
             for (label, store) in &kinds {
                 let opts = RigOpts {
                     floor: store.is_none(),
