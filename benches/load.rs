@@ -9,9 +9,21 @@
 //! Run: `cargo build --release --bin herald && cargo bench --bench load -- --chats 100
 //! --messages 20`. Prints a summary and writes `bench-results/load-<store>-<mode>.json` with a
 //! latency histogram and a throughput plot (SVG) beside it. docs/BENCHMARKS.md has the method.
+//!
+//! `--matrix` measures CPU and allocations per turn against the echo floor
+//! (`examples/echo_floor.rs`) for 1, 10 and 100 chats; `--replicas 1,2,3` runs Herald replicas
+//! on one Postgres schema and counts the turns each ran. Both want the counting allocator:
+//! `cargo build --release --features count-alloc --bin herald --example echo_floor && cargo
+//! bench --features count-alloc --bench load -- --matrix`.
 
+#[path = "load/matrix.rs"]
+mod matrix;
+#[path = "load/measure.rs"]
+mod measure;
 #[path = "load/plot.rs"]
 mod plot;
+#[path = "load/replicas.rs"]
+mod replicas;
 use herald_test_support::telegram_load;
 
 use std::path::PathBuf;
@@ -64,6 +76,36 @@ struct Args {
     /// Writes the daemon's pid here once it is ready (to attach `perf record -p`).
     #[arg(long)]
     pid_file: Option<PathBuf>,
+    /// Runs the per-turn cost matrix against the echo floor (issue #34): `--matrix-chats`
+    /// × {herald-sqlite, floor, herald-postgres when DATABASE_URL is set}; writes
+    /// `load-matrix.json`.
+    #[arg(long)]
+    matrix: bool,
+    /// The matrix's chat counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100")]
+    matrix_chats: Vec<usize>,
+    /// The matrix's turns per run (each chat sends turns / chats messages).
+    #[arg(long, default_value_t = 2000)]
+    turns: usize,
+    /// The matrix's messages per chat instead of turns / chats (equal session lengths).
+    #[arg(long)]
+    matrix_messages: Option<usize>,
+    /// The matrix's rounds; the summary takes the median of each cell.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Herald replicas on one Postgres schema, e.g. `1,2,3` (one run each, `--chats` ×
+    /// `--messages`); writes `load-replicas.json`.
+    #[arg(long, value_delimiter = ',')]
+    replicas: Option<Vec<usize>>,
+    /// Replicas mode: pins replica i to core i % cores.
+    #[arg(long)]
+    taskset: bool,
+    /// The fake model answers after this many milliseconds (matrix and replicas modes).
+    #[arg(long, default_value_t = 0)]
+    model_ms: u64,
+    /// The echo floor binary (default: target/release/examples/echo_floor).
+    #[arg(long)]
+    floor_bin: Option<PathBuf>,
     /// Passed by `cargo bench`. Without it (`cargo test --all-targets` runs bench targets
     /// too) the benchmark does nothing: a load run is not a test.
     #[arg(long, hide = true)]
@@ -76,6 +118,35 @@ async fn main() {
     if !args.bench {
         println!("the load benchmark runs under `cargo bench --bench load`; nothing to do");
         return;
+    }
+    let dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench-results"));
+    if args.matrix {
+        let m = matrix::MatrixArgs {
+            chats: args.matrix_chats.clone(),
+            turns: args.turns,
+            messages: args.matrix_messages,
+            rounds: args.rounds.max(1),
+            model_ms: args.model_ms,
+            timeout: Duration::from_secs(args.timeout),
+            herald_bin: args.bin.clone(),
+            floor_bin: args.floor_bin.clone(),
+        };
+        return matrix::run(&m, &dir).await;
+    }
+    if let Some(counts) = &args.replicas {
+        let r = replicas::ReplicaArgs {
+            counts: counts.clone(),
+            chats: args.chats,
+            messages: args.messages,
+            taskset: args.taskset,
+            model_ms: args.model_ms,
+            timeout: Duration::from_secs(args.timeout),
+            herald_bin: args.bin.clone(),
+        };
+        return replicas::run(&r, &dir).await;
     }
     let load_start = loadavg();
     let pacing: &[(&str, &str)] = match args.pacing {
@@ -162,10 +233,6 @@ async fn main() {
         [load_start, load_end],
     );
     let name = file_stem(&args, store);
-    let dir = args
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench-results"));
     std::fs::create_dir_all(&dir).expect("results dir");
     let pretty = serde_json::to_string_pretty(&report).expect("json");
     println!("{pretty}");
@@ -285,7 +352,7 @@ fn report(
         } else {
             "update queued in the fake's getUpdates (open loop: the instant the message was due) → fake records sendMessage"
         },
-        "binary": rig.daemon.spec.bin.display().to_string(),
+        "binary": rig.gateway.bin().display().to_string(),
         "machine": { "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
                      "loadavg_start": load[0], "loadavg_end": load[1] },
         "ready_ms": rig.ready_ms,

@@ -11,6 +11,12 @@ use herald::cli::{
 };
 use herald::config::{self, LoadOptions};
 
+/// Allocations counted for the load benchmark (`--features count-alloc`); off by default.
+#[cfg(feature = "count-alloc")]
+#[global_allocator]
+static ALLOC: herald::telemetry::alloc_count::CountingAlloc =
+    herald::telemetry::alloc_count::CountingAlloc;
+
 #[derive(Parser)]
 #[command(
     name = "herald",

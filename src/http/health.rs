@@ -62,6 +62,7 @@ pub(super) async fn metrics(State(state): State<HttpState>) -> impl IntoResponse
         store_gauges(&state).await;
     }
     metrics::gauge!("herald_lanes_busy").set(state.lanes.busy_lanes().len() as f64);
+    crate::telemetry::alloc_count::publish();
     (
         [(
             axum::http::header::CONTENT_TYPE,

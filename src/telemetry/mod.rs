@@ -5,6 +5,7 @@
 //! test process share them. Secrets never reach a log line because config values that hold
 //! them are `Secret`s, whose `Debug` prints `***`.
 
+pub mod alloc_count;
 mod otlp;
 pub mod sdnotify;
 

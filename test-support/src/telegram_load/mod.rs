@@ -10,10 +10,12 @@
 //!
 //! Must not: reach into the daemon: it sees what Telegram would see, plus /proc.
 
+pub mod gateway;
 pub mod proc;
 pub mod tracker;
 pub mod transport;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +24,7 @@ use rand::Rng;
 use crate::fake_llm::FakeLlm;
 use crate::fake_telegram::FakeTelegram;
 use crate::promise::daemon::{free_port, herald_bin, Backend, Daemon, Spec};
+pub use gateway::{Floor, Gateway};
 #[allow(unused_imports)] // Sample is for the bench's plots.
 pub use tracker::{Sample, Tally, Tracker};
 pub use transport::Transport;
@@ -53,15 +56,45 @@ pub struct Plan {
     pub reply_timeout: Duration,
 }
 
-/// The daemon, the fakes and the way in, ready for load.
+/// Which store a Herald run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Store {
+    /// Postgres when `DATABASE_URL` is set, SQLite otherwise.
+    #[default]
+    FromEnv,
+    Sqlite,
+    Postgres,
+}
+
+/// How to start a [`Rig`].
+#[derive(Debug, Clone, Default)]
+pub struct RigOpts {
+    /// Telegram webhook mode (Herald only); polling otherwise.
+    pub webhook: bool,
+    /// The echo floor instead of Herald.
+    pub floor: bool,
+    /// The binary (default: `herald`, or `examples/echo_floor`, beside the running binary).
+    pub bin: Option<PathBuf>,
+    /// `HERALD_*` settings on top of the defaults and the caller's environment.
+    pub env: Vec<(String, String)>,
+    pub store: Store,
+    /// Herald processes on one store (Postgres for more than one); 0 means 1.
+    pub replicas: usize,
+    /// Pins replica `i` (all its threads) to core `i % cores` with `taskset`.
+    pub taskset: bool,
+    /// The fake model answers after this long.
+    pub model_delay: Duration,
+}
+
+/// The gateway under load, the fakes and the way in, ready for load.
 pub struct Rig {
     pub backend: Backend,
     pub tg: Arc<FakeTelegram>,
     pub llm: FakeLlm,
-    pub daemon: Daemon,
+    pub gateway: Gateway,
     pub transport: Transport,
     pub tracker: Tracker,
-    /// From spawn to the first 200 on /readyz.
+    /// From spawn to the first 200 on /readyz (the floor: to its first `getUpdates`).
     pub ready_ms: f64,
     /// From spawn until the Telegram adapter polls or has registered its webhook.
     pub telegram_ready_ms: f64,
@@ -77,55 +110,45 @@ impl Rig {
         bin: Option<std::path::PathBuf>,
         env: &[(&str, &str)],
     ) -> Rig {
+        Rig::start_with(RigOpts {
+            webhook,
+            bin,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..RigOpts::default()
+        })
+        .await
+    }
+
+    /// Starts the fakes and the gateway `opts` describe.
+    pub async fn start_with(opts: RigOpts) -> Rig {
         crate::promise::init();
-        let backend = Backend::from_env().await;
+        let backend = match opts.store {
+            Store::FromEnv => Backend::from_env().await,
+            Store::Sqlite => Backend::sqlite(),
+            Store::Postgres => {
+                let url = std::env::var("DATABASE_URL").expect("Postgres runs need DATABASE_URL");
+                Backend::postgres(&url).await
+            }
+        };
         let tg = Arc::new(FakeTelegram::start(TOKEN).await);
         let llm = FakeLlm::start().await;
-        let data_dir = backend.dir.path().join("load");
-        std::fs::create_dir_all(&data_dir).expect("data dir");
-        let port = free_port();
-        let base_url = format!("http://127.0.0.1:{port}");
-        let mut settings: Vec<(String, String)> = vec![
-            ("HERALD_TELEGRAM__TOKEN".into(), TOKEN.into()),
-            ("HERALD_TELEGRAM__API_URL".into(), tg.url()),
-            ("HERALD_TELEGRAM__ALLOW_ALL_USERS".into(), "true".into()),
-            ("HERALD_TELEGRAM__PACING".into(), "false".into()),
-        ];
-        if webhook {
-            settings.extend([
-                ("HERALD_TELEGRAM__MODE".into(), "webhook".into()),
-                (
-                    "HERALD_TELEGRAM__WEBHOOK_URL".into(),
-                    format!("{base_url}/telegram/webhook"),
-                ),
-                (
-                    "HERALD_TELEGRAM__WEBHOOK_SECRET".into(),
-                    transport::WEBHOOK_SECRET.into(),
-                ),
-            ]);
-        }
-        // The caller's HERALD_* environment, then explicit settings, win over the defaults.
-        let owned = ["HERALD_STORE__URL", "HERALD_LLM__BASE_URL"];
-        settings.extend(
-            std::env::vars()
-                .filter(|(k, _)| k.starts_with("HERALD_") && !owned.contains(&k.as_str())),
-        );
-        settings.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let spec = Spec {
-            bin: bin.unwrap_or_else(herald_bin),
-            name: "load".into(),
-            port,
-            store_url: backend.url.clone(),
-            data_dir,
-            llm_url: llm.base_url(),
-            env: settings,
-        };
+        llm.set_default_delay(opts.model_delay);
         let started = Instant::now();
-        let daemon = Daemon::start(&spec, 0).await;
-        let ready_ms = daemon.ready_ms;
+        let (gateway, ready_ms) = if opts.floor {
+            assert!(!opts.webhook, "the echo floor polls; it has no webhook");
+            let bin = opts.bin.clone().unwrap_or_else(gateway::floor_bin);
+            let log = backend.dir.path().join("floor.log");
+            let floor = Floor::start(&bin, &tg.url(), TOKEN, &llm.base_url(), &log);
+            (Gateway::Floor(floor), 0.0)
+        } else {
+            start_herald(&opts, &backend, &tg, &llm).await
+        };
         let deadline = started + Duration::from_secs(30);
         loop {
-            let up = if webhook {
+            let up = if opts.webhook {
                 !tg.calls("setwebhook").is_empty()
             } else {
                 !tg.calls("getupdates").is_empty()
@@ -136,22 +159,26 @@ impl Rig {
             assert!(
                 Instant::now() < deadline,
                 "the Telegram adapter never started; log:\n{}",
-                daemon.log_tail()
+                gateway.log_tail()
             );
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let telegram_ready_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let transport = if webhook {
-            Transport::webhook(&base_url)
+        let ready_ms = if opts.floor {
+            telegram_ready_ms
         } else {
-            Transport::Polling(tg.clone())
+            ready_ms
+        };
+        let transport = match (&gateway, opts.webhook) {
+            (Gateway::Herald(d), true) => Transport::webhook(&d[0].spec.base_url()),
+            _ => Transport::Polling(tg.clone()),
         };
         let tracker = Tracker::start(tg.subscribe_sent());
         Rig {
             backend,
             tg,
             llm,
-            daemon,
+            gateway,
             transport,
             tracker,
             ready_ms,
@@ -159,8 +186,9 @@ impl Rig {
         }
     }
 
+    /// The first (for replicas: the first started) process's pid.
     pub fn pid(&self) -> u32 {
-        self.daemon.pid()
+        self.gateway.pids()[0]
     }
 
     /// Runs `plan` and returns its samples; what got no reply within the timeout is lost.
@@ -256,9 +284,9 @@ impl Rig {
         errors
     }
 
-    /// Stops the daemon and drops the Postgres schema, if any.
+    /// Stops the gateway and drops the Postgres schema, if any.
     pub async fn finish(self) {
-        drop(self.daemon);
+        drop(self.gateway);
         self.backend.cleanup().await;
     }
 }
@@ -308,4 +336,86 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = (p * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Starts `opts.replicas` Herald processes on `backend` (replica ids `load-r<i>-g0`, or
+/// `load-g0` for a single one), pinned with `taskset` when asked; returns them and the first
+/// one's time to ready.
+async fn start_herald(
+    opts: &RigOpts,
+    backend: &Backend,
+    tg: &FakeTelegram,
+    llm: &FakeLlm,
+) -> (Gateway, f64) {
+    let replicas = opts.replicas.max(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut daemons = Vec::with_capacity(replicas);
+    for i in 0..replicas {
+        let name = if replicas == 1 {
+            "load".to_string()
+        } else {
+            format!("load-r{i}")
+        };
+        let data_dir = backend.dir.path().join(&name);
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        let port = free_port();
+        let spec = Spec {
+            bin: opts.bin.clone().unwrap_or_else(herald_bin),
+            name,
+            port,
+            store_url: backend.url.clone(),
+            data_dir,
+            llm_url: llm.base_url(),
+            env: settings(opts, tg, port),
+        };
+        let daemon = Daemon::start(&spec, 0).await;
+        if opts.taskset {
+            let core = (i % cores).to_string();
+            let pid = daemon.pid().to_string();
+            let status = std::process::Command::new("taskset")
+                .args(["-a", "-cp", &core, &pid])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("run taskset");
+            assert!(status.success(), "taskset -a -cp {core} {pid} failed");
+        }
+        daemons.push(daemon);
+    }
+    let ready_ms = daemons[0].ready_ms;
+    (Gateway::Herald(daemons), ready_ms)
+}
+
+/// A Herald process's `HERALD_*` settings: the fakes, no pacing (the fakes have no flood
+/// limits), webhook mode when asked; then the caller's environment and `opts.env` win.
+fn settings(opts: &RigOpts, tg: &FakeTelegram, port: u16) -> Vec<(String, String)> {
+    let base_url = format!("http://127.0.0.1:{port}");
+    let mut settings: Vec<(String, String)> = vec![
+        ("HERALD_TELEGRAM__TOKEN".into(), TOKEN.into()),
+        ("HERALD_TELEGRAM__API_URL".into(), tg.url()),
+        ("HERALD_TELEGRAM__ALLOW_ALL_USERS".into(), "true".into()),
+        ("HERALD_TELEGRAM__PACING".into(), "false".into()),
+    ];
+    if opts.webhook {
+        settings.extend([
+            ("HERALD_TELEGRAM__MODE".into(), "webhook".into()),
+            (
+                "HERALD_TELEGRAM__WEBHOOK_URL".into(),
+                format!("{base_url}/telegram/webhook"),
+            ),
+            (
+                "HERALD_TELEGRAM__WEBHOOK_SECRET".into(),
+                transport::WEBHOOK_SECRET.into(),
+            ),
+        ]);
+    }
+    let owned = [
+        "HERALD_STORE__URL",
+        "HERALD_LLM__BASE_URL",
+        "HERALD_SERVER__REPLICA_ID",
+    ];
+    settings.extend(
+        std::env::vars().filter(|(k, _)| k.starts_with("HERALD_") && !owned.contains(&k.as_str())),
+    );
+    settings.extend(opts.env.iter().cloned());
+    settings
 }
