@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use herald_test_support::telegram_load::{Plan, Rig, Shape};
+use herald_test_support::telegram_load::{Gateway, Plan, Rig, Shape};
 
 /// Statements logged so far: (writer, reader) counts and the writer's by summary.
 fn count(log: &str) -> (usize, usize, BTreeMap<String, usize>) {
@@ -53,7 +53,10 @@ async fn statements_per_turn(messages: usize) -> (f64, f64, String) {
     // The first turns of a chat open its session and take its lease; the count is of the turns
     // after them, the steady state of a conversation.
     let warmed = rig.run(&warm, Duration::from_millis(300)).await;
-    let path = rig.daemon.spec.log_path();
+    let Gateway::Herald(daemons) = &rig.gateway else {
+        panic!("the statement count runs Herald");
+    };
+    let path = daemons[0].spec.log_path();
     let before = std::fs::read_to_string(&path).unwrap_or_default();
     let plan = Plan {
         shape: Shape::Closed {
