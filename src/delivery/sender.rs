@@ -69,7 +69,10 @@ impl Sender {
             } else {
                 this.claim(&platforms, room, &mut lanes, &start).await
             };
-            let more_due = claimed > 0 && lanes.outstanding() < this.batch.max(1) as usize;
+            // A claim that got fewer rows than it asked for took everything due: the next one
+            // waits for a lane to finish, a wake or the poll (one empty claim per turn, not two).
+            let more_due =
+                claimed > 0 && claimed == room && lanes.outstanding() < this.batch.max(1) as usize;
             if cancel.is_cancelled() {
                 // Shutdown: replies committed by the last turns go out before we stop; one
                 // bounded drain, whatever is left stays queued for the next start.

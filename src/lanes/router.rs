@@ -89,7 +89,7 @@ impl LaneRouter {
                 _ = self.stop_taking.cancelled() => return,
             };
             match wake {
-                Some(Wake::Lane(lane)) => self.route(lane),
+                Some(Wake::Lane(lane)) => self.wake_lane(lane),
                 Some(Wake::StopTurn(lane)) => self.stop_everywhere(lane),
                 Some(Wake::Status(lane, inbox_id)) => {
                     self.tasks.spawn(self.clone().answer_status(lane, inbox_id));
@@ -168,7 +168,7 @@ impl LaneRouter {
         match self.deps.store.inbox_pending_lanes(1000).await {
             Ok(lanes) => {
                 for lane in lanes {
-                    self.route(lane);
+                    self.wake_lane(lane);
                 }
             }
             Err(e) => tracing::warn!(error = %e, "inbox rescan failed"),

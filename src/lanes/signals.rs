@@ -25,7 +25,7 @@ enum Target {
 
 impl LaneRouter {
     /// Routes a wake: here, or to the replica that holds or should take the lane.
-    pub(super) fn route(self: &Arc<Self>, lane: LaneKey) {
+    pub(super) fn wake_lane(self: &Arc<Self>, lane: LaneKey) {
         if !self.shared() || self.has_worker(&lane) || !self.placement.has_peers() {
             self.dispatch(lane);
             return;
@@ -43,7 +43,7 @@ impl LaneRouter {
     /// where the lane is held (or placement sends it). Alone, the rescan covers it.
     pub(super) fn hand_over(self: &Arc<Self>, lane: LaneKey) {
         if self.shared() && self.placement.has_peers() && !self.stop_taking.is_cancelled() {
-            self.route(lane);
+            self.wake_lane(lane);
         }
     }
 

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use herald_test_support::telegram_load::{Gateway, Plan, Rig, Shape};
 
+const CLOCK_DRIVEN: [&str; 2] = ["\"UPDATE leases SET expires_at", "\"SELECT pg_notify("];
+
 /// Statements logged so far: (writer, reader) counts and the writer's by summary.
 fn count(log: &str) -> (usize, usize, BTreeMap<String, usize>) {
     let (mut writer, mut reader) = (0, 0);
@@ -20,13 +22,18 @@ fn count(log: &str) -> (usize, usize, BTreeMap<String, usize>) {
             reader += 1;
             continue;
         }
-        writer += 1;
         let summary = line
             .split("summary=")
             .nth(1)
             .map(|s| s.split(" db.statement").next().unwrap_or(s))
             .unwrap_or("?")
             .to_string();
+        // Clock-driven, not turn-driven: lease renewals and the replicas' slot beats come once
+        // a second however many turns run, so a slower machine would count more per turn.
+        if CLOCK_DRIVEN.iter().any(|p| summary.starts_with(p)) {
+            continue;
+        }
+        writer += 1;
         *by_summary.entry(summary).or_insert(0) += 1;
     }
     (writer, reader, by_summary)
@@ -108,5 +115,5 @@ async fn a_plain_turn_costs_few_writer_statements() {
 /// (docs/BENCHMARKS.md), plus room for a lease renewal falling in the run.
 const LIMIT_SQLITE: f64 = 14.5;
 /// On Postgres every statement of the one pool counts, reads and `COMMIT`s too: 28 before, 23
-/// after.
-const LIMIT_POSTGRES: f64 = 24.5;
+/// after, 24 with the per-lane sender (its claims are `COMMIT`ted transactions of their own).
+const LIMIT_POSTGRES: f64 = 25.0;
