@@ -30,7 +30,7 @@ pub struct StreamingConfig {
     /// kept with its meaning: `false` never streams, `true` (without `chats`) streams in every
     /// chat. Unset: `chats` decides.
     pub enabled: Option<bool>,
-    /// Where answers stream: `private` (unset: the default), `all` or `none`.
+    /// Where answers stream: `private`, `all` or `none` (unset: the default, none).
     pub chats: Option<StreamChats>,
     /// Least time between two edits of previews in one chat, in milliseconds.
     pub edit_interval_ms: u64,
@@ -61,13 +61,14 @@ pub const MIN_EDIT_INTERVAL_MS: u64 = 100;
 
 impl StreamingConfig {
     /// Which chats stream: `enabled = false` wins over everything, then `chats`, then an old
-    /// `enabled = true` (every chat, as before), then the default (private chats).
+    /// `enabled = true` (every chat, as before), then the default (none: a streamed turn holds
+    /// its worker slot until its final edit, which costs throughput once the slots are full).
     pub fn chats(&self) -> StreamChats {
         match (self.enabled, self.chats) {
             (Some(false), _) => StreamChats::None,
             (_, Some(chats)) => chats,
             (Some(true), None) => StreamChats::All,
-            (None, None) => StreamChats::Private,
+            (None, None) => StreamChats::None,
         }
     }
 
@@ -104,12 +105,17 @@ mod tests {
     }
 
     #[test]
-    fn private_chats_stream_by_default_and_old_switches_keep_their_meaning() {
+    fn private_chats_stream_when_asked_and_old_switches_keep_their_meaning() {
         let private = [ChatType::Dm];
         let shared = [ChatType::Group, ChatType::Channel, ChatType::Thread];
         let default = StreamingConfig::default();
-        assert!(private.iter().all(|&c| default.streams_in(c)));
-        assert!(shared.iter().all(|&c| !default.streams_in(c)));
+        assert!(private
+            .iter()
+            .chain(&shared)
+            .all(|&c| !default.streams_in(c)));
+        let asked = cfg(None, Some(StreamChats::Private));
+        assert!(private.iter().all(|&c| asked.streams_in(c)));
+        assert!(shared.iter().all(|&c| !asked.streams_in(c)));
         // An old `enabled = true` streamed everywhere; it still does.
         let old_on = cfg(Some(true), None);
         assert!(private.iter().chain(&shared).all(|&c| old_on.streams_in(c)));
