@@ -12,6 +12,7 @@ pub mod commands;
 mod control;
 #[doc(hidden)]
 pub mod fault;
+mod heartbeat;
 mod ingest;
 mod placement;
 mod preview;

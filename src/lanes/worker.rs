@@ -194,7 +194,7 @@ impl Worker {
     async fn serve(&mut self, lease: &Lease) {
         let deps = self.router.deps.clone();
         let lost = CancellationToken::new();
-        let heartbeat = crate::tasks::spawn_owned(heartbeat(
+        let heartbeat = crate::tasks::spawn_owned(super::heartbeat::heartbeat(
             deps.clone(),
             lease.clone(),
             lost.clone(),
@@ -428,29 +428,5 @@ pub(super) enum Failure {
 impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         Failure::Store(e)
-    }
-}
-
-/// Renews the lease; on loss, cancels `lost` so the worker stops before its next write.
-async fn heartbeat(
-    deps: Arc<super::Deps>,
-    lease: Lease,
-    lost: CancellationToken,
-    abort: CancellationToken,
-) {
-    let every = Duration::from_secs(deps.config.lanes.heartbeat_secs);
-    let ttl = Duration::from_secs(deps.config.lanes.lease_ttl_secs);
-    loop {
-        if crate::tasks::sleep_or_cancel(every, &abort).await.is_err() {
-            return;
-        }
-        match deps.store.lease_renew(&lease, ttl).await {
-            Ok(()) => {}
-            Err(StoreError::LeaseLost { .. }) => {
-                lost.cancel();
-                return;
-            }
-            Err(e) => tracing::warn!(error = %e, "lease renewal failed; retrying"),
-        }
     }
 }
