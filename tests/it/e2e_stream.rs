@@ -115,12 +115,15 @@ async fn telegram_streams_one_message_edited_to_the_exact_answer() {
         Vec::<Duration>::new(),
         "edits kept the pace"
     );
-    let row = app.store.outbox_recent(5).await.unwrap();
-    assert_eq!(
-        row[0].platform_message_id,
-        Some(first.message_id.to_string()),
-        "the reply's row records the preview message it finalized"
-    );
+    // The sender records the message id once Telegram accepted the final edit, a moment after
+    // the fake saw it.
+    let want = Some(first.message_id.to_string());
+    wait_until(
+        "the reply's row records the preview message it finalized",
+        WAIT,
+        || async { app.store.outbox_recent(5).await.unwrap()[0].platform_message_id == want },
+    )
+    .await;
     app.shutdown().await;
 }
 
