@@ -45,14 +45,14 @@ async fn webhook_three_chats_two_messages_each_answered_once() {
 }
 
 /// The echo floor the load matrix compares Herald with (`examples/echo_floor.rs`, built by
-/// `cargo test --all-targets`): same driver, every message answered once, and its counting
+/// `scripts/test`): same driver, every message answered once, and its counting
 /// allocator answers, so the matrix can divide by its turns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn echo_floor_answers_each_message_once_and_reports_its_allocations() {
     let bin = herald_test_support::telegram_load::gateway::floor_bin();
     assert!(
         bin.exists(),
-        "{} is missing: cargo build --example echo_floor (cargo test --all-targets builds it)",
+        "{} is missing: cargo build --example echo_floor (scripts/test builds it)",
         bin.display()
     );
     let rig = Rig::start_with(RigOpts {

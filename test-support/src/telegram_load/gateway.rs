@@ -99,26 +99,11 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-/// `target/<profile>/examples/echo_floor`, beside the `herald` the driver would start; or,
-/// where only `cargo test --all-targets` built it, its newest `echo_floor-<hash>` there.
+/// `target/<profile>/examples/echo_floor`, beside the `herald` the driver would start.
 pub fn floor_bin() -> PathBuf {
     let herald = herald_bin();
-    let dir = herald.parent().expect("target/<profile>").join("examples");
-    let plain = dir.join("echo_floor");
-    if plain.exists() {
-        return plain;
-    }
-    let hashed = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with("echo_floor-") && !name.contains('.')
-        })
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .max();
-    hashed.map(|(_, path)| path).unwrap_or(plain)
+    let dir = herald.parent().expect("target/<profile>");
+    dir.join("examples").join("echo_floor")
 }
 
 /// A running echo floor. Dropping it kills and reaps the process.
