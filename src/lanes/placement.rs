@@ -26,6 +26,12 @@ struct Peer {
     seen: Instant,
 }
 
+impl Peer {
+    fn fresh(&self) -> bool {
+        self.seen.elapsed() < FRESH
+    }
+}
+
 impl Placement {
     pub(super) fn new(me: &str) -> Placement {
         Placement {
@@ -63,7 +69,7 @@ impl Placement {
             .lock()
             .expect("peers lock")
             .values()
-            .filter(|p| p.seen.elapsed() < FRESH)
+            .filter(|p| p.fresh())
             .count()
     }
 
@@ -72,7 +78,7 @@ impl Placement {
     pub(super) fn forget_silent(&self) -> bool {
         let mut peers = self.peers.lock().expect("peers lock");
         let before = peers.len();
-        peers.retain(|_, p| p.seen.elapsed() < FRESH);
+        peers.retain(|_, p| p.fresh());
         peers.len() < before
     }
 
@@ -84,7 +90,7 @@ impl Placement {
                 .lock()
                 .expect("peers lock")
                 .get(replica)
-                .is_some_and(|p| p.seen.elapsed() < FRESH)
+                .is_some_and(Peer::fresh)
     }
 
     /// The replica that should take up `lane`, given this one's free slots.
@@ -93,7 +99,7 @@ impl Placement {
         let candidates = std::iter::once((self.me.as_str(), my_free)).chain(
             peers
                 .iter()
-                .filter(|(_, p)| p.seen.elapsed() < FRESH)
+                .filter(|(_, p)| p.fresh())
                 .map(|(name, p)| (name.as_str(), p.free)),
         );
         choose_weighted(lane, candidates)

@@ -26,7 +26,7 @@ enum Target {
 impl LaneRouter {
     /// Routes a wake: here, or to the replica that holds or should take the lane.
     pub(super) fn wake_lane(self: &Arc<Self>, lane: LaneKey) {
-        if !self.shared() || self.has_worker(&lane) || !self.placement.has_peers() {
+        if self.has_worker(&lane) || !self.others() {
             self.dispatch(lane);
             return;
         }
@@ -42,7 +42,7 @@ impl LaneRouter {
     /// A worker here could not take the lane's lease: with other replicas alive, the wake goes
     /// where the lane is held (or placement sends it). Alone, the rescan covers it.
     pub(super) fn hand_over(self: &Arc<Self>, lane: LaneKey) {
-        if self.shared() && self.placement.has_peers() && !self.stop_taking.is_cancelled() {
+        if self.others() && !self.stop_taking.is_cancelled() {
             self.wake_lane(lane);
         }
     }
@@ -50,7 +50,7 @@ impl LaneRouter {
     /// `/stop`: the turn here, and wherever else it runs.
     pub(super) fn stop_everywhere(self: &Arc<Self>, lane: LaneKey) {
         self.cancel_turn(&lane);
-        if self.shared() && self.placement.has_peers() {
+        if self.others() {
             let router = self.clone();
             self.tasks
                 .spawn(async move { router.tell(Signal::Stop { lane }).await });
@@ -60,7 +60,7 @@ impl LaneRouter {
     /// An inbox event's processing ended here: tell local waiters, and the other replicas'.
     pub(super) async fn finish(&self, inbox: i64) {
         let _ = self.deps.finished.send(inbox);
-        if self.shared() && self.placement.has_peers() {
+        if self.others() {
             let from = self.placement.me().to_string();
             self.tell(Signal::Done { from, inbox }).await;
         }
@@ -148,8 +148,7 @@ impl LaneRouter {
         let now = crate::store::now_ms();
         match self.deps.store.lease_get(lane.as_str()).await {
             Ok(Some(l)) if l.expires_at > now => {
-                // Holders are `<replica id>/<worker>` (`Worker::new`).
-                let replica = l.holder.split('/').next().unwrap_or_default();
+                let replica = l.replica();
                 if replica == me {
                     return Target::Here;
                 }
@@ -179,6 +178,11 @@ impl LaneRouter {
 
     fn shared(&self) -> bool {
         self.deps.store.signals_shared()
+    }
+
+    /// Whether other live replicas share the store (and hear signals).
+    fn others(&self) -> bool {
+        self.shared() && self.placement.has_peers()
     }
 
     fn has_worker(&self, lane: &LaneKey) -> bool {

@@ -95,7 +95,7 @@ impl LaneRouter {
         let mine = format!("{}/", self.deps.replica_id);
         Ok(match lease {
             Some(l) if pending > 0 && !l.holder.starts_with(&mine) => {
-                let replica = l.holder.rsplit_once('/').map_or(&*l.holder, |(r, _)| r);
+                let replica = l.replica();
                 format!(
                     "A turn is running on replica {replica} (it has held this conversation since {}, {} ago).",
                     clock(l.acquired_at),

@@ -26,6 +26,16 @@ pub struct LeaseInfo {
     pub acquired_at: i64,
 }
 
+impl LeaseInfo {
+    /// The replica whose worker holds the lease: a holder is `<replica id>/<worker>` (a role
+    /// or liveness lease's holder is the replica id itself).
+    pub fn replica(&self) -> &str {
+        self.holder
+            .rsplit_once('/')
+            .map_or(&*self.holder, |(r, _)| r)
+    }
+}
+
 /// A schema migration shipped in the binary (`herald migrate` reports them one by one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigrationInfo {
