@@ -237,6 +237,7 @@ impl Core {
             finished: self.finished.clone(),
             approvals: self.approvals.clone(),
             budget: self.budget.clone(),
+            committer: Arc::new(crate::lanes::committer::Committer::new(self.store.clone())),
             recall,
             media: Arc::new(crate::media::MediaReader::from_config(
                 &self.config,

@@ -9,6 +9,7 @@ mod approvals;
 pub mod budget_events;
 mod clock;
 pub mod commands;
+pub mod committer;
 mod control;
 #[doc(hidden)]
 pub mod fault;
@@ -73,4 +74,6 @@ pub struct Deps {
     pub media: Arc<crate::media::MediaReader>,
     /// Prices and caps every model call of a turn.
     pub budget: Arc<crate::budget::Budget>,
+    /// Lands turn starts and commits, several lanes' in one transaction (group commit).
+    pub committer: Arc<committer::Committer>,
 }

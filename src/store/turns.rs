@@ -11,6 +11,7 @@
 
 use async_trait::async_trait;
 
+use super::steps::{TurnStep, TurnStepDone};
 use super::types::{ContextAfterCommit, InboxAttempt, Lease, TurnCommit, TurnCommitted, TurnRow};
 use super::StoreResult;
 use crate::domain::{LaneKey, SessionId};
@@ -52,6 +53,14 @@ pub trait TurnStore: Send + Sync {
         commit: &TurnCommit,
         context: &ContextAfterCommit<'_>,
     ) -> StoreResult<TurnCommitted>;
+    /// Group commit: the steps of several lanes (turn starts and commits) in one write
+    /// transaction, each under its own lease check, the results in the steps' order. A step the
+    /// store refuses writes nothing and the others land; a database error before the shared
+    /// commit lands each step in a transaction of its own instead. One step: the single-lane
+    /// call.
+    async fn turn_steps(&self, steps: Vec<TurnStep>) -> Vec<StoreResult<TurnStepDone>> {
+        super::steps::one_by_one(self, steps).await
+    }
     async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>>;
 }
 
@@ -96,46 +105,7 @@ macro_rules! turn_store_impl {
         ) -> StoreResult<i64> {
             let mut tx = self.begin().await?;
             check_session_write(&mut tx, lease, session_id).await?;
-            // An earlier turn under this very lease that is still `running` can only be an
-            // attempt whose commit the store refused (the worker retries after a store error):
-            // it is over, and left open it would read as a turn that never finished.
-            if sweep {
-                sqlx::query(
-                    "UPDATE turns SET status = 'abandoned', ended_at = $1 \
-                     WHERE lane = $2 AND holder = $3 AND token = $4 AND ended_at IS NULL",
-                )
-                .bind(self.now_ms())
-                .bind(&lease.name)
-                .bind(&lease.holder)
-                .bind(lease.token)
-                .execute(&mut *tx)
-                .await?;
-            }
-            if let Some(a) = inbox {
-                let (id,): (i64,) = sqlx::query_as($begin)
-                    .bind(a.attempt)
-                    .bind(a.id)
-                    .bind(&lease.name)
-                    .bind(session_id)
-                    .bind(&lease.holder)
-                    .bind(lease.token)
-                    .bind(self.now_ms())
-                    .fetch_one(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                return Ok(id);
-            }
-            let (id,): (i64,) = sqlx::query_as(
-                "INSERT INTO turns (lane, session_id, holder, token, started_at) \
-                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
-            )
-            .bind(&lease.name)
-            .bind(session_id)
-            .bind(&lease.holder)
-            .bind(lease.token)
-            .bind(self.now_ms())
-            .fetch_one(&mut *tx)
-            .await?;
+            let id = self.begin_in(&mut tx, lease, session_id, inbox, sweep).await?;
             tx.commit().await?;
             Ok(id)
         }
@@ -148,12 +118,148 @@ macro_rules! turn_store_impl {
         ) -> StoreResult<TurnCommitted> {
             let mut tx = self.begin().await?;
             check_session_write(&mut tx, lease, &c.session_id).await?;
-            let ids = insert_messages(&mut tx, self.now_ms(), &lease.name, &c.session_id, Some(c.turn_id), &c.messages).await?;
-            if let Some(row) = context(&ids) {
-                context_write(&mut tx, &c.session_id, &row).await?;
+            let done = self.commit_in(&mut tx, lease, c, context).await?;
+            tx.commit().await?;
+            Ok(done)
+        }
+
+        async fn turn_steps(&self, steps: Vec<super::steps::TurnStep>) -> Vec<StoreResult<super::steps::TurnStepDone>> {
+            use super::steps::{TurnStep, TurnStepDone};
+            if steps.len() < 2 {
+                return super::steps::one_by_one(self, steps).await;
+            }
+            let mut tx = match self.begin().await {
+                Ok(tx) => tx,
+                Err(e) => return super::steps::shared_failure(&e, steps.len()),
+            };
+            let mut done = Vec::with_capacity(steps.len());
+            for step in &steps {
+                let (lease, session_id) = step.lease_and_session();
+                match check_session_write(&mut tx, lease, session_id).await {
+                    Ok(()) => {}
+                    Err(e) if super::steps::refused(&e) => {
+                        done.push(Err(e));
+                        continue;
+                    }
+                    Err(e) => return self.steps_alone(tx, steps, &e).await,
+                }
+                let landed = match step {
+                    TurnStep::Begin { lease, session_id, inbox, sweep } => self
+                        .begin_in(&mut tx, lease, session_id, *inbox, *sweep)
+                        .await
+                        .map(TurnStepDone::Begun),
+                    TurnStep::Commit { lease, commit, context } => self
+                        .commit_in(&mut tx, lease, commit, &**context)
+                        .await
+                        .map(TurnStepDone::Committed),
+                };
+                match landed {
+                    Ok(d) => done.push(Ok(d)),
+                    Err(e) => return self.steps_alone(tx, steps, &e).await,
+                }
+            }
+            match tx.commit().await {
+                Ok(()) => done,
+                // Whether the commit landed is unknown: no step is run again here, each lane's
+                // worker retries as after a failed single-lane commit.
+                Err(e) => super::steps::shared_failure(&e.into(), steps.len()),
+            }
+        }
+
+        async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>> {
+            Ok(sqlx::query_as(
+                "SELECT id, lane, session_id, inbox_id, holder, token, status, started_at, ended_at, \
+                 fresh_input, output, cache_read, cache_write, cost FROM turns WHERE lane = $1 ORDER BY id LIMIT $2",
+            )
+            .bind(lane.as_str())
+            .bind(limit)
+            .fetch_all(&self.reader)
+            .await?)
+        }
+        }
+
+        impl $ty {
+        /// A group whose shared transaction hit a database error: rolled back, so nothing of it
+        /// landed, and each step goes again in its own transaction.
+        async fn steps_alone(
+            &self,
+            tx: sqlx::Transaction<'static, <$ty as super::Pools>::Db>,
+            steps: Vec<super::steps::TurnStep>,
+            cause: &StoreError,
+        ) -> Vec<StoreResult<super::steps::TurnStepDone>> {
+            tracing::debug!(error = %cause, steps = steps.len(), "group commit rolled back; landing its steps one by one");
+            if let Err(e) = tx.rollback().await {
+                tracing::debug!(error = %e, "group commit rollback failed");
+            }
+            super::steps::one_by_one(self, steps).await
+        }
+
+        /// A turn's start inside `tx`, after its lease check.
+        async fn begin_in(
+            &self,
+            tx: &mut sqlx::Transaction<'static, <$ty as super::Pools>::Db>,
+            lease: &Lease,
+            session_id: &SessionId,
+            inbox: Option<InboxAttempt>,
+            sweep: bool,
+        ) -> StoreResult<i64> {
+            // An earlier turn under this very lease that is still `running` can only be an
+            // attempt whose commit the store refused (the worker retries after a store error):
+            // it is over, and left open it would read as a turn that never finished.
+            if sweep {
+                sqlx::query(
+                    "UPDATE turns SET status = 'abandoned', ended_at = $1 \
+                     WHERE lane = $2 AND holder = $3 AND token = $4 AND ended_at IS NULL",
+                )
+                .bind(self.now_ms())
+                .bind(&lease.name)
+                .bind(&lease.holder)
+                .bind(lease.token)
+                .execute(&mut **tx)
+                .await?;
+            }
+            if let Some(a) = inbox {
+                let (id,): (i64,) = sqlx::query_as($begin)
+                    .bind(a.attempt)
+                    .bind(a.id)
+                    .bind(&lease.name)
+                    .bind(session_id)
+                    .bind(&lease.holder)
+                    .bind(lease.token)
+                    .bind(self.now_ms())
+                    .fetch_one(&mut **tx)
+                    .await?;
+                return Ok(id);
+            }
+            let (id,): (i64,) = sqlx::query_as(
+                "INSERT INTO turns (lane, session_id, holder, token, started_at) \
+                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            )
+            .bind(&lease.name)
+            .bind(session_id)
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .bind(self.now_ms())
+            .fetch_one(&mut **tx)
+            .await?;
+            Ok(id)
+        }
+
+        /// A turn's commit inside `tx`, after its lease check.
+        async fn commit_in(
+            &self,
+            tx: &mut sqlx::Transaction<'static, <$ty as super::Pools>::Db>,
+            lease: &Lease,
+            c: &TurnCommit,
+            context: &ContextAfterCommit<'_>,
+        ) -> StoreResult<TurnCommitted> {
+            let ids = insert_messages(tx, self.now_ms(), &lease.name, &c.session_id, Some(c.turn_id), &c.messages).await?;
+            let written = context(&ids);
+            if let Some(row) = &written {
+                context_write(tx, &c.session_id, row).await?;
             }
             for o in &c.outbox {
-                insert_outbox(&mut tx, self.now_ms(), o).await?;
+                insert_outbox(tx, self.now_ms(), o).await?;
             }
             let now = self.now_ms();
             let reply_id = c
@@ -180,10 +286,10 @@ macro_rules! turn_store_impl {
                         .bind(c.billed.cache_write)
                         .bind(c.cost)
                         .bind(c.turn_id)
-                        .execute(&mut *tx)
+                        .execute(&mut **tx)
                         .await?;
                 }
-                _ => self.turn_end(&mut tx, lease, c, reply_id, now).await?,
+                _ => self.turn_end(tx, lease, c, reply_id, now).await?,
             }
             if let Some(reason) = &c.close_session {
                 sqlx::query(
@@ -192,29 +298,15 @@ macro_rules! turn_store_impl {
                 .bind(now)
                 .bind(&*super::text::clean(reason))
                 .bind(&c.session_id)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
             }
             for ev in &c.enqueue {
-                insert_inbox(&mut tx, self.now_ms(), ev).await?;
+                insert_inbox(tx, self.now_ms(), ev).await?;
             }
-            tx.commit().await?;
-            Ok(TurnCommitted { message_ids: ids })
+            Ok(TurnCommitted { message_ids: ids, context: written })
         }
 
-        async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>> {
-            Ok(sqlx::query_as(
-                "SELECT id, lane, session_id, inbox_id, holder, token, status, started_at, ended_at, \
-                 fresh_input, output, cache_read, cache_write, cost FROM turns WHERE lane = $1 ORDER BY id LIMIT $2",
-            )
-            .bind(lane.as_str())
-            .bind(limit)
-            .fetch_all(&self.reader)
-            .await?)
-        }
-        }
-
-        impl $ty {
         /// The general end of a turn's commit: each inbox row's mark, the kept results'
         /// cleanup and the turn row, one statement each.
         async fn turn_end(

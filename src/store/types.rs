@@ -337,6 +337,8 @@ impl TurnCommit {
 #[derive(Debug, Clone)]
 pub struct TurnCommitted {
     pub message_ids: Vec<i64>,
+    /// The context state the commit wrote (what its [`ContextAfterCommit`] returned).
+    pub context: Option<super::context::ContextRow>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

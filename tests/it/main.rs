@@ -60,6 +60,7 @@ mod fake_discord_selftest;
 mod fake_telegram_selftest;
 mod faults;
 mod fuzz_props;
+mod group_commit;
 mod handoff_nightly_store;
 mod handoff_store;
 mod load_smoke;

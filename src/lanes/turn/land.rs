@@ -2,6 +2,8 @@
 //! the context row anchored on the billed usage), the outbox sender's wake, and what the worker
 //! keeps of the session so the next turn reads nothing back.
 
+use std::sync::Arc;
+
 use tracing::Instrument;
 
 use super::{Prepared, Settled};
@@ -26,22 +28,20 @@ impl Worker {
             session, before, ..
         } = p;
         // The usage anchor names a committed row, so it is computed inside the commit, from
-        // the ids the commit assigns, and lands in the same transaction.
-        let anchored = std::sync::Mutex::new(None);
-        let anchor = |ids: &[i64]| {
-            let next = context.anchor_after(
-                before.row.clone(),
-                &session.id,
-                &commit.messages,
-                ids,
-                &readings,
-            );
-            *anchored.lock().expect("anchor lock") = next.clone();
-            next
+        // the ids the commit assigns, and lands in the same transaction. Owned: the commit may
+        // land in a group another lane's worker leads.
+        let commit = Arc::new(commit);
+        let anchor = {
+            let (anchoring, row, session_id) =
+                (context.anchoring(), before.row.clone(), session.id.clone());
+            let commit = commit.clone();
+            move |ids: &[i64]| {
+                anchoring.anchor_after(row.clone(), &session_id, &commit.messages, ids, &readings)
+            }
         };
         let committed = deps
-            .store
-            .turn_commit_with(lease, &commit, &anchor)
+            .committer
+            .commit(lease, commit.clone(), Box::new(anchor))
             .instrument(tracing::info_span!(parent: span, "store.turn_commit", outbox_rows = commit.outbox.len()))
             .await?;
         deps.outbox_wake.notify_one();
@@ -62,7 +62,7 @@ impl Worker {
                     .zip(&committed.message_ids)
                     .map(|(m, id)| StoredMessage::committed(*id, &session.id, m, now)),
             );
-            let row = anchored.into_inner().expect("anchor lock").unwrap_or(row);
+            let row = committed.context.unwrap_or(row);
             *self.known.lock().expect("known lock") = Some((session, Known { live, row }));
         }
         Ok(())

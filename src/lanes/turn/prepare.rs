@@ -44,8 +44,8 @@ impl Worker {
             attempt: row.attempts + 1,
         };
         let turn_id = deps
-            .store
-            .turn_begin_with(
+            .committer
+            .begin(
                 lease,
                 &session.id,
                 Some(attempt),
