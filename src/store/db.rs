@@ -10,7 +10,6 @@
 //! sqlx's own `bind` would give them (`i64` as `INT8`, text as `TEXT`, …): Postgres is strict.
 
 use std::borrow::Cow;
-use std::future::Future;
 
 use sqlx::error::BoxDynError;
 use sqlx::migrate::Migrator;
@@ -155,16 +154,14 @@ pub(crate) enum Pool<'p> {
     Pg(&'p PgPool),
 }
 
-impl<'p> Pool<'p> {
+impl Pool<'_> {
     /// A write transaction. SQLite's takes the write lock at once (`BEGIN IMMEDIATE`), so two
     /// writers queue at the start instead of one failing when it first writes.
-    pub(crate) fn begin(self) -> impl Future<Output = StoreResult<Tx>> + Send + 'p {
-        async move {
-            Ok(match self {
-                Pool::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
-                Pool::Pg(p) => Tx::Pg(p.begin().await?),
-            })
-        }
+    pub(crate) async fn begin(self) -> StoreResult<Tx> {
+        Ok(match self {
+            Pool::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::Pg(p) => Tx::Pg(p.begin().await?),
+        })
     }
 
     /// Applies `migrator`'s pending migrations, up to `to` when given.
@@ -250,8 +247,8 @@ impl<'e> On<'e> {
         Ok(match self {
             On::Pool(Pool::Sqlite(p)) => Held::SqlitePooled(p.acquire().await?),
             On::Pool(Pool::Pg(p)) => Held::PgPooled(p.acquire().await?),
-            On::Tx(Tx::Sqlite(tx)) => Held::Sqlite(&mut **tx),
-            On::Tx(Tx::Pg(tx)) => Held::Pg(&mut **tx),
+            On::Tx(Tx::Sqlite(tx)) => Held::Sqlite(tx),
+            On::Tx(Tx::Pg(tx)) => Held::Pg(tx),
         })
     }
 }
@@ -259,8 +256,8 @@ impl<'e> On<'e> {
 impl Held<'_> {
     fn conn(&mut self) -> Conn<'_> {
         match self {
-            Held::SqlitePooled(c) => Conn::Sqlite(&mut **c),
-            Held::PgPooled(c) => Conn::Pg(&mut **c),
+            Held::SqlitePooled(c) => Conn::Sqlite(c),
+            Held::PgPooled(c) => Conn::Pg(c),
             Held::Sqlite(c) => Conn::Sqlite(c),
             Held::Pg(c) => Conn::Pg(c),
         }
