@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::common::{self, MessageRaw};
 use super::db::{self, Tx};
 use super::text::clean;
+use super::transcript::compact_in;
 use super::tx::{check_lease, check_session_write, insert_message, set_flags};
 use super::types::{Lease, NewMessage, Session, SessionId, StoredMessage};
 use super::{Pools, StoreResult};
@@ -137,14 +138,7 @@ impl<S: Pools> ContextStore for S {
         row: &ContextRow,
     ) -> StoreResult<Vec<i64>> {
         let mut tx = self.begin().await?;
-        check_session_write(&mut tx, lease, session_id).await?;
-        set_flags(&mut tx, session_id, flip_ids, 1).await?;
-        let mut ids = Vec::with_capacity(insert.len());
-        for m in insert {
-            ids.push(
-                insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?,
-            );
-        }
+        let ids = compact_in(&mut tx, self.now_ms(), lease, session_id, flip_ids, insert).await?;
         context_write(&mut tx, session_id, row).await?;
         tx.commit().await?;
         Ok(ids)

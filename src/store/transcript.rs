@@ -11,9 +11,9 @@
 use async_trait::async_trait;
 
 use super::common::{self, MessageRaw};
-use super::db;
+use super::db::{self, Tx};
 use super::text::clean;
-use super::tx::{check_lease, check_session_write, insert_message, set_flags};
+use super::tx::{check_lease, check_session_write, insert_each, set_flags};
 use super::types::{Lease, NewMessage, Session, SessionId, StoredMessage};
 use super::{Pools, StoreResult};
 use crate::domain::LaneKey;
@@ -204,12 +204,7 @@ impl<S: Pools> TranscriptStore for S {
     ) -> StoreResult<Vec<i64>> {
         let mut tx = self.begin().await?;
         check_session_write(&mut tx, lease, session_id).await?;
-        let mut ids = Vec::with_capacity(messages.len());
-        for m in messages {
-            ids.push(
-                insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?,
-            );
-        }
+        let ids = insert_each(&mut tx, self.now_ms(), &lease.name, session_id, messages).await?;
         tx.commit().await?;
         Ok(ids)
     }
@@ -222,14 +217,7 @@ impl<S: Pools> TranscriptStore for S {
         insert: &[NewMessage],
     ) -> StoreResult<Vec<i64>> {
         let mut tx = self.begin().await?;
-        check_session_write(&mut tx, lease, session_id).await?;
-        set_flags(&mut tx, session_id, flip_ids, 1).await?;
-        let mut ids = Vec::with_capacity(insert.len());
-        for m in insert {
-            ids.push(
-                insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?,
-            );
-        }
+        let ids = compact_in(&mut tx, self.now_ms(), lease, session_id, flip_ids, insert).await?;
         tx.commit().await?;
         Ok(ids)
     }
@@ -276,4 +264,19 @@ impl<S: Pools> TranscriptStore for S {
             .await?;
         rows.into_iter().map(MessageRaw::typed).collect()
     }
+}
+
+/// A compaction inside the caller's transaction (lease-checked): the rows it replaces leave the
+/// model's view, still searchable, and its carriers land. Returns the carriers' ids.
+pub(super) async fn compact_in(
+    tx: &mut Tx,
+    now: i64,
+    lease: &Lease,
+    session_id: &SessionId,
+    flip_ids: &[i64],
+    insert: &[NewMessage],
+) -> StoreResult<Vec<i64>> {
+    check_session_write(tx, lease, session_id).await?;
+    set_flags(tx, session_id, flip_ids, 1).await?;
+    insert_each(tx, now, &lease.name, session_id, insert).await
 }

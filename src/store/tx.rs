@@ -90,6 +90,21 @@ pub(super) async fn insert_message(
     Ok(id)
 }
 
+/// [`insert_message`] for each of `messages` in turn, outside any turn; the ids in order.
+pub(super) async fn insert_each(
+    tx: &mut Tx,
+    now: i64,
+    lane: &str,
+    session_id: &str,
+    messages: &[NewMessage],
+) -> StoreResult<Vec<i64>> {
+    let mut ids = Vec::with_capacity(messages.len());
+    for m in messages {
+        ids.push(insert_message(tx, now, lane, session_id, None, m).await?);
+    }
+    Ok(ids)
+}
+
 /// The columns [`insert_messages`] writes, per row.
 const MESSAGE_COLS: usize = 12;
 /// Rows per statement: far below SQLite's 32,766 bound variables.
