@@ -13,9 +13,8 @@ use std::borrow::Cow;
 
 use sqlx::error::BoxDynError;
 use sqlx::migrate::Migrator;
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgConnection, PgPool, PgRow, Postgres};
-use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteConnection, SqlitePool, SqliteRow};
+use sqlx::postgres::{PgArguments, PgPool, PgRow, Postgres};
+use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool, SqliteRow};
 use sqlx::{Arguments, Database, Encode, FromRow, SqlSafeStr, SqlStr, Transaction, Type};
 
 use super::{StoreError, StoreResult};
@@ -228,42 +227,6 @@ impl<'e> From<&'e mut Tx> for On<'e> {
     }
 }
 
-/// The connection a statement runs on: taken from a pool for it (as sqlx's pool executor
-/// does), or the transaction's own.
-enum Held<'e> {
-    SqlitePooled(PoolConnection<Sqlite>),
-    PgPooled(PoolConnection<Postgres>),
-    Sqlite(&'e mut SqliteConnection),
-    Pg(&'e mut PgConnection),
-}
-
-enum Conn<'c> {
-    Sqlite(&'c mut SqliteConnection),
-    Pg(&'c mut PgConnection),
-}
-
-impl<'e> On<'e> {
-    async fn hold(self) -> StoreResult<Held<'e>> {
-        Ok(match self {
-            On::Pool(Pool::Sqlite(p)) => Held::SqlitePooled(p.acquire().await?),
-            On::Pool(Pool::Pg(p)) => Held::PgPooled(p.acquire().await?),
-            On::Tx(Tx::Sqlite(tx)) => Held::Sqlite(tx),
-            On::Tx(Tx::Pg(tx)) => Held::Pg(tx),
-        })
-    }
-}
-
-impl Held<'_> {
-    fn conn(&mut self) -> Conn<'_> {
-        match self {
-            Held::SqlitePooled(c) => Conn::Sqlite(c),
-            Held::PgPooled(c) => Conn::Pg(c),
-            Held::Sqlite(c) => Conn::Sqlite(c),
-            Held::Pg(c) => Conn::Pg(c),
-        }
-    }
-}
-
 /// A statement and its arguments, in the order of their `$N`.
 #[must_use = "a query does nothing until it is run"]
 pub(crate) struct Query<'a> {
@@ -273,9 +236,12 @@ pub(crate) struct Query<'a> {
 
 /// A statement to bind and run: `db::query(SQL).bind(x).execute(&mut tx)`.
 pub(crate) fn query<'a>(sql: impl SqlSafeStr) -> Query<'a> {
+    let sql = sql.into_sql_str();
+    // Room for every argument at once: a statement binds at most one per `$`.
+    let marks = sql.as_str().bytes().filter(|&b| b == b'$').count();
     Query {
-        sql: sql.into_sql_str(),
-        args: Vec::new(),
+        sql,
+        args: Vec::with_capacity(marks),
     }
 }
 
@@ -287,30 +253,44 @@ impl<'a> Query<'a> {
 
     /// Runs the statement; returns the count of rows it changed.
     pub(crate) async fn execute<'e>(self, on: impl Into<On<'e>>) -> StoreResult<u64> {
-        let mut held = on.into().hold().await?;
-        Ok(match held.conn() {
-            Conn::Sqlite(c) => sqlx::query_with(self.sql, arguments::<SqliteArguments>(self.args)?)
-                .execute(c)
+        let Query { sql, args } = self;
+        // Each arm hands sqlx its own executor (a pool or a transaction's connection), whose
+        // future sqlx boxes: the store's futures stay as small as with sqlx called directly.
+        Ok(match on.into() {
+            On::Pool(Pool::Sqlite(p)) => sqlx::query_with(sql, sqlite(args)?)
+                .execute(p)
                 .await?
                 .rows_affected(),
-            Conn::Pg(c) => sqlx::query_with(self.sql, arguments::<PgArguments>(self.args)?)
-                .execute(c)
+            On::Tx(Tx::Sqlite(tx)) => sqlx::query_with(sql, sqlite(args)?)
+                .execute(&mut **tx)
+                .await?
+                .rows_affected(),
+            On::Pool(Pool::Pg(p)) => sqlx::query_with(sql, pg(args)?)
+                .execute(p)
+                .await?
+                .rows_affected(),
+            On::Tx(Tx::Pg(tx)) => sqlx::query_with(sql, pg(args)?)
+                .execute(&mut **tx)
                 .await?
                 .rows_affected(),
         })
     }
 
     pub(crate) async fn fetch_one<'e, R: StoreRow>(self, on: impl Into<On<'e>>) -> StoreResult<R> {
-        let mut held = on.into().hold().await?;
-        Ok(match held.conn() {
-            Conn::Sqlite(c) => {
-                sqlx::query_as_with::<_, R, _>(self.sql, arguments::<SqliteArguments>(self.args)?)
-                    .fetch_one(c)
+        let Query { sql, args } = self;
+        Ok(match on.into() {
+            On::Pool(Pool::Sqlite(p)) => {
+                sqlx::query_as_with(sql, sqlite(args)?).fetch_one(p).await?
+            }
+            On::Tx(Tx::Sqlite(tx)) => {
+                sqlx::query_as_with(sql, sqlite(args)?)
+                    .fetch_one(&mut **tx)
                     .await?
             }
-            Conn::Pg(c) => {
-                sqlx::query_as_with::<_, R, _>(self.sql, arguments::<PgArguments>(self.args)?)
-                    .fetch_one(c)
+            On::Pool(Pool::Pg(p)) => sqlx::query_as_with(sql, pg(args)?).fetch_one(p).await?,
+            On::Tx(Tx::Pg(tx)) => {
+                sqlx::query_as_with(sql, pg(args)?)
+                    .fetch_one(&mut **tx)
                     .await?
             }
         })
@@ -320,16 +300,26 @@ impl<'a> Query<'a> {
         self,
         on: impl Into<On<'e>>,
     ) -> StoreResult<Option<R>> {
-        let mut held = on.into().hold().await?;
-        Ok(match held.conn() {
-            Conn::Sqlite(c) => {
-                sqlx::query_as_with::<_, R, _>(self.sql, arguments::<SqliteArguments>(self.args)?)
-                    .fetch_optional(c)
+        let Query { sql, args } = self;
+        Ok(match on.into() {
+            On::Pool(Pool::Sqlite(p)) => {
+                sqlx::query_as_with(sql, sqlite(args)?)
+                    .fetch_optional(p)
                     .await?
             }
-            Conn::Pg(c) => {
-                sqlx::query_as_with::<_, R, _>(self.sql, arguments::<PgArguments>(self.args)?)
-                    .fetch_optional(c)
+            On::Tx(Tx::Sqlite(tx)) => {
+                sqlx::query_as_with(sql, sqlite(args)?)
+                    .fetch_optional(&mut **tx)
+                    .await?
+            }
+            On::Pool(Pool::Pg(p)) => {
+                sqlx::query_as_with(sql, pg(args)?)
+                    .fetch_optional(p)
+                    .await?
+            }
+            On::Tx(Tx::Pg(tx)) => {
+                sqlx::query_as_with(sql, pg(args)?)
+                    .fetch_optional(&mut **tx)
                     .await?
             }
         })
@@ -339,20 +329,32 @@ impl<'a> Query<'a> {
         self,
         on: impl Into<On<'e>>,
     ) -> StoreResult<Vec<R>> {
-        let mut held = on.into().hold().await?;
-        Ok(match held.conn() {
-            Conn::Sqlite(c) => {
-                sqlx::query_as_with::<_, R, _>(self.sql, arguments::<SqliteArguments>(self.args)?)
-                    .fetch_all(c)
+        let Query { sql, args } = self;
+        Ok(match on.into() {
+            On::Pool(Pool::Sqlite(p)) => {
+                sqlx::query_as_with(sql, sqlite(args)?).fetch_all(p).await?
+            }
+            On::Tx(Tx::Sqlite(tx)) => {
+                sqlx::query_as_with(sql, sqlite(args)?)
+                    .fetch_all(&mut **tx)
                     .await?
             }
-            Conn::Pg(c) => {
-                sqlx::query_as_with::<_, R, _>(self.sql, arguments::<PgArguments>(self.args)?)
-                    .fetch_all(c)
+            On::Pool(Pool::Pg(p)) => sqlx::query_as_with(sql, pg(args)?).fetch_all(p).await?,
+            On::Tx(Tx::Pg(tx)) => {
+                sqlx::query_as_with(sql, pg(args)?)
+                    .fetch_all(&mut **tx)
                     .await?
             }
         })
     }
+}
+
+fn sqlite(args: Vec<Arg<'_>>) -> Result<SqliteArguments, sqlx::Error> {
+    arguments(args)
+}
+
+fn pg(args: Vec<Arg<'_>>) -> Result<PgArguments, sqlx::Error> {
+    arguments(args)
 }
 
 /// The backend's argument list, each value added as sqlx's `bind` adds it. The one where-clause
