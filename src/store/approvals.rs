@@ -5,11 +5,15 @@
 //! presses, a press racing the deadline, or two replicas see exactly one winner. Ordinary
 //! generic code over `sqlx::Database` ([`super::Pools`]), one SQL text for both backends.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use serde::Serialize;
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
-use super::{Pools, RowsAffected, StoreError, StoreResult};
+use super::db;
+use super::text::clean;
+
+use super::{Pools, StoreError, StoreResult};
 use crate::domain::LaneKey;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -94,7 +98,7 @@ pub struct ApprovalRow {
     pub created_at: i64,
 }
 
-#[derive(FromRow)]
+#[derive(sqlx::FromRow)]
 struct Raw {
     id: String,
     lane: String,
@@ -137,32 +141,44 @@ impl Raw {
     }
 }
 
-/// The columns of [`Raw`], as a literal so the queries stay `&'static str`.
-macro_rules! cols {
-    () => {
-        "SELECT id, lane, inbox_id, call_index, tool, arguments, person, platform, chat_id, \
-         thread_id, status, decided_by, deadline, prompt_message_id, result, created_at \
-         FROM approvals "
-    };
-}
+/// The select of [`Raw`]'s columns; the statements built on it are made once, so each is a
+/// `&'static str` like every other statement text (sqlx caches statements by text).
+const SELECT: &str =
+    "SELECT id, lane, inbox_id, call_index, tool, arguments, person, platform, chat_id, \
+     thread_id, status, decided_by, deadline, prompt_message_id, result, created_at \
+     FROM approvals ";
+
+static BY_CALL: LazyLock<String> = LazyLock::new(|| {
+    format!("{SELECT}WHERE lane = $1 AND inbox_id = $2 AND call_index = $3 AND call_hash = $4")
+});
+static BY_ID: LazyLock<String> = LazyLock::new(|| format!("{SELECT}WHERE id = $1"));
+static PENDING_OF_EVENT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{SELECT}WHERE lane = $1 AND inbox_id = $2 AND status = 'pending' ORDER BY created_at, id"
+    )
+});
+static PENDING: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{SELECT}WHERE status = 'pending' AND (CAST($1 AS TEXT) IS NULL OR lane = $1) \
+         ORDER BY created_at, id"
+    )
+});
 
 /// Binds `$1`–`$11`, the columns that name a request (which call of which turn, whose, where),
 /// in the order both inserts list them: a question opened, and a result kept unasked.
-macro_rules! bind_request {
-    ($a:expr, $query:expr) => {
-        $query
-            .bind($a.id.as_str())
-            .bind($a.lane.as_str())
-            .bind($a.inbox_id)
-            .bind($a.call_index)
-            .bind($a.call_hash.as_str())
-            .bind(&*super::text::clean(&$a.tool))
-            .bind(&*super::text::clean(&$a.arguments))
-            .bind($a.person.as_str())
-            .bind($a.platform.as_str())
-            .bind($a.chat_id.as_str())
-            .bind($a.thread_id.as_deref())
-    };
+fn bind_request<'a>(query: db::Query<'a>, a: &'a NewApproval) -> db::Query<'a> {
+    query
+        .bind(a.id.as_str())
+        .bind(a.lane.as_str())
+        .bind(a.inbox_id)
+        .bind(a.call_index)
+        .bind(a.call_hash.as_str())
+        .bind(clean(&a.tool))
+        .bind(clean(&a.arguments))
+        .bind(a.person.as_str())
+        .bind(a.platform.as_str())
+        .bind(a.chat_id.as_str())
+        .bind(a.thread_id.as_deref())
 }
 
 #[async_trait]
@@ -213,45 +229,30 @@ pub trait ApprovalStore: Send + Sync {
 pub(super) const KEPT_BY: &str = "policy";
 
 #[async_trait]
-impl<S> ApprovalStore for S
-where
-    S: Pools,
-    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
-    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
-    <S::Db as Database>::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
-    for<'q> Option<&'q str>: Encode<'q, S::Db> + Type<S::Db>,
-    for<'q> String: Encode<'q, S::Db> + Type<S::Db>,
-    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
-    Raw: for<'r> FromRow<'r, <S::Db as Database>::Row>,
-    (Option<String>,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-{
+impl<S: Pools> ApprovalStore for S {
     async fn approval_open(&self, a: &NewApproval) -> StoreResult<ApprovalRow> {
-        bind_request!(a, sqlx::query(
+        bind_request(db::query(
             "INSERT INTO approvals (id, lane, inbox_id, call_index, call_hash, tool, arguments, \
              person, platform, chat_id, thread_id, status, deadline, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13) \
              ON CONFLICT (lane, inbox_id, call_index, call_hash) DO NOTHING",
-        ))
+        ), a)
         .bind(a.deadline)
         .bind(a.now)
         .execute(self.writer())
         .await?;
-        let raw: Raw = sqlx::query_as(concat!(
-            cols!(),
-            "WHERE lane = $1 AND inbox_id = $2 AND call_index = $3 AND call_hash = $4"
-        ))
-        .bind(a.lane.as_str())
-        .bind(a.inbox_id)
-        .bind(a.call_index)
-        .bind(a.call_hash.as_str())
-        .fetch_one(self.writer())
-        .await?;
+        let raw: Raw = db::query(BY_CALL.as_str())
+            .bind(a.lane.as_str())
+            .bind(a.inbox_id)
+            .bind(a.call_index)
+            .bind(a.call_hash.as_str())
+            .fetch_one(self.writer())
+            .await?;
         raw.typed()
     }
 
     async fn approval_get(&self, id: &str) -> StoreResult<Option<ApprovalRow>> {
-        let raw: Option<Raw> = sqlx::query_as(concat!(cols!(), "WHERE id = $1"))
+        let raw: Option<Raw> = db::query(BY_ID.as_str())
             .bind(id)
             .fetch_optional(self.writer())
             .await?;
@@ -259,7 +260,7 @@ where
     }
 
     async fn approval_prompted(&self, id: &str, message_id: &str) -> StoreResult<()> {
-        sqlx::query("UPDATE approvals SET prompt_message_id = $1 WHERE id = $2")
+        db::query("UPDATE approvals SET prompt_message_id = $1 WHERE id = $2")
             .bind(message_id)
             .bind(id)
             .execute(self.writer())
@@ -275,7 +276,7 @@ where
         now: i64,
     ) -> StoreResult<bool> {
         let status = if approve { "approved" } else { "denied" };
-        let r = sqlx::query(
+        let r = db::query(
             "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3 \
              WHERE id = $4 AND status = 'pending' AND deadline > $3",
         )
@@ -285,11 +286,11 @@ where
         .bind(id)
         .execute(self.writer())
         .await?;
-        Ok(r.rows_affected() == 1)
+        Ok(r == 1)
     }
 
     async fn approval_expire(&self, id: &str, now: i64) -> StoreResult<bool> {
-        let r = sqlx::query(
+        let r = db::query(
             "UPDATE approvals SET status = 'expired', decided_at = $1 \
              WHERE id = $2 AND status = 'pending' AND deadline <= $1",
         )
@@ -297,24 +298,24 @@ where
         .bind(id)
         .execute(self.writer())
         .await?;
-        Ok(r.rows_affected() == 1)
+        Ok(r == 1)
     }
 
     async fn approval_start(&self, id: &str) -> StoreResult<bool> {
-        let r = sqlx::query(
+        let r = db::query(
             "UPDATE approvals SET status = 'running' WHERE id = $1 AND status = 'approved'",
         )
         .bind(id)
         .execute(self.writer())
         .await?;
-        Ok(r.rows_affected() == 1)
+        Ok(r == 1)
     }
 
     async fn approval_finish(&self, id: &str, result: &str) -> StoreResult<()> {
-        sqlx::query(
+        db::query(
             "UPDATE approvals SET status = 'done', result = $1 WHERE id = $2 AND status = 'running'",
         )
-        .bind(&*super::text::clean(result))
+        .bind(clean(result))
         .bind(id)
         .execute(self.writer())
         .await?;
@@ -327,17 +328,14 @@ where
         inbox_id: i64,
         now: i64,
     ) -> StoreResult<Vec<ApprovalRow>> {
-        let raws: Vec<Raw> = sqlx::query_as(concat!(
-            cols!(),
-            "WHERE lane = $1 AND inbox_id = $2 AND status = 'pending' ORDER BY created_at, id"
-        ))
-        .bind(lane.as_str())
-        .bind(inbox_id)
-        .fetch_all(self.writer())
-        .await?;
+        let raws: Vec<Raw> = db::query(PENDING_OF_EVENT.as_str())
+            .bind(lane.as_str())
+            .bind(inbox_id)
+            .fetch_all(self.writer())
+            .await?;
         let mut out = Vec::new();
         for raw in raws {
-            let r = sqlx::query(
+            let r = db::query(
                 "UPDATE approvals SET status = 'expired', decided_at = $1 \
                  WHERE id = $2 AND status = 'pending'",
             )
@@ -345,7 +343,7 @@ where
             .bind(raw.id.as_str())
             .execute(self.writer())
             .await?;
-            if r.rows_affected() == 1 {
+            if r == 1 {
                 out.push(raw.typed()?);
             }
         }
@@ -353,7 +351,7 @@ where
     }
 
     async fn tool_result_recall(&self, a: &NewApproval) -> StoreResult<Option<String>> {
-        let row: Option<(Option<String>,)> = sqlx::query_as(
+        let row: Option<(Option<String>,)> = db::query(
             "SELECT result FROM approvals WHERE lane = $1 AND inbox_id = $2 AND call_index = $3 \
              AND call_hash = $4 AND status = 'done'",
         )
@@ -367,30 +365,26 @@ where
     }
 
     async fn tool_result_keep(&self, a: &NewApproval, result: &str) -> StoreResult<()> {
-        bind_request!(a, sqlx::query(
+        bind_request(db::query(
             "INSERT INTO approvals (id, lane, inbox_id, call_index, call_hash, tool, arguments, \
              person, platform, chat_id, thread_id, status, decided_by, decided_at, deadline, \
              result, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'done', $12, $13, $13, $14, $13) \
              ON CONFLICT (lane, inbox_id, call_index, call_hash) DO NOTHING",
-        ))
+        ), a)
         .bind(KEPT_BY)
         .bind(a.now)
-        .bind(&*super::text::clean(result))
+        .bind(clean(result))
         .execute(self.writer())
         .await?;
         Ok(())
     }
 
     async fn approvals_pending(&self, lane: Option<&LaneKey>) -> StoreResult<Vec<ApprovalRow>> {
-        let raws: Vec<Raw> = sqlx::query_as(concat!(
-            cols!(),
-            "WHERE status = 'pending' AND (CAST($1 AS TEXT) IS NULL OR lane = $1) \
-             ORDER BY created_at, id"
-        ))
-        .bind(lane.map(|l| l.as_str()))
-        .fetch_all(self.reader())
-        .await?;
+        let raws: Vec<Raw> = db::query(PENDING.as_str())
+            .bind(lane.map(|l| l.as_str()))
+            .fetch_all(self.reader())
+            .await?;
         raws.into_iter().map(Raw::typed).collect()
     }
 }

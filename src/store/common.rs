@@ -8,8 +8,6 @@
 //! pieces (outbox claim, search, close) passed in. Each concern's shared methods live in its
 //! own file (`inbox.rs`, `leases.rs`, `transcript.rs`, `turns.rs`, `outbox.rs`, `kv.rs`).
 
-use sqlx::Row;
-
 use super::types::*;
 use super::{StoreError, StoreResult};
 use crate::domain::{Attachment, LaneKey, MessageEvent, Role, ToolCall};
@@ -43,64 +41,84 @@ pub(super) const LEASE_ACQUIRE: &str =
      WHERE leases.expires_at < $4 OR leases.holder = excluded.holder \
      RETURNING token";
 
-pub(super) fn inbox_from_row<R: Row>(row: &R) -> Result<InboxRow, StoreError>
-where
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    let event: String = row.try_get("event")?;
-    let event: MessageEvent = serde_json::from_str(&event)?;
-    let status: String = row.try_get("status")?;
-    let lane: String = row.try_get("lane")?;
-    Ok(InboxRow {
-        id: row.try_get("id")?,
-        lane: LaneKey::parse(&lane),
-        event,
-        status: InboxStatus::parse(&status)?,
-        attempts: row.try_get("attempts")?,
-        note: row.try_get("note")?,
-        session_id: row.try_get("session_id")?,
-        reply_message_id: row.try_get("reply_message_id")?,
-        received_at: row.try_get("received_at")?,
-    })
+/// An inbox row as stored: the event is JSON, the lane and status text.
+#[derive(sqlx::FromRow)]
+pub(super) struct InboxRaw {
+    id: i64,
+    lane: String,
+    event: String,
+    status: String,
+    attempts: i64,
+    note: Option<String>,
+    session_id: Option<SessionId>,
+    reply_message_id: Option<i64>,
+    received_at: i64,
 }
 
-pub(super) fn message_from_row<R: Row>(row: &R) -> Result<StoredMessage, StoreError>
-where
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    let role: String = row.try_get("role")?;
-    let tool_calls: Option<String> = row.try_get("tool_calls")?;
-    let tool_calls: Vec<ToolCall> = match tool_calls {
-        Some(s) if !s.is_empty() => serde_json::from_str(&s)?,
-        _ => Vec::new(),
-    };
-    let media: Option<String> = row.try_get("media")?;
-    let media: Vec<Attachment> = match media {
-        Some(s) if !s.is_empty() => serde_json::from_str(&s)?,
-        _ => Vec::new(),
-    };
-    let active: i64 = row.try_get("active")?;
-    let compacted: i64 = row.try_get("compacted")?;
-    Ok(StoredMessage {
-        id: row.try_get("id")?,
-        session_id: row.try_get("session_id")?,
-        role: Role::parse(&role)
-            .ok_or_else(|| StoreError::other(format!("unknown role {role:?} in messages")))?,
-        content: row.try_get("content")?,
-        api_content: row.try_get("api_content")?,
-        tool_calls,
-        tool_call_id: row.try_get("tool_call_id")?,
-        tool_name: row.try_get("tool_name")?,
-        active: active != 0,
-        compacted: compacted != 0,
-        platform_message_id: row.try_get("platform_message_id")?,
-        media,
-        created_at: row.try_get("created_at")?,
-    })
+impl InboxRaw {
+    pub(super) fn typed(self) -> StoreResult<InboxRow> {
+        let event: MessageEvent = serde_json::from_str(&self.event)?;
+        Ok(InboxRow {
+            id: self.id,
+            lane: LaneKey::parse(&self.lane),
+            event,
+            status: InboxStatus::parse(&self.status)?,
+            attempts: self.attempts,
+            note: self.note,
+            session_id: self.session_id,
+            reply_message_id: self.reply_message_id,
+            received_at: self.received_at,
+        })
+    }
+}
+
+/// A transcript row as stored ([`MESSAGE_COLS`]): role text, JSON lists, integer flags.
+#[derive(sqlx::FromRow)]
+pub(super) struct MessageRaw {
+    id: i64,
+    session_id: SessionId,
+    role: String,
+    content: String,
+    api_content: Option<String>,
+    tool_calls: Option<String>,
+    tool_call_id: Option<String>,
+    tool_name: Option<String>,
+    active: i64,
+    compacted: i64,
+    platform_message_id: Option<String>,
+    media: Option<String>,
+    created_at: i64,
+}
+
+impl MessageRaw {
+    pub(super) fn typed(self) -> StoreResult<StoredMessage> {
+        let tool_calls: Vec<ToolCall> = match self.tool_calls {
+            Some(s) if !s.is_empty() => serde_json::from_str(&s)?,
+            _ => Vec::new(),
+        };
+        let media: Vec<Attachment> = match self.media {
+            Some(s) if !s.is_empty() => serde_json::from_str(&s)?,
+            _ => Vec::new(),
+        };
+        let role = Role::parse(&self.role).ok_or_else(|| {
+            StoreError::other(format!("unknown role {:?} in messages", self.role))
+        })?;
+        Ok(StoredMessage {
+            id: self.id,
+            session_id: self.session_id,
+            role,
+            content: self.content,
+            api_content: self.api_content,
+            tool_calls,
+            tool_call_id: self.tool_call_id,
+            tool_name: self.tool_name,
+            active: self.active != 0,
+            compacted: self.compacted != 0,
+            platform_message_id: self.platform_message_id,
+            media,
+            created_at: self.created_at,
+        })
+    }
 }
 
 pub(super) fn media_json(m: &NewMessage) -> Option<String> {
@@ -160,78 +178,6 @@ pub(super) fn pg_tsquery(q: &str) -> String {
         .collect::<Vec<_>>()
         .join(" & ")
 }
-
-/// Expands `impl Store for $ty`: the migration methods plus the backend's own `$extra` ones
-/// (the whole impl is generated so that `async_trait` sees every method). `$migrator` is the
-/// backend's embedded `sqlx::migrate::Migrator` static.
-/// Versions recorded as applied in `_sqlx_migrations`, as a set (empty when the table does not
-/// exist yet: a database nothing was applied to). Returns early with the error otherwise.
-macro_rules! applied_versions {
-    ($pool:expr) => {{
-        let rows: Result<Vec<(i64,)>, sqlx::Error> =
-            sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success")
-                .fetch_all($pool)
-                .await;
-        let set: std::collections::HashSet<i64> = match rows {
-            Ok(rows) => rows.into_iter().map(|(v,)| v).collect(),
-            Err(sqlx::Error::Database(_)) => Default::default(),
-            Err(e) => return Err(e.into()),
-        };
-        set
-    }};
-}
-
-macro_rules! store_impl {
-    ($ty:ty, $migrator:ident, { $($extra:tt)* }) => {
-        #[async_trait::async_trait]
-        impl Store for $ty {
-        $($extra)*
-        async fn migrate(&self) -> StoreResult<()> {
-            super::common::refuse_unknown(self.migrations_unknown().await?)?;
-            $migrator
-                .run(&self.pool)
-                .await
-                .map_err(|e| StoreError::other_from(format!("migration failed: {e}"), e))
-        }
-
-        async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>> {
-            let applied = super::common::applied_versions!(&self.reader);
-            Ok($migrator
-                .iter()
-                .filter(|m| !m.migration_type.is_down_migration() && !applied.contains(&m.version))
-                .map(|m| MigrationInfo {
-                    version: m.version,
-                    description: m.description.to_string(),
-                })
-                .collect())
-        }
-
-        async fn migrations_unknown(&self) -> StoreResult<Vec<i64>> {
-            let mut unknown: Vec<i64> = super::common::applied_versions!(&self.reader)
-                .into_iter()
-                .filter(|v| !$migrator.iter().any(|m| m.version == *v))
-                .collect();
-            unknown.sort_unstable();
-            Ok(unknown)
-        }
-
-        async fn migrate_to(&self, version: i64) -> StoreResult<()> {
-            super::common::refuse_unknown(self.migrations_unknown().await?)?;
-            $migrator
-                .run_to(version, &self.pool)
-                .await
-                .map_err(|e| StoreError::other_from(format!("migration {version} failed: {e}"), e))
-        }
-
-        async fn ready(&self) -> StoreResult<bool> {
-            Ok(self.migrations_pending().await?.is_empty())
-        }
-
-        }
-    };
-}
-
-pub(super) use {applied_versions, store_impl};
 
 /// A database migrated by a newer release: `serve`, `migrate` and `doctor` all refuse it with
 /// these words, since running an older binary against a newer schema risks writing rows the

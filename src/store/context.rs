@@ -3,16 +3,20 @@
 //! for paging, and importing a whole transcript as a closed session.
 //!
 //! A separate trait (a supertrait of [`super::Store`]) so that other pieces add their own
-//! store methods the same way without touching one long trait. The SQL is shared by both
-//! backends through [`context_store_impl!`], expanded inside `sqlite.rs` and `postgres.rs` where the
-//! pool and the transaction helpers live. It must not decide anything: the rules (when to
+//! store methods the same way without touching one long trait. One impl for both backends
+//! ([`super::Pools`], statements through `db.rs`). It must not decide anything: the rules (when to
 //! compact, when the breaker trips) are in `agent::context`.
 
 use async_trait::async_trait;
 use serde::Serialize;
 
+use super::common::{self, MessageRaw};
+use super::db::{self, Tx};
+use super::text::clean;
+use super::transcript::compact_in;
+use super::tx::{check_lease, check_session_write, insert_message, set_flags};
 use super::types::{Lease, NewMessage, Session, SessionId, StoredMessage};
-use super::StoreResult;
+use super::{Pools, StoreResult};
 
 /// The context state of one session, as stored on its row. A restart reads it back, so
 /// nothing here can be reset by restarting the process.
@@ -79,159 +83,143 @@ pub trait ContextStore: Send + Sync {
     ) -> StoreResult<Vec<i64>>;
 }
 
-/// Expands `impl ContextStore for $ty`; must be invoked in a backend module, where
-/// `self.pool`, `self.begin()` and the `tx.rs` helpers are in scope.
-macro_rules! context_store_impl {
-    ($ty:ty, $db:ty) => {
-        #[async_trait::async_trait]
-        impl super::context::ContextStore for $ty {
-            async fn context_get(
-                &self,
-                session_id: &SessionId,
-            ) -> StoreResult<Option<super::context::ContextRow>> {
-                type Cols = (
-                    i64,
-                    i64,
-                    Option<i64>,
-                    Option<String>,
-                    Option<i64>,
-                    Option<i64>,
-                    Option<i64>,
-                    Option<String>,
-                );
-                let row: Option<Cols> = sqlx::query_as(
-                    "SELECT compaction_strikes, fallback_streak, breaker_blocked_ms, \
+#[async_trait]
+impl<S: Pools> ContextStore for S {
+    async fn context_get(&self, session_id: &SessionId) -> StoreResult<Option<ContextRow>> {
+        type Cols = (
+            i64,
+            i64,
+            Option<i64>,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+        );
+        let row: Option<Cols> = db::query(
+            "SELECT compaction_strikes, fallback_streak, breaker_blocked_ms, \
                      breaker_clock, breaker_clock_ms, cooldown_until, prompt_tokens_anchor, \
                      anchor_fingerprint FROM sessions WHERE id = $1",
-                )
-                .bind(session_id)
-                .fetch_optional(&self.reader)
-                .await?;
-                Ok(
-                    row.map(|(s, f, b, bc, bcm, c, a, fp)| super::context::ContextRow {
-                        compaction_strikes: s,
-                        fallback_streak: f,
-                        breaker_blocked_ms: b,
-                        breaker_clock: bc,
-                        breaker_clock_ms: bcm,
-                        cooldown_until: c,
-                        prompt_tokens_anchor: a,
-                        anchor_fingerprint: fp,
-                    }),
-                )
-            }
+        )
+        .bind(session_id)
+        .fetch_optional(self.reader())
+        .await?;
+        Ok(row.map(|(s, f, b, bc, bcm, c, a, fp)| ContextRow {
+            compaction_strikes: s,
+            fallback_streak: f,
+            breaker_blocked_ms: b,
+            breaker_clock: bc,
+            breaker_clock_ms: bcm,
+            cooldown_until: c,
+            prompt_tokens_anchor: a,
+            anchor_fingerprint: fp,
+        }))
+    }
 
-            async fn context_set(
-                &self,
-                lease: &Lease,
-                session_id: &SessionId,
-                row: &super::context::ContextRow,
-            ) -> StoreResult<()> {
-                let mut tx = self.begin().await?;
-                check_session_write(&mut tx, lease, session_id).await?;
-                context_write(&mut tx, session_id, row).await?;
-                tx.commit().await?;
-                Ok(())
-            }
+    async fn context_set(
+        &self,
+        lease: &Lease,
+        session_id: &SessionId,
+        row: &ContextRow,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        check_session_write(&mut tx, lease, session_id).await?;
+        context_write(&mut tx, session_id, row).await?;
+        tx.commit().await?;
+        Ok(())
+    }
 
-            async fn compact_with_state(
-                &self,
-                lease: &Lease,
-                session_id: &SessionId,
-                flip_ids: &[i64],
-                insert: &[NewMessage],
-                row: &super::context::ContextRow,
-            ) -> StoreResult<Vec<i64>> {
-                let mut tx = self.begin().await?;
-                check_session_write(&mut tx, lease, session_id).await?;
-                set_flags(&mut tx, session_id, flip_ids, 1).await?;
-                let mut ids = Vec::with_capacity(insert.len());
-                for m in insert {
-                    ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?);
-                }
-                context_write(&mut tx, session_id, row).await?;
-                tx.commit().await?;
-                Ok(ids)
-            }
+    async fn compact_with_state(
+        &self,
+        lease: &Lease,
+        session_id: &SessionId,
+        flip_ids: &[i64],
+        insert: &[NewMessage],
+        row: &ContextRow,
+    ) -> StoreResult<Vec<i64>> {
+        let mut tx = self.begin().await?;
+        let ids = compact_in(&mut tx, self.now_ms(), lease, session_id, flip_ids, insert).await?;
+        context_write(&mut tx, session_id, row).await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
 
-            async fn message_get(&self, id: i64) -> StoreResult<Option<StoredMessage>> {
-                let sql = format!(
-                    "SELECT {} FROM messages WHERE id = $1",
-                    common::MESSAGE_COLS
-                );
-                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(id)
-                    .fetch_optional(&self.reader)
-                    .await?;
-                row.as_ref().map(common::message_from_row).transpose()
-            }
-
-            async fn session_import(
-                &self,
-                lease: &Lease,
-                s: &Session,
-                end_reason: &str,
-                messages: &[super::context::ImportedMessage],
-            ) -> StoreResult<Vec<i64>> {
-                if s.lane.as_str() != lease.name {
-                    return Err(common::wrong_lane(&s.id, s.lane.as_str(), lease));
-                }
-                let mut tx = self.begin().await?;
-                check_lease(&mut tx, lease).await?;
-                sqlx::query(
-                    "INSERT INTO sessions (id, lane, parent_id, started_at, ended_at, end_reason, \
-                     system_prompt, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                )
-                .bind(&s.id)
-                .bind(s.lane.as_str())
-                .bind(&s.parent_id)
-                .bind(s.started_at)
-                .bind(self.now_ms())
-                .bind(&*super::text::clean(end_reason))
-                .bind(&*super::text::clean(&s.system_prompt))
-                .bind(&*super::text::clean(&s.model))
-                .execute(&mut *tx)
-                .await?;
-                let mut ids = Vec::with_capacity(messages.len());
-                let (mut compacted, mut retracted) = (Vec::new(), Vec::new());
-                for m in messages {
-                    let id = insert_message(&mut tx, self.now_ms(), &lease.name, &s.id, None, &m.message).await?;
-                    match (m.active, m.compacted) {
-                        (true, _) => {}
-                        (false, true) => compacted.push(id),
-                        (false, false) => retracted.push(id),
-                    }
-                    ids.push(id);
-                }
-                set_flags(&mut tx, &s.id, &compacted, 1).await?;
-                set_flags(&mut tx, &s.id, &retracted, 0).await?;
-                tx.commit().await?;
-                Ok(ids)
-            }
-        }
-
-        async fn context_write(
-            tx: &mut sqlx::Transaction<'static, $db>,
-            session_id: &SessionId,
-            row: &super::context::ContextRow,
-        ) -> StoreResult<()> {
-            sqlx::query(
-                "UPDATE sessions SET compaction_strikes = $1, breaker_blocked_ms = $2, \
-                 prompt_tokens_anchor = $3, anchor_fingerprint = $4, breaker_clock = $6, \
-                 breaker_clock_ms = $7 WHERE id = $5",
-            )
-            .bind(row.compaction_strikes)
-            .bind(row.breaker_blocked_ms)
-            .bind(row.prompt_tokens_anchor)
-            .bind(&row.anchor_fingerprint)
-            .bind(session_id)
-            .bind(&row.breaker_clock)
-            .bind(row.breaker_clock_ms)
-            .execute(&mut **tx)
+    async fn message_get(&self, id: i64) -> StoreResult<Option<StoredMessage>> {
+        let sql = format!(
+            "SELECT {} FROM messages WHERE id = $1",
+            common::MESSAGE_COLS
+        );
+        let row: Option<MessageRaw> = db::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(self.reader())
             .await?;
-            Ok(())
+        row.map(MessageRaw::typed).transpose()
+    }
+
+    async fn session_import(
+        &self,
+        lease: &Lease,
+        s: &Session,
+        end_reason: &str,
+        messages: &[ImportedMessage],
+    ) -> StoreResult<Vec<i64>> {
+        if s.lane.as_str() != lease.name {
+            return Err(common::wrong_lane(&s.id, s.lane.as_str(), lease));
         }
-    };
+        let mut tx = self.begin().await?;
+        check_lease(&mut tx, lease).await?;
+        db::query(
+            "INSERT INTO sessions (id, lane, parent_id, started_at, ended_at, end_reason, \
+                     system_prompt, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&s.id)
+        .bind(s.lane.as_str())
+        .bind(&s.parent_id)
+        .bind(s.started_at)
+        .bind(self.now_ms())
+        .bind(clean(end_reason))
+        .bind(clean(&s.system_prompt))
+        .bind(clean(&s.model))
+        .execute(&mut tx)
+        .await?;
+        let mut ids = Vec::with_capacity(messages.len());
+        let (mut compacted, mut retracted) = (Vec::new(), Vec::new());
+        for m in messages {
+            let id = insert_message(&mut tx, self.now_ms(), &lease.name, &s.id, None, &m.message)
+                .await?;
+            match (m.active, m.compacted) {
+                (true, _) => {}
+                (false, true) => compacted.push(id),
+                (false, false) => retracted.push(id),
+            }
+            ids.push(id);
+        }
+        set_flags(&mut tx, &s.id, &compacted, 1).await?;
+        set_flags(&mut tx, &s.id, &retracted, 0).await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
 }
 
-pub(super) use context_store_impl;
+/// Writes the session's context state inside the caller's transaction.
+pub(super) async fn context_write(
+    tx: &mut Tx,
+    session_id: &SessionId,
+    row: &ContextRow,
+) -> StoreResult<()> {
+    db::query(
+        "UPDATE sessions SET compaction_strikes = $1, breaker_blocked_ms = $2, \
+                 prompt_tokens_anchor = $3, anchor_fingerprint = $4, breaker_clock = $6, \
+                 breaker_clock_ms = $7 WHERE id = $5",
+    )
+    .bind(row.compaction_strikes)
+    .bind(row.breaker_blocked_ms)
+    .bind(row.prompt_tokens_anchor)
+    .bind(&row.anchor_fingerprint)
+    .bind(session_id)
+    .bind(&row.breaker_clock)
+    .bind(row.breaker_clock_ms)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}

@@ -8,12 +8,11 @@
 //! generic code over `sqlx::Database`, one impl for every backend that names its pools
 //! ([`super::Pools`]).
 
+use super::db;
 use async_trait::async_trait;
-use sqlx::Row;
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::cron_types::*;
-use super::{Pools, RowsAffected, StoreError, StoreResult};
+use super::{Pools, StoreError, StoreResult};
 use crate::domain::cron::JobSpec;
 
 #[async_trait]
@@ -111,81 +110,92 @@ pub(super) fn schedule_key(spec: &JobSpec) -> String {
     )
 }
 
-pub(super) fn job_from_row<R: Row>(row: &R) -> Result<CronJobRow, StoreError>
-where
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    let spec: String = row.try_get("spec")?;
-    let source: String = row.try_get("source")?;
-    let paused: i64 = row.try_get("paused")?;
-    Ok(CronJobRow {
-        name: row.try_get("name")?,
-        spec: serde_json::from_str(&spec)?,
-        source: JobSource::parse(&source),
-        owner: source
-            .strip_prefix(CHAT_SOURCE_PREFIX)
-            .map(crate::domain::LaneKey::parse),
-        paused: paused != 0,
-        owner_person: row.try_get("owner_person")?,
-        paused_reason: row.try_get("paused_reason")?,
-        anchor_at: row.try_get("anchor_at")?,
-        resumed_at: row.try_get("resumed_at")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
+/// A job row as stored: the spec is JSON, the source and flag text and integer.
+#[derive(sqlx::FromRow)]
+struct JobRaw {
+    name: String,
+    spec: String,
+    source: String,
+    owner_person: Option<String>,
+    paused: i64,
+    paused_reason: Option<String>,
+    anchor_at: i64,
+    resumed_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
 }
 
-pub(super) fn fire_from_row<R: Row>(row: &R) -> Result<CronFire, StoreError>
-where
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    let status: String = row.try_get("status")?;
-    let manual: i64 = row.try_get("manual")?;
-    Ok(CronFire {
-        id: row.try_get("id")?,
-        job: row.try_get("job")?,
-        scheduled_at: row.try_get("scheduled_at")?,
-        manual: manual != 0,
-        status: FireStatus::parse(&status)
-            .ok_or_else(|| StoreError::other(format!("unknown status {status:?} in cron_fires")))?,
-        claimed_by: row.try_get("claimed_by")?,
-        claim_until: row.try_get("claim_until")?,
-        attempts: row.try_get("attempts")?,
-        inbox_id: row.try_get("inbox_id")?,
-        started_at: row.try_get("started_at")?,
-        ended_at: row.try_get("ended_at")?,
-        missed_count: row.try_get("missed_count")?,
-        deliveries: row.try_get("deliveries")?,
-        note: row.try_get("note")?,
-        created_at: row.try_get("created_at")?,
-    })
+impl JobRaw {
+    fn typed(self) -> StoreResult<CronJobRow> {
+        Ok(CronJobRow {
+            name: self.name,
+            spec: serde_json::from_str(&self.spec)?,
+            owner: self
+                .source
+                .strip_prefix(CHAT_SOURCE_PREFIX)
+                .map(crate::domain::LaneKey::parse),
+            source: JobSource::parse(&self.source),
+            paused: self.paused != 0,
+            owner_person: self.owner_person,
+            paused_reason: self.paused_reason,
+            anchor_at: self.anchor_at,
+            resumed_at: self.resumed_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+/// A fire row as stored: status text, the manual flag an integer.
+#[derive(sqlx::FromRow)]
+struct FireRaw {
+    id: i64,
+    job: String,
+    scheduled_at: i64,
+    manual: i64,
+    status: String,
+    claimed_by: Option<String>,
+    claim_until: Option<i64>,
+    attempts: i64,
+    inbox_id: Option<i64>,
+    started_at: Option<i64>,
+    ended_at: Option<i64>,
+    missed_count: i64,
+    deliveries: i64,
+    note: Option<String>,
+    created_at: i64,
+}
+
+impl FireRaw {
+    fn typed(self) -> StoreResult<CronFire> {
+        let status = FireStatus::parse(&self.status).ok_or_else(|| {
+            StoreError::other(format!("unknown status {:?} in cron_fires", self.status))
+        })?;
+        Ok(CronFire {
+            id: self.id,
+            job: self.job,
+            scheduled_at: self.scheduled_at,
+            manual: self.manual != 0,
+            status,
+            claimed_by: self.claimed_by,
+            claim_until: self.claim_until,
+            attempts: self.attempts,
+            inbox_id: self.inbox_id,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            missed_count: self.missed_count,
+            deliveries: self.deliveries,
+            note: self.note,
+            created_at: self.created_at,
+        })
+    }
 }
 
 #[async_trait]
-impl<S> CronStore for S
-where
-    S: Pools,
-    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
-    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
-    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
-    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
-    String: for<'q> Encode<'q, S::Db> + Type<S::Db> + for<'r> sqlx::Decode<'r, S::Db>,
-    i64: for<'r> sqlx::Decode<'r, S::Db>,
-    for<'a> &'a str: sqlx::ColumnIndex<<S::Db as Database>::Row>,
-    <S::Db as Database>::QueryResult: RowsAffected,
-    Option<i64>: for<'q> Encode<'q, S::Db>,
-    Option<String>: for<'q> Encode<'q, S::Db>,
-    (String,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-    (i64,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-    (Option<i64>,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-{
+impl<S: Pools> CronStore for S {
     async fn cron_sync_config(&self, jobs: &[JobSpec], now: i64) -> StoreResult<()> {
         for spec in jobs {
-            sqlx::query(SYNC_UPSERT)
+            db::query(SYNC_UPSERT)
                 .bind(&spec.name)
                 .bind(super::text::clean_json(serde_json::to_string(spec)?))
                 .bind(schedule_key(spec))
@@ -194,12 +204,12 @@ where
                 .await?;
         }
         let stored: Vec<(String,)> =
-            sqlx::query_as("SELECT name FROM cron_jobs WHERE source = 'config'")
+            db::query("SELECT name FROM cron_jobs WHERE source = 'config'")
                 .fetch_all(self.writer())
                 .await?;
         for (name,) in stored {
             if !jobs.iter().any(|j| j.name == name) {
-                sqlx::query("DELETE FROM cron_jobs WHERE name = $1 AND source = 'config'")
+                db::query("DELETE FROM cron_jobs WHERE name = $1 AND source = 'config'")
                     .bind(&name)
                     .execute(self.writer())
                     .await?;
@@ -209,7 +219,7 @@ where
     }
 
     async fn cron_job_add(&self, spec: &JobSpec, now: i64) -> StoreResult<bool> {
-        let res = sqlx::query(JOB_INSERT)
+        let res = db::query(JOB_INSERT)
             .bind(&spec.name)
             .bind(super::text::clean_json(serde_json::to_string(spec)?))
             .bind(schedule_key(spec))
@@ -218,7 +228,7 @@ where
             .bind(None::<String>)
             .execute(self.writer())
             .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 
     async fn cron_job_add_owned(
@@ -228,7 +238,7 @@ where
         person: &str,
         now: i64,
     ) -> StoreResult<bool> {
-        let res = sqlx::query(JOB_INSERT)
+        let res = db::query(JOB_INSERT)
             .bind(&spec.name)
             .bind(super::text::clean_json(serde_json::to_string(spec)?))
             .bind(schedule_key(spec))
@@ -237,36 +247,36 @@ where
             .bind(Some(person.to_string()))
             .execute(self.writer())
             .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 
     async fn cron_job_get(&self, name: &str) -> StoreResult<Option<CronJobRow>> {
         let sql = format!("SELECT {JOB_COLS} FROM cron_jobs WHERE name = $1");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row: Option<JobRaw> = db::query(sqlx::AssertSqlSafe(sql))
             .bind(name)
             .fetch_optional(self.writer())
             .await?;
-        row.as_ref().map(job_from_row).transpose()
+        row.map(JobRaw::typed).transpose()
     }
 
     async fn cron_jobs(&self) -> StoreResult<Vec<CronJobRow>> {
         let sql = format!("SELECT {JOB_COLS} FROM cron_jobs ORDER BY name");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows: Vec<JobRaw> = db::query(sqlx::AssertSqlSafe(sql))
             .fetch_all(self.writer())
             .await?;
-        rows.iter().map(job_from_row).collect()
+        rows.into_iter().map(JobRaw::typed).collect()
     }
 
     async fn cron_job_remove(&self, name: &str) -> StoreResult<bool> {
-        let res = sqlx::query("DELETE FROM cron_jobs WHERE name = $1")
+        let res = db::query("DELETE FROM cron_jobs WHERE name = $1")
             .bind(name)
             .execute(self.writer())
             .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 
     async fn cron_job_set_paused(&self, name: &str, paused: bool, now: i64) -> StoreResult<bool> {
-        let res = sqlx::query(
+        let res = db::query(
             "UPDATE cron_jobs SET paused = $2, updated_at = $3, paused_reason = NULL, \
            resumed_at = CASE WHEN $2 = 0 AND paused <> 0 THEN $3 ELSE resumed_at END \
          WHERE name = $1",
@@ -276,7 +286,7 @@ where
         .bind(now)
         .execute(self.writer())
         .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 
     async fn cron_job_pause_because(
@@ -285,7 +295,7 @@ where
         reason: &str,
         now: i64,
     ) -> StoreResult<bool> {
-        let res = sqlx::query(
+        let res = db::query(
             "UPDATE cron_jobs SET paused = 1, paused_reason = $2, updated_at = $3 \
              WHERE name = $1 AND paused = 0",
         )
@@ -294,21 +304,20 @@ where
         .bind(now)
         .execute(self.writer())
         .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 
     async fn cron_last_scheduled(&self, job: &str) -> StoreResult<Option<i64>> {
-        let (last,): (Option<i64>,) = sqlx::query_as(
-            "SELECT MAX(scheduled_at) FROM cron_fires WHERE job = $1 AND manual = 0",
-        )
-        .bind(job)
-        .fetch_one(self.writer())
-        .await?;
+        let (last,): (Option<i64>,) =
+            db::query("SELECT MAX(scheduled_at) FROM cron_fires WHERE job = $1 AND manual = 0")
+                .bind(job)
+                .fetch_one(self.writer())
+                .await?;
         Ok(last)
     }
 
     async fn cron_fire_claim(&self, f: &NewFire) -> StoreResult<Option<i64>> {
-        let id: Option<(i64,)> = sqlx::query_as(FIRE_INSERT)
+        let id: Option<(i64,)> = db::query(FIRE_INSERT)
             .bind(&f.job)
             .bind(f.scheduled_at)
             .bind(i64::from(f.manual))
@@ -326,7 +335,7 @@ where
     }
 
     async fn cron_fire_skip(&self, f: &NewFire) -> StoreResult<bool> {
-        let id: Option<(i64,)> = sqlx::query_as(FIRE_INSERT)
+        let id: Option<(i64,)> = db::query(FIRE_INSERT)
             .bind(&f.job)
             .bind(f.scheduled_at)
             .bind(i64::from(f.manual))
@@ -350,7 +359,7 @@ where
         claim_until: i64,
         now: i64,
     ) -> StoreResult<bool> {
-        let res = sqlx::query(
+        let res = db::query(
             "UPDATE cron_fires SET claimed_by = $2, claim_until = $3, \
            attempts = attempts + 1 \
          WHERE id = $1 AND status = 'claimed' AND inbox_id IS NULL \
@@ -362,11 +371,11 @@ where
         .bind(now)
         .execute(self.writer())
         .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 
     async fn cron_fire_set_inbox(&self, id: i64, inbox_id: i64) -> StoreResult<()> {
-        sqlx::query("UPDATE cron_fires SET inbox_id = $2 WHERE id = $1")
+        db::query("UPDATE cron_fires SET inbox_id = $2 WHERE id = $1")
             .bind(id)
             .bind(inbox_id)
             .execute(self.writer())
@@ -375,7 +384,7 @@ where
     }
 
     async fn cron_fire_finish(&self, id: i64, o: &FireOutcome) -> StoreResult<bool> {
-        let res = sqlx::query(
+        let res = db::query(
             "UPDATE cron_fires SET status = $2, attempts = $3, \
            started_at = COALESCE($4, started_at), ended_at = $5, deliveries = $6, \
            note = $7, claim_until = NULL \
@@ -390,7 +399,7 @@ where
         .bind(super::text::clean_opt(o.note.as_deref()))
         .execute(self.writer())
         .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 
     async fn cron_fires_open(&self, limit: i64) -> StoreResult<Vec<CronFire>> {
@@ -398,11 +407,11 @@ where
             "SELECT {FIRE_COLS} FROM cron_fires WHERE status = 'claimed' \
          ORDER BY id LIMIT $1"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows: Vec<FireRaw> = db::query(sqlx::AssertSqlSafe(sql))
             .bind(limit)
             .fetch_all(self.writer())
             .await?;
-        rows.iter().map(fire_from_row).collect()
+        rows.into_iter().map(FireRaw::typed).collect()
     }
 
     async fn cron_fires(&self, job: Option<&str>, limit: i64) -> StoreResult<Vec<CronFire>> {
@@ -410,11 +419,11 @@ where
             "SELECT {FIRE_COLS} FROM cron_fires WHERE ($1 = '' OR job = $1) \
          ORDER BY id DESC LIMIT $2"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows: Vec<FireRaw> = db::query(sqlx::AssertSqlSafe(sql))
             .bind(job.unwrap_or(""))
             .bind(limit)
             .fetch_all(self.writer())
             .await?;
-        rows.iter().map(fire_from_row).collect()
+        rows.into_iter().map(FireRaw::typed).collect()
     }
 }

@@ -2,8 +2,8 @@
 //! and the per-lane build claim.
 //!
 //! A separate trait (a supertrait of [`super::Store`]) so the capsule tables stay out of the
-//! core store's method list. The SQL is written once and expanded for both backends by
-//! [`handoff_store_impl`], like the core store's files (`inbox.rs`, …) do. Two rules live here,
+//! core store's method list. One impl for both backends ([`super::Pools`], statements through
+//! `db.rs`), like the core store's files (`inbox.rs`, …). Two rules live here,
 //! not in callers: storing a capsule and replacing the lane's marker happen in one transaction,
 //! and a marker is taken by exactly one session (a single `DELETE … RETURNING`), never by the
 //! session it summarizes. Nothing here decides what a capsule says.
@@ -13,7 +13,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::StoreResult;
+use super::db;
+use super::text::clean;
+use super::{Pools, StoreResult};
 use crate::domain::{LaneKey, SessionId};
 
 /// A build outcome to store. `created_at` is epoch milliseconds, passed in so that callers
@@ -127,171 +129,148 @@ pub(super) fn capsule_from(t: CapsuleTuple) -> CapsuleRow {
     }
 }
 
-/// Expands `impl HandoffStore for $ty`; the type must have `pool` and a `begin()` that opens
-/// its backend's write transaction (SQLite's `BEGIN IMMEDIATE` serializes the consume).
-macro_rules! handoff_store_impl {
-    ($ty:ty) => {
-        #[async_trait::async_trait]
-        impl super::handoff::HandoffStore for $ty {
-            async fn handoff_claim(
-                &self,
-                lane: &LaneKey,
-                holder: &str,
-                ttl: Duration,
-            ) -> StoreResult<bool> {
-                let now = self.now_ms();
-                let row: Option<(String,)> = sqlx::query_as(super::handoff::HANDOFF_CLAIM)
-                    .bind(lane.as_str())
-                    .bind(holder)
-                    .bind(now)
-                    .bind(now + ttl.as_millis() as i64)
-                    .fetch_optional(&self.pool)
-                    .await?;
-                Ok(row.is_some())
-            }
+#[async_trait]
+impl<S: Pools> HandoffStore for S {
+    async fn handoff_claim(
+        &self,
+        lane: &LaneKey,
+        holder: &str,
+        ttl: Duration,
+    ) -> StoreResult<bool> {
+        let now = self.now_ms();
+        let row: Option<(String,)> = db::query(HANDOFF_CLAIM)
+            .bind(lane.as_str())
+            .bind(holder)
+            .bind(now)
+            .bind(now + ttl.as_millis() as i64)
+            .fetch_optional(self.writer())
+            .await?;
+        Ok(row.is_some())
+    }
 
-            async fn handoff_release(&self, lane: &LaneKey, holder: &str) -> StoreResult<()> {
-                sqlx::query("DELETE FROM handoff_builds WHERE lane = $1 AND holder = $2")
-                    .bind(lane.as_str())
-                    .bind(holder)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(())
-            }
+    async fn handoff_release(&self, lane: &LaneKey, holder: &str) -> StoreResult<()> {
+        db::query("DELETE FROM handoff_builds WHERE lane = $1 AND holder = $2")
+            .bind(lane.as_str())
+            .bind(holder)
+            .execute(self.writer())
+            .await?;
+        Ok(())
+    }
 
-            async fn capsule_put(
-                &self,
-                c: &super::handoff::NewCapsule,
-                mark_pending: bool,
-            ) -> StoreResult<i64> {
-                let mut tx = self.begin().await?;
-                let (id,): (i64,) = sqlx::query_as(
-                    "INSERT INTO capsules (lane, session_id, status, text, message_count, \
+    async fn capsule_put(&self, c: &NewCapsule, mark_pending: bool) -> StoreResult<i64> {
+        let mut tx = self.begin().await?;
+        let (id,): (i64,) = db::query(
+            "INSERT INTO capsules (lane, session_id, status, text, message_count, \
                      confidential, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                )
+        )
+        .bind(c.lane.as_str())
+        .bind(&c.session_id)
+        .bind(&c.status)
+        .bind(clean(&c.text))
+        .bind(c.message_count)
+        .bind(i64::from(c.confidential))
+        .bind(c.created_at)
+        .fetch_one(&mut tx)
+        .await?;
+        if mark_pending {
+            db::query(PENDING_UPSERT)
                 .bind(c.lane.as_str())
+                .bind(id)
                 .bind(&c.session_id)
-                .bind(&c.status)
-                .bind(&*super::text::clean(&c.text))
-                .bind(c.message_count)
-                .bind(i64::from(c.confidential))
                 .bind(c.created_at)
-                .fetch_one(&mut *tx)
+                .execute(&mut tx)
                 .await?;
-                if mark_pending {
-                    sqlx::query(super::handoff::PENDING_UPSERT)
-                        .bind(c.lane.as_str())
-                        .bind(id)
-                        .bind(&c.session_id)
-                        .bind(c.created_at)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                tx.commit().await?;
-                Ok(id)
-            }
+        }
+        tx.commit().await?;
+        Ok(id)
+    }
 
-            async fn pending_consume(
-                &self,
-                lane: &LaneKey,
-                session_id: &SessionId,
-                max_age: Duration,
-                now: i64,
-            ) -> StoreResult<super::handoff::PendingTake> {
-                let oldest = now - max_age.as_millis() as i64;
-                let mut tx = self.begin().await?;
-                let expired =
-                    sqlx::query("DELETE FROM handoff_pending WHERE lane = $1 AND created_at < $2")
-                        .bind(lane.as_str())
-                        .bind(oldest)
-                        .execute(&mut *tx)
-                        .await?
-                        .rows_affected();
-                // A session that was handed a capsule gets the same one again: only a first
-                // turn asks, and a first turn asks twice only when the first attempt never
-                // committed (killed, lease lost), so the capsule is not lost with it.
-                let key = format!("handoff-delivered:{}:{session_id}", lane.as_str());
-                let given: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
-                    .bind(&key)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let taken: Option<(i64,)> = match given.and_then(|(v,)| v.parse().ok()) {
-                    Some(id) => Some((id,)),
-                    None => {
-                        let taken: Option<(i64,)> = sqlx::query_as(
-                            "DELETE FROM handoff_pending WHERE lane = $1 AND source_session_id <> $2 \
+    async fn pending_consume(
+        &self,
+        lane: &LaneKey,
+        session_id: &SessionId,
+        max_age: Duration,
+        now: i64,
+    ) -> StoreResult<PendingTake> {
+        let oldest = now - max_age.as_millis() as i64;
+        let mut tx = self.begin().await?;
+        let expired = db::query("DELETE FROM handoff_pending WHERE lane = $1 AND created_at < $2")
+            .bind(lane.as_str())
+            .bind(oldest)
+            .execute(&mut tx)
+            .await?;
+        // A session that was handed a capsule gets the same one again: only a first
+        // turn asks, and a first turn asks twice only when the first attempt never
+        // committed (killed, lease lost), so the capsule is not lost with it.
+        let key = format!("handoff-delivered:{}:{session_id}", lane.as_str());
+        let given: Option<(String,)> = db::query("SELECT value FROM kv WHERE key = $1")
+            .bind(&key)
+            .fetch_optional(&mut tx)
+            .await?;
+        let taken: Option<(i64,)> = match given.and_then(|(v,)| v.parse().ok()) {
+            Some(id) => Some((id,)),
+            None => {
+                let taken: Option<(i64,)> = db::query(
+                    "DELETE FROM handoff_pending WHERE lane = $1 AND source_session_id <> $2 \
                              AND created_at >= $3 RETURNING capsule_id",
-                        )
-                        .bind(lane.as_str())
-                        .bind(session_id)
-                        .bind(oldest)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                        if let Some((id,)) = taken {
-                            sqlx::query(
-                                "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
+                )
+                .bind(lane.as_str())
+                .bind(session_id)
+                .bind(oldest)
+                .fetch_optional(&mut tx)
+                .await?;
+                if let Some((id,)) = taken {
+                    db::query(
+                        "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
                                  ON CONFLICT (key) DO UPDATE SET value = excluded.value, \
                                  updated_at = excluded.updated_at",
-                            )
-                            .bind(&key)
-                            .bind(id.to_string())
-                            .bind(now)
-                            .execute(&mut *tx)
-                            .await?;
-                        }
-                        taken
-                    }
-                };
-                let capsule = match taken {
-                    Some((id,)) => {
-                        let sql = format!("{} WHERE c.id = $1", super::handoff::CAPSULE_SELECT);
-                        let row: Option<super::handoff::CapsuleTuple> =
-                            sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                                .bind(id)
-                                .fetch_optional(&mut *tx)
-                                .await?;
-                        row.map(super::handoff::capsule_from)
-                    }
-                    None => None,
-                };
-                tx.commit().await?;
-                Ok(super::handoff::PendingTake { capsule, expired })
+                    )
+                    .bind(&key)
+                    .bind(id.to_string())
+                    .bind(now)
+                    .execute(&mut tx)
+                    .await?;
+                }
+                taken
             }
-
-            async fn capsule_latest(
-                &self,
-                lane: &LaneKey,
-            ) -> StoreResult<Option<super::handoff::CapsuleRow>> {
-                let sql = format!(
-                    "{} WHERE c.lane = $1 ORDER BY c.id DESC LIMIT 1",
-                    super::handoff::CAPSULE_SELECT
-                );
-                let row: Option<super::handoff::CapsuleTuple> =
-                    sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                        .bind(lane.as_str())
-                        .fetch_optional(&self.pool)
-                        .await?;
-                Ok(row.map(super::handoff::capsule_from))
+        };
+        let capsule = match taken {
+            Some((id,)) => {
+                let sql = format!("{} WHERE c.id = $1", CAPSULE_SELECT);
+                let row: Option<CapsuleTuple> = db::query(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(&mut tx)
+                    .await?;
+                row.map(capsule_from)
             }
+            None => None,
+        };
+        tx.commit().await?;
+        Ok(PendingTake { capsule, expired })
+    }
 
-            async fn capsule_latest_written(
-                &self,
-                lane: &LaneKey,
-            ) -> StoreResult<Option<super::handoff::CapsuleRow>> {
-                let sql = format!(
-                    "{} WHERE c.lane = $1 AND c.status IN ('ok', 'degraded') \
+    async fn capsule_latest(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>> {
+        let sql = format!(
+            "{} WHERE c.lane = $1 ORDER BY c.id DESC LIMIT 1",
+            CAPSULE_SELECT
+        );
+        let row: Option<CapsuleTuple> = db::query(sqlx::AssertSqlSafe(sql))
+            .bind(lane.as_str())
+            .fetch_optional(self.writer())
+            .await?;
+        Ok(row.map(capsule_from))
+    }
+
+    async fn capsule_latest_written(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>> {
+        let sql = format!(
+            "{} WHERE c.lane = $1 AND c.status IN ('ok', 'degraded') \
                      ORDER BY c.id DESC LIMIT 1",
-                    super::handoff::CAPSULE_SELECT
-                );
-                let row: Option<super::handoff::CapsuleTuple> =
-                    sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                        .bind(lane.as_str())
-                        .fetch_optional(&self.pool)
-                        .await?;
-                Ok(row.map(super::handoff::capsule_from))
-            }
-        }
-    };
+            CAPSULE_SELECT
+        );
+        let row: Option<CapsuleTuple> = db::query(sqlx::AssertSqlSafe(sql))
+            .bind(lane.as_str())
+            .fetch_optional(self.writer())
+            .await?;
+        Ok(row.map(capsule_from))
+    }
 }
-
-pub(super) use handoff_store_impl;

@@ -5,8 +5,8 @@
 //! generic code: one impl for every backend that names its pools ([`super::Pools`]), the SQL
 //! written once. Keys are owned by their callers; nothing here interprets a value.
 
+use super::db;
 use async_trait::async_trait;
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::{Pools, StoreResult};
 
@@ -18,17 +18,9 @@ pub trait KvStore: Send + Sync {
 }
 
 #[async_trait]
-impl<S> KvStore for S
-where
-    S: Pools,
-    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
-    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
-    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
-    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
-    (String,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-{
+impl<S: Pools> KvStore for S {
     async fn kv_get(&self, key: &str) -> StoreResult<Option<String>> {
-        let row: Option<(String,)> = sqlx::query_as("SELECT value FROM kv WHERE key = $1")
+        let row: Option<(String,)> = db::query("SELECT value FROM kv WHERE key = $1")
             .bind(key)
             .fetch_optional(self.reader())
             .await?;
@@ -36,7 +28,7 @@ where
     }
 
     async fn kv_set(&self, key: &str, value: &str) -> StoreResult<()> {
-        sqlx::query(
+        db::query(
             "INSERT INTO kv (key, value, updated_at) VALUES ($1, $2, $3) \
              ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         )
@@ -49,7 +41,7 @@ where
     }
 
     async fn kv_delete(&self, key: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM kv WHERE key = $1")
+        db::query("DELETE FROM kv WHERE key = $1")
             .bind(key)
             .execute(self.writer())
             .await?;

@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
+use super::db;
 use async_trait::async_trait;
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::types::{Lease, LeaseInfo};
 use super::{Pools, StoreError, StoreResult};
@@ -57,16 +57,7 @@ pub trait LeaseStore: Send + Sync {
 }
 
 #[async_trait]
-impl<S> LeaseStore for S
-where
-    S: Pools,
-    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
-    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
-    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
-    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
-    (i64,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-    LeaseInfo: for<'r> FromRow<'r, <S::Db as Database>::Row>,
-{
+impl<S: Pools> LeaseStore for S {
     async fn lease_acquire(
         &self,
         name: &str,
@@ -74,7 +65,7 @@ where
         ttl: Duration,
     ) -> StoreResult<Option<Lease>> {
         let now = self.now_ms();
-        let row: Option<(i64,)> = sqlx::query_as(super::common::LEASE_ACQUIRE)
+        let row: Option<(i64,)> = db::query(super::common::LEASE_ACQUIRE)
             .bind(name)
             .bind(holder)
             .bind(now + ttl.as_millis() as i64)
@@ -96,7 +87,7 @@ where
     ) -> StoreResult<Option<Lease>> {
         let now = self.now_ms();
         // substr and length, not split_part/instr: the same SQL on SQLite and Postgres.
-        let row: Option<(i64,)> = sqlx::query_as(
+        let row: Option<(i64,)> = db::query(
             "UPDATE leases SET holder = $2, token = token + 1, expires_at = $3, acquired_at = $4 \
              WHERE name = $1 AND expires_at >= $4 AND holder <> $2 AND EXISTS ( \
                SELECT 1 FROM leases r WHERE r.name = 'replica:' || r.holder \
@@ -119,7 +110,7 @@ where
 
     async fn lease_renew(&self, lease: &Lease, ttl: Duration) -> StoreResult<()> {
         // `RETURNING` rather than `rows_affected`: the generic `QueryResult` names no count.
-        let renewed: Option<(i64,)> = sqlx::query_as(
+        let renewed: Option<(i64,)> = db::query(
             "UPDATE leases SET expires_at = $1 WHERE name = $2 AND holder = $3 AND token = $4 \
              RETURNING token",
         )
@@ -140,7 +131,7 @@ where
 
     async fn lease_release(&self, lease: &Lease) -> StoreResult<()> {
         // Expire rather than delete: the fencing token must keep growing.
-        sqlx::query(
+        db::query(
             "UPDATE leases SET expires_at = 0 WHERE name = $1 AND holder = $2 AND token = $3",
         )
         .bind(lease.name.as_str())
@@ -152,7 +143,7 @@ where
     }
 
     async fn lease_get(&self, name: &str) -> StoreResult<Option<LeaseInfo>> {
-        Ok(sqlx::query_as(
+        Ok(db::query(
             "SELECT name, holder, token, expires_at, acquired_at FROM leases WHERE name = $1",
         )
         .bind(name)
@@ -162,7 +153,7 @@ where
 
     async fn leases_live(&self, prefix: &str) -> StoreResult<Vec<LeaseInfo>> {
         // substr rather than LIKE: names may hold `%` or `_`.
-        Ok(sqlx::query_as(
+        Ok(db::query(
             "SELECT name, holder, token, expires_at, acquired_at FROM leases \
              WHERE substr(name, 1, length($1)) = $1 AND expires_at > $2 ORDER BY name",
         )

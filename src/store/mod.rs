@@ -12,10 +12,12 @@ mod common;
 mod context;
 mod cron;
 mod cron_types;
+mod db;
 mod handoff;
 mod inbox;
 mod kv;
 mod leases;
+mod migrations;
 mod nightly;
 mod outbox;
 mod outbox_key;
@@ -51,6 +53,7 @@ pub use handoff::{CapsuleRow, HandoffStore, NewCapsule, PendingTake};
 pub use inbox::InboxStore;
 pub use kv::KvStore;
 pub use leases::{LeaseStore, ROLE_LEASE_TTL, ROLE_RENEW_EVERY, ROLE_TAKEOVER_BOUND};
+pub use migrations::MigrationStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
 pub use outbox::OutboxStore;
 pub use pairing::{
@@ -210,24 +213,13 @@ pub trait Store:
     + ApprovalStore
     + SpendStore
     + SignalStore
+    + MigrationStore
     + Send
     + Sync
     + 'static
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
-    /// Applies every pending migration.
-    async fn migrate(&self) -> StoreResult<()>;
-    /// Migrations shipped in this binary and not yet applied, oldest first (all of them on an
-    /// empty database).
-    async fn migrations_pending(&self) -> StoreResult<Vec<MigrationInfo>>;
-    /// Versions applied to the database that this binary does not ship (a newer release
-    /// migrated it), oldest first. `migrate` and `migrate_to` refuse such a database.
-    async fn migrations_unknown(&self) -> StoreResult<Vec<i64>>;
-    /// Applies pending migrations up to and including `version`.
-    async fn migrate_to(&self, version: i64) -> StoreResult<()>;
-    /// Reachable and fully migrated.
-    async fn ready(&self) -> StoreResult<bool>;
     async fn close(&self);
 
     // --- per dialect (the shared rest is in the supertraits) -------------------------------
@@ -296,34 +288,22 @@ pub async fn connect_read_only(url: &str) -> StoreResult<Arc<dyn Store>> {
     }
 }
 
-/// A backend's pools, for the store code that is ordinary generic code over `sqlx::Database`
-/// (`kv.rs`): writes go to `writer`, reads that may run beside it to `reader`.
+/// A backend's pools: every concern is one impl over this trait (`impl<S: Pools> … for S`),
+/// running its statements through [`db`]. Writes go to `writer`, reads that may run beside it
+/// to `reader`.
 pub(crate) trait Pools: Send + Sync {
-    type Db: sqlx::Database;
-    fn writer(&self) -> &sqlx::Pool<Self::Db>;
-    fn reader(&self) -> &sqlx::Pool<Self::Db>;
+    fn writer(&self) -> db::Pool<'_>;
+    fn reader(&self) -> db::Pool<'_>;
     /// The store's clock ([`clock`]): every time the store stamps or compares is read here.
     fn clock(&self) -> &dyn Clock;
+    /// The backend's embedded migrations.
+    fn migrator(&self) -> &'static sqlx::migrate::Migrator;
     fn now_ms(&self) -> i64 {
         self.clock().now_ms()
     }
-}
-
-/// The count of rows a statement changed, which sqlx keeps on each backend's own result type
-/// rather than behind a trait; generic store code bounds on this.
-pub(crate) trait RowsAffected {
-    fn rows_affected(&self) -> u64;
-}
-
-impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
-    fn rows_affected(&self) -> u64 {
-        sqlx::sqlite::SqliteQueryResult::rows_affected(self)
-    }
-}
-
-impl RowsAffected for sqlx::postgres::PgQueryResult {
-    fn rows_affected(&self) -> u64 {
-        sqlx::postgres::PgQueryResult::rows_affected(self)
+    /// A write transaction on the writer ([`db::Pool::begin`]).
+    fn begin(&self) -> impl std::future::Future<Output = StoreResult<db::Tx>> + Send {
+        self.writer().begin()
     }
 }
 

@@ -8,9 +8,9 @@
 //! a pass runs is `crate::handoff::nightly`'s work, not this module's. Ordinary generic code over
 //! `sqlx::Database`: one impl for every backend that names its pools ([`super::Pools`]).
 
+use super::db;
 use async_trait::async_trait;
 use serde::Serialize;
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
 use super::{Pools, StoreResult};
 use crate::domain::{LaneKey, MessageEvent, SessionId};
@@ -76,19 +76,10 @@ pub(super) const RESERVE: &str = "INSERT INTO kv (key, value, updated_at) VALUES
      updated_at = excluded.updated_at WHERE CAST(kv.value AS BIGINT) < $2 RETURNING value";
 
 #[async_trait]
-impl<S> NightlyStore for S
-where
-    S: Pools,
-    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
-    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
-    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
-    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
-    (String,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-    (String, String, i64, i64): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-{
+impl<S: Pools> NightlyStore for S {
     async fn nightly_candidates(&self, q: &CandidateQuery) -> StoreResult<Vec<NightlyCandidate>> {
         let rows: Vec<(String, String, i64, i64)> =
-            sqlx::query_as(sqlx::AssertSqlSafe(candidates_sql()))
+            db::query(sqlx::AssertSqlSafe(candidates_sql()))
                 .bind(q.min_messages)
                 .bind(q.active_since)
                 .bind(q.idle_before)
@@ -108,7 +99,7 @@ where
 
     async fn lane_last_event(&self, lane: &LaneKey) -> StoreResult<Option<MessageEvent>> {
         let row: Option<(String,)> =
-            sqlx::query_as("SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1")
+            db::query("SELECT event FROM inbox WHERE lane = $1 ORDER BY id DESC LIMIT 1")
                 .bind(lane.as_str())
                 .fetch_optional(self.writer())
                 .await?;
@@ -122,7 +113,7 @@ where
         if cap < 1 {
             return Ok(None);
         }
-        let row: Option<(String,)> = sqlx::query_as(RESERVE)
+        let row: Option<(String,)> = db::query(RESERVE)
             .bind(key)
             .bind(cap)
             .bind(now)

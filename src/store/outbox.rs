@@ -5,15 +5,17 @@
 //! backend; turns and skips write their rows in their own transactions through the idempotent
 //! `insert_outbox` helper.
 //!
-//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
-//! written once and expanded for both backends by [`outbox_store_impl`], invoked in `sqlite.rs`
-//! and `postgres.rs`, where the pools live
-//! and the transaction helpers (`tx.rs`) are imported.
+//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. One impl for
+//! both backends ([`super::Pools`], statements through `db.rs`).
 
 use async_trait::async_trait;
 
+use super::common;
+use super::db;
+use super::text::clean;
+use super::tx::{check_lease, insert_outbox};
 use super::types::{Lease, NewOutbox, OutboxCounts, OutboxRow, ReplyKey};
-use super::StoreResult;
+use super::{Pools, StoreResult};
 use crate::domain::{Attachment, LaneKey};
 
 #[async_trait]
@@ -61,176 +63,171 @@ pub trait OutboxStore: Send + Sync {
     ) -> StoreResult<u64>;
 }
 
-/// Expands `impl OutboxStore for $ty`; the type must have `pool`, `reader`, `begin()` and the
-/// backend's transaction helpers in scope.
-macro_rules! outbox_store_impl {
-    ($ty:ty) => {
-        #[async_trait::async_trait]
-        impl super::outbox::OutboxStore for $ty {
-        async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()> {
-            sqlx::query(
-                "UPDATE outbox SET status = 'sent', platform_message_id = $1, sent_at = $2, \
+#[async_trait]
+impl<S: Pools> OutboxStore for S {
+    async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()> {
+        db::query(
+            "UPDATE outbox SET status = 'sent', platform_message_id = $1, sent_at = $2, \
                  attempts = attempts + 1, claimed_by = NULL, claim_until = NULL WHERE id = $3",
-            )
-            .bind(platform_message_id)
-            .bind(self.now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-            Ok(())
-        }
+        )
+        .bind(platform_message_id)
+        .bind(self.now_ms())
+        .bind(id)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
 
-        async fn outbox_mark_retry(
-            &self,
-            id: i64,
-            error: &str,
-            next_attempt_at: i64,
-            give_up: bool,
-        ) -> StoreResult<()> {
-            sqlx::query(
-                "UPDATE outbox SET status = $1, last_error = $2, next_attempt_at = $3, \
+    async fn outbox_mark_retry(
+        &self,
+        id: i64,
+        error: &str,
+        next_attempt_at: i64,
+        give_up: bool,
+    ) -> StoreResult<()> {
+        db::query(
+            "UPDATE outbox SET status = $1, last_error = $2, next_attempt_at = $3, \
                  attempts = attempts + 1, claimed_by = NULL, claim_until = NULL \
                  WHERE id = $4 AND status = 'sending'",
-            )
-            .bind(if give_up { "failed" } else { "pending" })
-            .bind(&*super::text::clean(error))
-            .bind(next_attempt_at)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-            Ok(())
-        }
+        )
+        .bind(if give_up { "failed" } else { "pending" })
+        .bind(clean(error))
+        .bind(next_attempt_at)
+        .bind(id)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
 
-        async fn outbox_release(&self, id: i64) -> StoreResult<()> {
-            sqlx::query(
-                "UPDATE outbox SET status = 'pending', claimed_by = NULL, claim_until = NULL \
+    async fn outbox_release(&self, id: i64) -> StoreResult<()> {
+        db::query(
+            "UPDATE outbox SET status = 'pending', claimed_by = NULL, claim_until = NULL \
                  WHERE id = $1 AND status = 'sending'",
-            )
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-            Ok(())
-        }
+        )
+        .bind(id)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
 
-        async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>> {
-            let sql = format!(
-                "SELECT {} FROM outbox WHERE inbox_id = $1 ORDER BY chunk_index, id",
-                common::OUTBOX_COLS
-            );
-            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(inbox_id)
-                .fetch_all(&self.reader)
-                .await?)
-        }
+    async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>> {
+        let sql = format!(
+            "SELECT {} FROM outbox WHERE inbox_id = $1 ORDER BY chunk_index, id",
+            common::OUTBOX_COLS
+        );
+        Ok(db::query(sqlx::AssertSqlSafe(sql))
+            .bind(inbox_id)
+            .fetch_all(self.reader())
+            .await?)
+    }
 
-        async fn outbox_counts(&self) -> StoreResult<OutboxCounts> {
-            let rows: Vec<(String, i64)> =
-                sqlx::query_as("SELECT status, COUNT(*) FROM outbox GROUP BY status")
-                    .fetch_all(&self.reader)
-                    .await?;
-            let mut c = OutboxCounts::default();
-            for (status, n) in rows {
-                match status.as_str() {
-                    "pending" => c.pending = n,
-                    "sending" => c.sending = n,
-                    "sent" => c.sent = n,
-                    "failed" => c.failed = n,
-                    _ => {}
-                }
-            }
-            Ok(c)
-        }
-
-        async fn outbox_file(&self, lane: &LaneKey, sha: &str) -> StoreResult<Option<crate::domain::Attachment>> {
-            let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-            if sha.len() != 64 || !sha.bytes().all(hex) {
-                return Ok(None);
-            }
-            let rows: Vec<(String,)> = sqlx::query_as(
-                "SELECT media FROM outbox WHERE lane = $1 AND media LIKE $2 ORDER BY id DESC LIMIT 5",
-            )
-            .bind(lane.as_str())
-            .bind(format!("%{sha}%"))
-            .fetch_all(&self.reader)
-            .await?;
-            Ok(rows
-                .into_iter()
-                .filter_map(|(json,)| serde_json::from_str::<crate::domain::Attachment>(&json).ok())
-                .find(|a| a.file_sha() == Some(sha)))
-        }
-
-        async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {
-            let sql = format!(
-                "SELECT {} FROM outbox ORDER BY id DESC LIMIT $1",
-                common::OUTBOX_COLS
-            );
-            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(limit)
-                .fetch_all(&self.reader)
-                .await?)
-        }
-
-        async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()> {
-            let mut tx = self.begin().await?;
-            for r in rows {
-                insert_outbox(&mut tx, self.now_ms(), r).await?;
-            }
-            tx.commit().await?;
-            Ok(())
-        }
-
-        async fn inbox_skip_leased(
-            &self,
-            lease: &Lease,
-            inbox_id: i64,
-            note: &str,
-            rows: &[NewOutbox],
-        ) -> StoreResult<()> {
-            let mut tx = self.begin().await?;
-            check_lease(&mut tx, lease).await?;
-            sqlx::query("UPDATE inbox SET status = 'skipped', note = $1, done_at = $2 WHERE id = $3")
-                .bind(&*super::text::clean(note))
-                .bind(self.now_ms())
-                .bind(inbox_id)
-                .execute(&mut *tx)
+    async fn outbox_counts(&self) -> StoreResult<OutboxCounts> {
+        let rows: Vec<(String, i64)> =
+            db::query("SELECT status, COUNT(*) FROM outbox GROUP BY status")
+                .fetch_all(self.reader())
                 .await?;
-            for r in rows {
-                insert_outbox(&mut tx, self.now_ms(), r).await?;
+        let mut c = OutboxCounts::default();
+        for (status, n) in rows {
+            match status.as_str() {
+                "pending" => c.pending = n,
+                "sending" => c.sending = n,
+                "sent" => c.sent = n,
+                "failed" => c.failed = n,
+                _ => {}
             }
-            tx.commit().await?;
-            Ok(())
         }
+        Ok(c)
+    }
 
-        async fn outbox_fail_reply(
-            &self,
-            failed: &OutboxRow,
-            reply_key: &ReplyKey,
-            notice: Option<&NewOutbox>,
-        ) -> StoreResult<u64> {
-            let mut tx = self.begin().await?;
-            let stopped = sqlx::query(
-                "UPDATE outbox SET status = 'failed', last_error = $1, claimed_by = NULL, \
+    async fn outbox_file(
+        &self,
+        lane: &LaneKey,
+        sha: &str,
+    ) -> StoreResult<Option<crate::domain::Attachment>> {
+        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        if sha.len() != 64 || !sha.bytes().all(hex) {
+            return Ok(None);
+        }
+        let rows: Vec<(String,)> = db::query(
+            "SELECT media FROM outbox WHERE lane = $1 AND media LIKE $2 ORDER BY id DESC LIMIT 5",
+        )
+        .bind(lane.as_str())
+        .bind(format!("%{sha}%"))
+        .fetch_all(self.reader())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(json,)| serde_json::from_str::<crate::domain::Attachment>(&json).ok())
+            .find(|a| a.file_sha() == Some(sha)))
+    }
+
+    async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {
+        let sql = format!(
+            "SELECT {} FROM outbox ORDER BY id DESC LIMIT $1",
+            common::OUTBOX_COLS
+        );
+        Ok(db::query(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .fetch_all(self.reader())
+            .await?)
+    }
+
+    async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        for r in rows {
+            insert_outbox(&mut tx, self.now_ms(), r).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn inbox_skip_leased(
+        &self,
+        lease: &Lease,
+        inbox_id: i64,
+        note: &str,
+        rows: &[NewOutbox],
+    ) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        check_lease(&mut tx, lease).await?;
+        db::query("UPDATE inbox SET status = 'skipped', note = $1, done_at = $2 WHERE id = $3")
+            .bind(clean(note))
+            .bind(self.now_ms())
+            .bind(inbox_id)
+            .execute(&mut tx)
+            .await?;
+        for r in rows {
+            insert_outbox(&mut tx, self.now_ms(), r).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn outbox_fail_reply(
+        &self,
+        failed: &OutboxRow,
+        reply_key: &ReplyKey,
+        notice: Option<&NewOutbox>,
+    ) -> StoreResult<u64> {
+        let mut tx = self.begin().await?;
+        let stopped = db::query(
+            "UPDATE outbox SET status = 'failed', last_error = $1, claimed_by = NULL, \
                  claim_until = NULL WHERE lane = $2 AND id > $3 AND chunk_index > $4 \
                  AND status IN ('pending', 'sending') AND reply_key = $5",
-            )
-            .bind("not sent: an earlier chunk of this reply failed for good")
-            .bind(failed.lane.as_str())
-            .bind(failed.id)
-            .bind(failed.chunk_index)
-            .bind(reply_key.as_str())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            // Only a reply with a hole gets the notice: a first chunk that failed with nothing
-            // after it leaves nothing half-said.
-            if let Some(n) = notice.filter(|_| stopped > 0 || failed.chunk_index > 0) {
-                insert_outbox(&mut tx, self.now_ms(), n).await?;
-            }
-            tx.commit().await?;
-            Ok(stopped)
+        )
+        .bind("not sent: an earlier chunk of this reply failed for good")
+        .bind(failed.lane.as_str())
+        .bind(failed.id)
+        .bind(failed.chunk_index)
+        .bind(reply_key.as_str())
+        .execute(&mut tx)
+        .await?;
+        // Only a reply with a hole gets the notice: a first chunk that failed with nothing
+        // after it leaves nothing half-said.
+        if let Some(n) = notice.filter(|_| stopped > 0 || failed.chunk_index > 0) {
+            insert_outbox(&mut tx, self.now_ms(), n).await?;
         }
-        }
-    };
+        tx.commit().await?;
+        Ok(stopped)
+    }
 }
-
-pub(super) use outbox_store_impl;

@@ -1,11 +1,14 @@
 //! Pairing requests and the store-kept allowlist they feed. A separate trait (a supertrait of
-//! `Store`) so that the feature's SQL stays in one file; both backends share the text through
-//! [`pairing_store_impl`], expanded in `sqlite.rs` and `postgres.rs` like every store impl macro.
+//! `Store`) so that the feature's SQL stays in one file; one impl for both backends
+//! ([`super::Pools`], statements through `db.rs`).
 
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::StoreResult;
+use super::db;
+use super::text::clean;
+use super::tx::insert_outbox;
+use super::{Pools, StoreError, StoreResult};
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct PairingRequest {
@@ -131,235 +134,227 @@ pub(super) const COLS: &str =
     "platform, code, sender_id, sender_name, chat_id, created_at, expires_at, \
      last_reply_at, status";
 
-macro_rules! pairing_store_impl {
-    ($ty:ty) => {
-        // An anonymous const gives the expansion its own imports: it runs in the backend
-        // module, but its body names this file's items.
-        const _: () = {
-        use super::pairing::*;
-        use super::StoreError;
-        #[async_trait::async_trait]
-        impl PairingStore for $ty {
-            async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
-                let row: Option<(String,)> = sqlx::query_as(
-                    "SELECT sender_id FROM approved_senders WHERE platform = $1 AND sender_id = $2",
-                )
-                .bind(platform)
-                .bind(sender_id)
-                .fetch_optional(&self.reader)
-                .await?;
-                Ok(row.is_some())
-            }
+#[async_trait]
+impl<S: Pools> PairingStore for S {
+    async fn sender_approved(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
+        let row: Option<(String,)> = db::query(
+            "SELECT sender_id FROM approved_senders WHERE platform = $1 AND sender_id = $2",
+        )
+        .bind(platform)
+        .bind(sender_id)
+        .fetch_optional(self.reader())
+        .await?;
+        Ok(row.is_some())
+    }
 
-            async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome> {
-                let PairingAsk {
-                    platform,
-                    sender_id,
-                    sender_name,
-                    chat_id,
-                    new_code,
-                    ttl_ms,
-                    remind_every_ms,
-                    max_pending,
-                } = *ask;
-                let now = self.now_ms();
-                let mut tx = self.begin().await?;
-                sqlx::query(
+    async fn pairing_request(&self, ask: &PairingAsk<'_>) -> StoreResult<PairingOutcome> {
+        let PairingAsk {
+            platform,
+            sender_id,
+            sender_name,
+            chat_id,
+            new_code,
+            ttl_ms,
+            remind_every_ms,
+            max_pending,
+        } = *ask;
+        let now = self.now_ms();
+        let mut tx = self.begin().await?;
+        db::query(
                     "UPDATE pairing_requests SET status = 'expired' WHERE status = 'pending' AND expires_at < $1",
                 )
                 .bind(now)
-                .execute(&mut *tx)
+                .execute(&mut tx)
                 .await?;
-                let live: Option<(String, i64)> = sqlx::query_as(
-                    "SELECT code, last_reply_at FROM pairing_requests \
+        let live: Option<(String, i64)> = db::query(
+            "SELECT code, last_reply_at FROM pairing_requests \
                      WHERE platform = $1 AND sender_id = $2 AND status = 'pending'",
-                )
-                .bind(platform)
-                .bind(sender_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let outcome = if let Some((code, last)) = live {
-                    let remind = now - last >= remind_every_ms;
-                    if remind {
-                        sqlx::query(
+        )
+        .bind(platform)
+        .bind(sender_id)
+        .fetch_optional(&mut tx)
+        .await?;
+        let outcome = if let Some((code, last)) = live {
+            let remind = now - last >= remind_every_ms;
+            if remind {
+                db::query(
                             "UPDATE pairing_requests SET last_reply_at = $1 WHERE platform = $2 AND code = $3",
                         )
                         .bind(now)
                         .bind(platform)
                         .bind(&code)
-                        .execute(&mut *tx)
+                        .execute(&mut tx)
                         .await?;
-                    }
-                    PairingOutcome::Pending { code, remind }
-                } else {
-                    let (pending,): (i64,) = sqlx::query_as(
-                        "SELECT COUNT(*) FROM pairing_requests WHERE platform = $1 AND status = 'pending'",
-                    )
-                    .bind(platform)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    let mut evicted = None;
-                    let over = if max_pending < 1 { 0 } else { pending - max_pending + 1 };
-                    for _ in 0..over.max(0) {
-                        let oldest: Option<(String, String)> = sqlx::query_as(
-                            "SELECT code, sender_id FROM pairing_requests WHERE platform = $1 \
+            }
+            PairingOutcome::Pending { code, remind }
+        } else {
+            let (pending,): (i64,) = db::query(
+                "SELECT COUNT(*) FROM pairing_requests WHERE platform = $1 AND status = 'pending'",
+            )
+            .bind(platform)
+            .fetch_one(&mut tx)
+            .await?;
+            let mut evicted = None;
+            let over = if max_pending < 1 {
+                0
+            } else {
+                pending - max_pending + 1
+            };
+            for _ in 0..over.max(0) {
+                let oldest: Option<(String, String)> = db::query(
+                    "SELECT code, sender_id FROM pairing_requests WHERE platform = $1 \
                              AND status = 'pending' ORDER BY created_at, code LIMIT 1",
-                        )
-                        .bind(platform)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                        let Some((code, sender)) = oldest else { break };
-                        sqlx::query(
+                )
+                .bind(platform)
+                .fetch_optional(&mut tx)
+                .await?;
+                let Some((code, sender)) = oldest else { break };
+                db::query(
                             "UPDATE pairing_requests SET status = 'evicted' WHERE platform = $1 AND code = $2",
                         )
                         .bind(platform)
                         .bind(&code)
-                        .execute(&mut *tx)
+                        .execute(&mut tx)
                         .await?;
-                        evicted = Some((code, sender));
-                    }
-                    if max_pending < 1 {
-                        PairingOutcome::Full
-                    } else {
-                        sqlx::query(
+                evicted = Some((code, sender));
+            }
+            if max_pending < 1 {
+                PairingOutcome::Full
+            } else {
+                db::query(
                             "INSERT INTO pairing_requests (platform, code, sender_id, sender_name, chat_id, \
                              created_at, expires_at, last_reply_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $6)",
                         )
                         .bind(platform)
                         .bind(new_code)
                         .bind(sender_id)
-                        .bind(&*super::text::clean(sender_name))
+                        .bind(clean(sender_name))
                         .bind(chat_id)
                         .bind(now)
                         .bind(now + ttl_ms)
-                        .execute(&mut *tx)
+                        .execute(&mut tx)
                         .await?;
-                        match evicted {
-                            None => PairingOutcome::Issued(new_code.to_string()),
-                            Some((evicted_code, evicted_sender)) => PairingOutcome::IssuedEvicting {
-                                code: new_code.to_string(),
-                                evicted_sender,
-                                evicted_code,
-                            },
-                        }
-                    }
-                };
-                tx.commit().await?;
-                Ok(outcome)
-            }
-
-            async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest> {
-                let now = self.now_ms();
-                let mut tx = self.begin().await?;
-                let sql = format!(
-                    "UPDATE pairing_requests SET status = 'approved' WHERE platform = $1 AND code = $2 \
-                     AND status = 'pending' AND expires_at >= $3 RETURNING {COLS}"
-                );
-                let req: Option<PairingRequest> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                    .bind(platform)
-                    .bind(code)
-                    .bind(now)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(req) = req else {
-                    return Err(StoreError::NotFound(format!(
-                        "no pending, unexpired pairing code {code} for {platform}"
-                    )));
-                };
-                sqlx::query(
-                    "INSERT INTO approved_senders (platform, sender_id, sender_name, approved_at, code) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, sender_id) DO NOTHING",
-                )
-                .bind(platform)
-                .bind(&req.sender_id)
-                .bind(&*super::text::clean(&req.sender_name))
-                .bind(now)
-                .bind(code)
-                .execute(&mut *tx)
-                .await?;
-                // The messages the auth hook refused while the code waited (its skip note is
-                // `auth: unauthorized`; closed once the code existed), this sender's in this
-                // chat, newest few.
-                let refused: Vec<(i64, String)> = sqlx::query_as(
-                    "SELECT id, event FROM inbox WHERE platform = $1 AND status = 'skipped' \
-                     AND note = 'auth: unauthorized' AND done_at >= $2 ORDER BY id DESC LIMIT 200",
-                )
-                .bind(platform)
-                .bind(req.created_at)
-                .fetch_all(&mut *tx)
-                .await?;
-                let mine: Vec<i64> = refused
-                    .into_iter()
-                    .filter(|(_, ev)| {
-                        serde_json::from_str::<crate::domain::MessageEvent>(ev).is_ok_and(|ev| {
-                            ev.sender_id == req.sender_id && ev.chat_id == req.chat_id && !ev.is_internal()
-                        })
-                    })
-                    .map(|(id, _)| id)
-                    .take(REQUEUE_MAX)
-                    .collect();
-                for id in &mine {
-                    sqlx::query(
-                        "UPDATE inbox SET status = 'pending', note = NULL, done_at = NULL WHERE id = $1",
-                    )
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
+                match evicted {
+                    None => PairingOutcome::Issued(new_code.to_string()),
+                    Some((evicted_code, evicted_sender)) => PairingOutcome::IssuedEvicting {
+                        code: new_code.to_string(),
+                        evicted_sender,
+                        evicted_code,
+                    },
                 }
-                if let Some(p) = crate::domain::Platform::parse(platform) {
-                    let mut text = APPROVED_NOTICE.to_string();
-                    if !mine.is_empty() {
-                        text.push_str(APPROVED_REQUEUED);
-                    }
-                    let notice = super::types::NewOutbox {
-                        key: super::types::OutboxKey::Single(format!("pairing:{platform}:{code}")),
-                        lane: crate::domain::LaneKey::from_parts(platform, &req.chat_id, None),
-                        platform: p,
-                        chat_id: req.chat_id.clone(),
-                        thread_id: None,
-                        reply_to: None,
-                        inbox_id: None,
-                        chunk_index: 0,
-                        text,
-                        media: None,
-                    };
-                    insert_outbox(&mut tx, self.now_ms(), &notice).await?;
-                }
-                tx.commit().await?;
-                Ok(req)
             }
-
-            async fn senders_approved(&self) -> StoreResult<Vec<ApprovedSender>> {
-                Ok(sqlx::query_as(
-                    "SELECT platform, sender_id, sender_name, approved_at, code FROM approved_senders \
-                     ORDER BY approved_at, platform, sender_id",
-                )
-                .fetch_all(&self.reader)
-                .await?)
-            }
-
-            async fn pairing_pending(&self) -> StoreResult<Vec<PairingRequest>> {
-                let sql = format!(
-                    "SELECT {COLS} FROM pairing_requests WHERE status = 'pending' AND expires_at >= $1 \
-                     ORDER BY created_at"
-                );
-                Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                    .bind(self.now_ms())
-                    .fetch_all(&self.pool)
-                    .await?)
-            }
-
-            async fn sender_revoke(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
-                let res = sqlx::query("DELETE FROM approved_senders WHERE platform = $1 AND sender_id = $2")
-                    .bind(platform)
-                    .bind(sender_id)
-                    .execute(&self.pool)
-                    .await?;
-                Ok(res.rows_affected() > 0)
-            }
-        }
         };
-    };
-}
+        tx.commit().await?;
+        Ok(outcome)
+    }
 
-pub(super) use pairing_store_impl;
+    async fn pairing_approve(&self, platform: &str, code: &str) -> StoreResult<PairingRequest> {
+        let now = self.now_ms();
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE pairing_requests SET status = 'approved' WHERE platform = $1 AND code = $2 \
+                     AND status = 'pending' AND expires_at >= $3 RETURNING {COLS}"
+        );
+        let req: Option<PairingRequest> = db::query(sqlx::AssertSqlSafe(sql))
+            .bind(platform)
+            .bind(code)
+            .bind(now)
+            .fetch_optional(&mut tx)
+            .await?;
+        let Some(req) = req else {
+            return Err(StoreError::NotFound(format!(
+                "no pending, unexpired pairing code {code} for {platform}"
+            )));
+        };
+        db::query(
+            "INSERT INTO approved_senders (platform, sender_id, sender_name, approved_at, code) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, sender_id) DO NOTHING",
+        )
+        .bind(platform)
+        .bind(&req.sender_id)
+        .bind(clean(&req.sender_name))
+        .bind(now)
+        .bind(code)
+        .execute(&mut tx)
+        .await?;
+        // The messages the auth hook refused while the code waited (its skip note is
+        // `auth: unauthorized`; closed once the code existed), this sender's in this
+        // chat, newest few.
+        let refused: Vec<(i64, String)> = db::query(
+            "SELECT id, event FROM inbox WHERE platform = $1 AND status = 'skipped' \
+                     AND note = 'auth: unauthorized' AND done_at >= $2 ORDER BY id DESC LIMIT 200",
+        )
+        .bind(platform)
+        .bind(req.created_at)
+        .fetch_all(&mut tx)
+        .await?;
+        let mine: Vec<i64> = refused
+            .into_iter()
+            .filter(|(_, ev)| {
+                serde_json::from_str::<crate::domain::MessageEvent>(ev).is_ok_and(|ev| {
+                    ev.sender_id == req.sender_id && ev.chat_id == req.chat_id && !ev.is_internal()
+                })
+            })
+            .map(|(id, _)| id)
+            .take(REQUEUE_MAX)
+            .collect();
+        for id in &mine {
+            db::query(
+                "UPDATE inbox SET status = 'pending', note = NULL, done_at = NULL WHERE id = $1",
+            )
+            .bind(id)
+            .execute(&mut tx)
+            .await?;
+        }
+        if let Some(p) = crate::domain::Platform::parse(platform) {
+            let mut text = APPROVED_NOTICE.to_string();
+            if !mine.is_empty() {
+                text.push_str(APPROVED_REQUEUED);
+            }
+            let notice = super::types::NewOutbox {
+                key: super::types::OutboxKey::Single(format!("pairing:{platform}:{code}")),
+                lane: crate::domain::LaneKey::from_parts(platform, &req.chat_id, None),
+                platform: p,
+                chat_id: req.chat_id.clone(),
+                thread_id: None,
+                reply_to: None,
+                inbox_id: None,
+                chunk_index: 0,
+                text,
+                media: None,
+            };
+            insert_outbox(&mut tx, self.now_ms(), &notice).await?;
+        }
+        tx.commit().await?;
+        Ok(req)
+    }
+
+    async fn senders_approved(&self) -> StoreResult<Vec<ApprovedSender>> {
+        Ok(db::query(
+            "SELECT platform, sender_id, sender_name, approved_at, code FROM approved_senders \
+                     ORDER BY approved_at, platform, sender_id",
+        )
+        .fetch_all(self.reader())
+        .await?)
+    }
+
+    async fn pairing_pending(&self) -> StoreResult<Vec<PairingRequest>> {
+        let sql = format!(
+            "SELECT {COLS} FROM pairing_requests WHERE status = 'pending' AND expires_at >= $1 \
+                     ORDER BY created_at"
+        );
+        Ok(db::query(sqlx::AssertSqlSafe(sql))
+            .bind(self.now_ms())
+            .fetch_all(self.writer())
+            .await?)
+    }
+
+    async fn sender_revoke(&self, platform: &str, sender_id: &str) -> StoreResult<bool> {
+        let res = db::query("DELETE FROM approved_senders WHERE platform = $1 AND sender_id = $2")
+            .bind(platform)
+            .bind(sender_id)
+            .execute(self.writer())
+            .await?;
+        Ok(res > 0)
+    }
+}

@@ -7,18 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{Connection, Postgres};
+use sqlx::Connection;
 
 use super::clock::{Clock, SystemClock};
-use super::common::{self, store_impl};
+use super::common;
+use super::db;
 use super::search;
-use super::tx::{
-    check_lease, check_session_write, insert_inbox, insert_message, insert_messages, insert_outbox,
-    set_flags,
-};
 use super::types::*;
 use super::{Cause, Pools, Store, StoreError, StoreResult};
-use crate::domain::{LaneKey, MessageEvent, Role};
+use crate::domain::Role;
 
 /// Advisory lock key that serializes outbox claims ("heraldob" in ASCII).
 const OUTBOX_CLAIM_LOCK: i64 = 0x6865_7261_6c64_6f62;
@@ -102,38 +99,25 @@ impl PgStore {
     pub fn with_clock(self, clock: Arc<dyn Clock>) -> PgStore {
         PgStore { clock, ..self }
     }
-
-    pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
-        Ok(self.pool.begin().await?)
-    }
 }
 
 impl super::Pools for PgStore {
-    type Db = Postgres;
-    fn writer(&self) -> &PgPool {
-        &self.pool
+    fn writer(&self) -> db::Pool<'_> {
+        db::Pool::Pg(&self.pool)
     }
-    fn reader(&self) -> &PgPool {
-        &self.reader
+    fn reader(&self) -> db::Pool<'_> {
+        db::Pool::Pg(&self.reader)
     }
     fn clock(&self) -> &dyn Clock {
         &*self.clock
     }
+    fn migrator(&self) -> &'static sqlx::migrate::Migrator {
+        &MIGRATOR
+    }
 }
 
-super::handoff::handoff_store_impl!(PgStore);
-super::context::context_store_impl!(PgStore, Postgres);
-super::inbox::inbox_store_impl!(PgStore);
-super::transcript::transcript_store_impl!(PgStore);
-super::turns::turn_store_impl!(
-    PgStore,
-    super::turns::BEGIN_POSTGRES,
-    super::turns::COMMIT_POSTGRES
-);
-super::outbox::outbox_store_impl!(PgStore);
-super::pairing::pairing_store_impl!(PgStore);
-
-store_impl!(PgStore, MIGRATOR, {
+#[async_trait::async_trait]
+impl Store for PgStore {
     fn backend(&self) -> &'static str {
         "postgres"
     }
@@ -217,7 +201,7 @@ store_impl!(PgStore, MIGRATOR, {
         if platforms.is_empty() {
             return Ok(Vec::new());
         }
-        let mut tx = self.begin().await?;
+        let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(OUTBOX_CLAIM_LOCK)
             .execute(&mut *tx)
@@ -242,4 +226,4 @@ store_impl!(PgStore, MIGRATOR, {
         out.sort_by_key(|r| r.id);
         Ok(out)
     }
-});
+}

@@ -1,11 +1,10 @@
-//! The session id as a column: `domain::SessionId` binds and decodes as text on SQLite and
-//! Postgres, so queries take `&SessionId` and rows read one back with no `String` in between.
+//! The session id as a column: `domain::SessionId` decodes as text on SQLite and Postgres, so
+//! rows read one back with no `String` in between (it binds as text through `db::Arg`).
 //!
 //! The domain stays free of sqlx; the impls live at the store edge, delegating to `str`/`String`.
 
-use sqlx::encode::IsNull;
 use sqlx::error::BoxDynError;
-use sqlx::{Database, Decode, Encode, Type};
+use sqlx::{Database, Decode, Type};
 
 use crate::domain::SessionId;
 
@@ -19,22 +18,6 @@ where
 
     fn compatible(ty: &DB::TypeInfo) -> bool {
         <String as Type<DB>>::compatible(ty)
-    }
-}
-
-impl<'q, DB: Database> Encode<'q, DB> for SessionId
-where
-    for<'a> &'a str: Encode<'q, DB>,
-{
-    fn encode_by_ref(
-        &self,
-        buf: &mut <DB as Database>::ArgumentBuffer,
-    ) -> Result<IsNull, BoxDynError> {
-        <&str as Encode<'q, DB>>::encode(self.as_str(), buf)
-    }
-
-    fn size_hint(&self) -> usize {
-        self.len()
     }
 }
 

@@ -9,10 +9,10 @@
 //!
 //! A supertrait of [`super::Store`]; ordinary generic code over [`super::Pools`].
 
+use super::db;
 use async_trait::async_trait;
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
-use super::{Pools, RowsAffected, StoreResult};
+use super::{Pools, StoreResult};
 use crate::domain::Cap;
 
 /// Which spending a cap sums.
@@ -93,7 +93,7 @@ pub struct NewHold {
 }
 
 /// A settled (or still held) row of the ledger, for reports.
-#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct SpendRow {
     pub at: i64,
     pub day: String,
@@ -124,7 +124,7 @@ impl SpendRow {
 }
 
 /// The four billed buckets of a call (or a turn's calls), in tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, FromRow)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct Billed {
     pub fresh_input: i64,
     pub output: i64,
@@ -175,19 +175,7 @@ const COUNTED: &str = "CAST(COALESCE(SUM(CASE WHEN state = 'held' THEN held \
      WHERE (state = 'settled' OR (state = 'held' AND expires_at > $1)) AND ";
 
 #[async_trait]
-impl<S> SpendStore for S
-where
-    S: Pools,
-    for<'c> &'c mut <S::Db as Database>::Connection: Executor<'c, Database = S::Db>,
-    <S::Db as Database>::Arguments: IntoArguments<S::Db>,
-    for<'q> &'q str: Encode<'q, S::Db> + Type<S::Db>,
-    i64: for<'q> Encode<'q, S::Db> + Type<S::Db>,
-    Option<i64>: for<'q> Encode<'q, S::Db>,
-    for<'q> Option<&'q str>: Encode<'q, S::Db>,
-    <S::Db as Database>::QueryResult: RowsAffected,
-    (i64,): for<'r> FromRow<'r, <S::Db as Database>::Row>,
-    SpendRow: for<'r> FromRow<'r, <S::Db as Database>::Row>,
-{
+impl<S: Pools> SpendStore for S {
     async fn spend_reserve(
         &self,
         hold: &NewHold,
@@ -195,23 +183,23 @@ where
     ) -> StoreResult<Result<Reserved, CapHit>> {
         let now = self.now_ms();
         let mut standing = Vec::with_capacity(caps.len());
-        let mut tx = self.writer().begin().await?;
-        sqlx::query("UPDATE budget_lock SET n = n + 1 WHERE id = 1")
-            .execute(&mut *tx)
+        let mut tx = self.begin().await?;
+        db::query("UPDATE budget_lock SET n = n + 1 WHERE id = 1")
+            .execute(&mut tx)
             .await?;
         for cap in caps {
             let (filter, binds) = cap.scope.filter();
             let sql = format!("SELECT {COUNTED}{filter}");
-            let mut q = sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(sql)).bind(now);
+            let mut q = db::query(sqlx::AssertSqlSafe(sql)).bind(now);
             for b in binds {
                 q = q.bind(b);
             }
-            let (spent,) = q.fetch_one(&mut *tx).await?;
+            let (spent,) = q.fetch_one(&mut tx).await?;
             let key = cap.cap.as_key();
-            let (granted,): (i64,) = sqlx::query_as(GRANTED)
+            let (granted,): (i64,) = db::query(GRANTED)
                 .bind(key.as_str())
                 .bind(cap.period.as_str())
-                .fetch_one(&mut *tx)
+                .fetch_one(&mut tx)
                 .await?;
             let state = CapHit {
                 cap: cap.cap.clone(),
@@ -226,7 +214,7 @@ where
             }
             standing.push(state);
         }
-        let (id,): (i64,) = sqlx::query_as(
+        let (id,): (i64,) = db::query(
             "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
              held, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'held', $10, $11) \
              RETURNING id",
@@ -242,14 +230,14 @@ where
         .bind(hold.model.as_str())
         .bind(hold.held)
         .bind(hold.expires_at)
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut tx)
         .await?;
         tx.commit().await?;
         Ok(Ok(Reserved { id, caps: standing }))
     }
 
     async fn spend_settle(&self, id: i64, cost: Option<i64>, billed: Billed) -> StoreResult<()> {
-        sqlx::query(
+        db::query(
             "UPDATE spend SET state = 'settled', cost = $1, fresh_input = $2, output = $3, \
              cache_read = $4, cache_write = $5 WHERE id = $6",
         )
@@ -270,7 +258,7 @@ where
         cost: Option<i64>,
         billed: Billed,
     ) -> StoreResult<()> {
-        sqlx::query(
+        db::query(
             "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
              held, cost, fresh_input, output, cache_read, cache_write, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'settled', 0, $10, $11, $12, $13, $14, 0)",
@@ -295,7 +283,7 @@ where
     }
 
     async fn spend_release(&self, id: i64) -> StoreResult<()> {
-        sqlx::query("UPDATE spend SET state = 'released' WHERE id = $1 AND state = 'held'")
+        db::query("UPDATE spend SET state = 'released' WHERE id = $1 AND state = 'held'")
             .bind(id)
             .execute(self.writer())
             .await?;
@@ -305,16 +293,16 @@ where
     async fn spend_sum(&self, scope: &SpendScope) -> StoreResult<i64> {
         let (filter, binds) = scope.filter();
         let sql = format!("SELECT {COUNTED}{filter}");
-        let mut q = sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(sql)).bind(self.now_ms());
+        let mut q = db::query(sqlx::AssertSqlSafe(sql)).bind(self.now_ms());
         for b in binds {
             q = q.bind(b);
         }
-        Ok(q.fetch_one(self.reader()).await?.0)
+        Ok(q.fetch_one::<(i64,)>(self.reader()).await?.0)
     }
 
     async fn spend_granted(&self, cap: &Cap, period: &str) -> StoreResult<i64> {
         let key = cap.as_key();
-        let (granted,): (i64,) = sqlx::query_as(GRANTED)
+        let (granted,): (i64,) = db::query(GRANTED)
             .bind(key.as_str())
             .bind(period)
             .fetch_one(self.reader())
@@ -324,7 +312,7 @@ where
 
     async fn spend_grant(&self, cap: &Cap, period: &str, amount: i64, by: &str) -> StoreResult<()> {
         let key = cap.as_key();
-        sqlx::query(
+        db::query(
             "INSERT INTO budget_grants (cap, period, amount, granted_by, at) \
              VALUES ($1, $2, $3, $4, $5)",
         )
@@ -339,7 +327,7 @@ where
     }
 
     async fn spend_rows(&self, since: i64) -> StoreResult<Vec<SpendRow>> {
-        Ok(sqlx::query_as(
+        Ok(db::query(
             "SELECT at, day, lane, person, job, cause, model, state, held, cost, fresh_input, \
              output, cache_read, cache_write FROM spend WHERE at >= $1 AND state <> 'released' \
              ORDER BY id",
@@ -351,7 +339,7 @@ where
 
     async fn budget_notice_once(&self, cap: &Cap, period: &str, kind: &str) -> StoreResult<bool> {
         let key = cap.as_key();
-        let res = sqlx::query(
+        let res = db::query(
             "INSERT INTO budget_notices (cap, period, kind, at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT DO NOTHING",
         )
@@ -361,6 +349,6 @@ where
         .bind(self.now_ms())
         .execute(self.writer())
         .await?;
-        Ok(res.rows_affected() == 1)
+        Ok(res == 1)
     }
 }

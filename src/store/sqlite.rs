@@ -13,18 +13,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, Sqlite, SqlitePool};
+use sqlx::{ConnectOptions, SqlitePool};
 
 use super::clock::{Clock, SystemClock};
-use super::common::{self, store_impl};
+use super::common;
+use super::db;
 use super::search;
-use super::tx::{
-    check_lease, check_session_write, insert_inbox, insert_message, insert_messages, insert_outbox,
-    set_flags,
-};
 use super::types::*;
 use super::{Pools, Store, StoreError, StoreResult};
-use crate::domain::{LaneKey, MessageEvent, Role};
+use crate::domain::Role;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -115,38 +112,25 @@ impl SqliteStore {
     pub fn with_clock(self, clock: Arc<dyn Clock>) -> SqliteStore {
         SqliteStore { clock, ..self }
     }
-
-    pub(super) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
-    }
 }
 
 impl super::Pools for SqliteStore {
-    type Db = Sqlite;
-    fn writer(&self) -> &SqlitePool {
-        &self.pool
+    fn writer(&self) -> db::Pool<'_> {
+        db::Pool::Sqlite(&self.pool)
     }
-    fn reader(&self) -> &SqlitePool {
-        &self.reader
+    fn reader(&self) -> db::Pool<'_> {
+        db::Pool::Sqlite(&self.reader)
     }
     fn clock(&self) -> &dyn Clock {
         &*self.clock
     }
+    fn migrator(&self) -> &'static sqlx::migrate::Migrator {
+        &MIGRATOR
+    }
 }
 
-super::handoff::handoff_store_impl!(SqliteStore);
-super::context::context_store_impl!(SqliteStore, Sqlite);
-super::inbox::inbox_store_impl!(SqliteStore);
-super::transcript::transcript_store_impl!(SqliteStore);
-super::turns::turn_store_impl!(
-    SqliteStore,
-    super::turns::BEGIN_SQLITE,
-    super::turns::COMMIT_SQLITE
-);
-super::outbox::outbox_store_impl!(SqliteStore);
-super::pairing::pairing_store_impl!(SqliteStore);
-
-store_impl!(SqliteStore, MIGRATOR, {
+#[async_trait::async_trait]
+impl Store for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
@@ -240,4 +224,4 @@ store_impl!(SqliteStore, MIGRATOR, {
         out.sort_by_key(|r| r.id);
         Ok(out)
     }
-});
+}

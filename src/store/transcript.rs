@@ -5,15 +5,17 @@
 //! session's lane may write into it. Nothing is deleted. Full-text search differs per dialect
 //! and stays on [`super::Store`].
 //!
-//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. The SQL is
-//! written once and expanded for both backends by [`transcript_store_impl`], invoked in
-//! `sqlite.rs` and `postgres.rs`, where the pools live
-//! and the transaction helpers (`tx.rs`) are imported.
+//! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. One impl for
+//! both backends ([`super::Pools`], statements through `db.rs`).
 
 use async_trait::async_trait;
 
+use super::common::{self, MessageRaw};
+use super::db::{self, Tx};
+use super::text::clean;
+use super::tx::{check_lease, check_session_write, insert_each, set_flags};
 use super::types::{Lease, NewMessage, Session, SessionId, StoredMessage};
-use super::StoreResult;
+use super::{Pools, StoreResult};
 use crate::domain::LaneKey;
 
 #[async_trait]
@@ -74,182 +76,175 @@ pub trait TranscriptStore: Send + Sync {
     ) -> StoreResult<Vec<StoredMessage>>;
 }
 
-/// Expands `impl TranscriptStore for $ty`; the type must have `pool`, `reader`, `begin()` and
-/// the backend's transaction helpers in scope.
-macro_rules! transcript_store_impl {
-    ($ty:ty) => {
-        #[async_trait::async_trait]
-        impl super::transcript::TranscriptStore for $ty {
-        async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>> {
-            let sql = format!(
-                "SELECT {} FROM sessions WHERE lane = $1 AND ended_at IS NULL",
-                common::SESSION_COLS
-            );
-            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(lane.as_str())
-                .fetch_optional(&self.reader)
-                .await?)
-        }
+#[async_trait]
+impl<S: Pools> TranscriptStore for S {
+    async fn session_current(&self, lane: &LaneKey) -> StoreResult<Option<Session>> {
+        let sql = format!(
+            "SELECT {} FROM sessions WHERE lane = $1 AND ended_at IS NULL",
+            common::SESSION_COLS
+        );
+        Ok(db::query(sqlx::AssertSqlSafe(sql))
+            .bind(lane.as_str())
+            .fetch_optional(self.reader())
+            .await?)
+    }
 
-        async fn session_get(&self, id: &SessionId) -> StoreResult<Option<Session>> {
-            let sql = format!("SELECT {} FROM sessions WHERE id = $1", common::SESSION_COLS);
-            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(id)
-                .fetch_optional(&self.reader)
-                .await?)
-        }
+    async fn session_get(&self, id: &SessionId) -> StoreResult<Option<Session>> {
+        let sql = format!(
+            "SELECT {} FROM sessions WHERE id = $1",
+            common::SESSION_COLS
+        );
+        Ok(db::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(self.reader())
+            .await?)
+    }
 
-        async fn sessions_list(
-            &self,
-            lane: Option<&LaneKey>,
-            limit: i64,
-        ) -> StoreResult<Vec<Session>> {
-            let sql = format!(
+    async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>> {
+        let sql = format!(
                 "SELECT {} FROM sessions WHERE ($1 = '' OR lane = $1) ORDER BY started_at DESC LIMIT $2",
                 common::SESSION_COLS
             );
-            Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(lane.map(|l| l.as_str()).unwrap_or(""))
-                .bind(limit)
-                .fetch_all(&self.reader)
-                .await?)
-        }
+        Ok(db::query(sqlx::AssertSqlSafe(sql))
+            .bind(lane.map(|l| l.as_str()).unwrap_or(""))
+            .bind(limit)
+            .fetch_all(self.reader())
+            .await?)
+    }
 
-        async fn sessions_with_prefix(
-            &self,
-            prefix: &str,
-            limit: i64,
-        ) -> StoreResult<Vec<Session>> {
-            // LIKE with its wildcards escaped; SQLite's LIKE ignores ASCII case, hence the
-            // exact check after.
-            let pattern = format!(
-                "{}%",
-                prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
-            );
-            let sql = format!(
-                "SELECT {} FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT $2",
-                common::SESSION_COLS
-            );
-            let rows: Vec<Session> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(pattern)
-                .bind(limit)
-                .fetch_all(&self.reader)
-                .await?;
-            Ok(rows.into_iter().filter(|s| s.id.starts_with(prefix)).collect())
-        }
+    async fn sessions_with_prefix(&self, prefix: &str, limit: i64) -> StoreResult<Vec<Session>> {
+        // LIKE with its wildcards escaped; SQLite's LIKE ignores ASCII case, hence the
+        // exact check after.
+        let pattern = format!(
+            "{}%",
+            prefix
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        let sql = format!(
+            "SELECT {} FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT $2",
+            common::SESSION_COLS
+        );
+        let rows: Vec<Session> = db::query(sqlx::AssertSqlSafe(sql))
+            .bind(pattern)
+            .bind(limit)
+            .fetch_all(self.reader())
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter(|s| s.id.starts_with(prefix))
+            .collect())
+    }
 
-        async fn session_create(&self, lease: &Lease, s: &Session) -> StoreResult<()> {
-            if s.lane.as_str() != lease.name {
-                return Err(common::wrong_lane(&s.id, s.lane.as_str(), lease));
-            }
-            let mut tx = self.begin().await?;
-            check_lease(&mut tx, lease).await?;
-            sqlx::query(
-                "INSERT INTO sessions (id, lane, parent_id, started_at, system_prompt, model) \
+    async fn session_create(&self, lease: &Lease, s: &Session) -> StoreResult<()> {
+        if s.lane.as_str() != lease.name {
+            return Err(common::wrong_lane(&s.id, s.lane.as_str(), lease));
+        }
+        let mut tx = self.begin().await?;
+        check_lease(&mut tx, lease).await?;
+        db::query(
+            "INSERT INTO sessions (id, lane, parent_id, started_at, system_prompt, model) \
                  VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&s.id)
-            .bind(s.lane.as_str())
-            .bind(&s.parent_id)
-            .bind(s.started_at)
-            .bind(&*super::text::clean(&s.system_prompt))
-            .bind(&*super::text::clean(&s.model))
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok(())
-        }
+        )
+        .bind(&s.id)
+        .bind(s.lane.as_str())
+        .bind(&s.parent_id)
+        .bind(s.started_at)
+        .bind(clean(&s.system_prompt))
+        .bind(clean(&s.model))
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
 
-        async fn session_close(
-            &self,
-            lease: &Lease,
-            session_id: &SessionId,
-            reason: &str,
-        ) -> StoreResult<()> {
-            let mut tx = self.begin().await?;
-            check_session_write(&mut tx, lease, session_id).await?;
-            sqlx::query(
-                "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
-            )
-            .bind(self.now_ms())
-            .bind(&*super::text::clean(reason))
+    async fn session_close(
+        &self,
+        lease: &Lease,
+        session_id: &SessionId,
+        reason: &str,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        check_session_write(&mut tx, lease, session_id).await?;
+        db::query(
+            "UPDATE sessions SET ended_at = $1, end_reason = $2 WHERE id = $3 AND ended_at IS NULL",
+        )
+        .bind(self.now_ms())
+        .bind(clean(reason))
+        .bind(session_id)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn messages(
+        &self,
+        session_id: &SessionId,
+        live_only: bool,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT {} FROM messages WHERE session_id = $1 AND ($2 = 0 OR active = 1) ORDER BY id",
+            common::MESSAGE_COLS
+        );
+        let rows: Vec<MessageRaw> = db::query(sqlx::AssertSqlSafe(sql))
             .bind(session_id)
-            .execute(&mut *tx)
+            .bind(live_only as i64)
+            .fetch_all(self.reader())
             .await?;
-            tx.commit().await?;
-            Ok(())
-        }
+        rows.into_iter().map(MessageRaw::typed).collect()
+    }
 
-        async fn messages(&self, session_id: &SessionId, live_only: bool) -> StoreResult<Vec<StoredMessage>> {
-            let sql = format!(
-                "SELECT {} FROM messages WHERE session_id = $1 AND ($2 = 0 OR active = 1) ORDER BY id",
-                common::MESSAGE_COLS
-            );
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(session_id)
-                .bind(live_only as i64)
-                .fetch_all(&self.reader)
-                .await?;
-            rows.iter().map(common::message_from_row).collect()
-        }
+    async fn append_messages(
+        &self,
+        lease: &Lease,
+        session_id: &SessionId,
+        messages: &[NewMessage],
+    ) -> StoreResult<Vec<i64>> {
+        let mut tx = self.begin().await?;
+        check_session_write(&mut tx, lease, session_id).await?;
+        let ids = insert_each(&mut tx, self.now_ms(), &lease.name, session_id, messages).await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
 
-        async fn append_messages(
-            &self,
-            lease: &Lease,
-            session_id: &SessionId,
-            messages: &[NewMessage],
-        ) -> StoreResult<Vec<i64>> {
-            let mut tx = self.begin().await?;
-            check_session_write(&mut tx, lease, session_id).await?;
-            let mut ids = Vec::with_capacity(messages.len());
-            for m in messages {
-                ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?);
-            }
-            tx.commit().await?;
-            Ok(ids)
-        }
+    async fn compact(
+        &self,
+        lease: &Lease,
+        session_id: &SessionId,
+        flip_ids: &[i64],
+        insert: &[NewMessage],
+    ) -> StoreResult<Vec<i64>> {
+        let mut tx = self.begin().await?;
+        let ids = compact_in(&mut tx, self.now_ms(), lease, session_id, flip_ids, insert).await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
 
-        async fn compact(
-            &self,
-            lease: &Lease,
-            session_id: &SessionId,
-            flip_ids: &[i64],
-            insert: &[NewMessage],
-        ) -> StoreResult<Vec<i64>> {
-            let mut tx = self.begin().await?;
-            check_session_write(&mut tx, lease, session_id).await?;
-            set_flags(&mut tx, session_id, flip_ids, 1).await?;
-            let mut ids = Vec::with_capacity(insert.len());
-            for m in insert {
-                ids.push(insert_message(&mut tx, self.now_ms(), &lease.name, session_id, None, m).await?);
-            }
-            tx.commit().await?;
-            Ok(ids)
-        }
+    async fn messages_retract(
+        &self,
+        lease: &Lease,
+        session_id: &SessionId,
+        ids: &[i64],
+    ) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        check_session_write(&mut tx, lease, session_id).await?;
+        set_flags(&mut tx, session_id, ids, 0).await?;
+        tx.commit().await?;
+        Ok(())
+    }
 
-        async fn messages_retract(
-            &self,
-            lease: &Lease,
-            session_id: &SessionId,
-            ids: &[i64],
-        ) -> StoreResult<()> {
-            let mut tx = self.begin().await?;
-            check_session_write(&mut tx, lease, session_id).await?;
-            set_flags(&mut tx, session_id, ids, 0).await?;
-            tx.commit().await?;
-            Ok(())
-        }
-
-        async fn messages_around(
-            &self,
-            lane: &LaneKey,
-            session_id: &SessionId,
-            around_id: i64,
-            radius: i64,
-        ) -> StoreResult<Vec<StoredMessage>> {
-            // The lane is checked on the session row, the owner of record, not on each message.
-            let sql = format!(
-                "SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id <= $2 \
+    async fn messages_around(
+        &self,
+        lane: &LaneKey,
+        session_id: &SessionId,
+        around_id: i64,
+        radius: i64,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        // The lane is checked on the session row, the owner of record, not on each message.
+        let sql = format!(
+            "SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id <= $2 \
                    AND NOT (active = 0 AND compacted = 0) ORDER BY id DESC LIMIT $3) a \
                  WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND lane = $5) \
                  UNION ALL \
@@ -257,20 +252,31 @@ macro_rules! transcript_store_impl {
                    AND NOT (active = 0 AND compacted = 0) ORDER BY id LIMIT $4) b \
                  WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND lane = $5) \
                  ORDER BY id",
-                cols = common::MESSAGE_COLS
-            );
-            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(session_id)
-                .bind(around_id)
-                .bind(radius + 1)
-                .bind(radius)
-                .bind(lane.as_str())
-                .fetch_all(&self.reader)
-                .await?;
-            rows.iter().map(common::message_from_row).collect()
-        }
-        }
-    };
+            cols = common::MESSAGE_COLS
+        );
+        let rows: Vec<MessageRaw> = db::query(sqlx::AssertSqlSafe(sql))
+            .bind(session_id)
+            .bind(around_id)
+            .bind(radius + 1)
+            .bind(radius)
+            .bind(lane.as_str())
+            .fetch_all(self.reader())
+            .await?;
+        rows.into_iter().map(MessageRaw::typed).collect()
+    }
 }
 
-pub(super) use transcript_store_impl;
+/// A compaction inside the caller's transaction (lease-checked): the rows it replaces leave the
+/// model's view, still searchable, and its carriers land. Returns the carriers' ids.
+pub(super) async fn compact_in(
+    tx: &mut Tx,
+    now: i64,
+    lease: &Lease,
+    session_id: &SessionId,
+    flip_ids: &[i64],
+    insert: &[NewMessage],
+) -> StoreResult<Vec<i64>> {
+    check_session_write(tx, lease, session_id).await?;
+    set_flags(tx, session_id, flip_ids, 1).await?;
+    insert_each(tx, now, &lease.name, session_id, insert).await
+}

@@ -2,43 +2,26 @@
 //! inside its transaction, and the inserts of messages, inbox events and outbox rows that
 //! turns, skips and compactions reuse.
 //!
-//! Generic over the sqlx database: the per-concern impl macros (`inbox.rs`, `transcript.rs`,
-//! `turns.rs`, `outbox.rs`, `context.rs`) call these with their backend's transaction.
+//! Written once for both backends over [`Tx`] (`db.rs`); the concerns (`inbox.rs`,
+//! `transcript.rs`, `turns.rs`, `outbox.rs`, `context.rs`) call these inside their transaction.
 //! Nothing here commits: the caller owns the transaction. Outside text goes through
 //! `text::clean` here, like in every other writer (`text.rs`).
 
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Transaction, Type};
-
 use super::common;
+use super::db::{self, Tx};
 use super::text::{clean, clean_json, clean_opt};
 use super::types::{Lease, NewMessage, NewOutbox};
-use super::{RowsAffected, StoreError, StoreResult};
+use super::{StoreError, StoreResult};
 use crate::domain::MessageEvent;
 
-pub(super) async fn check_lease<DB>(
-    tx: &mut Transaction<'static, DB>,
-    lease: &Lease,
-) -> StoreResult<()>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    DB::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'q> Encode<'q, DB> + Type<DB>,
-    String: for<'q> Encode<'q, DB> + Type<DB>,
-    Option<i64>: for<'q> Encode<'q, DB>,
-    Option<String>: for<'q> Encode<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    let res = sqlx::query(common::LEASE_CHECK)
+pub(super) async fn check_lease(tx: &mut Tx, lease: &Lease) -> StoreResult<()> {
+    let res = db::query(common::LEASE_CHECK)
         .bind(&lease.name)
         .bind(&lease.holder)
         .bind(lease.token)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
-    if res.rows_affected() == 1 {
+    if res == 1 {
         Ok(())
     } else {
         Err(StoreError::LeaseLost {
@@ -50,39 +33,26 @@ where
 /// The lease check for a write into one session: the lease must be current *and* be
 /// the lease of the session's lane (a lease name is the lane key), so holding one
 /// lane's lease never lets a worker write into another lane's transcript.
-pub(super) async fn check_session_write<DB>(
-    tx: &mut Transaction<'static, DB>,
+pub(super) async fn check_session_write(
+    tx: &mut Tx,
     lease: &Lease,
     session_id: &str,
-) -> StoreResult<()>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    DB::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'q> Encode<'q, DB> + Type<DB>,
-    String: for<'q> Encode<'q, DB> + Type<DB>,
-    Option<i64>: for<'q> Encode<'q, DB>,
-    Option<String>: for<'q> Encode<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
+) -> StoreResult<()> {
     // One statement on the hot path; the two reads below only name the failure.
-    let res = sqlx::query(common::LEASE_CHECK_SESSION)
+    let res = db::query(common::LEASE_CHECK_SESSION)
         .bind(&lease.name)
         .bind(&lease.holder)
         .bind(lease.token)
         .bind(session_id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
-    if res.rows_affected() == 1 {
+    if res == 1 {
         return Ok(());
     }
     check_lease(tx, lease).await?;
-    let lane: Option<(String,)> = sqlx::query_as("SELECT lane FROM sessions WHERE id = $1")
+    let lane: Option<(String,)> = db::query("SELECT lane FROM sessions WHERE id = $1")
         .bind(session_id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
     match lane {
         Some((lane,)) => Err(common::wrong_lane(session_id, &lane, lease)),
@@ -90,28 +60,15 @@ where
     }
 }
 
-pub(super) async fn insert_message<DB>(
-    tx: &mut Transaction<'static, DB>,
+pub(super) async fn insert_message(
+    tx: &mut Tx,
     now: i64,
     lane: &str,
     session_id: &str,
     turn_id: Option<i64>,
     m: &NewMessage,
-) -> StoreResult<i64>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    DB::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'q> Encode<'q, DB> + Type<DB>,
-    String: for<'q> Encode<'q, DB> + Type<DB>,
-    Option<i64>: for<'q> Encode<'q, DB>,
-    Option<String>: for<'q> Encode<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    let (id,): (i64,) = sqlx::query_as(
+) -> StoreResult<i64> {
+    let (id,): (i64,) = db::query(
         "INSERT INTO messages (session_id, lane, turn_id, role, content, api_content, \
          tool_calls, tool_call_id, tool_name, platform_message_id, media, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
@@ -128,9 +85,24 @@ where
     .bind(&m.platform_message_id)
     .bind(common::media_json(m).map(clean_json))
     .bind(now)
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     Ok(id)
+}
+
+/// [`insert_message`] for each of `messages` in turn, outside any turn; the ids in order.
+pub(super) async fn insert_each(
+    tx: &mut Tx,
+    now: i64,
+    lane: &str,
+    session_id: &str,
+    messages: &[NewMessage],
+) -> StoreResult<Vec<i64>> {
+    let mut ids = Vec::with_capacity(messages.len());
+    for m in messages {
+        ids.push(insert_message(tx, now, lane, session_id, None, m).await?);
+    }
+    Ok(ids)
 }
 
 /// The columns [`insert_messages`] writes, per row.
@@ -142,27 +114,14 @@ const MESSAGE_ROWS: usize = 500;
 /// trip instead of one per row); the ids come back in the order of `messages`. A multi-row
 /// `RETURNING` may list rows in any order, but both backends assign the ids of one statement's
 /// rows in ascending order of its `VALUES`, so the sorted ids are the rows' ids in order.
-pub(super) async fn insert_messages<DB>(
-    tx: &mut Transaction<'static, DB>,
+pub(super) async fn insert_messages(
+    tx: &mut Tx,
     now: i64,
     lane: &str,
     session_id: &str,
     turn_id: Option<i64>,
     messages: &[NewMessage],
-) -> StoreResult<Vec<i64>>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    DB::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'q> Encode<'q, DB> + Type<DB>,
-    String: for<'q> Encode<'q, DB> + Type<DB>,
-    Option<i64>: for<'q> Encode<'q, DB>,
-    Option<String>: for<'q> Encode<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
+) -> StoreResult<Vec<i64>> {
     let mut ids = Vec::with_capacity(messages.len());
     for batch in messages.chunks(MESSAGE_ROWS) {
         if let [m] = batch {
@@ -183,24 +142,24 @@ where
              VALUES {} RETURNING id",
             rows.join(", ")
         );
-        let mut q = sqlx::query_as::<DB, (i64,)>(sqlx::AssertSqlSafe(sql));
+        let mut q = db::query(sqlx::AssertSqlSafe(sql));
         for m in batch {
             q = q
-                .bind(session_id.to_string())
-                .bind(lane.to_string())
+                .bind(session_id)
+                .bind(lane)
                 .bind(turn_id)
-                .bind(m.role.as_str().to_string())
-                .bind(clean(&m.content).into_owned())
+                .bind(m.role.as_str())
+                .bind(clean(&m.content))
                 .bind(clean_opt(m.api_content.as_deref()))
                 .bind(common::tool_calls_json(m).map(clean_json))
                 .bind(clean_opt(m.tool_call_id.as_deref()))
                 .bind(clean_opt(m.tool_name.as_deref()))
-                .bind(m.platform_message_id.clone())
+                .bind(&m.platform_message_id)
                 .bind(common::media_json(m).map(clean_json))
                 .bind(now);
         }
         let mut got: Vec<i64> = q
-            .fetch_all(&mut **tx)
+            .fetch_all::<(i64,)>(&mut *tx)
             .await?
             .into_iter()
             .map(|(id,)| id)
@@ -221,36 +180,23 @@ where
 /// Takes live rows of a session out of the model's view: `compacted` 1 keeps them
 /// searchable (compaction), 0 retracts them. Only content changes touch the search
 /// index, so this costs no index work.
-pub(super) async fn set_flags<DB>(
-    tx: &mut Transaction<'static, DB>,
+pub(super) async fn set_flags(
+    tx: &mut Tx,
     session_id: &str,
     ids: &[i64],
     compacted: i64,
-) -> StoreResult<()>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    DB::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'q> Encode<'q, DB> + Type<DB>,
-    String: for<'q> Encode<'q, DB> + Type<DB>,
-    Option<i64>: for<'q> Encode<'q, DB>,
-    Option<String>: for<'q> Encode<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
+) -> StoreResult<()> {
     for id in ids {
-        let res = sqlx::query(
+        let res = db::query(
             "UPDATE messages SET active = 0, compacted = $1 \
              WHERE id = $2 AND session_id = $3 AND active = 1",
         )
         .bind(compacted)
         .bind(id)
         .bind(session_id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
-        if res.rows_affected() != 1 {
+        if res != 1 {
             return Err(StoreError::NotFound(format!(
                 "live message {id} in session {session_id}"
             )));
@@ -261,25 +207,8 @@ where
 
 /// Idempotent like the adapters' inbox writes: a known (platform, lane, message id) is left
 /// as it is.
-pub(super) async fn insert_inbox<DB>(
-    tx: &mut Transaction<'static, DB>,
-    now: i64,
-    ev: &MessageEvent,
-) -> StoreResult<()>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    DB::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'q> Encode<'q, DB> + Type<DB>,
-    String: for<'q> Encode<'q, DB> + Type<DB>,
-    Option<i64>: for<'q> Encode<'q, DB>,
-    Option<String>: for<'q> Encode<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query(
+pub(super) async fn insert_inbox(tx: &mut Tx, now: i64, ev: &MessageEvent) -> StoreResult<()> {
+    db::query(
         "INSERT INTO inbox (platform, platform_message_id, lane, event, received_at) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, lane, platform_message_id) DO NOTHING",
     )
@@ -288,32 +217,15 @@ where
     .bind(ev.lane().as_str())
     .bind(clean_json(serde_json::to_string(ev)?))
     .bind(now)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }
 
 /// Idempotent: a row whose key exists is left as it is (a re-run turn cannot add a
 /// second copy of a chunk).
-pub(super) async fn insert_outbox<DB>(
-    tx: &mut Transaction<'static, DB>,
-    now: i64,
-    o: &NewOutbox,
-) -> StoreResult<()>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    DB::QueryResult: RowsAffected,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    i64: for<'q> Encode<'q, DB> + Type<DB>,
-    String: for<'q> Encode<'q, DB> + Type<DB>,
-    Option<i64>: for<'q> Encode<'q, DB>,
-    Option<String>: for<'q> Encode<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query(
+pub(super) async fn insert_outbox(tx: &mut Tx, now: i64, o: &NewOutbox) -> StoreResult<()> {
+    db::query(
         "INSERT INTO outbox (idem_key, reply_key, lane, platform, chat_id, thread_id, reply_to, \
          inbox_id, chunk_index, text, created_at, media) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
@@ -336,7 +248,7 @@ where
             .and_then(|m| serde_json::to_string(m).ok())
             .map(clean_json),
     )
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }

@@ -248,15 +248,22 @@ pub struct OutboxRow {
     pub media: Option<String>,
 }
 
+/// Why an outbox row's file reference gave no file.
+#[derive(Debug, thiserror::Error)]
+pub enum FileRefError {
+    #[error("the stored file reference does not read: {0}")]
+    Unreadable(#[source] serde_json::Error),
+}
+
 impl OutboxRow {
     /// The file this row sends, if it is a file row. `Err` when the stored reference does not
     /// read (the sender reports it in the chat rather than guess).
-    pub fn file(&self) -> Result<Option<Attachment>, String> {
+    pub fn file(&self) -> Result<Option<Attachment>, FileRefError> {
         match &self.media {
             None => Ok(None),
             Some(json) => serde_json::from_str(json)
                 .map(Some)
-                .map_err(|e| format!("the stored file reference does not read: {e}")),
+                .map_err(FileRefError::Unreadable),
         }
     }
 

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
-use crate::store::SqliteStore;
+use crate::store::{MigrationStore, SqliteStore};
 
 /// A hand-set monotonic reading: a restart is a new process name.
 struct TestClock(Mutex<Tick>);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::domain::SessionId;
-use crate::store::SqliteStore;
+use crate::store::{MigrationStore, SqliteStore};
 
 async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
     let s = SqliteStore::connect(&format!("sqlite://{}/t.db", dir.path().display()), 2)
