@@ -4,7 +4,9 @@
 //! `--seed-lanes N` first runs N more chats with one message each, so memory is measured with
 //! that many lanes seen. SQLite in a temp dir, or a fresh Postgres schema when `DATABASE_URL`
 //! is set. `--think-ms T` has each person wait T after a reply before writing again, and
-//! `--pacing` turns Telegram pacing on, to measure what pacing costs a conversation.
+//! `--pacing` turns Telegram pacing on, to measure what pacing costs a conversation. Run with
+//! `HERALD_STREAMING__CHATS=private` to stream: `latency_ms` then times the first sight of the
+//! answer (the preview) and `final_text_ms` its final, formatted form (the outbox's edit).
 //!
 //! Run: `cargo build --release --bin herald && cargo bench --bench load -- --chats 100
 //! --messages 20`. Prints a summary and writes `bench-results/load-<store>-<mode>.json` with a
@@ -100,9 +102,13 @@ struct Args {
     /// Replicas mode: pins replica i to core i % cores.
     #[arg(long)]
     taskset: bool,
-    /// The fake model answers after this many milliseconds (matrix and replicas modes).
+    /// The fake model answers after this many milliseconds.
     #[arg(long, default_value_t = 0)]
     model_ms: u64,
+    /// The fake model writes each answer in this many pieces over `--model-ms` (a model that
+    /// streams; with streaming on, the preview grows as they arrive). 0: the whole answer.
+    #[arg(long, default_value_t = 0)]
+    model_pieces: usize,
     /// The echo floor binary (default: target/release/examples/echo_floor).
     #[arg(long)]
     floor_bin: Option<PathBuf>,
@@ -153,7 +159,18 @@ async fn main() {
         true => &[("HERALD_TELEGRAM__PACING", "true")],
         false => &[],
     };
-    let rig = Rig::start(args.webhook, args.bin.clone(), pacing).await;
+    let rig = telegram_load::Rig::start_with(telegram_load::RigOpts {
+        webhook: args.webhook,
+        bin: args.bin.clone(),
+        env: pacing
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        model_delay: Duration::from_millis(args.model_ms),
+        model_pieces: args.model_pieces,
+        ..Default::default()
+    })
+    .await;
     let pid = rig.pid();
     if let Some(path) = &args.pid_file {
         std::fs::write(path, pid.to_string()).expect("write pid file");
@@ -257,6 +274,11 @@ async fn main() {
     rig.finish().await;
 }
 
+/// `streaming.chats` as the daemon gets it from this process's environment, if set there.
+fn streaming() -> Option<String> {
+    std::env::var("HERALD_STREAMING__CHATS").ok()
+}
+
 /// `load-<store>-<loop and size>[-webhook][-seed<N>]`.
 fn file_stem(args: &Args, store: &str) -> String {
     let mut name = match args.rate {
@@ -271,6 +293,16 @@ fn file_stem(args: &Args, store: &str) -> String {
     }
     if args.pacing {
         name.push_str("-paced");
+    }
+    if args.model_ms > 0 {
+        name.push_str(&format!(
+            "-model{}x{}",
+            args.model_ms,
+            args.model_pieces.max(1)
+        ));
+    }
+    if let Some(chats) = streaming() {
+        name.push_str(&format!("-stream-{chats}"));
     }
     if args.webhook {
         name.push_str("-webhook");
@@ -347,6 +379,9 @@ fn report(
         "arrivals": if closed { Value::Null } else { json!(if args.uniform { "uniform" } else { "poisson" }) },
         "telegram_pacing": if args.pacing { "on (telegram.pacing = true, as in production)" } else { "off (telegram.pacing = false): Telegram's published limits would cap any run at 30 msg/s" },
         "think_ms": args.think_ms,
+        "model_ms": args.model_ms,
+        "model_pieces": args.model_pieces,
+        "streaming_chats": streaming().unwrap_or_else(|| "daemon default".into()),
         "latency_from": if rig.transport.name() == "webhook" {
             "driver starts the webhook POST (open loop: the instant the message was due) → fake records sendMessage"
         } else {
@@ -372,6 +407,7 @@ fn report(
             "max": lat.last().copied().unwrap_or(0.0),
             "mean": if lat.is_empty() { 0.0 } else { lat.iter().sum::<f64>() / lat.len() as f64 },
         },
+        "final_text_ms": final_text(outcome),
         "daemon": {
             "cpu_s": cpu_s,
             "cpu_ms_per_turn": if replies > 0 { cpu_s * 1000.0 / replies as f64 } else { 0.0 },
@@ -382,6 +418,17 @@ fn report(
             "peak_rss_mib": after.peak_rss_mib,
         },
         "targets": targets,
+    })
+}
+
+/// Latency to each answer's final form: for a streamed answer the outbox's final edit (the
+/// preview before it counts in `latency_ms`), otherwise the reply itself.
+fn final_text(outcome: &Outcome) -> Value {
+    let f = outcome.finals_ms();
+    json!({
+        "answers": f.len(),
+        "p50": percentile(&f, 0.50), "p90": percentile(&f, 0.90), "p99": percentile(&f, 0.99),
+        "max": f.last().copied().unwrap_or(0.0),
     })
 }
 

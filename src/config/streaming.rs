@@ -30,7 +30,7 @@ pub struct StreamingConfig {
     /// kept with its meaning: `false` never streams, `true` (without `chats`) streams in every
     /// chat. Unset: `chats` decides.
     pub enabled: Option<bool>,
-    /// Where answers stream: `private`, `all` or `none` (unset: the default, none).
+    /// Where answers stream: `private`, `all` or `none` (unset: the default, private).
     pub chats: Option<StreamChats>,
     /// Least time between two edits of previews in one chat, in milliseconds.
     pub edit_interval_ms: u64,
@@ -61,14 +61,15 @@ pub const MIN_EDIT_INTERVAL_MS: u64 = 100;
 
 impl StreamingConfig {
     /// Which chats stream: `enabled = false` wins over everything, then `chats`, then an old
-    /// `enabled = true` (every chat, as before), then the default (none: a streamed turn holds
-    /// its worker slot until its final edit, which costs throughput once the slots are full).
+    /// `enabled = true` (every chat, as before), then the default: private chats, where a
+    /// person waits for the answer; groups stay unstreamed (their edits would count against
+    /// the group's much tighter pace).
     pub fn chats(&self) -> StreamChats {
         match (self.enabled, self.chats) {
             (Some(false), _) => StreamChats::None,
             (_, Some(chats)) => chats,
             (Some(true), None) => StreamChats::All,
-            (None, None) => StreamChats::None,
+            (None, None) => StreamChats::Private,
         }
     }
 
@@ -105,14 +106,12 @@ mod tests {
     }
 
     #[test]
-    fn private_chats_stream_when_asked_and_old_switches_keep_their_meaning() {
+    fn private_chats_stream_by_default_and_old_switches_keep_their_meaning() {
         let private = [ChatType::Dm];
         let shared = [ChatType::Group, ChatType::Channel, ChatType::Thread];
         let default = StreamingConfig::default();
-        assert!(private
-            .iter()
-            .chain(&shared)
-            .all(|&c| !default.streams_in(c)));
+        assert!(private.iter().all(|&c| default.streams_in(c)));
+        assert!(shared.iter().all(|&c| !default.streams_in(c)));
         let asked = cfg(None, Some(StreamChats::Private));
         assert!(private.iter().all(|&c| asked.streams_in(c)));
         assert!(shared.iter().all(|&c| !asked.streams_in(c)));

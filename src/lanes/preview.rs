@@ -136,7 +136,8 @@ impl LiveTurn {
     }
 
     /// Stops the preview; an edit in flight may land first, so the outbox's final edit is
-    /// the last word.
+    /// the last word. Nothing waits for a pace slot here: a preview that has not started its
+    /// next edit gives it up, so the worker's slot is held for at most one request.
     pub(super) async fn finish(mut self) {
         self.stop.cancel();
         if let Some(task) = &mut self.task {
@@ -203,7 +204,15 @@ impl Preview {
                     true => Urgency::Person,
                     false => Urgency::Preview,
                 };
-                self.pace.wait(self.platform, &self.chat_id, urgency).await;
+                // A finished turn does not wait for a pace slot: its final edit supersedes
+                // this one, and the worker waits for the preview to stop before it commits.
+                tokio::select! {
+                    _ = self.pace.wait(self.platform, &self.chat_id, urgency) => {}
+                    _ = self.stop.cancelled() => return,
+                }
+                if self.stop.is_cancelled() {
+                    return;
+                }
                 let to = PreviewTarget {
                     chat_id: &self.chat_id,
                     thread_id: self.thread_id.as_deref(),

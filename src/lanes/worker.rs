@@ -223,8 +223,16 @@ impl Worker {
                 // Drained while other lanes wait for a slot: give this one up now. (Their
                 // requests for a slot collapse into one stored notification, so waiting for
                 // it alone would leave most of them waiting out `idle_secs`.)
-                if self.router.slot_waiters.load(Ordering::SeqCst) > 0 && self.may_leave() {
-                    break;
+                if self.router.slot_waiters.load(Ordering::SeqCst) > 0 {
+                    if self.may_leave() {
+                        break;
+                    }
+                    // `may_leave` took the waiting wake: read the inbox again rather than wait
+                    // for a wake that is gone. (A wake sent during a turn whose row that turn's
+                    // batch already served is common with streaming, where people write again
+                    // as soon as the preview shows the answer; waiting here held the slot
+                    // until `idle_secs` while other lanes waited for it.)
+                    continue;
                 }
                 tokio::select! {
                     _ = self.rx.recv() => continue,

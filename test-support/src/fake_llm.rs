@@ -163,6 +163,9 @@ struct Inner {
     keyed: Vec<(String, Step)>,
     /// Applied to default replies when the script is empty.
     default_delay: Duration,
+    /// Default replies come in this many pieces spread over `default_delay` (0 or 1: whole,
+    /// after the delay); a request that does not stream gets the whole text at the same time.
+    default_pieces: usize,
     /// Repeats forever once the script is empty (e.g. always hang).
     sticky: Option<Step>,
     /// Extra random delay, uniform in `0..=jitter`, on top of `default_delay`.
@@ -233,6 +236,11 @@ impl FakeLlm {
 
     pub fn set_default_delay(&self, d: Duration) {
         self.inner.lock().unwrap().default_delay = d;
+    }
+
+    /// Default replies are written in `n` pieces over the default delay: a model that streams.
+    pub fn set_default_pieces(&self, n: usize) {
+        self.inner.lock().unwrap().default_pieces = n;
     }
 
     /// Default replies wait a random time in `0..=max` (plus the default delay).
@@ -306,7 +314,7 @@ async fn models() -> Json<Value> {
 }
 
 async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Value>) -> Response {
-    let (idx, step, default_delay, fault) = {
+    let (idx, step, default_delay, fault, pieces) = {
         let mut g = inner.lock().unwrap();
         g.requests.push(Recorded {
             body: body.clone(),
@@ -339,7 +347,7 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
                 fault = Some(g.faults[rng.random_range(0..g.faults.len())].clone());
             }
         }
-        (idx, step, delay, fault)
+        (idx, step, delay, fault, g.default_pieces)
     };
     let billing = inner.lock().unwrap().billing;
     let usage = match billing {
@@ -367,10 +375,15 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
                 .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
                 .map(text_of)
                 .unwrap_or_default();
-            Step::Delay(
-                default_delay,
-                Box::new(Step::Reply(format!("reply to: {last}"))),
-            )
+            let text = format!("reply to: {last}");
+            match pieces {
+                0 | 1 => Step::Delay(default_delay, Box::new(Step::Reply(text))),
+                n => {
+                    let chars = text.chars().count().div_ceil(n);
+                    let pieces = text.chars().count().div_ceil(chars) as u32;
+                    Step::stream(&text, chars, default_delay / pieces)
+                }
+            }
         }
     };
     let streamed = body["stream"].as_bool().unwrap_or(false);

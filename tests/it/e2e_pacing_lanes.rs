@@ -91,12 +91,11 @@ async fn a_long_paced_reply_does_not_hold_up_another_chat() {
 }
 
 #[tokio::test]
-async fn with_chats_private_private_chats_stream_and_groups_do_not() {
+async fn by_default_private_chats_stream_and_groups_do_not() {
     let (tg, llm, data) = fakes().await;
     let group: i64 = -100_555;
     let mut c = tg_config(&tg, &llm, &data);
-    c.streaming = Default::default(); // not the harness's "off"
-    c.streaming.chats = Some(herald::config::StreamChats::Private);
+    c.streaming = Default::default(); // the default, not the harness's "off"
     c.telegram.free_response_chats = vec![group.to_string()];
     let app = App::start(c).await.expect("app starts");
     llm.push(Step::stream(

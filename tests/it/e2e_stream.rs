@@ -8,6 +8,7 @@
 
 mod crash;
 mod discord;
+mod slots;
 mod web;
 
 use std::time::{Duration, Instant};

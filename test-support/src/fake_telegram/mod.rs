@@ -131,6 +131,8 @@ pub(crate) struct Inner {
     uploads: Vec<uploads::Upload>,
     /// Told of every `sendMessage` as it is recorded (see [`FakeTelegram::subscribe_sent`]).
     sent_listeners: Vec<mpsc::UnboundedSender<(SentMessage, Instant)>>,
+    /// Told of every accepted `editMessageText` (see [`FakeTelegram::subscribe_edits`]).
+    edit_listeners: Vec<mpsc::UnboundedSender<EditedMessage>>,
 }
 
 impl Inner {
@@ -375,6 +377,14 @@ impl FakeTelegram {
     pub fn subscribe_sent(&self) -> mpsc::UnboundedReceiver<(SentMessage, Instant)> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.state.lock().sent_listeners.push(tx);
+        rx
+    }
+
+    /// Every `editMessageText` accepted from now on, as it is recorded: a driver timing when
+    /// a streamed answer reached its final form.
+    pub fn subscribe_edits(&self) -> mpsc::UnboundedReceiver<EditedMessage> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.state.lock().edit_listeners.push(tx);
         rx
     }
 

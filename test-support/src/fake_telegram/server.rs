@@ -278,13 +278,17 @@ fn edit_message_text(state: &State, params: &Value) -> Response {
              exactly the same as a current content and reply markup of the message",
         );
     }
-    inner.edits.push(super::EditedMessage {
+    let edit = super::EditedMessage {
         chat_id,
         message_id,
         text: text.clone(),
         parse_mode,
         at: std::time::Instant::now(),
-    });
+    };
+    inner
+        .edit_listeners
+        .retain(|l| l.send(edit.clone()).is_ok());
+    inner.edits.push(edit);
     drop(inner);
     let mut message = bot_message(state, message_id, chat_id, thread_id, &text);
     message["edit_date"] = json!(now_unix());

@@ -84,6 +84,8 @@ pub struct RigOpts {
     pub taskset: bool,
     /// The fake model answers after this long.
     pub model_delay: Duration,
+    /// The fake model writes each answer in this many pieces over `model_delay` (0: whole).
+    pub model_pieces: usize,
 }
 
 /// The gateway under load, the fakes and the way in, ready for load.
@@ -136,6 +138,7 @@ impl Rig {
         let tg = Arc::new(FakeTelegram::start(TOKEN).await);
         let llm = FakeLlm::start().await;
         llm.set_default_delay(opts.model_delay);
+        llm.set_default_pieces(opts.model_pieces);
         let started = Instant::now();
         let (gateway, ready_ms) = if opts.floor {
             assert!(!opts.webhook, "the echo floor polls; it has no webhook");
@@ -173,7 +176,7 @@ impl Rig {
             (Gateway::Herald(d), true) => Transport::webhook(&d[0].spec.base_url()),
             _ => Transport::Polling(tg.clone()),
         };
-        let tracker = Tracker::start(tg.subscribe_sent());
+        let tracker = Tracker::start(tg.subscribe_sent(), tg.subscribe_edits());
         Rig {
             backend,
             tg,
@@ -307,6 +310,14 @@ impl Outcome {
     /// Sorted latencies in milliseconds.
     pub fn latencies_ms(&self) -> Vec<f64> {
         let mut l: Vec<f64> = self.tally.samples.iter().map(|s| s.latency_ms).collect();
+        l.sort_by(f64::total_cmp);
+        l
+    }
+
+    /// Sorted milliseconds from each message to its answer's final form (for a streamed answer
+    /// the outbox's final edit, otherwise the reply itself).
+    pub fn finals_ms(&self) -> Vec<f64> {
+        let mut l = self.tally.finals_ms.clone();
         l.sort_by(f64::total_cmp);
         l
     }

@@ -3,6 +3,10 @@
 //! collector task resolves it when the fake reports the `sendMessage`, through the fake's
 //! notification channel (no polling, so p50 is not rounded up to a watcher's tick).
 //!
+//! Each message is also timed to its answer's final form: the first formatted message or edit
+//! holding it (the outbox sends answers as HTML; a streamed answer's preview is plain text until
+//! the outbox's final edit formats it). Without streaming the two instants are the same.
+//!
 //! Must not: guess. A reply to a message nobody registered counts as unexpected, a second reply
 //! to one message counts as a duplicate, a registered message with no reply at the end is lost.
 
@@ -12,7 +16,7 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::fake_telegram::SentMessage;
+use crate::fake_telegram::{EditedMessage, SentMessage};
 
 /// The fake model answers `reply to: <text>`; the text names the message.
 pub const REPLY_PREFIX: &str = "reply to: ";
@@ -28,6 +32,10 @@ pub struct Sample {
 #[derive(Default)]
 struct Inner {
     waiting: HashMap<String, (Instant, Option<oneshot::Sender<()>>)>,
+    /// Messages whose answer has not reached its final form yet, with when they were asked.
+    unfinished: HashMap<String, Instant>,
+    /// Milliseconds from asking to the answer's final form.
+    finals: Vec<f64>,
     answered: HashSet<String>,
     samples: Vec<Sample>,
     duplicates: usize,
@@ -48,12 +56,28 @@ pub struct Tally {
     pub lost: usize,
     pub duplicates: usize,
     pub unexpected: usize,
+    /// Milliseconds from each message to its answer's final (formatted) form.
+    pub finals_ms: Vec<f64>,
+}
+
+impl Inner {
+    /// Whether `reply` is the beginning of the answer to a waiting message: the first
+    /// preview of a streamed answer.
+    fn partial(&self, reply: &str) -> bool {
+        self.waiting.keys().any(|asked| {
+            let whole = REPLY_PREFIX.len() + asked.len();
+            reply.len() < whole && (REPLY_PREFIX.to_owned() + asked).starts_with(reply)
+        })
+    }
 }
 
 impl Tracker {
     /// Starts collecting from the fake's `sendMessage` notifications; `origin` is time zero of
     /// the samples.
-    pub fn start(mut sent: mpsc::UnboundedReceiver<(SentMessage, Instant)>) -> Tracker {
+    pub fn start(
+        mut sent: mpsc::UnboundedReceiver<(SentMessage, Instant)>,
+        mut edits: mpsc::UnboundedReceiver<EditedMessage>,
+    ) -> Tracker {
         let tracker = Tracker {
             origin: Instant::now(),
             inner: Arc::new(Mutex::new(Inner::default())),
@@ -61,7 +85,20 @@ impl Tracker {
         let collector = tracker.clone();
         tokio::spawn(async move {
             while let Some((message, at)) = sent.recv().await {
-                collector.record(&message.text, at);
+                collector.record(&message.text, at, true);
+                if message.parse_mode.is_some() {
+                    collector.finished(&message.text, at);
+                }
+            }
+        });
+        let finals = tracker.clone();
+        tokio::spawn(async move {
+            while let Some(edit) = edits.recv().await {
+                // A preview grown to the whole answer is the first sight of it.
+                finals.record(&edit.text, edit.at, false);
+                if edit.parse_mode.is_some() {
+                    finals.finished(&edit.text, edit.at);
+                }
             }
         });
         tracker
@@ -75,15 +112,25 @@ impl Tracker {
     /// open loop the instant it was due); the receiver fires when its reply is recorded.
     pub fn expect(&self, text: &str, t0: Instant) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
-        self.lock().waiting.insert(text.to_owned(), (t0, Some(tx)));
+        let mut inner = self.lock();
+        inner.waiting.insert(text.to_owned(), (t0, Some(tx)));
+        inner.unfinished.insert(text.to_owned(), t0);
         rx
     }
 
-    fn record(&self, reply: &str, at: Instant) {
+    /// The chat showed `reply` at `at`: a new message (`strict`: it must answer exactly one
+    /// registered message, once, unless it is a streamed preview's first part of one), or an
+    /// edit (a preview that grew to the whole answer, or the final edit).
+    fn record(&self, reply: &str, at: Instant, strict: bool) {
         let mut inner = self.lock();
-        let Some(asked) = reply.strip_prefix(REPLY_PREFIX) else {
-            inner.unexpected += 1;
-            return;
+        let asked = match reply.strip_prefix(REPLY_PREFIX) {
+            Some(asked) if inner.waiting.contains_key(asked) => asked,
+            _ if !strict || inner.partial(reply) => return,
+            Some(asked) => asked,
+            None => {
+                inner.unexpected += 1;
+                return;
+            }
         };
         match inner.waiting.remove(asked) {
             Some((t0, done)) => {
@@ -103,6 +150,18 @@ impl Tracker {
         }
     }
 
+    /// The answer to a registered message reached its final form at `at`.
+    fn finished(&self, reply: &str, at: Instant) {
+        let Some(asked) = reply.strip_prefix(REPLY_PREFIX) else {
+            return;
+        };
+        let mut inner = self.lock();
+        if let Some(t0) = inner.unfinished.remove(asked) {
+            let ms = at.saturating_duration_since(t0).as_secs_f64() * 1000.0;
+            inner.finals.push(ms);
+        }
+    }
+
     /// Messages registered and not answered yet.
     pub fn outstanding(&self) -> usize {
         self.lock().waiting.len()
@@ -119,11 +178,13 @@ impl Tracker {
         let mut inner = self.lock();
         let lost = inner.waiting.len();
         inner.waiting.clear();
+        inner.unfinished.clear();
         Tally {
             samples: std::mem::take(&mut inner.samples),
             lost,
             duplicates: std::mem::take(&mut inner.duplicates),
             unexpected: std::mem::take(&mut inner.unexpected),
+            finals_ms: std::mem::take(&mut inner.finals),
         }
     }
 }
