@@ -229,4 +229,58 @@ mod tests {
             json!([{"type": "text", "text": "[voice note: audio this model cannot hear]"}])
         );
     }
+
+    #[test]
+    fn the_body_carries_tools_calls_and_results_in_the_wire_shape() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "clock".into(),
+            arguments: "{}".into(),
+        };
+        let req = ChatRequest {
+            messages: vec![
+                ChatMessage::new(Role::User, "time?"),
+                ChatMessage::tool_calls(None, vec![call]),
+                ChatMessage::tool_result("c1", "noon"),
+            ],
+            tools: vec![ToolSpec {
+                name: "clock".into(),
+                description: "tells the time".into(),
+                parameters: json!({"type": "object"}),
+            }],
+        };
+        let mut body = WireRequest::new("m", &req);
+        let plain = serde_json::to_value(&body).unwrap();
+        assert_eq!(
+            plain,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "user", "content": "time?"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function",
+                         "function": {"name": "clock", "arguments": "{}"}},
+                    ]},
+                    {"role": "tool", "content": "noon", "tool_call_id": "c1"},
+                ],
+                "tools": [{"type": "function", "function": {
+                    "name": "clock", "description": "tells the time",
+                    "parameters": {"type": "object"}}}],
+            })
+        );
+        body.stream = true;
+        body.stream_options = Some(json!({ "include_usage": true }));
+        let streamed = serde_json::to_value(&body).unwrap();
+        assert_eq!(streamed["stream"], json!(true));
+        assert_eq!(streamed["stream_options"], json!({ "include_usage": true }));
+        let bare = ChatRequest {
+            messages: vec![ChatMessage::new(Role::User, "hi")],
+            tools: Vec::new(),
+        };
+        let bare = serde_json::to_value(WireRequest::new("m", &bare)).unwrap();
+        assert_eq!(
+            bare,
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        );
+    }
 }
