@@ -166,22 +166,28 @@ pub async fn run_turn(
                 super::steer::join(corrections, &mut out.messages, &mut wire);
             }
         }
+        // The request takes the in-flight messages for the call and hands them back after it
+        // (no copy of the whole history per call); a correction's messages follow them.
         let req = ChatRequest {
-            messages: wire.clone(),
+            messages: std::mem::take(&mut wire),
             tools: specs.clone(),
         };
         if let Some(p) = input.progress {
             p.model_call();
         }
+        let mut steered = Vec::new();
         let called = super::steer::call(
             chain,
             &req,
             input.call_opts(),
             input.steer,
             &mut out.messages,
-            &mut wire,
-        );
-        let Some(resp) = called.await? else { continue };
+            &mut steered,
+        )
+        .await;
+        wire = req.messages;
+        wire.append(&mut steered);
+        let Some(resp) = called? else { continue };
         spent += 1;
         out.model_calls += 1;
         out.usage.add(resp.usage);

@@ -8,8 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::openai_wire::WireRequest;
 use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, Usage};
 use crate::config::Secret;
 use crate::domain::ToolCall;
@@ -41,22 +42,8 @@ impl OpenAiProvider {
         })
     }
 
-    fn body(&self, req: &ChatRequest) -> Value {
-        let messages = super::openai_wire::wire_messages(&req.messages);
-        let mut body = json!({ "model": self.model, "messages": messages });
-        if !req.tools.is_empty() {
-            body["tools"] = req
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({
-                        "type": "function",
-                        "function": { "name": t.name, "description": t.description, "parameters": t.parameters },
-                    })
-                })
-                .collect();
-        }
-        body
+    fn body<'a>(&'a self, req: &'a ChatRequest) -> WireRequest<'a> {
+        WireRequest::new(&self.model, req)
     }
 }
 
@@ -67,7 +54,7 @@ impl Provider for OpenAiProvider {
     }
 
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let resp = self.post(self.body(req)).await?;
+        let resp = self.post(&self.body(req)).await?;
         let text = self.redacted(resp.text().await.map_err(classify_transport)?);
         parse_completion(&text)
     }
@@ -78,9 +65,9 @@ impl Provider for OpenAiProvider {
         sink: &dyn DeltaSink,
     ) -> Result<ChatResponse, LlmError> {
         let mut body = self.body(req);
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({ "include_usage": true });
-        let resp = self.post(body).await?;
+        body.stream = true;
+        body.stream_options = Some(json!({ "include_usage": true }));
+        let resp = self.post(&body).await?;
         // An excerpt of a chunk may quote the key like any body: cut it out of the error too.
         super::openai_stream::read(resp, sink)
             .await
@@ -94,8 +81,8 @@ impl Provider for OpenAiProvider {
 
 impl OpenAiProvider {
     /// Posts a request body; a 2xx answer comes back unread, anything else as its error.
-    async fn post(&self, body: Value) -> Result<reqwest::Response, LlmError> {
-        let mut call = self.http.post(&self.url).json(&body);
+    async fn post(&self, body: &WireRequest<'_>) -> Result<reqwest::Response, LlmError> {
+        let mut call = self.http.post(&self.url).json(body);
         if let Some(key) = &self.api_key {
             call = call.bearer_auth(key.expose());
         }

@@ -305,7 +305,13 @@ impl<'a> ContextEngine<'a> {
     ) -> u64 {
         let user = estimate_tokens(user_text) + MESSAGE_OVERHEAD;
         if let (Some(anchor), Some(fp)) = (row.prompt_tokens_anchor, &row.anchor_fingerprint) {
-            if let Some(pos) = view.iter().position(|m| stored_fingerprint(m) == *fp) {
+            // A fingerprint names its message's id: hash only the message with that id, not
+            // every message of a growing history before it.
+            let id = fingerprint_id(fp);
+            let found = view
+                .iter()
+                .position(|m| Some(m.id) == id && stored_fingerprint(m) == *fp);
+            if let Some(pos) = found {
                 let after: usize = view[pos + 1..].iter().map(wire_tokens).sum();
                 return anchor.max(0) as u64 + (after + user) as u64;
             }
@@ -371,6 +377,11 @@ pub fn fingerprint(
     h.update([0]);
     h.update(serde_json::to_string(tool_calls).unwrap_or_default());
     format!("m{id}:{}", &hex::encode(h.finalize())[..16])
+}
+
+/// The message id a [`fingerprint`] was made for (`m{id}:…`).
+fn fingerprint_id(fp: &str) -> Option<i64> {
+    fp.strip_prefix('m')?.split_once(':')?.0.parse().ok()
 }
 
 fn stored_fingerprint(m: &StoredMessage) -> String {

@@ -260,3 +260,11 @@ async fn a_turns_spilled_tool_result_was_billed_as_a_preview_and_the_anchor_keep
         "the row keeps the whole result"
     );
 }
+
+#[test]
+fn a_fingerprint_names_its_message_id() {
+    let fp = fingerprint(42, Role::User, "hello", None, &[]);
+    assert_eq!(fingerprint_id(&fp), Some(42));
+    assert_eq!(fingerprint_id("not a fingerprint"), None);
+    assert_eq!(fingerprint_id("mx:0123"), None);
+}
