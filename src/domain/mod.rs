@@ -5,6 +5,7 @@
 
 mod amount;
 mod cap;
+mod capsule_status;
 pub mod cron;
 mod event;
 mod lane;
@@ -15,6 +16,7 @@ mod stored_event;
 
 pub use amount::{Amount, NANOS_PER_UNIT};
 pub use cap::Cap;
+pub use capsule_status::BuildStatus;
 pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, UnknownPlatform};
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use media::{describe_all, short_id, Attachment, MediaKind, MediaSource, SHORT_ID};

@@ -218,7 +218,7 @@ impl Builder {
         let capsule = NewCapsule {
             lane: job.lane.clone(),
             session_id: job.session_id.clone(),
-            status: status.as_str().to_string(),
+            status,
             text,
             message_count: count as i64,
             confidential: self.config.is_confidential(job.lane.as_str()),

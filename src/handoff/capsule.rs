@@ -6,10 +6,9 @@
 //! must say it is a fallback in its first section *and* be reported as `degraded` by the
 //! caller: a watchdog must not need to open the file to tell the two apart.
 
-use serde::{Deserialize, Serialize};
-
 use super::prompt::{dialogue_tail, RECOVERY_HEADING};
 use super::trim::trim_capsule;
+pub use crate::domain::BuildStatus;
 
 /// The five headings a capsule holds, in order.
 pub const SECTIONS: [&str; 5] = [
@@ -38,56 +37,6 @@ pub const MIN_HEADINGS: usize = 3;
 /// Room the degraded fallback leaves for a Recovery footer, so that [`assemble`] never has to
 /// cut the transcript a second time (two trim markers would misreport what was lost).
 pub const RECOVERY_RESERVE_CHARS: usize = 1_000;
-
-/// How a capsule build ended. `Degraded` means a file was written but holds the filtered
-/// transcript, not a summary; it is reported as such in logs, metrics and the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BuildStatus {
-    Ok,
-    Degraded,
-    TooShort,
-    AlreadyRunning,
-    WriteFailed,
-    ScrubFailed,
-}
-
-impl BuildStatus {
-    pub const ALL: [BuildStatus; 6] = [
-        BuildStatus::Ok,
-        BuildStatus::Degraded,
-        BuildStatus::TooShort,
-        BuildStatus::AlreadyRunning,
-        BuildStatus::WriteFailed,
-        BuildStatus::ScrubFailed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuildStatus::Ok => "ok",
-            BuildStatus::Degraded => "degraded",
-            BuildStatus::TooShort => "too_short",
-            BuildStatus::AlreadyRunning => "already_running",
-            BuildStatus::WriteFailed => "write_failed",
-            BuildStatus::ScrubFailed => "scrub_failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<BuildStatus> {
-        BuildStatus::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-
-    /// True when a capsule was stored (a real one or the degraded transcript).
-    pub fn wrote_capsule(self) -> bool {
-        matches!(self, BuildStatus::Ok | BuildStatus::Degraded)
-    }
-}
-
-impl std::fmt::Display for BuildStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One stored message of the session being handed off. Only `user` and `assistant` lines
 /// reach the writer; other roles are skipped wherever lines are read.

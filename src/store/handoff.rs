@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use super::db;
 use super::text::clean;
-use super::{Pools, StoreResult};
-use crate::domain::{LaneKey, SessionId};
+use super::{Pools, StoreError, StoreResult};
+use crate::domain::{BuildStatus, LaneKey, SessionId};
 
 /// A build outcome to store. `created_at` is epoch milliseconds, passed in so that callers
 /// (and tests) own the clock.
@@ -24,8 +24,7 @@ use crate::domain::{LaneKey, SessionId};
 pub struct NewCapsule {
     pub lane: LaneKey,
     pub session_id: SessionId,
-    /// `ok`, `degraded`, `too_short`, `write_failed`, … (see `handoff::BuildStatus`).
-    pub status: String,
+    pub status: BuildStatus,
     /// Empty when the build stored no capsule.
     pub text: String,
     pub message_count: i64,
@@ -39,7 +38,7 @@ pub struct CapsuleRow {
     pub id: i64,
     pub lane: LaneKey,
     pub session_id: SessionId,
-    pub status: String,
+    pub status: BuildStatus,
     pub text: String,
     pub message_count: i64,
     pub confidential: bool,
@@ -114,9 +113,11 @@ pub(super) type CapsuleTuple = (
     Option<i64>,
 );
 
-pub(super) fn capsule_from(t: CapsuleTuple) -> CapsuleRow {
+pub(super) fn capsule_from(t: CapsuleTuple) -> StoreResult<CapsuleRow> {
     let (id, lane, session_id, status, text, message_count, confidential, created_at, pending) = t;
-    CapsuleRow {
+    let status = BuildStatus::parse(&status)
+        .ok_or_else(|| StoreError::other(format!("unknown status {status:?} in capsules")))?;
+    Ok(CapsuleRow {
         id,
         lane: LaneKey::parse(&lane),
         session_id,
@@ -126,7 +127,7 @@ pub(super) fn capsule_from(t: CapsuleTuple) -> CapsuleRow {
         confidential: confidential != 0,
         created_at,
         pending: pending.is_some(),
-    }
+    })
 }
 
 #[async_trait]
@@ -165,7 +166,7 @@ impl<S: Pools> HandoffStore for S {
         )
         .bind(c.lane.as_str())
         .bind(&c.session_id)
-        .bind(&c.status)
+        .bind(c.status.as_str())
         .bind(clean(&c.text))
         .bind(c.message_count)
         .bind(i64::from(c.confidential))
@@ -241,7 +242,7 @@ impl<S: Pools> HandoffStore for S {
                     .bind(id)
                     .fetch_optional(&mut tx)
                     .await?;
-                row.map(capsule_from)
+                row.map(capsule_from).transpose()?
             }
             None => None,
         };
@@ -258,7 +259,7 @@ impl<S: Pools> HandoffStore for S {
             .bind(lane.as_str())
             .fetch_optional(self.writer())
             .await?;
-        Ok(row.map(capsule_from))
+        row.map(capsule_from).transpose()
     }
 
     async fn capsule_latest_written(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>> {
@@ -271,6 +272,6 @@ impl<S: Pools> HandoffStore for S {
             .bind(lane.as_str())
             .fetch_optional(self.writer())
             .await?;
-        Ok(row.map(capsule_from))
+        row.map(capsule_from).transpose()
     }
 }

@@ -226,7 +226,7 @@ async fn a_marker_older_than_36_hours_is_deleted_unread_and_inject_false_keeps_m
     let put = |lane: &str, age_h: i64| NewCapsule {
         lane: lane.into(),
         session_id: "a-session-long-gone".into(),
-        status: "ok".into(),
+        status: herald::domain::BuildStatus::Ok,
         text: CAPSULE.into(),
         message_count: 8,
         confidential: false,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herald::domain::SessionId;
-use herald::domain::{LaneKey, MessageEvent, Platform, Role};
+use herald::domain::{BuildStatus, LaneKey, MessageEvent, Platform, Role};
 use herald::store::{now_ms, CandidateQuery, NewCapsule, NewMessage, Session, Store};
 
 use herald_test_support::contract;
@@ -55,12 +55,12 @@ async fn conversation(store: &Arc<dyn Store>, lane: &str, n: usize) -> String {
     id
 }
 
-fn capsule(lane: &str, session: &str, status: &str) -> NewCapsule {
+fn capsule(lane: &str, session: &str, status: BuildStatus) -> NewCapsule {
     NewCapsule {
         lane: lane.into(),
         session_id: session.into(),
-        status: status.into(),
-        text: if status == "ok" {
+        status,
+        text: if status == BuildStatus::Ok {
             "## Working on\nx".into()
         } else {
             String::new()
@@ -78,13 +78,16 @@ async fn guard_rails(store: Arc<dyn Store>) {
     conversation(&store, "cron:brief", 6).await;
     let done = conversation(&store, "web:capsuled", 6).await;
     store
-        .capsule_put(&capsule("web:capsuled", &done, "ok"), true)
+        .capsule_put(&capsule("web:capsuled", &done, BuildStatus::Ok), true)
         .await
         .unwrap();
     // A build that wrote nothing does not protect the session: the next night tries again.
     let failed = conversation(&store, "web:failed", 6).await;
     store
-        .capsule_put(&capsule("web:failed", &failed, "write_failed"), false)
+        .capsule_put(
+            &capsule("web:failed", &failed, BuildStatus::WriteFailed),
+            false,
+        )
         .await
         .unwrap();
     let closed = conversation(&store, "web:closed", 6).await;

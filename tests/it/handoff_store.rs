@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald::domain::LaneKey;
+use herald::domain::{BuildStatus, LaneKey};
 use herald::store::{now_ms, NewCapsule, Store};
 
 use herald::store::clock::ManualClock;
@@ -38,11 +38,17 @@ contract!(
     build_claim
 );
 
-fn capsule(lane: &LaneKey, session: &str, status: &str, text: &str, age_ms: i64) -> NewCapsule {
+fn capsule(
+    lane: &LaneKey,
+    session: &str,
+    status: BuildStatus,
+    text: &str,
+    age_ms: i64,
+) -> NewCapsule {
     NewCapsule {
         lane: lane.clone(),
         session_id: session.into(),
-        status: status.into(),
+        status,
         text: text.into(),
         message_count: 6,
         confidential: false,
@@ -54,7 +60,7 @@ async fn marker_rules(store: Arc<dyn Store>) {
     let lane = LaneKey::new("web:rules");
     let id = store
         .capsule_put(
-            &capsule(&lane, "s1", "ok", "## Working on\nmirror fix", 0),
+            &capsule(&lane, "s1", BuildStatus::Ok, "## Working on\nmirror fix", 0),
             true,
         )
         .await
@@ -102,16 +108,16 @@ async fn marker_rules(store: Arc<dyn Store>) {
         None
     );
     let latest = store.capsule_latest(&lane).await.unwrap().unwrap();
-    assert_eq!((latest.status.as_str(), latest.pending), ("ok", false));
+    assert_eq!((latest.status, latest.pending), (BuildStatus::Ok, false));
 
     // A failed build is recorded for operators but is not a capsule to hand over or build on.
     store
-        .capsule_put(&capsule(&lane, "s3", "too_short", "", 0), false)
+        .capsule_put(&capsule(&lane, "s3", BuildStatus::TooShort, "", 0), false)
         .await
         .unwrap();
     assert_eq!(
         store.capsule_latest(&lane).await.unwrap().unwrap().status,
-        "too_short"
+        BuildStatus::TooShort
     );
     assert_eq!(
         store
@@ -135,11 +141,14 @@ async fn marker_rules(store: Arc<dyn Store>) {
 async fn replaces(store: Arc<dyn Store>) {
     let lane = LaneKey::new("telegram:42");
     store
-        .capsule_put(&capsule(&lane, "s1", "ok", "first", 0), true)
+        .capsule_put(&capsule(&lane, "s1", BuildStatus::Ok, "first", 0), true)
         .await
         .unwrap();
     let second = store
-        .capsule_put(&capsule(&lane, "s2", "degraded", "second", 0), true)
+        .capsule_put(
+            &capsule(&lane, "s2", BuildStatus::Degraded, "second", 0),
+            true,
+        )
         .await
         .unwrap();
     let got = store
@@ -164,7 +173,13 @@ async fn stale(store: Arc<dyn Store>) {
     let old = LaneKey::new("web:old");
     store
         .capsule_put(
-            &capsule(&old, "s1", "ok", "last week's plan", 37 * HOUR_MS),
+            &capsule(
+                &old,
+                "s1",
+                BuildStatus::Ok,
+                "last week's plan",
+                37 * HOUR_MS,
+            ),
             true,
         )
         .await
@@ -183,7 +198,7 @@ async fn stale(store: Arc<dyn Store>) {
     let recent = LaneKey::new("web:recent");
     store
         .capsule_put(
-            &capsule(&recent, "s1", "ok", "yesterday", 35 * HOUR_MS),
+            &capsule(&recent, "s1", BuildStatus::Ok, "yesterday", 35 * HOUR_MS),
             true,
         )
         .await
@@ -200,7 +215,7 @@ async fn race(store: Arc<dyn Store>) {
     for i in 0..LANES {
         let lane = LaneKey::new(&format!("web:race{i}"));
         store
-            .capsule_put(&capsule(&lane, "old", "ok", "x", 0), true)
+            .capsule_put(&capsule(&lane, "old", BuildStatus::Ok, "x", 0), true)
             .await
             .unwrap();
     }

@@ -110,7 +110,7 @@ async fn put_degraded_capsule(app: &App, session_id: &str) {
             &NewCapsule {
                 lane: "web:alpha".into(),
                 session_id: session_id.into(),
-                status: "degraded".into(),
+                status: herald::domain::BuildStatus::Degraded,
                 text: "## Transcript (the writer failed)\nuser: hello alpha".into(),
                 message_count: 2,
                 confidential: false,

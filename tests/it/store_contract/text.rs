@@ -142,7 +142,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
             &NewCapsule {
                 lane: lane.into(),
                 session_id: "s-nul".into(),
-                status: "ok".into(),
+                status: herald::domain::BuildStatus::Ok,
                 text: DIRTY.into(),
                 message_count: 4,
                 confidential: false,
