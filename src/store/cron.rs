@@ -405,7 +405,7 @@ impl<S: Pools> CronStore for S {
     async fn cron_fires_open(&self, limit: i64) -> StoreResult<Vec<CronFire>> {
         let sql = format!(
             "SELECT {FIRE_COLS} FROM cron_fires WHERE status = 'claimed' \
-         ORDER BY id LIMIT $1"
+         ORDER BY id LIMIT CAST($1 AS BIGINT)"
         );
         let rows: Vec<FireRaw> = db::query(sqlx::AssertSqlSafe(sql))
             .bind(limit)
@@ -417,7 +417,7 @@ impl<S: Pools> CronStore for S {
     async fn cron_fires(&self, job: Option<&str>, limit: i64) -> StoreResult<Vec<CronFire>> {
         let sql = format!(
             "SELECT {FIRE_COLS} FROM cron_fires WHERE ($1 = '' OR job = $1) \
-         ORDER BY id DESC LIMIT $2"
+         ORDER BY id DESC LIMIT CAST($2 AS BIGINT)"
         );
         let rows: Vec<FireRaw> = db::query(sqlx::AssertSqlSafe(sql))
             .bind(job.unwrap_or(""))

@@ -77,7 +77,7 @@ impl<S: Pools> InboxStore for S {
 
     async fn inbox_pending(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<InboxRow>> {
         let sql = format!(
-            "SELECT {} FROM inbox WHERE lane = $1 AND status = 'pending' ORDER BY id LIMIT $2",
+            "SELECT {} FROM inbox WHERE lane = $1 AND status = 'pending' ORDER BY id LIMIT CAST($2 AS BIGINT)",
             common::INBOX_COLS
         );
         let rows: Vec<InboxRaw> = db::query(sqlx::AssertSqlSafe(sql))
@@ -90,7 +90,7 @@ impl<S: Pools> InboxStore for S {
 
     async fn inbox_pending_lanes(&self, limit: i64) -> StoreResult<Vec<LaneKey>> {
         let rows: Vec<(String,)> = db::query(
-            "SELECT lane FROM inbox WHERE status = 'pending' GROUP BY lane ORDER BY MIN(id) LIMIT $1",
+            "SELECT lane FROM inbox WHERE status = 'pending' GROUP BY lane ORDER BY MIN(id) LIMIT CAST($1 AS BIGINT)",
         )
         .bind(limit)
         .fetch_all(self.reader())
@@ -123,7 +123,7 @@ impl<S: Pools> InboxStore for S {
                (SELECT l.holder FROM leases l WHERE l.name = i.lane AND l.expires_at > $1) AS lease_holder, \
                (SELECT l.expires_at FROM leases l WHERE l.name = i.lane AND l.expires_at > $1) AS lease_expires_at, \
                (SELECT s.id FROM sessions s WHERE s.lane = i.lane AND s.ended_at IS NULL) AS session_id \
-             FROM inbox i GROUP BY i.lane ORDER BY MAX(i.received_at) DESC LIMIT $2",
+             FROM inbox i GROUP BY i.lane ORDER BY MAX(i.received_at) DESC LIMIT CAST($2 AS BIGINT)",
         )
         .bind(self.now_ms())
         .bind(limit)

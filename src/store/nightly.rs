@@ -67,7 +67,7 @@ pub(super) fn candidates_sql() -> String {
            AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.lane = s.lane AND i.status = 'pending') \
          GROUP BY s.lane, s.id \
          HAVING {DIALOGUE} >= $1 AND MAX(m.created_at) >= $2 AND MAX(m.created_at) <= $3 \
-         ORDER BY last_at, s.id LIMIT $4"
+         ORDER BY last_at, s.id LIMIT CAST($4 AS BIGINT)"
     )
 }
 

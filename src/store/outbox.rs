@@ -163,7 +163,7 @@ impl<S: Pools> OutboxStore for S {
 
     async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {
         let sql = format!(
-            "SELECT {} FROM outbox ORDER BY id DESC LIMIT $1",
+            "SELECT {} FROM outbox ORDER BY id DESC LIMIT CAST($1 AS BIGINT)",
             common::OUTBOX_COLS
         );
         Ok(db::query(sqlx::AssertSqlSafe(sql))

@@ -153,7 +153,7 @@ impl Store for PgStore {
                    AND ($5::text IS NULL OR lane = $5) \
                    AND NOT (active = 0 AND compacted = 0) \
                    AND (cardinality($4::text[]) = 0 OR role = ANY($4)) \
-                 ORDER BY id DESC LIMIT $3",
+                 ORDER BY id DESC LIMIT CAST($3 AS BIGINT)",
             )
             .persistent(false)
             .bind(query)
@@ -210,7 +210,7 @@ impl Store for PgStore {
         let sql = format!(
             "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
              WHERE id IN (SELECT o.id FROM outbox o WHERE {} AND {} \
-               ORDER BY o.id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING {}",
+               ORDER BY o.id LIMIT CAST($4 AS BIGINT) FOR UPDATE SKIP LOCKED) RETURNING {}",
             common::platform_filter(platforms)?,
             common::OUTBOX_CLAIMABLE,
             common::OUTBOX_COLS

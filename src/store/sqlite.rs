@@ -160,7 +160,7 @@ impl Store for SqliteStore {
                 let rows: Vec<search::Candidate> = sqlx::query_as(
                 "SELECT m.id, m.session_id, m.lane, m.role, m.active, m.compacted, m.created_at \
                  FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH $1 \
-                   AND rowid < $2 ORDER BY rowid DESC LIMIT $3) f \
+                   AND rowid < $2 ORDER BY rowid DESC LIMIT CAST($3 AS BIGINT)) f \
                  JOIN messages m ON m.id = f.rowid",
             )
             .bind(q_ref)
@@ -209,7 +209,7 @@ impl Store for SqliteStore {
         let sql = format!(
             "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
              WHERE id IN (SELECT o.id FROM outbox o WHERE {} AND {} \
-               ORDER BY o.id LIMIT $4) RETURNING {}",
+               ORDER BY o.id LIMIT CAST($4 AS BIGINT)) RETURNING {}",
             common::platform_filter(platforms)?,
             common::OUTBOX_CLAIMABLE,
             common::OUTBOX_COLS

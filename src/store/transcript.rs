@@ -102,7 +102,7 @@ impl<S: Pools> TranscriptStore for S {
 
     async fn sessions_list(&self, lane: Option<&LaneKey>, limit: i64) -> StoreResult<Vec<Session>> {
         let sql = format!(
-                "SELECT {} FROM sessions WHERE ($1 = '' OR lane = $1) ORDER BY started_at DESC LIMIT $2",
+                "SELECT {} FROM sessions WHERE ($1 = '' OR lane = $1) ORDER BY started_at DESC LIMIT CAST($2 AS BIGINT)",
                 common::SESSION_COLS
             );
         Ok(db::query(sqlx::AssertSqlSafe(sql))
@@ -123,7 +123,7 @@ impl<S: Pools> TranscriptStore for S {
                 .replace('_', "\\_")
         );
         let sql = format!(
-            "SELECT {} FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT $2",
+            "SELECT {} FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT CAST($2 AS BIGINT)",
             common::SESSION_COLS
         );
         let rows: Vec<Session> = db::query(sqlx::AssertSqlSafe(sql))
@@ -245,11 +245,11 @@ impl<S: Pools> TranscriptStore for S {
         // The lane is checked on the session row, the owner of record, not on each message.
         let sql = format!(
             "SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id <= $2 \
-                   AND NOT (active = 0 AND compacted = 0) ORDER BY id DESC LIMIT $3) a \
+                   AND NOT (active = 0 AND compacted = 0) ORDER BY id DESC LIMIT CAST($3 AS BIGINT)) a \
                  WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND lane = $5) \
                  UNION ALL \
                  SELECT {cols} FROM (SELECT {cols} FROM messages WHERE session_id = $1 AND id > $2 \
-                   AND NOT (active = 0 AND compacted = 0) ORDER BY id LIMIT $4) b \
+                   AND NOT (active = 0 AND compacted = 0) ORDER BY id LIMIT CAST($4 AS BIGINT)) b \
                  WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND lane = $5) \
                  ORDER BY id",
             cols = common::MESSAGE_COLS

@@ -173,7 +173,7 @@ impl<S: Pools> TurnStore for S {
     async fn turns(&self, lane: &LaneKey, limit: i64) -> StoreResult<Vec<TurnRow>> {
         db::query(
             "SELECT id, lane, session_id, inbox_id, holder, token, status, started_at, ended_at, \
-             fresh_input, output, cache_read, cache_write, cost FROM turns WHERE lane = $1 ORDER BY id LIMIT $2",
+             fresh_input, output, cache_read, cache_write, cost FROM turns WHERE lane = $1 ORDER BY id LIMIT CAST($2 AS BIGINT)",
         )
         .bind(lane.as_str())
         .bind(limit)

@@ -367,6 +367,14 @@ fn check_file(rel: &str, text: &str, test_file: bool) -> Vec<String> {
             {
                 out.push(format!("{rel}:{n}: sqlx bounds outside src/store/db.rs"));
             }
+            // SQLite marks a statement whose LIMIT is a bare parameter to be compiled again
+            // whenever that parameter is bound, so sqlx's cached statement is re-prepared at
+            // every run; a CAST keeps the plan independent of the value.
+            if line.contains("LIMIT $") {
+                out.push(format!(
+                    "{rel}:{n}: a bare `LIMIT $n` (SQLite recompiles it at every run): write `LIMIT CAST($n AS BIGINT)`"
+                ));
+            }
         }
         if !is_adapters && (words(line, "teloxide::") || words(line, "serenity::")) {
             out.push(format!("{rel}:{n}: a platform crate outside src/adapters"));
@@ -511,6 +519,11 @@ fn each_rule_catches_a_planted_violation() {
             "sqlx bounds outside src/store/db.rs",
         ),
         (
+            "src/store/x.rs",
+            "//! h\nlet q = \"SELECT id FROM inbox ORDER BY id LIMIT $2\";\n",
+            "a bare `LIMIT $n`",
+        ),
+        (
             "src/lanes/x.rs",
             "//! h\nuse teloxide::Bot;\n",
             "platform crate outside src/adapters",
@@ -634,7 +647,7 @@ fn each_rule_catches_a_planted_violation() {
         ),
         (
             "src/store/x.rs",
-            "//! h\nlet q = sqlx::query(\"SELECT 1\");\n",
+            "//! h\nlet q = sqlx::query(\"SELECT 1 LIMIT CAST($1 AS BIGINT)\");\n",
         ),
         ("src/tasks.rs", "//! h\nlet t = tokio::spawn(task);\n"),
         (
