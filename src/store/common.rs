@@ -221,10 +221,13 @@ pub(super) fn platform_filter(platforms: &[String]) -> StoreResult<String> {
 /// A claim is dead when it expired, or when its holder's replica lease (`replica:<holder>`)
 /// expired: a crashed replica's claims come back within the replica lease's TTL instead of
 /// the whole claim TTL. A holder without a replica lease row keeps its claim until expiry.
+/// The earlier-row check names the open statuses as the partial index `outbox_lane_open` does,
+/// so both backends read only a lane's undelivered rows, not its history.
 pub(super) const OUTBOX_CLAIMABLE: &str = "((o.status = 'pending' AND o.next_attempt_at <= $1) \
        OR (o.status = 'sending' AND (o.claim_until < $1 OR EXISTS (SELECT 1 FROM leases r \
          WHERE r.name = 'replica:' || o.claimed_by AND r.expires_at < $1)))) \
      AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.lane = o.lane AND e.id < o.id \
+       AND e.status IN ('pending', 'sending') \
        AND ((e.status = 'sending' AND e.claim_until >= $1 AND NOT EXISTS (SELECT 1 FROM leases r \
            WHERE r.name = 'replica:' || e.claimed_by AND r.expires_at < $1)) \
          OR (e.status = 'pending' AND e.next_attempt_at > $1)))";

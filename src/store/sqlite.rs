@@ -206,14 +206,7 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         let now = self.now_ms();
-        let sql = format!(
-            "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
-             WHERE id IN (SELECT o.id FROM outbox o WHERE {} AND {} \
-               ORDER BY o.id LIMIT CAST($4 AS BIGINT)) RETURNING {}",
-            common::platform_filter(platforms)?,
-            common::OUTBOX_CLAIMABLE,
-            common::OUTBOX_COLS
-        );
+        let sql = claim_sql(platforms)?;
         let mut out: Vec<OutboxRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(now)
             .bind(holder)
@@ -223,5 +216,53 @@ impl Store for SqliteStore {
             .await?;
         out.sort_by_key(|r| r.id);
         Ok(out)
+    }
+}
+
+/// The outbox claim: due rows of `platforms` whose lane has nothing earlier still open.
+fn claim_sql(platforms: &[String]) -> StoreResult<String> {
+    Ok(format!(
+        "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
+         WHERE id IN (SELECT o.id FROM outbox o WHERE {} AND {} \
+           ORDER BY o.id LIMIT CAST($4 AS BIGINT)) RETURNING {}",
+        common::platform_filter(platforms)?,
+        common::OUTBOX_CLAIMABLE,
+        common::OUTBOX_COLS
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MigrationStore;
+
+    /// The claim's "nothing earlier in the lane is open" check reads the open rows' index, so
+    /// a claim does not grow with the chat's history of sent replies.
+    #[tokio::test]
+    async fn the_claim_reads_only_a_lanes_open_rows() {
+        let store = SqliteStore::connect("sqlite::memory:", 1).await.unwrap();
+        store.migrate().await.unwrap();
+        let sql = format!(
+            "EXPLAIN QUERY PLAN {}",
+            claim_sql(&["web".to_string()]).unwrap()
+        );
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(0i64)
+            .bind("holder")
+            .bind(0i64)
+            .bind(32i64)
+            .fetch_all(&store.pool)
+            .await
+            .unwrap();
+        let plan: Vec<String> = plan.into_iter().map(|(.., detail)| detail).collect();
+        assert!(
+            plan.iter()
+                .any(|d| d.contains("SEARCH e USING INDEX outbox_lane_open")),
+            "{plan:#?}"
+        );
+        assert!(
+            !plan.iter().any(|d| d.contains("INDEX outbox_lane (")),
+            "{plan:#?}"
+        );
     }
 }
