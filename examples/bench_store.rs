@@ -103,7 +103,14 @@ async fn turn(store: &Arc<dyn Store>, lease: &herald::store::Lease, n: usize) {
         "the session's history"
     );
     let turn_id = store
-        .turn_begin(lease, &session_id, Some(InboxAttempt::first(inbox_id)))
+        // As the worker does: the sweep of this lease's unfinished turns only after a failed
+        // attempt (it walks the lane's turns).
+        .turn_begin_with(
+            lease,
+            &session_id,
+            Some(InboxAttempt::first(inbox_id)),
+            false,
+        )
         .await
         .expect("turn_begin");
     let reply = NewOutbox {
@@ -194,6 +201,13 @@ fn row(backend: &str, f: &Figures) {
 
 #[tokio::main]
 async fn main() {
+    // `RUST_LOG=sqlx::query=debug` logs every statement with its time, to find a slow one.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let turns: usize = std::env::var("BENCH_TURNS")
         .ok()
         .and_then(|v| v.parse().ok())
