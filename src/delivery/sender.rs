@@ -148,7 +148,7 @@ impl Sender {
             }
             if stop.is_cancelled() || claimed.at.elapsed() >= CLAIM_TTL / 3 {
                 for r in std::iter::once(row).chain(rest.by_ref()) {
-                    if let Err(e) = self.store.outbox_release(r.id).await {
+                    if let Err(e) = self.store.outbox_release(r.id, &self.holder).await {
                         tracing::warn!(error = %e, outbox_id = r.id, "could not release claim");
                     }
                 }
@@ -171,7 +171,7 @@ impl Sender {
                 Delivery::Held => {
                     // Keep the lane's order: give the remaining claims back untouched.
                     for r in rest.by_ref() {
-                        if let Err(e) = self.store.outbox_release(r.id).await {
+                        if let Err(e) = self.store.outbox_release(r.id, &self.holder).await {
                             tracing::warn!(error = %e, outbox_id = r.id, "could not release claim");
                         }
                     }
@@ -222,7 +222,7 @@ impl Sender {
     async fn deliver_one(&self, row: &OutboxRow) -> Delivery {
         let platform = row.platform;
         let Some(outbound) = self.outbounds.get(platform) else {
-            let _ = self.store.outbox_release(row.id).await;
+            let _ = self.store.outbox_release(row.id, &self.holder).await;
             return Delivery::Held;
         };
         let started = std::time::Instant::now();
@@ -276,7 +276,7 @@ impl Sender {
                 let next = now_ms() + wait.as_millis() as i64;
                 if let Err(e) = self
                     .store
-                    .outbox_mark_retry(row.id, &err.to_string(), next, give_up)
+                    .outbox_mark_retry(row.id, &self.holder, &err.to_string(), next, give_up)
                     .await
                 {
                     tracing::warn!(error = %e, outbox_id = row.id, "could not record send failure");

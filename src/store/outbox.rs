@@ -21,18 +21,21 @@ use crate::domain::{Attachment, LaneKey};
 #[async_trait]
 pub trait OutboxStore: Send + Sync {
     async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()>;
-    /// Puts a claimed row back: to retry at `next_attempt_at`, or `failed` for good. Only a
-    /// row still in `sending` changes: a sender whose claim expired meanwhile cannot bring
-    /// back a row that another sender has delivered (that would send it twice).
+    /// Puts a row `holder` claimed back: to retry at `next_attempt_at`, or `failed` for good.
+    /// Only a row still `sending` under `holder`'s claim changes: a sender whose claim expired
+    /// meanwhile can bring back neither a row another sender delivered nor one another sender
+    /// has claimed and is sending (either would go out twice).
     async fn outbox_mark_retry(
         &self,
         id: i64,
+        holder: &str,
         error: &str,
         next_attempt_at: i64,
         give_up: bool,
     ) -> StoreResult<()>;
-    /// Releases a claim without counting an attempt.
-    async fn outbox_release(&self, id: i64) -> StoreResult<()>;
+    /// Releases `holder`'s claim without counting an attempt (nothing when the claim has
+    /// passed to another sender, as for [`OutboxStore::outbox_mark_retry`]).
+    async fn outbox_release(&self, id: i64, holder: &str) -> StoreResult<()>;
     async fn outbox_for_inbox(&self, inbox_id: i64) -> StoreResult<Vec<OutboxRow>>;
     async fn outbox_counts(&self) -> StoreResult<OutboxCounts>;
     /// The file whose SHA-256 is `sha` (64 lowercase hex digits; anything else finds nothing)
@@ -81,6 +84,7 @@ impl<S: Pools> OutboxStore for S {
     async fn outbox_mark_retry(
         &self,
         id: i64,
+        holder: &str,
         error: &str,
         next_attempt_at: i64,
         give_up: bool,
@@ -88,23 +92,25 @@ impl<S: Pools> OutboxStore for S {
         db::query(
             "UPDATE outbox SET status = $1, last_error = $2, next_attempt_at = $3, \
                  attempts = attempts + 1, claimed_by = NULL, claim_until = NULL \
-                 WHERE id = $4 AND status = 'sending'",
+                 WHERE id = $4 AND status = 'sending' AND claimed_by = $5",
         )
         .bind(if give_up { "failed" } else { "pending" })
         .bind(clean(error))
         .bind(next_attempt_at)
         .bind(id)
+        .bind(holder)
         .execute(self.writer())
         .await?;
         Ok(())
     }
 
-    async fn outbox_release(&self, id: i64) -> StoreResult<()> {
+    async fn outbox_release(&self, id: i64, holder: &str) -> StoreResult<()> {
         db::query(
             "UPDATE outbox SET status = 'pending', claimed_by = NULL, claim_until = NULL \
-                 WHERE id = $1 AND status = 'sending'",
+                 WHERE id = $1 AND status = 'sending' AND claimed_by = $2",
         )
         .bind(id)
+        .bind(holder)
         .execute(self.writer())
         .await?;
         Ok(())

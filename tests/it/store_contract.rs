@@ -310,7 +310,7 @@ async fn backfilled_rows_keep_their_reply(
     assert_eq!(claimed[0].idem_key, "web:bf:5:turn:0");
     let reply = claimed[0].reply().unwrap();
     store
-        .outbox_mark_retry(claimed[0].id, "403", 0, true)
+        .outbox_mark_retry(claimed[0].id, "a", "403", 0, true)
         .await
         .unwrap();
     let stopped = store

@@ -83,9 +83,28 @@ pub async fn claim_and_expiry(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
         ["o1", "o2"]
     );
 
+    // The first sender, back late, can neither put back nor fail the rows s4 now holds and
+    // is sending: another claim would send them a second time.
+    let o1 = row(&store, "o1").await;
+    store.outbox_release(o1.id, "s1").await.unwrap();
+    store
+        .outbox_mark_retry(o1.id, "s1", "timeout (late)", clock.now_ms(), false)
+        .await
+        .unwrap();
+    let o1 = row(&store, "o1").await;
+    assert_eq!(
+        (o1.status.as_str(), o1.attempts, o1.last_error.as_deref()),
+        ("sending", 0, None)
+    );
+    assert!(store
+        .outbox_claim("s6", &web(), 10, LONG)
+        .await
+        .unwrap()
+        .is_empty());
+
     // Releasing puts a row back at once, without counting an attempt.
     let o3 = row(&store, "o3").await;
-    store.outbox_release(o3.id).await.unwrap();
+    store.outbox_release(o3.id, "s2").await.unwrap();
     let again = store.outbox_claim("s5", &web(), 10, LONG).await.unwrap();
     assert_eq!(keys(&again), ["o3"]);
     assert_eq!(again[0].attempts, 0);
@@ -112,6 +131,7 @@ pub async fn lane_order(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     store
         .outbox_mark_retry(
             a[0].id,
+            "a",
             "429 too many requests",
             clock.now_ms() + 400,
             false,
@@ -163,7 +183,7 @@ pub async fn sent_and_failed(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
     // late retry from a sender whose claim had lapsed does not bring it back.
     clock.advance(Duration::from_millis(300));
     store
-        .outbox_mark_retry(sent.id, "timeout (late)", clock.now_ms(), false)
+        .outbox_mark_retry(sent.id, "a", "timeout (late)", clock.now_ms(), false)
         .await
         .unwrap();
     assert_eq!(row(&store, "sf0").await.status, "sent");
@@ -172,7 +192,7 @@ pub async fn sent_and_failed(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
 
     // Giving up fails the row for good and lets the rest of the lane go.
     store
-        .outbox_mark_retry(c[0].id, "403 bot was blocked", clock.now_ms(), true)
+        .outbox_mark_retry(c[0].id, "b", "403 bot was blocked", clock.now_ms(), true)
         .await
         .unwrap();
     let failed = row(&store, "sf1").await;
@@ -226,7 +246,7 @@ pub async fn fail_reply_stops_its_own_chunks(store: Arc<dyn Store>) {
     let reply = first.reply().expect("a chunk of a reply");
     assert_eq!(reply.as_str(), "web:fr:1:turn");
     store
-        .outbox_mark_retry(first.id, "403", now_ms(), true)
+        .outbox_mark_retry(first.id, "a", "403", now_ms(), true)
         .await
         .unwrap();
     let notice = NewOutbox {

@@ -118,7 +118,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(claimed.len(), 1);
     store
-        .outbox_mark_retry(out[0].id, DIRTY, 0, false)
+        .outbox_mark_retry(out[0].id, "nul", DIRTY, 0, false)
         .await
         .unwrap();
     let sent = store.outbox_for_inbox(inbox_id).await.unwrap();
