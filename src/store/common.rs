@@ -226,7 +226,7 @@ pub(super) fn platform_filter(platforms: &[String]) -> StoreResult<String> {
 /// A claim is dead when it expired, or when its holder's replica lease (`replica:<holder>`)
 /// expired: a crashed replica's claims come back within the replica lease's TTL instead of
 /// the whole claim TTL. A holder without a replica lease row keeps its claim until expiry.
-pub(super) const OUTBOX_CLAIM_FROM: &str = "outbox o LEFT JOIN (SELECT e.lane, MIN(e.id) AS first \
+const OUTBOX_CLAIM_FROM: &str = "outbox o LEFT JOIN (SELECT e.lane, MIN(e.id) AS first \
      FROM outbox e WHERE e.status IN ('pending', 'sending') \
        AND ((e.status = 'sending' AND e.claim_until >= $1 AND NOT EXISTS (SELECT 1 FROM leases r \
            WHERE r.name = 'replica:' || e.claimed_by AND r.expires_at < $1)) \
@@ -235,7 +235,19 @@ pub(super) const OUTBOX_CLAIM_FROM: &str = "outbox o LEFT JOIN (SELECT e.lane, M
 
 /// The claim's row filter over [`OUTBOX_CLAIM_FROM`]: due, and before its lane's first
 /// blocking row.
-pub(super) const OUTBOX_CLAIMABLE: &str = "((o.status = 'pending' AND o.next_attempt_at <= $1) \
+const OUTBOX_CLAIMABLE: &str = "((o.status = 'pending' AND o.next_attempt_at <= $1) \
        OR (o.status = 'sending' AND (o.claim_until < $1 OR EXISTS (SELECT 1 FROM leases r \
          WHERE r.name = 'replica:' || o.claimed_by AND r.expires_at < $1)))) \
      AND (b.first IS NULL OR o.id < b.first)";
+
+/// The outbox claim of both dialects: up to `$4` claimable rows of `platforms` by id, marked
+/// `sending` under `$2` until `$3`, `$1` being now. `lock` ends the inner select (Postgres
+/// locks the rows it picks; SQLite has one writer).
+pub(super) fn claim_sql(platforms: &[String], lock: &str) -> StoreResult<String> {
+    Ok(format!(
+        "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
+         WHERE id IN (SELECT o.id FROM {OUTBOX_CLAIM_FROM} WHERE {} AND {OUTBOX_CLAIMABLE} \
+           ORDER BY o.id LIMIT CAST($4 AS BIGINT){lock}) RETURNING {OUTBOX_COLS}",
+        platform_filter(platforms)?,
+    ))
+}

@@ -207,15 +207,7 @@ impl Store for PgStore {
             .execute(&mut *tx)
             .await?;
         let now = self.now_ms();
-        let sql = format!(
-            "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
-             WHERE id IN (SELECT o.id FROM {} WHERE {} AND {} \
-               ORDER BY o.id LIMIT CAST($4 AS BIGINT) FOR UPDATE OF o SKIP LOCKED) RETURNING {}",
-            common::OUTBOX_CLAIM_FROM,
-            common::platform_filter(platforms)?,
-            common::OUTBOX_CLAIMABLE,
-            common::OUTBOX_COLS
-        );
+        let sql = common::claim_sql(platforms, " FOR UPDATE OF o SKIP LOCKED")?;
         let mut out: Vec<OutboxRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(now)
             .bind(holder)

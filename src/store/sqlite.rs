@@ -206,7 +206,7 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         let now = self.now_ms();
-        let sql = claim_sql(platforms)?;
+        let sql = common::claim_sql(platforms, "")?;
         let mut out: Vec<OutboxRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(now)
             .bind(holder)
@@ -217,19 +217,6 @@ impl Store for SqliteStore {
         out.sort_by_key(|r| r.id);
         Ok(out)
     }
-}
-
-/// The outbox claim: due rows of `platforms` whose lane has nothing earlier still open.
-fn claim_sql(platforms: &[String]) -> StoreResult<String> {
-    Ok(format!(
-        "UPDATE outbox SET status = 'sending', claimed_by = $2, claim_until = $3 \
-         WHERE id IN (SELECT o.id FROM {} WHERE {} AND {} \
-           ORDER BY o.id LIMIT CAST($4 AS BIGINT)) RETURNING {}",
-        common::OUTBOX_CLAIM_FROM,
-        common::platform_filter(platforms)?,
-        common::OUTBOX_CLAIMABLE,
-        common::OUTBOX_COLS
-    ))
 }
 
 #[cfg(test)]
@@ -245,7 +232,7 @@ mod tests {
         store.migrate().await.unwrap();
         let sql = format!(
             "EXPLAIN QUERY PLAN {}",
-            claim_sql(&["web".to_string()]).unwrap()
+            common::claim_sql(&["web".to_string()], "").unwrap()
         );
         let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(0i64)
