@@ -7,10 +7,10 @@
 //! chunk, the inbox mark), the sender's claim and `mark_sent`. One lane, one lease, a new
 //! session every [`SESSION_TURNS`] turns (so the history read stays the size a chat's is), turns
 //! one after another, so the figures are the store's own path with no queueing. CPU per turn is
-//! the process's (user + system, every thread: SQLite runs on sqlx's worker threads); it is the
-//! least any gateway that keeps Herald's promise through this store can spend per turn. Allocations are counted by the same
-//! counting allocator as the load benchmark's (`telemetry::alloc_count`), over the whole process
-//! (the SQLite worker thread and the Postgres driver included).
+//! the process's (user + system, every thread: SQLite runs on sqlx's worker threads, in 10 ms
+//! ticks from /proc). Allocations are counted by the same counting allocator as the load
+//! benchmark's (`telemetry::alloc_count`), over the whole process (the SQLite worker thread and
+//! the Postgres driver included).
 //!
 //! Run: `cargo run --release --example bench_store` (`BENCH_TURNS`, default 2000). Prints a
 //! table: turns, µs per turn (median and p99 of the turns), process CPU µs per turn,
@@ -25,6 +25,7 @@ use herald::store::{
     TurnCommit,
 };
 use herald::telemetry::alloc_count::{totals, CountingAlloc};
+use herald_test_support::telegram_load::proc::ProcStats;
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -43,16 +44,9 @@ struct Figures {
     kib: f64,
 }
 
-/// Process CPU time (user + system, all threads) so far, in microseconds.
+/// Process CPU time (user + system, every thread) so far, in microseconds.
 fn cpu_us() -> f64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
-        usage.assume_init()
-    };
-    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
-    us(usage.ru_utime) + us(usage.ru_stime)
+    ProcStats::read(std::process::id()).cpu_s * 1e6
 }
 
 fn session_for(n: usize) -> herald::domain::SessionId {
@@ -173,13 +167,13 @@ async fn measure(store: Arc<dyn Store>, turns: usize) -> Figures {
         turn(&store, &lease, n).await;
     }
     let mut took = Vec::with_capacity(turns);
-    let (calls0, bytes0, cpu0) = (totals().0, totals().1, cpu_us());
+    let ((calls0, bytes0), cpu0) = (totals(), cpu_us());
     for n in WARM_UP..WARM_UP + turns {
         let started = Instant::now();
         turn(&store, &lease, n).await;
         took.push(started.elapsed().as_secs_f64() * 1e6);
     }
-    let (calls1, bytes1, cpu1) = (totals().0, totals().1, cpu_us());
+    let ((calls1, bytes1), cpu1) = (totals(), cpu_us());
     store.close().await;
     took.sort_by(f64::total_cmp);
     Figures {
