@@ -19,6 +19,7 @@ pub mod http;
 pub mod lanes;
 pub mod llm;
 pub mod media;
+pub mod net;
 pub mod screen;
 pub mod store;
 pub mod tasks;

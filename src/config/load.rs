@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use figment::providers::{Env, Format, Serialized, Toml};
+use figment::value::Value;
 use figment::Figment;
 use serde::{Deserialize, Deserializer};
 
@@ -57,11 +58,18 @@ pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
         fig = fig.merge(Toml::file_exact(file));
     }
     if opts.use_env {
-        let owned: Vec<&str> = CLI_ENV
+        // Variables a `*_env` key names (`api.keys[].key_env = "HERALD_API_KEY_LAPTOP"`) hold
+        // a secret for that key; read as configuration they were unknown keys and stopped
+        // the daemon.
+        let mut not_keys: Vec<String> = CLI_ENV.iter().map(|v| v.to_string()).collect();
+        not_keys.extend(named_variables(&fig)?);
+        let not_keys: Vec<String> = not_keys
             .iter()
-            .filter_map(|v| v.strip_prefix("HERALD_"))
+            .filter_map(|v| strip_prefix_ignore_case(v, "HERALD_"))
+            .map(str::to_string)
             .collect();
-        fig = fig.merge(Env::prefixed("HERALD_").ignore(&owned).split("__"));
+        let ignored: Vec<&str> = not_keys.iter().map(String::as_str).collect();
+        fig = fig.merge(Env::prefixed("HERALD_").ignore(&ignored).split("__"));
     }
     let mut config: Config = fig
         .extract()
@@ -92,6 +100,33 @@ pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
     super::providers::apply_presets(&mut config);
     validate(&config)?;
     Ok(config)
+}
+
+/// Every environment variable a `*_env` key of the configuration so far names (`key_env`,
+/// `password_env`, `token_env`, …, at any depth, in tables and arrays of tables).
+fn named_variables(fig: &Figment) -> Result<Vec<String>, ConfigError> {
+    fn walk(key: Option<&str>, value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Dict(_, dict) => dict.iter().for_each(|(k, v)| walk(Some(k), v, out)),
+            Value::Array(_, items) => items.iter().for_each(|v| walk(key, v, out)),
+            Value::String(_, name) if key.is_some_and(|k| k.ends_with("_env")) => {
+                out.push(name.trim().to_string())
+            }
+            _ => {}
+        }
+    }
+    let value: Value = fig
+        .extract()
+        .map_err(|e| ConfigError::Invalid(flatten_figment_error(e)))?;
+    let mut out = Vec::new();
+    walk(None, &value, &mut out);
+    Ok(out)
+}
+
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
 }
 
 fn flatten_figment_error(e: figment::Error) -> String {
@@ -337,6 +372,24 @@ mod tests {
         assert_eq!(c.llm.api_key.as_ref().unwrap().expose(), "sk-x");
         assert_eq!(c.llm.model.as_deref(), Some("mine"));
         assert_eq!(c.telegram.token.as_ref().unwrap().expose(), "1:abc");
+    }
+
+    #[test]
+    fn variables_named_by_env_keys_are_found_at_any_depth() {
+        let fig = Figment::from(Toml::string(
+            "[[api.keys]]\nname = \"a\"\nkey_env = \"HERALD_API_KEY_LAPTOP\"\n\
+             [x]\npassword_env = \" HERALD_PW \"\nenv_not = \"HERALD_NO\"\n\
+             [y.z]\ntoken_env = \"TOKEN_VAR\"\nsecret_env = 5\n",
+        ));
+        assert_eq!(
+            named_variables(&fig).unwrap(),
+            vec!["HERALD_API_KEY_LAPTOP", "HERALD_PW", "TOKEN_VAR"]
+        );
+        assert_eq!(
+            strip_prefix_ignore_case("herald_Api", "HERALD_"),
+            Some("Api")
+        );
+        assert_eq!(strip_prefix_ignore_case("HERAL", "HERALD_"), None);
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub struct MediaConfig {
     pub transcription_model: String,
     /// Characters of a document's text given to the model; the rest is cut with a note.
     pub document_chars: usize,
+    /// Hosts (`name` or `name:port`) a file may be fetched from although they resolve to a
+    /// private, loopback or other internal address. The configured platform API hosts
+    /// (`telegram.api_url`, `discord.api_url`) are reached that way without being listed.
+    pub allow_private_hosts: Vec<String>,
 }
 
 impl Default for MediaConfig {
@@ -37,6 +41,7 @@ impl Default for MediaConfig {
             transcription_url: None,
             transcription_model: "whisper-1".into(),
             document_chars: 40_000,
+            allow_private_hosts: Vec::new(),
         }
     }
 }

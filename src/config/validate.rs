@@ -114,7 +114,7 @@ fn web_access(c: &Config, addr: SocketAddr) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `[media]`: a fetch cap and timeout that let something through.
+/// `[media]`: a fetch cap and timeout that let something through, hosts that are hosts.
 fn media(c: &Config) -> Result<(), ConfigError> {
     let m = &c.media;
     for (key, bad) in [
@@ -132,6 +132,16 @@ fn media(c: &Config) -> Result<(), ConfigError> {
                 message: "must not be zero or empty".into(),
             });
         }
+    }
+    if let Some(bad) = m
+        .allow_private_hosts
+        .iter()
+        .find(|h| crate::net::HostRule::parse(h).is_none())
+    {
+        return Err(key_error(
+            "media.allow_private_hosts",
+            format!("{bad:?} is not a host or host:port (like files.internal or 10.0.0.5:9000)"),
+        ));
     }
     Ok(())
 }

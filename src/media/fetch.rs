@@ -1,15 +1,19 @@
 //! Fetching the bytes of an attachment by its reference, under `[media] max_bytes` and
 //! `fetch_timeout_secs`: a Telegram file id through `getFile` and the file download URL, a URL
 //! (Discord's CDN) as is, a hash from the media cache. Fetched bytes are cached by reference
-//! so the next turn that shows the same file does not download it again.
+//! so the next turn that shows the same file does not download it again. Every request goes
+//! through `net::Guard`: a file server cannot redirect Herald to another host or make it reach
+//! an internal address; the configured platform API hosts and `media.allow_private_hosts` are
+//! the exceptions.
 //!
 //! Telegram is spoken over plain HTTP here (the two calls teloxide would make, on the URLs it
 //! would build from `telegram.api_url`), since platform crates stay in `src/adapters`.
-//! Must not: let the bot token reach an error, a log line or a metric (the file URL contains
-//! it: reqwest errors lose their URL and every message is redacted once more); buffer more
-//! than the cap; sniff a MIME type (the reader does).
+//! Must not: let the bot token reach an error, a log line, a metric or a request header (the
+//! file URL contains it: the guard's errors carry no URL, it sends no `Referer`, and every
+//! message is redacted once more); buffer more than the cap; sniff a MIME type (the reader
+//! does).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -17,6 +21,10 @@ use serde::Deserialize;
 use super::{sha256_hex, MediaCache, MediaError};
 use crate::config::{Config, Secret};
 use crate::domain::{Attachment, MediaSource};
+use crate::net::{Guard, HostRule, NetError, Policy};
+
+/// Hosts Discord serves attachments from: a CDN URL may redirect between them.
+const DISCORD_FILE_HOSTS: &[&str] = &["cdn.discordapp.com", "media.discordapp.net"];
 
 /// The bytes of one attachment.
 #[derive(Debug, Clone)]
@@ -35,8 +43,10 @@ pub struct Fetcher {
 }
 
 struct Inner {
-    http: OnceLock<reqwest::Client>,
+    guard: Guard,
     telegram: Option<Telegram>,
+    /// Where a URL's redirect may go besides its own host: Discord's file hosts.
+    url_hosts: Vec<HostRule>,
     max_bytes: u64,
     timeout: Duration,
     cache: MediaCache,
@@ -77,12 +87,36 @@ impl Fetcher {
                 token: token.clone(),
             })
         });
+        let timeout = Duration::from_secs(config.media.fetch_timeout_secs.max(1));
+        let discord_api = HostRule::of_url(config.discord.api_url.url());
+        // The platform APIs the operator configured are reached wherever they are (the test
+        // fakes and self-hosted Bot API servers run on private addresses), and so are the
+        // hosts listed in `media.allow_private_hosts`.
+        let exempt = telegram
+            .as_ref()
+            .and_then(|t| HostRule::of_url(&t.api_url))
+            .into_iter()
+            .chain(discord_api.clone())
+            .chain(
+                config
+                    .media
+                    .allow_private_hosts
+                    .iter()
+                    .filter_map(|h| HostRule::parse(h)),
+            )
+            .collect();
+        let url_hosts = DISCORD_FILE_HOSTS
+            .iter()
+            .filter_map(|h| HostRule::parse(h))
+            .chain(discord_api)
+            .collect();
         Fetcher {
             inner: Arc::new(Inner {
-                http: OnceLock::new(),
+                guard: Guard::new(exempt, timeout),
                 telegram,
+                url_hosts,
                 max_bytes: config.media.max_bytes,
-                timeout: Duration::from_secs(config.media.fetch_timeout_secs.max(1)),
+                timeout,
                 cache,
             }),
         }
@@ -101,6 +135,7 @@ impl Fetcher {
             }
             Err(MediaError::TooLarge { .. }) => "too_large",
             Err(MediaError::Timeout) => "timeout",
+            Err(MediaError::Refused(_)) => "refused",
             Err(MediaError::NoSource(_)) => "no_source",
             Err(_) => "error",
         };
@@ -135,7 +170,7 @@ impl Fetcher {
         let download = async {
             match &a.source {
                 MediaSource::Telegram(id) => self.telegram(id).await,
-                MediaSource::Url(url) => self.get(url.as_str()).await,
+                MediaSource::Url(url) => self.get(url.as_str(), &self.inner.url_hosts).await,
                 _ => Err(gone()),
             }
         };
@@ -184,15 +219,18 @@ impl Fetcher {
             let mut url = tg.api_url.clone();
             push_segments(&mut url, &[&format!("bot{token}"), "getFile"]);
             url.query_pairs_mut().append_pair("file_id", file_id);
-            let answer: BotAnswer = self
-                .client()?
-                .get(url)
-                .send()
+            let answer = self
+                .inner
+                .guard
+                .open(url.as_str(), &self.policy(&[]))
                 .await
-                .map_err(request_error)?
-                .json()
+                .map_err(net_error)?
+                .body()
                 .await
-                .map_err(request_error)?;
+                .map_err(net_error)?;
+            let answer: BotAnswer = serde_json::from_slice(&answer.bytes).map_err(|e| {
+                MediaError::Fetch(format!("Telegram's getFile answer is not JSON ({e})"))
+            })?;
             let file = match answer {
                 BotAnswer {
                     ok: true,
@@ -214,63 +252,35 @@ impl Fetcher {
             let mut url = tg.api_url.clone();
             push_segments(&mut url, &["file", &format!("bot{token}")]);
             push_segments(&mut url, &path.split('/').collect::<Vec<_>>());
-            self.get(url.as_str()).await
+            self.get(url.as_str(), &[]).await
         }
         .await;
         result.map_err(|e| redact(e, token))
     }
 
-    /// GETs `url` under the cap: a `Content-Length` over it fails before the body is read, a
-    /// body that grows past it fails at the chunk that does.
-    async fn get(&self, url: &str) -> Result<(Vec<u8>, Option<String>), MediaError> {
-        let parsed = url::Url::parse(url)
-            .map_err(|_| MediaError::Fetch("the file's address is not a URL".into()))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(MediaError::Fetch(format!(
-                "{} addresses are not fetched",
-                parsed.scheme()
-            )));
-        }
-        let mut response = self
-            .client()?
-            .get(parsed)
-            .send()
+    /// GETs `url` through the guard under the cap: a `Content-Length` over it fails before
+    /// the body is read, a body that grows past it fails at the chunk that does. A redirect may
+    /// lead to `url`'s own host or to one of `redirect_hosts`.
+    async fn get(
+        &self,
+        url: &str,
+        redirect_hosts: &[HostRule],
+    ) -> Result<(Vec<u8>, Option<String>), MediaError> {
+        let body = self
+            .inner
+            .guard
+            .fetch(url, &self.policy(redirect_hosts))
             .await
-            .map_err(request_error)?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(MediaError::Fetch(format!("HTTP {}", status.as_u16())));
-        }
-        let max = self.inner.max_bytes;
-        let announced = response.content_length();
-        if let Some(size) = announced.filter(|s| *s > max) {
-            return Err(MediaError::TooLarge { size, max });
-        }
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let mut body = Vec::with_capacity(announced.unwrap_or(0).min(max) as usize);
-        while let Some(chunk) = response.chunk().await.map_err(request_error)? {
-            let size = (body.len() + chunk.len()) as u64;
-            if size > max {
-                return Err(MediaError::TooLarge { size, max });
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok((body, content_type))
+            .map_err(net_error)?;
+        Ok((body.bytes, body.content_type))
     }
 
-    fn client(&self) -> Result<&reqwest::Client, MediaError> {
-        if let Some(c) = self.inner.http.get() {
-            return Ok(c);
+    fn policy(&self, redirect_hosts: &[HostRule]) -> Policy {
+        Policy {
+            max_bytes: self.inner.max_bytes,
+            timeout: self.inner.timeout,
+            redirect_hosts: redirect_hosts.to_vec(),
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(self.inner.timeout)
-            .build()
-            .map_err(|e| MediaError::Fetch(format!("no HTTP client: {}", e.without_url())))?;
-        Ok(self.inner.http.get_or_init(|| client))
     }
 }
 
@@ -295,27 +305,27 @@ fn push_segments(url: &mut url::Url, segments: &[&str]) {
     }
 }
 
-/// A reqwest error as text, its URL removed, with its causes (which name no URL).
-fn request_error(e: reqwest::Error) -> MediaError {
-    if e.is_timeout() {
-        return MediaError::Timeout;
+/// The guard's error as the media layer's: a refusal stays one, the rest as before.
+fn net_error(e: NetError) -> MediaError {
+    match e {
+        NetError::Refused(why) => MediaError::Refused(why.to_string()),
+        NetError::TooLarge { size, max } => MediaError::TooLarge { size, max },
+        NetError::Timeout => MediaError::Timeout,
+        NetError::Status(_) | NetError::Failed(_) => MediaError::Fetch(e.to_string()),
     }
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    MediaError::Fetch(text)
 }
 
 /// The token removed from an error's text, whatever put it there.
 fn redact(e: MediaError, token: &str) -> MediaError {
+    if token.is_empty() {
+        return e;
+    }
     match e {
-        MediaError::Fetch(text) if !token.is_empty() && text.contains(token) => {
+        MediaError::Fetch(text) if text.contains(token) => {
             MediaError::Fetch(text.replace(token, "***"))
+        }
+        MediaError::Refused(text) if text.contains(token) => {
+            MediaError::Refused(text.replace(token, "***"))
         }
         other => other,
     }

@@ -34,6 +34,10 @@ pub enum MediaError {
     Timeout,
     #[error("the download failed: {0}")]
     Fetch(String),
+    /// The guarded client would not go where the file's address or its server led
+    /// (`net::Refusal`'s words): another host, an internal address, a scheme not fetched.
+    #[error("the download was refused: {0}")]
+    Refused(String),
     /// The platform the file lives on is not configured here (a Telegram file id on a replica
     /// without a bot token).
     #[error("files from {0} cannot be fetched here")]

@@ -43,6 +43,8 @@ pub mod multipart;
 pub mod pdf;
 #[cfg(feature = "fakes")]
 pub mod promise;
+#[cfg(feature = "fakes")]
+pub mod recorder;
 pub mod skip;
 #[cfg(feature = "fakes")]
 pub mod telegram;

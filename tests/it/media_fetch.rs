@@ -1,7 +1,8 @@
 //! `media::Fetcher` against the fake Telegram (getFile + the file route) and the fake
 //! Discord CDN: bytes with their hash, the cache in front of the network, the size cap by
 //! announcement and while streaming, the timeout, HTTP errors, and the bot token kept out of
-//! every error and log line.
+//! every error and log line; and the guarded client under it (`herald::net`): internal
+//! addresses refused unless allowed, each redirect hop checked again, at most five.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -9,8 +10,10 @@ use std::time::{Duration, Instant};
 use herald::config::{Config, Secret};
 use herald::domain::{Attachment, MediaKind, MediaSource};
 use herald::media::{sha256_hex, Fetcher, MediaCache, MediaError};
+use herald::net::{Blocked, Guard, HostRule, NetError, Policy, Refusal};
 use herald_test_support::fake_discord::FakeDiscord;
 use herald_test_support::fake_telegram::{FakeTelegram, FileFault};
+use herald_test_support::recorder::Recorder;
 
 const TOKEN: &str = "424242:SECRET-bot-token";
 
@@ -239,7 +242,10 @@ async fn the_bot_token_reaches_no_error_and_no_log_line() {
 async fn discord_cdn_files_are_fetched_by_url_and_cached() {
     let discord = FakeDiscord::start("discord-token").await;
     let dir = tempfile::tempdir().unwrap();
-    let f = fetcher(&config("http://127.0.0.1:9", None, 1 << 20, 10), &dir);
+    // The fake CDN is the fake's REST host: the configured Discord API, reached although local.
+    let mut c = config("http://127.0.0.1:9", None, 1 << 20, 10);
+    c.discord.api_url = discord.api_url().parse().unwrap();
+    let f = fetcher(&c, &dir);
     let png = bytes(4096);
     let file = discord.add_cdn_file("cat.png", "image/png", &png);
     let mut a = Attachment::new(MediaKind::Photo, MediaSource::Url(file.url.clone()));
@@ -282,7 +288,7 @@ async fn sources_that_are_not_fetched_here_say_why() {
         ),
         (
             MediaSource::Url("file:///etc/passwd".into()),
-            MediaError::Fetch("file addresses are not fetched".into()),
+            MediaError::Refused("file addresses are not fetched".into()),
         ),
     ];
     for (source, want) in cases {
@@ -295,4 +301,116 @@ async fn sources_that_are_not_fetched_here_say_why() {
     held.mime = Some("image/png".into());
     let got = f.fetch(&held).await.unwrap();
     assert_eq!((&got.bytes[..], got.sha256), (&b"tool image"[..], sha));
+}
+
+/// A file URL on an internal address — written as an IP, a name that resolves to one, an
+/// IPv4-mapped IPv6 address — is refused before any byte goes there, unless the operator
+/// listed the host in `media.allow_private_hosts`.
+#[tokio::test]
+async fn urls_on_internal_addresses_are_refused_unless_allowed() {
+    let inside = Recorder::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let c = config("http://127.0.0.1:9", None, 1 << 20, 10);
+    let f = fetcher(&c, &dir);
+    let port = inside.port();
+    let loopback = MediaError::Refused(
+        "its address is a loopback address, which Herald does not reach".into(),
+    );
+    let cases = [
+        (
+            format!("http://127.0.0.1:{port}/attachments/1/a.png"),
+            &loopback,
+        ),
+        (
+            format!("http://localhost:{port}/attachments/1/b.png"),
+            &loopback,
+        ),
+        (format!("http://[::ffff:127.0.0.1]:{port}/c.png"), &loopback),
+        (format!("http://2130706433:{port}/d.png"), &loopback),
+        (
+            "http://169.254.169.254/latest/meta-data/".to_string(),
+            &MediaError::Refused(
+                "its address is a cloud metadata address, which Herald does not reach".into(),
+            ),
+        ),
+        (
+            "http://[fd00:ec2::254]/latest/meta-data/".to_string(),
+            &MediaError::Refused(
+                "its address is a cloud metadata address, which Herald does not reach".into(),
+            ),
+        ),
+    ];
+    for (url, want) in &cases {
+        let a = Attachment::new(MediaKind::Photo, MediaSource::Url(url.clone()));
+        assert_eq!(&f.fetch(&a).await.unwrap_err(), *want, "{url}");
+    }
+    assert!(inside.seen().is_empty(), "{:?}", inside.seen());
+
+    let mut allowed = c.clone();
+    allowed.media.allow_private_hosts = vec![format!("127.0.0.1:{port}"), "localhost".into()];
+    let other_dir = tempfile::tempdir().unwrap();
+    let f = fetcher(&allowed, &other_dir);
+    for url in [
+        format!("http://127.0.0.1:{port}/attachments/1/a.png"),
+        format!("http://localhost:{port}/attachments/1/b.png"),
+    ] {
+        let a = Attachment::new(MediaKind::Photo, MediaSource::Url(url.clone()));
+        assert_eq!(&f.fetch(&a).await.expect(&url).bytes[..], b"ok");
+    }
+    assert_eq!(inside.seen().len(), 2);
+}
+
+fn policy(redirect_hosts: &[&str]) -> Policy {
+    Policy {
+        max_bytes: 1 << 20,
+        timeout: Duration::from_secs(10),
+        redirect_hosts: redirect_hosts
+            .iter()
+            .map(|h| HostRule::parse(h).unwrap())
+            .collect(),
+    }
+}
+
+/// A redirect to a host the caller allows is still checked where it lands: an allowed file
+/// host that resolves to loopback is refused, and nothing reaches it. A server that keeps
+/// redirecting is left after five redirects.
+#[tokio::test]
+async fn every_redirect_hop_is_checked_again_and_there_are_at_most_five() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let inside = Recorder::start().await;
+    let fake_host = HostRule::of_url(&fake.url().parse().unwrap()).unwrap();
+    let guard = Guard::new(vec![fake_host], Duration::from_secs(5));
+
+    let info = fake.add_file("hop", b"x");
+    let file_url = format!("{}/file/bot{TOKEN}/{}", fake.url(), info.file_path);
+    fake.set_file_fault(
+        "hop",
+        FileFault::Redirect(format!("http://localhost:{}/files/x", inside.port())),
+    );
+    let err = guard
+        .fetch(&file_url, &policy(&["localhost"]))
+        .await
+        .unwrap_err();
+    assert_eq!(err, NetError::Refused(Refusal::Address(Blocked::Loopback)));
+    assert!(inside.seen().is_empty(), "{:?}", inside.seen());
+    // Without the allowance it is the redirect rule that stops it.
+    let err = guard.fetch(&file_url, &policy(&[])).await.unwrap_err();
+    assert_eq!(err, NetError::Refused(Refusal::OtherHost));
+
+    let info = fake.add_file("loop", b"x");
+    let loop_path = format!("/file/bot{TOKEN}/{}", info.file_path);
+    fake.set_file_fault("loop", FileFault::Redirect(loop_path.clone()));
+    let err = guard
+        .fetch(&format!("{}{loop_path}", fake.url()), &policy(&[]))
+        .await
+        .unwrap_err();
+    assert_eq!(err, NetError::Refused(Refusal::TooManyRedirects));
+    assert_eq!(
+        fake.downloads("loop"),
+        6,
+        "the first request and five redirects"
+    );
+    for e in [err.to_string(), format!("{err:?}")] {
+        assert!(!e.contains("SECRET"), "{e}");
+    }
 }

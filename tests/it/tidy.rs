@@ -18,6 +18,7 @@ const RANKS: &[(&str, u8)] = &[
     ("domain", 0),
     ("screen", 0),
     ("tasks", 0),
+    ("net", 0),
     ("test_rng", 0),
     ("config", 1),
     ("events", 1),

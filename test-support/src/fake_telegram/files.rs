@@ -1,6 +1,7 @@
 //! Files on the fake Bot API: `getFile` and the download route `GET /file/bot<token>/<path>`,
-//! serving bytes a test registered, counting downloads, and faults per file (slow, missing,
-//! a size `getFile` understates).
+//! serving bytes a test registered, counting downloads, recording the headers of every
+//! download request, and faults per file (slow, missing, a size `getFile` understates, a
+//! redirect).
 //!
 //! Must not: answer a wrong token or an unknown path with bytes; hold the state lock across an
 //! await.
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
@@ -36,6 +37,8 @@ pub enum FileFault {
     /// `getFile` reports this size, and the download is streamed in chunks without a
     /// `Content-Length`: the real size shows only while reading.
     Understated(u64),
+    /// The download answers `302 Found` with this `Location` (a compromised file server).
+    Redirect(String),
 }
 
 /// Chunk size of a streamed download.
@@ -51,6 +54,8 @@ pub(crate) struct StoredFile {
 #[derive(Default)]
 pub(crate) struct Files {
     by_id: HashMap<String, StoredFile>,
+    /// The headers of every request to the download route, in order (any token, any path).
+    requests: Vec<Vec<(String, String)>>,
 }
 
 impl FakeTelegram {
@@ -87,6 +92,11 @@ impl FakeTelegram {
         file.fault = Some(fault);
     }
 
+    /// The headers of every request the download route received, in order.
+    pub fn download_headers(&self) -> Vec<Vec<(String, String)>> {
+        self.state.files().requests.clone()
+    }
+
     /// How many downloads of `file_id` were started (a 404 of a missing file counts).
     pub fn downloads(&self, file_id: &str) -> usize {
         let files = self.state.files();
@@ -110,7 +120,11 @@ pub(super) fn get_file(state: &State, params: &Value) -> Response {
 }
 
 /// `GET /file/bot<token>/<path>` (`rest` is what follows `/file/bot`).
-pub(super) async fn download(state: &State, rest: &str) -> Response {
+pub(super) async fn download(state: &State, rest: &str, headers: &HeaderMap) -> Response {
+    state
+        .files()
+        .requests
+        .push(crate::recorder::header_list(headers));
     let Some((token, path)) = rest.split_once('/') else {
         return super::server::error(404, "Not Found");
     };
@@ -133,12 +147,15 @@ pub(super) async fn download(state: &State, rest: &str) -> Response {
 }
 
 /// An answer carrying `bytes` as `fault` says: whole with a length, after a pause, chunked
-/// without a length, or a 404.
+/// without a length, a 404, or a redirect elsewhere.
 pub fn serve_bytes(bytes: Arc<[u8]>, fault: Option<&FileFault>, mime: &str) -> Response {
     let content_type = [(header::CONTENT_TYPE, mime.to_string())];
     match fault {
         None => (content_type, Bytes::copy_from_slice(&bytes)).into_response(),
         Some(FileFault::Missing) => (StatusCode::NOT_FOUND, "Not Found").into_response(),
+        Some(FileFault::Redirect(to)) => {
+            (StatusCode::FOUND, [(header::LOCATION, to.clone())]).into_response()
+        }
         Some(FileFault::Slow(pause)) => {
             let pause = *pause;
             let body = futures::stream::once(async move {

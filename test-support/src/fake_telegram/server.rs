@@ -29,7 +29,7 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     if let Some(rest) = uri.path().strip_prefix("/file/bot") {
-        return super::files::download(&state, rest).await;
+        return super::files::download(&state, rest, &headers).await;
     }
     let Some((token, method)) = uri
         .path()
