@@ -70,6 +70,7 @@ pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
         apply_conventional_env(&mut config, |k| std::env::var(k).ok())?;
     }
     super::providers::apply_presets(&mut config);
+    config.fold_deprecated();
     if let Some(d) = &opts.data_dir {
         config.server.data_dir = d.clone();
     }
@@ -90,6 +91,7 @@ pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
         .extract()
         .map_err(|e| ConfigError::Invalid(flatten_figment_error(e)))?;
     super::providers::apply_presets(&mut config);
+    config.fold_deprecated();
     validate(&config)?;
     Ok(config)
 }
@@ -224,6 +226,7 @@ mod tests {
             "[llm]",
             "[agent]",
             "[lanes]",
+            "[inbox]",
             "[outbox]",
             "[web]",
             "[telegram]",
