@@ -191,7 +191,7 @@ impl Worker {
         messages.push(NewMessage::new(Role::Assistant, said));
         let attempt = InboxAttempt {
             id: row.id,
-            attempt: row.attempts,
+            attempt: row.attempts + 1,
         };
         let turn_id = store.turn_begin(lease, &session.id, Some(attempt)).await?;
         let mut commit = TurnCommit::new(turn_id, &session.id, Some(row.id), InboxStatus::Done);

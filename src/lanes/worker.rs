@@ -337,19 +337,20 @@ impl Worker {
         // (nothing could be saved anyway), but one that answers and refuses this event's
         // writes will refuse them again, so each refusal is a new start, taken and counted,
         // and the event ends dead-lettered with a reply instead of in a loop.
+        // `row.attempts` keeps its meaning for the turn: the starts before this one.
         let mut refused = None;
         let mut take = true;
         loop {
             if take {
                 match self.take(lease, &row, lost).await? {
-                    Some(n) => row.attempts = n,
+                    Some(n) => row.attempts = n - 1,
                     // Answered meanwhile (a turn took it in, or `/status` at ingest).
                     None => return Ok(()),
                 }
                 take = false;
             }
-            let done = if row.attempts > max {
-                self.give_up(&row, row.attempts - 1, refused.as_ref()).await
+            let done = if row.attempts >= max {
+                self.give_up(&row, row.attempts, refused.as_ref()).await
             } else {
                 self.process_once(lease, &row, lost).await
             };
@@ -368,7 +369,7 @@ impl Worker {
                 }
                 Err(Failure::Store(e)) => {
                     metrics::counter!("herald_turn_store_refusals_total").increment(1);
-                    tracing::warn!(error = %e, inbox_id = row.id, attempts = row.attempts, max,
+                    tracing::warn!(error = %e, inbox_id = row.id, attempts = row.attempts + 1, max,
                         "the store refused this event's turn; counted as an attempt");
                     refused = Some(e);
                     take = true;

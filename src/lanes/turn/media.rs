@@ -53,7 +53,7 @@ impl Worker {
         let reply = reading.direct_answer();
         let attempt = InboxAttempt {
             id: row.id,
-            attempt: row.attempts,
+            attempt: row.attempts + 1,
         };
         let turn_id = store.turn_begin(lease, &session.id, Some(attempt)).await?;
         let mut commit = TurnCommit::new(turn_id, &session.id, Some(row.id), InboxStatus::Done);

@@ -42,7 +42,7 @@ impl Worker {
         // again only as a floor (`attempts < n`), so it never adds a count.
         let attempt = InboxAttempt {
             id: row.id,
-            attempt: row.attempts,
+            attempt: row.attempts + 1,
         };
         let turn_id = deps
             .committer
