@@ -4,12 +4,14 @@
 //! during that message; after the third restart the person has exactly one "could not be
 //! processed" message, `herald inbox dead` lists it, and their next message is answered.
 //! `herald inbox retry` sends it back, and the running daemon's rescan takes it up again.
+//! A reply chunk whose send is killed is counted the same way: past `outbox.max_attempts` it
+//! is abandoned unsent and listed.
 
 use std::path::Path;
 use std::time::Duration;
 
 use herald_test_support::fake_llm::FakeLlm;
-use herald_test_support::fake_telegram::{FakeTelegram, FileFault, Media, SentMessage};
+use herald_test_support::fake_telegram::{FakeTelegram, Fault, FileFault, Media, SentMessage};
 use herald_test_support::harness::{free_port, init, wait_until};
 use herald_test_support::herald::{Herald, Running};
 use herald_test_support::telegram::{TOKEN, USER};
@@ -18,6 +20,10 @@ const WAIT: Duration = Duration::from_secs(40);
 const FILE: &str = "poison-doc";
 
 fn spawn(data: &Path, port: u16, tg: &FakeTelegram, llm: &FakeLlm) -> Running {
+    daemon(data, port, tg, llm).spawn()
+}
+
+fn daemon(data: &Path, port: u16, tg: &FakeTelegram, llm: &FakeLlm) -> Herald {
     Herald::serve(port, data)
         .fake_model(&llm.base_url())
         .fast_leases()
@@ -28,7 +34,6 @@ fn spawn(data: &Path, port: u16, tg: &FakeTelegram, llm: &FakeLlm) -> Running {
         .env("HERALD_TELEGRAM__POLL_TIMEOUT_SECS", "1")
         .env("HERALD_STREAMING__ENABLED", "false")
         .env("HERALD_LOG__LEVEL", "warn")
-        .spawn()
 }
 
 /// `herald <args>` on the daemon's data folder: (exit success, stdout + stderr).
@@ -140,4 +145,59 @@ async fn a_message_that_kills_every_turn_is_dead_lettered_and_the_chat_goes_on()
     let (ok, again) = cli(data.path(), &["inbox", "retry", &id]);
     assert!(!ok && again.contains("not a dead message"), "{again}");
     daemon.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_whose_send_is_killed_past_its_cap_is_abandoned_and_listed() {
+    init();
+    let tg = FakeTelegram::start(TOKEN).await;
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let spawn_capped = || {
+        daemon(data.path(), port, &tg, &llm)
+            .env("HERALD_OUTBOX__MAX_ATTEMPTS", "1")
+            .spawn()
+    };
+    // Telegram takes the reply, and the answer never comes while this process lives.
+    tg.fail_next("sendMessage", Fault::AnswerLate(Duration::from_secs(120)));
+    let mut first = spawn_capped();
+    first.wait_ready(WAIT).await;
+    tg.push_private_text(USER, USER, "hello");
+    wait_until("the reply reached Telegram", WAIT, || async {
+        !tg.sent_messages().is_empty()
+    })
+    .await;
+    first.kill();
+
+    // Its one allowed send ended in a kill: the next claim abandons it instead of sending.
+    let mut second = spawn_capped();
+    second.wait_ready(WAIT).await;
+    wait_until("the chunk is abandoned", WAIT, || async {
+        cli(data.path(), &["inbox", "dead"]).1.contains("abandoned")
+    })
+    .await;
+    let listing = cli(data.path(), &["inbox", "dead"]).1;
+    let line = listing
+        .lines()
+        .find(|l| l.contains("abandoned"))
+        .unwrap_or_else(|| panic!("the abandoned chunk is listed: {listing}"));
+    assert!(listing.contains("outbox rows given up"), "{listing}");
+    assert!(line.contains("reply to: hello"), "{line}");
+    assert!(line.contains("1 sends ended without a result"), "{line}");
+    // Abandoned, not resent: the person has the one copy Telegram took before the kill.
+    tg.push_private_text(USER, USER, "still there?");
+    wait_until("the lane's next reply", WAIT, || async {
+        tg.sent_messages()
+            .iter()
+            .any(|m| m.text == "reply to: still there?")
+    })
+    .await;
+    let hello: Vec<_> = tg
+        .sent_messages()
+        .into_iter()
+        .filter(|m| m.text == "reply to: hello")
+        .collect();
+    assert_eq!(hello.len(), 1, "{hello:#?}");
+    second.kill();
 }
