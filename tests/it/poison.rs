@@ -125,6 +125,18 @@ async fn a_message_that_kills_every_turn_is_dead_lettered_and_the_chat_goes_on()
     assert!(line.contains("  3  "), "three attempts: {line}");
     assert!(line.contains("without a result"), "the reason: {line}");
     let id = line.split_whitespace().next().unwrap().to_string();
+    // The admin page's list says the same.
+    let admin: serde_json::Value =
+        reqwest::get(format!("http://127.0.0.1:{port}/api/v1/admin/dead"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let row = &admin["inbox"][0];
+    assert_eq!(row["id"].to_string(), id, "{admin}");
+    assert_eq!(row["attempts"], 3, "{admin}");
+    assert_eq!(row["preview"], "please read this contract", "{admin}");
 
     let (ok, said) = cli(data.path(), &["inbox", "retry", &id]);
     assert!(ok, "{said}");
