@@ -238,6 +238,19 @@ mod tests {
     }
 
     #[test]
+    fn lanes_max_attempts_is_an_alias_of_inbox_max_attempts() {
+        let c = from_toml("[lanes]\nmax_attempts = 5").unwrap();
+        assert_eq!((c.inbox.max_attempts, c.lanes.max_attempts), (5, None));
+        let c = from_toml("[inbox]\nmax_attempts = 4").unwrap();
+        assert_eq!(c.inbox.max_attempts, 4);
+        assert_eq!(from_toml("").unwrap().inbox.max_attempts, 3);
+        let e = from_toml("[inbox]\nmax_attempts = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("inbox.max_attempts"), "{e}");
+    }
+
+    #[test]
     fn bad_values_name_their_key() {
         let cases = [
             ("[server]\nlisten = \"nowhere\"", "server.listen"),
