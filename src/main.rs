@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use herald::cli::{
-    self, HandoffCmd, MemoryCmd, PairingCmd, PromptCmd, SessionsCmd, SkillsCmd, ToolsCmd,
+    self, HandoffCmd, InboxCmd, MemoryCmd, PairingCmd, PromptCmd, SessionsCmd, SkillsCmd, ToolsCmd,
 };
 use herald::config::{self, LoadOptions};
 
@@ -50,6 +50,11 @@ enum Command {
     Sessions {
         #[command(subcommand)]
         command: SessionsCmd,
+    },
+    /// Dead-lettered messages: list them, send one back.
+    Inbox {
+        #[command(subcommand)]
+        command: InboxCmd,
     },
     /// Approve unknown users who asked for access with a pairing code.
     Pairing {
@@ -148,6 +153,7 @@ fn main() -> std::process::ExitCode {
             Command::Migrate => cli::migrate(&config).await,
             Command::Doctor => unreachable!("handled before the config is loaded"),
             Command::Sessions { command } => cli::sessions(&config, command).await,
+            Command::Inbox { command } => cli::inbox(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
@@ -164,7 +170,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("herald: {e:#}");
+            eprintln!("herald: {}", cli::error_chain(&e));
             std::process::ExitCode::FAILURE
         }
     }

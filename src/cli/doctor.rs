@@ -87,6 +87,9 @@ pub async fn run(opts: &LoadOptions) -> Report {
             return report;
         }
     };
+    report
+        .0
+        .push(("data dir", check_data_dir(&config.server.data_dir)));
     check_store(&config, &mut report).await;
     report.0.extend(super::doctor_files::prompt_files(&config));
     report
@@ -140,6 +143,22 @@ fn scrubbed(c: Check, scrub: &impl Fn(String) -> String) -> Check {
         Check::Ok(t) => Check::Ok(scrub(t)),
         Check::Warn(t) => Check::Warn(scrub(t)),
         Check::Fail(t) => Check::Fail(scrub(t)),
+    }
+}
+
+/// `server.data_dir` holds the SQLite database, media and memory files: it must be a folder
+/// Herald can write to, or one `serve` can create. Nothing is left behind by the check.
+fn check_data_dir(dir: &std::path::Path) -> Check {
+    match store::data_dir::check(dir) {
+        Ok(store::data_dir::DirState::Writable) => {
+            Check::Ok(format!("{} is writable", dir.display()))
+        }
+        Ok(store::data_dir::DirState::Creatable { ancestor }) => Check::Ok(format!(
+            "{} does not exist yet; `herald serve` creates it (in {}, which is writable)",
+            dir.display(),
+            ancestor.display()
+        )),
+        Err(problem) => Check::Fail(problem),
     }
 }
 

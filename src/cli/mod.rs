@@ -5,6 +5,7 @@ pub mod doctor;
 mod doctor_config;
 pub mod doctor_files;
 mod handoff;
+mod inbox;
 mod memory;
 mod pairing;
 pub mod progress;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+pub use inbox::{inbox, InboxCmd};
 pub use memory::{memory, MemoryCmd};
 pub use pairing::{pairing, PairingCmd};
 pub use prompt::{prompt, PromptCmd};
@@ -348,6 +350,24 @@ async fn resolve_session(store: &dyn store::Store, id: &str) -> anyhow::Result<s
     }
 }
 
+/// An error and its causes on one line, like `{:#}`, without a cause that only repeats what the
+/// line already says: the store's words are often the driver's error, whose own source is the
+/// database's code again, and an operator read `(code: 14) unable to open database file` four
+/// times.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for link in e.chain().map(|c| c.to_string()) {
+        if line.contains(link.as_str()) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&link);
+    }
+    line
+}
+
 pub(crate) fn fmt_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
@@ -391,5 +411,24 @@ pub async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_error_chain_says_each_thing_once() {
+        let driver = std::io::Error::other("(code: 14) unable to open database file");
+        let e = anyhow::Error::new(crate::store::StoreError::other_from(
+            "error returned from database: (code: 14) unable to open database file",
+            driver,
+        ))
+        .context("opening the store");
+        let line = super::error_chain(&e);
+        assert_eq!(line.matches("code: 14").count(), 1, "{line}");
+        assert!(
+            line.starts_with("opening the store: store error: error returned"),
+            "{line}"
+        );
     }
 }

@@ -78,6 +78,7 @@ pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
         apply_conventional_env(&mut config, |k| std::env::var(k).ok())?;
     }
     super::providers::apply_presets(&mut config);
+    config.fold_deprecated();
     if let Some(d) = &opts.data_dir {
         config.server.data_dir = d.clone();
     }
@@ -98,6 +99,7 @@ pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
         .extract()
         .map_err(|e| ConfigError::Invalid(flatten_figment_error(e)))?;
     super::providers::apply_presets(&mut config);
+    config.fold_deprecated();
     validate(&config)?;
     Ok(config)
 }
@@ -259,6 +261,7 @@ mod tests {
             "[llm]",
             "[agent]",
             "[lanes]",
+            "[inbox]",
             "[outbox]",
             "[web]",
             "[telegram]",
@@ -267,6 +270,19 @@ mod tests {
         ] {
             assert!(text.contains(section), "example lacks {section}");
         }
+    }
+
+    #[test]
+    fn lanes_max_attempts_is_an_alias_of_inbox_max_attempts() {
+        let c = from_toml("[lanes]\nmax_attempts = 5").unwrap();
+        assert_eq!((c.inbox.max_attempts, c.lanes.max_attempts), (5, None));
+        let c = from_toml("[inbox]\nmax_attempts = 4").unwrap();
+        assert_eq!(c.inbox.max_attempts, 4);
+        assert_eq!(from_toml("").unwrap().inbox.max_attempts, 3);
+        let e = from_toml("[inbox]\nmax_attempts = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("inbox.max_attempts"), "{e}");
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub struct Config {
     pub agent: AgentConfig,
     pub context: ContextConfig,
     pub lanes: LanesConfig,
+    pub inbox: InboxConfig,
     pub outbox: OutboxConfig,
     pub web: WebConfig,
     pub telegram: TelegramConfig,
@@ -224,8 +225,9 @@ pub struct LanesConfig {
     /// Turn lease time to live; renewed every `heartbeat_secs`.
     pub lease_ttl_secs: u64,
     pub heartbeat_secs: u64,
-    /// Turn attempts for one inbound message before it is answered with an error.
-    pub max_attempts: i64,
+    /// Deprecated alias of `inbox.max_attempts`: when set, it is used in its place (folded in
+    /// at load, so the loaded config holds it unset).
+    pub max_attempts: Option<i64>,
     /// How often the store is scanned for pending work (crash leftovers, other replicas).
     pub rescan_secs: u64,
     /// A message that arrives mid-turn: `steer` (joins the turn), `queue`, `interrupt`.
@@ -239,9 +241,33 @@ impl Default for LanesConfig {
             idle_secs: 60,
             lease_ttl_secs: 30,
             heartbeat_secs: 10,
-            max_attempts: 3,
+            max_attempts: None,
             rescan_secs: 5,
             mid_turn: MidTurn::Steer,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InboxConfig {
+    /// Starts of processing for one inbound message (a crash during its turn counts) before it
+    /// is dead-lettered: marked `dead`, the person told once, the lane moving on.
+    pub max_attempts: i64,
+}
+
+impl Default for InboxConfig {
+    fn default() -> Self {
+        InboxConfig { max_attempts: 3 }
+    }
+}
+
+impl Config {
+    /// Folds deprecated keys into their replacements (`lanes.max_attempts` →
+    /// `inbox.max_attempts`), so the rest of the daemon reads one key.
+    pub(crate) fn fold_deprecated(&mut self) {
+        if let Some(n) = self.lanes.max_attempts.take() {
+            self.inbox.max_attempts = n;
         }
     }
 }

@@ -245,7 +245,7 @@ fn context(c: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `[lanes]` and `[outbox]`: a lease renewed well before it expires, attempts at least one.
+/// `[lanes]`, `[inbox]` and `[outbox]`: a lease renewed well before it expires, attempts at least one.
 fn lanes(c: &Config) -> Result<(), ConfigError> {
     let l = &c.lanes;
     if l.heartbeat_secs == 0 || l.heartbeat_secs * 2 > l.lease_ttl_secs {
@@ -260,10 +260,10 @@ fn lanes(c: &Config) -> Result<(), ConfigError> {
     if l.max_workers == 0 {
         return Err(key_error("lanes.max_workers", "must be at least 1"));
     }
-    if l.max_attempts < 1 || c.outbox.max_attempts < 1 {
+    if c.inbox.max_attempts < 1 || c.outbox.max_attempts < 1 {
         return Err(key_error(
-            "lanes.max_attempts",
-            "attempt limits (lanes.max_attempts, outbox.max_attempts) must be at least 1",
+            "inbox.max_attempts",
+            "attempt limits (inbox.max_attempts, outbox.max_attempts) must be at least 1",
         ));
     }
     Ok(())

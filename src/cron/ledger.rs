@@ -47,7 +47,7 @@ pub fn status_for(status: InboxStatus, note: Option<&str>, attempts: i64) -> Opt
         InboxStatus::Done if attempts > 1 => FireStatus::Retried,
         InboxStatus::Done if note == Some("silent") => FireStatus::Silent,
         InboxStatus::Done => FireStatus::Ok,
-        InboxStatus::Failed => FireStatus::Failed,
+        InboxStatus::Failed | InboxStatus::Dead => FireStatus::Failed,
         // A spending cap refused the run before its first model call.
         InboxStatus::Skipped if note.is_some_and(|n| n.starts_with(crate::lanes::OVER_BUDGET)) => {
             FireStatus::Skipped

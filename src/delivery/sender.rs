@@ -225,6 +225,26 @@ impl Sender {
             let _ = self.store.outbox_release(row.id, &self.holder).await;
             return Delivery::Held;
         };
+        // The attempt is counted before the send, so a row whose sending crashes the process
+        // counts each time and ends failed instead of crashing every restart.
+        let attempts = match self.store.outbox_start(row.id, &self.holder).await {
+            Ok(Some(n)) => n,
+            Ok(None) => {
+                tracing::debug!(
+                    outbox_id = row.id,
+                    "claim passed to another sender; not sent here"
+                );
+                return Delivery::Held;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, outbox_id = row.id, "cannot count a send attempt; the row waits");
+                let _ = self.store.outbox_release(row.id, &self.holder).await;
+                return Delivery::Held;
+            }
+        };
+        if attempts > self.max_attempts {
+            return self.abandon(row, attempts - 1).await;
+        }
         let started = std::time::Instant::now();
         let (previews, sent) = if row.media.is_some() {
             let urgency = super::urgency(row);
@@ -259,7 +279,6 @@ impl Sender {
             }
             Err(err) => {
                 metrics::counter!("herald_platform_send_errors_total", "platform" => row.platform.as_str(), "kind" => error_kind(&err)).increment(1);
-                let attempts = row.attempts + 1;
                 let give_up =
                     matches!(err, SendError::Permanent(_)) || attempts >= self.max_attempts;
                 let wait = match &err {
@@ -288,6 +307,28 @@ impl Sender {
                 }
             }
         }
+    }
+
+    /// A row whose last `tries` sends all ended without a result (the process crashed or was
+    /// killed while sending it): failed unsent, like a chunk that failed for good.
+    async fn abandon(&self, row: &OutboxRow, tries: i64) -> Delivery {
+        metrics::counter!("herald_outbox_dead_total", "platform" => row.platform.as_str())
+            .increment(1);
+        metrics::counter!("herald_outbox_failed_total", "platform" => row.platform.as_str())
+            .increment(1);
+        tracing::error!(lane = %row.lane, outbox_id = row.id, attempts = tries,
+            "reply chunk abandoned: every send of it ended without a result (crash or kill)");
+        let error = format!(
+            "abandoned: {tries} sends ended without a result (the sender crashed or was killed while sending it)"
+        );
+        if let Err(e) = self
+            .store
+            .outbox_mark_retry(row.id, &self.holder, &error, now_ms(), true)
+            .await
+        {
+            tracing::warn!(error = %e, outbox_id = row.id, "could not record an abandoned row");
+        }
+        Delivery::GaveUp
     }
 
     /// Recording a send must survive a brief store outage: retry a few times.

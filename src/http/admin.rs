@@ -36,6 +36,7 @@ pub(super) fn api_rows() -> Vec<RouteRow> {
             get(session_messages),
         ),
         api("/api/v1/admin/outbox", get(outbox)),
+        api("/api/v1/admin/dead", get(dead)),
         api("/api/v1/admin/capsules", get(capsules)),
         api("/api/v1/admin/cron", get(cron)),
         api("/api/v1/admin/spend", get(super::admin_spend::spend)),
@@ -212,6 +213,30 @@ async fn outbox(State(state): State<HttpState>, Query(q): Query<Limit>) -> Answe
     let counts = store.outbox_counts().await.map_err(store_error)?;
     let recent = store.outbox_recent(q.get(50)).await.map_err(store_error)?;
     Ok(Json(json!({ "counts": counts, "recent": recent })))
+}
+
+/// Dead letters: inbound messages given up after `inbox.max_attempts` starts, with why and the
+/// start of their text, and outbox rows given up for good (`herald inbox dead` prints the same).
+async fn dead(State(state): State<HttpState>, Query(q): Query<Limit>) -> Answer {
+    let store = &state.store;
+    let inbox: Vec<_> = store
+        .inbox_dead(q.get(50))
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .map(|d| {
+            json!({
+                "id": d.row.id,
+                "lane": d.row.lane,
+                "dead_at": d.dead_at,
+                "attempts": d.row.attempts,
+                "reason": d.reason(),
+                "preview": d.preview(80),
+            })
+        })
+        .collect();
+    let outbox = store.outbox_failed(q.get(50)).await.map_err(store_error)?;
+    Ok(Json(json!({ "inbox": inbox, "outbox": outbox })))
 }
 
 /// The latest handoff build of each recent lane. `status` is its own field (`ok`, `degraded`,

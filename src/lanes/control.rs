@@ -29,8 +29,10 @@ impl Worker {
         Ok(())
     }
 
-    /// Ends an event that failed `tries` times: the person hears so (through the outbox, like
-    /// any reply) and the event is marked failed, so the lane's next messages go on.
+    /// Dead-letters an event whose `tries` starts all failed (crashed, or refused by the
+    /// store): the person hears once that it could not be processed (an outbox row keyed by
+    /// the event, so a retried give-up sends nothing more), the row is marked `dead` with the
+    /// reason, and the lane's next messages go on. `herald inbox dead` lists it.
     pub(super) async fn give_up(
         &self,
         row: &InboxRow,
@@ -39,27 +41,29 @@ impl Worker {
     ) -> Result<(), Failure> {
         let (reply, note) = match refused {
             Some(e) => {
-                tracing::error!(inbox_id = row.id, attempts = tries, error = %e,
-                    "giving up on an inbound message: the store refused to save its turn");
+                tracing::error!(inbox_id = row.id, lane = %row.lane, attempts = tries, error = %e,
+                    "inbound message dead-lettered: the store refused to save its turn");
                 (
                     format!(
-                        "Sorry, I could not save this conversation, so your message was not \
-                         answered (tried {tries} times); it has been set aside. Please try again."
+                        "Sorry, your message could not be processed: I could not save this \
+                         conversation (tried {tries} times). It has been set aside; please try again."
                     ),
-                    format!("gave up: the store refused the turn {tries} times ({e})"),
+                    format!("the store refused the turn {tries} times ({e})"),
                 )
             }
             None => {
                 tracing::error!(
                     inbox_id = row.id,
+                    lane = %row.lane,
                     attempts = tries,
-                    "giving up on an inbound message"
+                    "inbound message dead-lettered: every start of its processing ended without a result (a crash, a kill or a panic)"
                 );
                 (
                     format!(
-                        "Sorry, I could not answer this message after {tries} attempts; it has been set aside."
+                        "Sorry, your message could not be processed (tried {tries} times). It has \
+                         been set aside; you can send something else."
                     ),
-                    "gave up after repeated failures".to_string(),
+                    format!("{tries} starts ended without a result (a crash, a kill or a panic)"),
                 )
             }
         };
@@ -68,9 +72,10 @@ impl Worker {
         let outbox = if row.event.is_internal() {
             Vec::new()
         } else {
-            self.outbox_rows(row, &reply, "skip")
+            self.outbox_rows(row, &reply, "dead")
         };
         deps.store.inbox_give_up(row.id, &note, &outbox).await?;
+        metrics::counter!("herald_inbox_dead_total").increment(1);
         if !outbox.is_empty() {
             deps.outbox_wake.notify_one();
         }

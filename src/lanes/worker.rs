@@ -328,19 +328,32 @@ impl Worker {
         lost: &CancellationToken,
     ) -> Result<(), Stop> {
         let deps = &self.router.deps;
+        let max = deps.config.inbox.max_attempts;
         let mut backoff =
             crate::tasks::Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
-        // Attempts count starts of processing (crash loops), and store refusals within one:
-        // a store that is unreachable is waited out (nothing could be saved anyway), but one
-        // that answers and refuses this event's writes will refuse them again, so each refusal
-        // counts against `lanes.max_attempts` and the event ends in a reply instead of a loop.
-        // The count is stored by the turn's start (`turn_begin` records `row.attempts + 1`).
-        let mut attempts = row.attempts + 1;
+        // Attempts count starts of processing, stored by `inbox_take` before any work (hooks,
+        // media, the turn's start), so a start that crashes the process is counted as well;
+        // and store refusals within one start: a store that is unreachable is waited out
+        // (nothing could be saved anyway), but one that answers and refuses this event's
+        // writes will refuse them again, so each refusal is a new start, taken and counted,
+        // and the event ends dead-lettered with a reply instead of in a loop.
+        // `row.attempts` keeps its meaning for the turn: the starts before this one.
         let mut refused = None;
+        let mut take = true;
         loop {
-            let done = self
-                .process_once(lease, &row, attempts, refused.as_ref(), lost)
-                .await;
+            if take {
+                match self.take(lease, &row, lost).await? {
+                    Some(n) => row.attempts = n - 1,
+                    // Answered meanwhile (a turn took it in, or `/status` at ingest).
+                    None => return Ok(()),
+                }
+                take = false;
+            }
+            let done = if row.attempts >= max {
+                self.give_up(&row, row.attempts, refused.as_ref()).await
+            } else {
+                self.process_once(lease, &row, lost).await
+            };
             if matches!(done, Err(Failure::Store(_))) {
                 self.open_turn.store(true, Ordering::SeqCst);
             }
@@ -356,11 +369,36 @@ impl Worker {
                 }
                 Err(Failure::Store(e)) => {
                     metrics::counter!("herald_turn_store_refusals_total").increment(1);
-                    tracing::warn!(error = %e, inbox_id = row.id, attempts, max = deps.config.lanes.max_attempts,
+                    tracing::warn!(error = %e, inbox_id = row.id, attempts = row.attempts + 1, max,
                         "the store refused this event's turn; counted as an attempt");
                     refused = Some(e);
-                    row.attempts = attempts;
-                    attempts += 1;
+                    take = true;
+                }
+            }
+            tokio::select! {
+                _ = self.router.abort.cancelled() => return Err(Stop::Shutdown),
+                _ = lost.cancelled() => return Err(Stop::LeaseLost),
+                _ = tokio::time::sleep(backoff.next_delay()) => {}
+            }
+        }
+    }
+
+    /// [`InboxStore::inbox_take`](crate::store::InboxStore::inbox_take), waiting out an
+    /// unreachable store: the new attempt count, or `None` when the row is no longer pending.
+    async fn take(
+        &self,
+        lease: &Lease,
+        row: &InboxRow,
+        lost: &CancellationToken,
+    ) -> Result<Option<i64>, Stop> {
+        let mut backoff =
+            crate::tasks::Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+        loop {
+            match self.router.deps.store.inbox_take(lease, row.id).await {
+                Ok(n) => return Ok(n),
+                Err(StoreError::LeaseLost { .. }) => return Err(Stop::LeaseLost),
+                Err(e) => {
+                    tracing::warn!(error = %e, inbox_id = row.id, "cannot count the event's attempt; retrying")
                 }
             }
             tokio::select! {
@@ -375,14 +413,9 @@ impl Worker {
         &self,
         lease: &Lease,
         row: &InboxRow,
-        attempts: i64,
-        refused: Option<&StoreError>,
         lost: &CancellationToken,
     ) -> Result<(), Failure> {
         let deps = &self.router.deps;
-        if attempts > deps.config.lanes.max_attempts {
-            return self.give_up(row, attempts - 1, refused).await;
-        }
         let ev = match deps.pre_dispatch.run(&row.event).await {
             Dispatch::Skip {
                 hook,

@@ -72,6 +72,24 @@ impl InboxRaw {
     }
 }
 
+/// A dead-lettered inbox row: [`InboxRaw`]'s columns and `done_at`, when it was given up.
+#[derive(sqlx::FromRow)]
+pub(super) struct DeadRaw {
+    #[sqlx(flatten)]
+    row: InboxRaw,
+    done_at: Option<i64>,
+}
+
+impl DeadRaw {
+    pub(super) fn typed(self) -> StoreResult<DeadLetter> {
+        let row = self.row.typed()?;
+        Ok(DeadLetter {
+            dead_at: self.done_at.unwrap_or(row.received_at),
+            row,
+        })
+    }
+}
+
 /// A transcript row as stored ([`MESSAGE_COLS`]): role text, JSON lists, integer flags.
 #[derive(sqlx::FromRow)]
 pub(super) struct MessageRaw {

@@ -154,6 +154,13 @@ pub(crate) enum Pool<'p> {
 }
 
 impl Pool<'_> {
+    pub(crate) fn dialect(self) -> Dialect {
+        match self {
+            Pool::Sqlite(_) => Dialect::Sqlite,
+            Pool::Pg(_) => Dialect::Postgres,
+        }
+    }
+
     /// A write transaction. SQLite's takes the write lock at once (`BEGIN IMMEDIATE`), so two
     /// writers queue at the start instead of one failing when it first writes.
     pub(crate) async fn begin(self) -> StoreResult<Tx> {

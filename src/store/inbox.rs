@@ -4,17 +4,22 @@
 //! A turn closes its event inside the turn's own commit (`turns.rs`); only an event that never
 //! becomes a turn is closed here.
 //!
+//! A worker *takes* a row before any work on it (`inbox_take`): one lease-checked statement
+//! counts the attempt, so a start that crashes the process is counted too, and a row that
+//! crashes every start ends `dead` (`inbox_give_up`) instead of taking its lane down at each
+//! restart. `inbox_dead` and `inbox_retry` are the operator's view of those rows.
+//!
 //! A supertrait of [`super::Store`], so calls on `dyn Store` need no extra import. One impl for
 //! both backends ([`super::Pools`], statements through `db.rs`).
 
 use async_trait::async_trait;
 
 use super::common::{self, InboxRaw};
-use super::db;
+use super::db::{self, Dialect};
 use super::text::{clean, clean_json};
 use super::tx::insert_outbox;
-use super::types::{InboxInsert, InboxRow, LaneOverview, NewOutbox};
-use super::{Pools, StoreResult};
+use super::types::{DeadLetter, InboxInsert, InboxRow, LaneOverview, Lease, NewOutbox};
+use super::{Pools, StoreError, StoreResult};
 use crate::domain::{LaneKey, MessageEvent};
 
 #[async_trait]
@@ -28,11 +33,23 @@ pub trait InboxStore: Send + Sync {
     async fn inbox_pending_lanes(&self, limit: i64) -> StoreResult<Vec<LaneKey>>;
     /// Counts a turn attempt, returning the new count (poison-message guard).
     async fn inbox_bump_attempts(&self, id: i64) -> StoreResult<i64>;
+    /// Takes the pending row `id` of the lease's lane for one start of processing: counts the
+    /// attempt durably, in one statement with the lease check, before any work on it. Returns
+    /// the new count, or `None` when the row is no longer pending (answered meanwhile);
+    /// `LeaseLost` when the lease is not held.
+    async fn inbox_take(&self, lease: &Lease, id: i64) -> StoreResult<Option<i64>>;
     /// Closes an event that never becomes a turn (a hook skipped it), with optional replies.
     async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
-    /// Marks an event `failed` after its last allowed attempt, with optional replies (the
-    /// person hears that it was set aside); like a skip, it never becomes a turn.
+    /// Dead-letters a pending event whose take found it past its last allowed attempt: marked
+    /// `dead` with `note` (the reason) and its attempts without that take, with optional
+    /// replies (the person hears that it was set aside), in one transaction; like a skip, it
+    /// never becomes a turn. An event no longer pending is left as it is.
     async fn inbox_give_up(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
+    /// Dead-lettered events, newest first.
+    async fn inbox_dead(&self, limit: i64) -> StoreResult<Vec<DeadLetter>>;
+    /// Sends a dead event back: `pending` with no attempt counted. Wakes nothing: a daemon's
+    /// rescan finds it. `false` when `id` is not a dead event.
+    async fn inbox_retry(&self, id: i64) -> StoreResult<bool>;
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
 }
 
@@ -107,12 +124,82 @@ impl<S: Pools> InboxStore for S {
         Ok(n)
     }
 
+    async fn inbox_take(&self, lease: &Lease, id: i64) -> StoreResult<Option<i64>> {
+        let pool = self.writer();
+        let take = match pool.dialect() {
+            Dialect::Sqlite => TAKE_SQLITE,
+            Dialect::Postgres => TAKE_POSTGRES,
+        };
+        let taken: Option<(i64,)> = db::query(take)
+            .bind(id)
+            .bind(&lease.name)
+            .bind(&lease.holder)
+            .bind(lease.token)
+            .fetch_optional(pool)
+            .await?;
+        if let Some((n,)) = taken {
+            return Ok(Some(n));
+        }
+        // Nothing taken: tell a lost lease from a row that is no longer pending.
+        let held: Option<(i64,)> =
+            db::query("SELECT token FROM leases WHERE name = $1 AND holder = $2 AND token = $3")
+                .bind(&lease.name)
+                .bind(&lease.holder)
+                .bind(lease.token)
+                .fetch_optional(pool)
+                .await?;
+        match held {
+            Some(_) => Ok(None),
+            None => Err(StoreError::LeaseLost {
+                name: lease.name.clone(),
+            }),
+        }
+    }
+
     async fn inbox_skip(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()> {
         inbox_close(self, "skipped", id, note, replies).await
     }
 
     async fn inbox_give_up(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()> {
-        inbox_close(self, "failed", id, note, replies).await
+        let mut tx = self.begin().await?;
+        // The take that found the row past its cap started nothing: it is not an attempt.
+        db::query(
+            "UPDATE inbox SET status = 'dead', note = $1, done_at = $2, \
+             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END \
+             WHERE id = $3 AND status = 'pending'",
+        )
+        .bind(clean(note))
+        .bind(self.now_ms())
+        .bind(id)
+        .execute(&mut tx)
+        .await?;
+        for r in replies {
+            insert_outbox(&mut tx, self.now_ms(), r).await?;
+        }
+        tx.commit().await
+    }
+
+    async fn inbox_dead(&self, limit: i64) -> StoreResult<Vec<DeadLetter>> {
+        let sql = format!(
+            "SELECT {}, done_at FROM inbox WHERE status = 'dead' ORDER BY id DESC LIMIT CAST($1 AS BIGINT)",
+            common::INBOX_COLS
+        );
+        let rows: Vec<common::DeadRaw> = db::query(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .fetch_all(self.reader())
+            .await?;
+        rows.into_iter().map(common::DeadRaw::typed).collect()
+    }
+
+    async fn inbox_retry(&self, id: i64) -> StoreResult<bool> {
+        let changed = db::query(
+            "UPDATE inbox SET status = 'pending', attempts = 0, note = NULL, done_at = NULL \
+             WHERE id = $1 AND status = 'dead'",
+        )
+        .bind(id)
+        .execute(self.writer())
+        .await?;
+        Ok(changed == 1)
     }
 
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>> {
@@ -131,6 +218,20 @@ impl<S: Pools> InboxStore for S {
         .await
     }
 }
+
+/// [`InboxStore::inbox_take`] on SQLite: the lease check is part of the statement (SQLite has
+/// one writer, so nothing changes the lease between the check and the update).
+const TAKE_SQLITE: &str = "UPDATE inbox SET attempts = attempts + 1 \
+     WHERE id = $1 AND lane = $2 AND status = 'pending' \
+     AND EXISTS (SELECT 1 FROM leases WHERE name = $2 AND holder = $3 AND token = $4) \
+     RETURNING attempts";
+/// The same on Postgres: the lease check updates the lease row (`common::LEASE_CHECK`), which
+/// locks it, so a concurrent takeover waits for this statement.
+const TAKE_POSTGRES: &str = "WITH held AS (UPDATE leases SET expires_at = expires_at \
+     WHERE name = $2 AND holder = $3 AND token = $4 RETURNING token) \
+     UPDATE inbox SET attempts = attempts + 1 \
+     WHERE id = $1 AND lane = $2 AND status = 'pending' AND EXISTS (SELECT 1 FROM held) \
+     RETURNING attempts";
 
 /// Closes an event that never became a turn, with `status`, and queues its replies.
 async fn inbox_close<S: Pools>(

@@ -12,6 +12,7 @@ mod common;
 mod context;
 mod cron;
 mod cron_types;
+pub mod data_dir;
 mod db;
 mod handoff;
 mod inbox;

@@ -20,8 +20,13 @@ use crate::domain::{Attachment, LaneKey};
 
 #[async_trait]
 pub trait OutboxStore: Send + Sync {
+    /// Counts one send attempt of a row `holder` claimed, before it is sent: a sender that
+    /// crashes or is killed while sending it has counted it too. Returns the new count, or
+    /// `None` when the claim is no longer `holder`'s (the row must not be sent then).
+    async fn outbox_start(&self, id: i64, holder: &str) -> StoreResult<Option<i64>>;
     async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()>;
     /// Puts a row `holder` claimed back: to retry at `next_attempt_at`, or `failed` for good.
+    /// The attempt was counted by [`OutboxStore::outbox_start`].
     /// Only a row still `sending` under `holder`'s claim changes: a sender whose claim expired
     /// meanwhile can bring back neither a row another sender delivered nor one another sender
     /// has claimed and is sending (either would go out twice).
@@ -42,6 +47,9 @@ pub trait OutboxStore: Send + Sync {
     /// as an outbox row of `lane` sends it: the web chat serves a file only to its lane.
     async fn outbox_file(&self, lane: &LaneKey, sha: &str) -> StoreResult<Option<Attachment>>;
     async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
+    /// Rows given up for good (`failed`: refused, out of attempts, or abandoned after sends
+    /// that crashed), newest first.
+    async fn outbox_failed(&self, limit: i64) -> StoreResult<Vec<OutboxRow>>;
     /// Outbox rows written outside a turn (notices), not tied to a transcript.
     async fn outbox_enqueue(&self, rows: &[NewOutbox]) -> StoreResult<()>;
     /// Closes a lane's control event as skipped and queues `rows`, in one transaction that
@@ -68,10 +76,22 @@ pub trait OutboxStore: Send + Sync {
 
 #[async_trait]
 impl<S: Pools> OutboxStore for S {
+    async fn outbox_start(&self, id: i64, holder: &str) -> StoreResult<Option<i64>> {
+        let n: Option<(i64,)> = db::query(
+            "UPDATE outbox SET attempts = attempts + 1 \
+                 WHERE id = $1 AND status = 'sending' AND claimed_by = $2 RETURNING attempts",
+        )
+        .bind(id)
+        .bind(holder)
+        .fetch_optional(self.writer())
+        .await?;
+        Ok(n.map(|(n,)| n))
+    }
+
     async fn outbox_mark_sent(&self, id: i64, platform_message_id: &str) -> StoreResult<()> {
         db::query(
             "UPDATE outbox SET status = 'sent', platform_message_id = $1, sent_at = $2, \
-                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL WHERE id = $3",
+                 claimed_by = NULL, claim_until = NULL WHERE id = $3",
         )
         .bind(platform_message_id)
         .bind(self.now_ms())
@@ -91,7 +111,7 @@ impl<S: Pools> OutboxStore for S {
     ) -> StoreResult<()> {
         db::query(
             "UPDATE outbox SET status = $1, last_error = $2, next_attempt_at = $3, \
-                 attempts = attempts + 1, claimed_by = NULL, claim_until = NULL \
+                 claimed_by = NULL, claim_until = NULL \
                  WHERE id = $4 AND status = 'sending' AND claimed_by = $5",
         )
         .bind(if give_up { "failed" } else { "pending" })
@@ -170,6 +190,17 @@ impl<S: Pools> OutboxStore for S {
     async fn outbox_recent(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {
         let sql = format!(
             "SELECT {} FROM outbox ORDER BY id DESC LIMIT CAST($1 AS BIGINT)",
+            common::OUTBOX_COLS
+        );
+        Ok(db::query(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .fetch_all(self.reader())
+            .await?)
+    }
+
+    async fn outbox_failed(&self, limit: i64) -> StoreResult<Vec<OutboxRow>> {
+        let sql = format!(
+            "SELECT {} FROM outbox WHERE status = 'failed' ORDER BY id DESC LIMIT CAST($1 AS BIGINT)",
             common::OUTBOX_COLS
         );
         Ok(db::query(sqlx::AssertSqlSafe(sql))

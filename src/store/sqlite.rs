@@ -35,6 +35,18 @@ pub struct SqliteStore {
     pub(super) clock: Arc<dyn Clock>,
 }
 
+/// An existing database file that cannot be opened for writing, named with the cause.
+fn writable_file(path: &std::path::Path) -> StoreResult<()> {
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(StoreError::other(format!(
+            "the database file {} cannot be opened for writing: {}",
+            path.display(),
+            super::data_dir::cause(&e)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl SqliteStore {
     pub async fn connect(url: &str, max_connections: u32) -> StoreResult<SqliteStore> {
         if let Some(path) = url
@@ -44,12 +56,9 @@ impl SqliteStore {
             let path = path.split('?').next().unwrap_or(path);
             if let Some(dir) = std::path::Path::new(path).parent() {
                 if !dir.as_os_str().is_empty() && path != ":memory:" {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        StoreError::other_from(
-                            format!("cannot create data folder {}: {e}", dir.display()),
-                            e,
-                        )
-                    })?;
+                    // SQLite would say only "(code: 14) unable to open database file".
+                    super::data_dir::prepare(dir).map_err(StoreError::other)?;
+                    writable_file(std::path::Path::new(path))?;
                 }
             }
         }

@@ -14,7 +14,9 @@ fn unknown(column: &str, value: &str) -> StoreError {
     StoreError::other(format!("unknown {column} status {value:?} in the store"))
 }
 
-/// Where an inbound event is: waiting for a turn, or closed one way or another.
+/// Where an inbound event is: waiting for a turn, or closed one way or another. `Dead`: given
+/// up after `inbox.max_attempts` starts (a poison message); only an operator's
+/// `herald inbox retry` brings it back to `Pending`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InboxStatus {
@@ -22,6 +24,7 @@ pub enum InboxStatus {
     Done,
     Failed,
     Skipped,
+    Dead,
 }
 
 impl InboxStatus {
@@ -31,6 +34,7 @@ impl InboxStatus {
             InboxStatus::Done => "done",
             InboxStatus::Failed => "failed",
             InboxStatus::Skipped => "skipped",
+            InboxStatus::Dead => "dead",
         }
     }
 
@@ -40,6 +44,7 @@ impl InboxStatus {
             "done" => InboxStatus::Done,
             "failed" => InboxStatus::Failed,
             "skipped" => InboxStatus::Skipped,
+            "dead" => InboxStatus::Dead,
             _ => return Err(unknown("inbox", s)),
         })
     }
@@ -143,6 +148,8 @@ impl From<InboxStatus> for TurnStatus {
             InboxStatus::Done => TurnStatus::Done,
             InboxStatus::Failed => TurnStatus::Failed,
             InboxStatus::Skipped => TurnStatus::Skipped,
+            // A dead event never reaches a turn's commit: its turns were abandoned.
+            InboxStatus::Dead => TurnStatus::Failed,
         }
     }
 }
@@ -176,6 +183,8 @@ mod tests {
             assert_eq!(InboxStatus::parse(s.as_str()).unwrap(), s);
             assert_eq!(TurnStatus::from(s).as_str(), s.as_str());
         }
+        assert_eq!(InboxStatus::parse("dead").unwrap(), InboxStatus::Dead);
+        assert_eq!(InboxStatus::Dead.as_str(), "dead");
         for s in [
             OutboxStatus::Pending,
             OutboxStatus::Sending,

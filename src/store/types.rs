@@ -72,6 +72,36 @@ pub struct InboxRow {
     pub received_at: i64,
 }
 
+/// An inbound event given up after its last allowed attempt (status `dead`), with when.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeadLetter {
+    pub row: InboxRow,
+    pub dead_at: i64,
+}
+
+impl DeadLetter {
+    /// The start of the message's text on one line, at most `chars` characters (an ellipsis
+    /// marks a cut), for listings.
+    pub fn preview(&self, chars: usize) -> String {
+        let text = self
+            .row
+            .event
+            .text
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        match text.char_indices().nth(chars) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None => text,
+        }
+    }
+
+    /// Why it was given up, as the worker recorded it.
+    pub fn reason(&self) -> &str {
+        self.row.note.as_deref().unwrap_or("")
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Session {
     pub id: SessionId,
@@ -278,8 +308,9 @@ pub type ContextAfterCommit<'a> =
     dyn Fn(&[i64]) -> Option<super::context::ContextRow> + Send + Sync + 'a;
 
 /// The inbox event a turn answers, and which start of it this is (1 for the first). The
-/// count is stored with the turn's start, so a turn that crashes the process counts against
-/// the poison-message guard without a write of its own.
+/// worker counted the start when it took the row (`InboxStore::inbox_take`); the turn's start
+/// raises the stored count to at least `attempt` and so never counts a start twice (it matters
+/// only to a caller that did not take the row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InboxAttempt {
     pub id: i64,

@@ -1,7 +1,7 @@
 //! Issue 25, the poison byte: a message, a model answer or a tool result holding U+0000 is
 //! answered normally on both backends (Postgres refused it, and the worker retried the turn
 //! forever, calling the model and re-running tools each time), and a store that keeps
-//! refusing one event's turn ends it after `lanes.max_attempts` with a reply to the person,
+//! refusing one event's turn ends it after `inbox.max_attempts` with a reply to the person,
 //! runs no tool twice across those attempts, and lets the lane's next message through.
 
 use std::path::Path;
@@ -73,7 +73,7 @@ async fn a_refused_turn_ends_in_a_reply_and_runs_no_tool_twice(db: Db) {
     let starts = data.path().join("starts");
     let mut config = test_config(&llm, &data);
     config.cron.enabled = false;
-    config.lanes.max_attempts = 3;
+    config.inbox.max_attempts = 3;
     config.mcp.servers = vec![stdio_server(
         "shop",
         "normal",
@@ -129,7 +129,7 @@ async fn a_refused_turn_ends_in_a_reply_and_runs_no_tool_twice(db: Db) {
         .unwrap();
     let inbox_id = turns[0].inbox_id.expect("the turn answered an event");
     let row = app.store.inbox_get(inbox_id).await.unwrap().unwrap();
-    assert_eq!(row.status, InboxStatus::Failed);
+    assert_eq!(row.status, InboxStatus::Dead);
 
     // The lane goes on.
     llm.push(Step::Reply("Anything else?".into()));

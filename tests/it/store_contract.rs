@@ -14,6 +14,7 @@ use herald::store::{InboxInsert, Lease, NewOutbox, OutboxKey, Session, Store, St
 
 use herald_test_support::contract;
 mod approvals;
+mod dead_letters;
 mod inbox_leases;
 mod outbox;
 mod pairing;
@@ -26,6 +27,16 @@ contract!(
     sqlite_inbox_dedup,
     postgres_inbox_dedup,
     inbox_leases::inbox_dedup
+);
+contract!(
+    sqlite_inbox_take_counts_and_dead_letters,
+    postgres_inbox_take_counts_and_dead_letters,
+    dead_letters::take_counts_and_dead_letters
+);
+contract!(
+    sqlite_outbox_send_attempts_count_before_the_send,
+    postgres_outbox_send_attempts_count_before_the_send,
+    dead_letters::outbox_send_attempts_count_before_the_send
 );
 contract!(
     sqlite_inbox_pending_and_skip,

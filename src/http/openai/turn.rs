@@ -259,7 +259,9 @@ pub(super) async fn settled(state: &HttpState, inbox_id: i64) -> Option<Result<A
         InboxStatus::Skipped if rows.is_empty() => Err(OaiError::forbidden(
             "this key's person may not talk to the agent",
         )),
-        InboxStatus::Failed => Err(failure(row.note.as_deref().unwrap_or(""), text)),
+        InboxStatus::Failed | InboxStatus::Dead => {
+            Err(failure(row.note.as_deref().unwrap_or(""), text))
+        }
         _ => Ok(Answer {
             inbox_id,
             text,

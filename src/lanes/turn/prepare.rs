@@ -37,8 +37,9 @@ impl Worker {
             }
         };
         span.record("session", session.id.as_str());
-        // The turn row is the lease's in-transaction check: a takeover shows here first. It
-        // also stores this start's attempt count, before anything of the turn can crash.
+        // The turn row is the lease's in-transaction check: a takeover shows here first. The
+        // attempt was counted when the worker took the row (`inbox_take`); the start stores it
+        // again only as a floor (`attempts < n`), so it never adds a count.
         let attempt = InboxAttempt {
             id: row.id,
             attempt: row.attempts + 1,

@@ -122,6 +122,8 @@ pub async fn lane_order(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
         .unwrap();
     let a = store.outbox_claim("a", &web(), 1, LONG).await.unwrap();
     assert_eq!(keys(&a), ["l0"]);
+    // The sender counts the attempt before it sends.
+    assert_eq!(store.outbox_start(a[0].id, "a").await.unwrap(), Some(1));
     // l0 is in flight: l1 must wait, m0 flows.
     assert_eq!(
         keys(&store.outbox_claim("b", &web(), 10, LONG).await.unwrap()),
@@ -172,6 +174,7 @@ pub async fn sent_and_failed(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
 
     let c = store.outbox_claim("a", &web(), 1, SHORT).await.unwrap();
     assert_eq!(keys(&c), ["sf0"]);
+    assert_eq!(store.outbox_start(c[0].id, "a").await.unwrap(), Some(1));
     store.outbox_mark_sent(c[0].id, "web-msg-1").await.unwrap();
     let sent = row(&store, "sf0").await;
     assert_eq!(sent.status, "sent");

@@ -133,7 +133,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
     }
     assert_eq!(
         store.inbox_get(failed).await.unwrap().unwrap().status,
-        InboxStatus::Failed
+        InboxStatus::Dead
     );
 
     // Capsule, kv, session end reason.
