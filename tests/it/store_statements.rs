@@ -112,8 +112,12 @@ async fn a_plain_turn_costs_few_writer_statements() {
 }
 
 /// Writer statements per plain turn the tests allow on SQLite: 18 before issue #34, 13 after
-/// (docs/BENCHMARKS.md), plus room for a lease renewal falling in the run.
-const LIMIT_SQLITE: f64 = 14.5;
+/// (docs/BENCHMARKS.md), 15 since issue 52 counts each start before any work (the worker's take
+/// and the sender's count before a send: one statement each), plus room for a lease renewal
+/// falling in the run.
+const LIMIT_SQLITE: f64 = 15.5;
 /// On Postgres every statement of the one pool counts, reads and `COMMIT`s too: 28 before, 23
-/// after, 24 with the per-lane sender (its claims are `COMMIT`ted transactions of their own).
-const LIMIT_POSTGRES: f64 = 25.0;
+/// after, 24 with the per-lane sender (its claims are `COMMIT`ted transactions of their own), 26
+/// with issue 52's two counts (the take, the count before a send); the `kv` preview rows vary
+/// by one from run to run.
+const LIMIT_POSTGRES: f64 = 26.5;
