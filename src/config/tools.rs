@@ -77,6 +77,10 @@ pub struct ApprovalsConfig {
     /// Only the person whose message led to the call may answer it (in a group, other allowed
     /// members are told who can). Off: any allowed sender of the chat may answer.
     pub only_requester: bool,
+    /// Who may `/stop` another member's turn and `/new` a group's shared session: `[[people]]`
+    /// names or identities (`telegram:<id>`, `discord:<id>`). Everyone else acts only on
+    /// their own turn and session in a group.
+    pub admins: Vec<String>,
 }
 
 impl Default for ApprovalsConfig {
@@ -87,6 +91,7 @@ impl Default for ApprovalsConfig {
             deny: Vec::new(),
             bypass: false,
             only_requester: true,
+            admins: Vec::new(),
         }
     }
 }

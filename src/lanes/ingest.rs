@@ -20,8 +20,9 @@ use crate::store::{InboxInsert, Store, StoreError};
 pub(super) enum Wake {
     /// Look at this lane's inbox soon.
     Lane(LaneKey),
-    /// Cancel this lane's running turn in this process (`/stop`), then look at the inbox.
-    StopTurn(LaneKey),
+    /// Cancel this lane's running turn (`/stop`) wherever it runs: any turn, or with a sender
+    /// only that sender's (a group member who is not an admin).
+    StopTurn(LaneKey, Option<String>),
     /// Answer this `/status` event (an inbox id) now, beside whatever turn runs.
     Status(LaneKey, i64),
 }
@@ -70,7 +71,11 @@ impl Ingest {
             cmd = None;
         }
         if cmd == Some(Command::Stop) {
-            let _ = self.wakes.send(Wake::StopTurn(lane.clone()));
+            // In a group a member stops only their own turn; an admin any (the refusal is the
+            // worker's answer to the command, see `control.rs`).
+            let only =
+                (Authorizer::in_group(ev) && !self.auth.is_admin(ev)).then(|| ev.sender_id.clone());
+            let _ = self.wakes.send(Wake::StopTurn(lane.clone(), only));
         }
         let res = self.store.inbox_insert(ev).await?;
         metrics::counter!("herald_inbound_events_total", "platform" => ev.platform.as_str(),

@@ -48,12 +48,12 @@ impl LaneRouter {
     }
 
     /// `/stop`: the turn here, and wherever else it runs.
-    pub(super) fn stop_everywhere(self: &Arc<Self>, lane: LaneKey) {
-        self.cancel_turn(&lane);
+    pub(super) fn stop_everywhere(self: &Arc<Self>, lane: LaneKey, only: Option<String>) {
+        self.cancel_turn(&lane, only.as_deref());
         if self.others() {
             let router = self.clone();
             self.tasks
-                .spawn(async move { router.tell(Signal::Stop { lane }).await });
+                .spawn(async move { router.tell(Signal::Stop { lane, only }).await });
         }
     }
 
@@ -89,8 +89,8 @@ impl LaneRouter {
             match signal {
                 Signal::Wake { to, lane } if to == self.placement.me() => self.dispatch(lane),
                 Signal::Wake { .. } => {}
-                Signal::Stop { lane } => {
-                    self.cancel_turn(&lane);
+                Signal::Stop { lane, only } => {
+                    self.cancel_turn(&lane, only.as_deref());
                 }
                 Signal::Done { from, inbox } if from != self.placement.me() => {
                     let _ = self.deps.finished.send(inbox);

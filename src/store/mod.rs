@@ -26,6 +26,7 @@ mod postgres;
 mod search;
 mod session_id;
 mod signal;
+mod speakers;
 mod spend;
 mod sqlite;
 mod status;
@@ -62,6 +63,7 @@ pub use pairing::{
 };
 pub use postgres::PgStore;
 pub use signal::{Signal, SignalRx, SignalStore};
+pub use speakers::SpeakerStore;
 pub use spend::{Billed, CapHit, CapLimit, NewHold, Reserved, SpendRow, SpendScope, SpendStore};
 pub use sqlite::SqliteStore;
 pub use steps::{StepContext, TurnStep, TurnStepDone};
@@ -213,6 +215,7 @@ pub trait Store:
     + ApprovalStore
     + SpendStore
     + SignalStore
+    + SpeakerStore
     + MigrationStore
     + Send
     + Sync
