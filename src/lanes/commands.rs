@@ -43,8 +43,7 @@ what you have spent, /wrapup (or the \
 single word handoff) writes a handoff note for the next session.";
 
 /// A group member's `/stop` while another member's turn runs (see `approvals.admins`).
-pub const STOP_REFUSED: &str =
-    "Only the person whose turn this is, or an admin, can stop it. It goes on.";
+pub const STOP_REFUSED: &str = "Only the person whose turn this is, or an admin, can stop it.";
 
 /// A group member's `/new` of a session others spoke in too.
 pub const NEW_REFUSED: &str = "Others in this chat are part of this session, so only an admin can \

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::ingest::{Wake, Wakes};
+use super::ingest::{OwnStop, Wake, Wakes};
 use super::worker::Worker;
 use super::Deps;
 use crate::domain::LaneKey;
@@ -137,24 +137,31 @@ impl LaneRouter {
     }
 
     /// Cancels the lane's running turn in this process (`/stop`); with `only`, only a turn
-    /// answering that sender, and another's is left running and the refusal kept for the
-    /// command's answer. Returns whether a turn was cancelled.
-    pub fn cancel_turn(&self, lane: &LaneKey, only: Option<&str>) -> bool {
-        match self.running_turns.lock().expect("turns lock").get(lane) {
-            Some(t) if only.is_none_or(|s| s == t.sender) => {
+    /// answering that sender: another's is left running, and the refusal answers their
+    /// command at once (or, failing that, when the worker reaches it). Returns whether a turn
+    /// was cancelled.
+    pub(super) fn cancel_turn(self: &Arc<Self>, lane: &LaneKey, only: Option<&OwnStop>) -> bool {
+        let turns = self.running_turns.lock().expect("turns lock");
+        match (turns.get(lane), only) {
+            (Some(t), None) => {
                 t.stop.cancel();
                 true
             }
-            Some(_) => {
-                let sender = only.unwrap_or_default().to_string();
+            (Some(t), Some(own)) if own.sender == t.sender => {
+                t.stop.cancel();
+                true
+            }
+            (Some(_), Some(own)) => {
                 tracing::info!(lane = %lane, "a group member's /stop of another member's turn was refused");
                 self.refused_stops
                     .lock()
                     .expect("refused lock")
-                    .insert((lane.clone(), sender));
+                    .insert((lane.clone(), own.sender.clone()));
+                self.tasks
+                    .spawn(self.clone().answer_refused_stop(lane.clone(), own.clone()));
                 false
             }
-            None => false,
+            (None, _) => false,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Issue 52, part 6: in a Telegram group `/stop` and `/new` act only on the sender's own turn
 //! and session, unless the sender is listed in `approvals.admins`. A member's `/stop` of
-//! another's turn (here a turn waiting on its approval question) is refused, and that turn
-//! still finishes and is answered; the member's own `/stop` and an admin's work. A member's
+//! another's turn (here a turn waiting on its approval question) is refused at once, and that
+//! turn still finishes and is answered; the member's own `/stop` and an admin's work. A member's
 //! `/new` of a session others spoke in is refused; of a session that is only theirs, and an
 //! admin's, it starts a new one.
 
@@ -88,25 +88,6 @@ async fn waiting_turn(tg: &FakeTelegram, llm: &FakeLlm, name: &str) -> (i64, Str
     (q.message_id, q.approve)
 }
 
-/// Waits until the group lane's inbox holds a pending `/stop` or `/new` (its wake was sent
-/// before the row was written).
-async fn taken_in(app: &App, cmd: &str) {
-    let lane = LaneKey::new(&format!("telegram:{GROUP}"));
-    wait_until(
-        &format!("{cmd} in the inbox"),
-        Duration::from_secs(20),
-        || async {
-            app.store
-                .inbox_pending(&lane, 50)
-                .await
-                .unwrap()
-                .iter()
-                .any(|r| r.event.text == cmd)
-        },
-    )
-    .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_group_only_the_turns_owner_or_an_admin_stops_it() {
     let (tg, llm, data, app) = start().await;
@@ -116,22 +97,22 @@ async fn in_a_group_only_the_turns_owner_or_an_admin_stops_it() {
             .exists()
     };
 
-    // Another member's /stop leaves the user's turn waiting on its question.
+    // Another member's /stop is refused at once; the user's turn still waits on its question,
+    // and once approved it runs the tool and is answered.
     let (qid, approve) = waiting_turn(&tg, &llm, "triage").await;
     llm.push(Step::Reply("The triage skill is proposed.".into()));
     command(&tg, OTHER, "/stop");
-    taken_in(&app, "/stop").await;
-    tg.push_button_press(GROUP, USER, qid, &approve);
     until_said(&tg, STOP_REFUSED, 1).await;
+    assert_eq!(llm.request_count(), 1, "the turn is still waiting");
+    tg.push_button_press(GROUP, USER, qid, &approve);
+    until_said(&tg, "The triage skill is proposed.", 1).await;
     assert!(proposed("triage"), "the approval was not kept");
-    let texts = said(&tg);
-    let answered = texts
-        .iter()
-        .position(|t| t.contains("The triage skill is proposed."))
-        .expect("the user's turn was answered");
-    let refused = texts.iter().position(|t| t.contains(STOP_REFUSED)).unwrap();
-    assert!(answered < refused, "{texts:?}");
-    assert!(!texts.iter().any(|t| t == "Stopped."), "{texts:?}");
+    assert_eq!(
+        tg.calls("answercallbackquery")[0]["text"],
+        "Approved.",
+        "the refused /stop denied the question"
+    );
+    assert!(!said(&tg).iter().any(|t| t == "Stopped."));
 
     // The user's own /stop ends their turn; its question is not run.
     let _ = waiting_turn(&tg, &llm, "second").await;
