@@ -348,3 +348,106 @@ on_each_backend!(
     postgres_chat_job_stops_at_makers_cap,
     a_chat_made_cron_job_stops_at_its_makers_daily_cap
 );
+
+/// Carol, let in by pairing, made a job in her chat and was revoked: the job's runs are still
+/// hers to pay. Her day is spent, so the operator's `herald cron run` of it is refused before
+/// the model, and `herald cron log` says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_makers_cap_holds_after_their_access_is_removed() {
+    use herald::store::{Billed, NewHold, PairingAsk};
+    use herald_test_support::fake_telegram::FakeTelegram;
+    use herald_test_support::telegram::{fakes, tg_config};
+
+    const CAROL: i64 = 3003;
+    let (tg, llm, data): (FakeTelegram, FakeLlm, _) = fakes().await;
+    let mut config = tg_config(&tg, &llm, &data);
+    config.cron.enabled = false;
+    priced(&mut config);
+    config.budget.person_daily = Some(0.13);
+    let app = App::start(config.clone()).await.unwrap();
+    let carol = CAROL.to_string();
+    app.store
+        .pairing_request(&PairingAsk {
+            platform: "telegram",
+            sender_id: &carol,
+            sender_name: "carol",
+            chat_id: &carol,
+            new_code: "PAIR3003",
+            ttl_ms: 3_600_000,
+            remind_every_ms: 3_600_000,
+            max_pending: 20,
+        })
+        .await
+        .unwrap();
+    app.store
+        .pairing_approve("telegram", "PAIR3003")
+        .await
+        .unwrap();
+    let lane = LaneKey::new(&format!("telegram:{CAROL}"));
+    let name = format!("telegram_{CAROL}.hello");
+    app.store
+        .cron_job_add_owned(
+            &job(&name, lane.as_str()),
+            &lane,
+            &format!("telegram:{CAROL}"),
+            Utc::now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
+    assert!(app.store.sender_revoke("telegram", &carol).await.unwrap());
+    let listed = execute(app.store.as_ref(), &config, CronCmd::List, Utc::now())
+        .await
+        .unwrap();
+    assert!(listed.contains("payer telegram-3003"), "{listed}");
+
+    // What Carol spent today in her chat before she was revoked: 0.032, so no call fits.
+    let now = Utc::now();
+    let earlier = NewHold {
+        lane: lane.to_string(),
+        payer: Payer::Person("telegram-3003".into()),
+        job: None,
+        run: None,
+        cause: "turn".into(),
+        model: "fake-model".into(),
+        day: now.format("%Y-%m-%d").to_string(),
+        month: now.format("%Y-%m").to_string(),
+        held: 0,
+        expires_at: 0,
+    };
+    app.store
+        .spend_record(&earlier, Some(4 * BILL), Billed::default())
+        .await
+        .unwrap();
+
+    let run = CronCmd::Run { name: name.clone() };
+    execute(app.store.as_ref(), &config, run, Utc::now())
+        .await
+        .unwrap();
+    let log = wait_for(
+        "the manual run's outcome",
+        Duration::from_secs(20),
+        async || {
+            let log = execute(
+                app.store.as_ref(),
+                &config,
+                CronCmd::Log {
+                    name: Some(name.clone()),
+                    limit: 1,
+                },
+                Utc::now(),
+            )
+            .await
+            .unwrap();
+            (!log.contains("claimed")).then_some(log)
+        },
+    )
+    .await;
+    assert!(
+        log.contains(" (manual)  skipped  ")
+            && log.contains("paid by telegram-3003, who has reached their daily budget"),
+        "{log}"
+    );
+    assert_eq!(llm.request_count(), 0, "the refused run reached the model");
+    app.shutdown().await;
+    tg.shutdown().await;
+}
