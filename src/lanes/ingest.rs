@@ -28,11 +28,12 @@ pub(super) enum Wake {
 }
 
 /// A group member's `/stop`: it stops only a turn answering their own message. Its command row
-/// (`inbox`) is answered at once with the refusal when another member's turn runs.
+/// (`inbox`; unknown in a signal from an older replica) is answered at once with the refusal
+/// when another member's turn runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct OwnStop {
     pub(super) sender: String,
-    pub(super) inbox: i64,
+    pub(super) inbox: Option<i64>,
 }
 
 /// The receiving end, handed to [`super::LaneRouter::new`].
@@ -88,7 +89,7 @@ impl Ingest {
         if own {
             let stop = OwnStop {
                 sender: ev.sender_id.clone(),
-                inbox: res.id(),
+                inbox: Some(res.id()),
             };
             let _ = self.wakes.send(Wake::StopTurn(lane.clone(), Some(stop)));
         }

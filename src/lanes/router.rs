@@ -157,8 +157,11 @@ impl LaneRouter {
                     .lock()
                     .expect("refused lock")
                     .insert((lane.clone(), own.sender.clone()));
-                self.tasks
-                    .spawn(self.clone().answer_refused_stop(lane.clone(), own.clone()));
+                if let Some(inbox) = own.inbox {
+                    let (router, lane, sender) = (self.clone(), lane.clone(), own.sender.clone());
+                    self.tasks
+                        .spawn(router.answer_refused_stop(lane, sender, inbox));
+                }
                 false
             }
             (None, _) => false,

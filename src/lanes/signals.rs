@@ -53,7 +53,7 @@ impl LaneRouter {
         self.cancel_turn(&lane, only.as_ref());
         if self.others() {
             let router = self.clone();
-            let (only, inbox) = only.map_or((None, None), |o| (Some(o.sender), Some(o.inbox)));
+            let (only, inbox) = only.map_or((None, None), |o| (Some(o.sender), o.inbox));
             self.tasks
                 .spawn(async move { router.tell(Signal::Stop { lane, only, inbox }).await });
         }
@@ -92,10 +92,7 @@ impl LaneRouter {
                 Signal::Wake { to, lane } if to == self.placement.me() => self.dispatch(lane),
                 Signal::Wake { .. } => {}
                 Signal::Stop { lane, only, inbox } => {
-                    let own = only.map(|sender| OwnStop {
-                        sender,
-                        inbox: inbox.unwrap_or_default(),
-                    });
+                    let own = only.map(|sender| OwnStop { sender, inbox });
                     self.cancel_turn(&lane, own.as_ref());
                 }
                 Signal::Done { from, inbox } if from != self.placement.me() => {

@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use super::activity::{clock, secs};
 use super::commands::STOP_REFUSED;
-use super::ingest::OwnStop;
 use super::reply::reply_rows;
 use super::router::LaneRouter;
 use crate::domain::LaneKey;
@@ -34,17 +33,22 @@ impl LaneRouter {
 
     /// A group member's `/stop` found another member's turn running: their command is answered
     /// now with the refusal, the same way; on failure the worker answers it once it gets there.
-    pub(super) async fn answer_refused_stop(self: Arc<Self>, lane: LaneKey, stop: OwnStop) {
+    pub(super) async fn answer_refused_stop(
+        self: Arc<Self>,
+        lane: LaneKey,
+        sender: String,
+        inbox: i64,
+    ) {
         let answered = self
-            .try_answer(&lane, stop.inbox, async || Ok(STOP_REFUSED.to_string()))
+            .try_answer(&lane, inbox, async || Ok(STOP_REFUSED.to_string()))
             .await;
         match answered {
             Ok(()) => {
                 self.refused_stops
                     .lock()
                     .expect("refused lock")
-                    .remove(&(lane, stop.sender));
-                self.finish(stop.inbox).await;
+                    .remove(&(lane, sender));
+                self.finish(inbox).await;
             }
             Err(e) => {
                 tracing::warn!(error = %e, lane = %lane, "could not answer a refused /stop at once; the lane's worker will");
