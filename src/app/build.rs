@@ -134,8 +134,7 @@ impl Core {
         .only_requester(config.approvals.only_requester)
         .people(config.people.clone())
         .budget_approvers(approver_identities(&config));
-        let budget =
-            crate::budget::Budget::new(&config.budget, config.llm.max_tokens, store.clone());
+        let budget = crate::budget::Budget::new(&config, store.clone());
         let outbox_wake = Arc::new(Notify::new());
         budget.set_events(Arc::new(BudgetNotices::new(
             &config,
@@ -236,6 +235,7 @@ impl Core {
             outbox_wake: self.outbox_wake.clone(),
             finished: self.finished.clone(),
             approvals: self.approvals.clone(),
+            auth: self.auth.clone(),
             budget: self.budget.clone(),
             committer: Arc::new(crate::lanes::committer::Committer::new(self.store.clone())),
             recall,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::{Budget, Payer};
+use super::{Budget, Charge};
 use crate::llm::{ChatRequest, Hold, LlmError, Meter, Usage};
 use crate::store::{Billed, CapHit, NewHold, Reserved};
 
@@ -33,7 +33,7 @@ impl Default for Spent {
 
 pub struct TurnMeter {
     budget: Arc<Budget>,
-    payer: Payer,
+    charge: Charge,
     /// Shared with the turn's child agents: their calls count in the turn's row.
     spent: Arc<Mutex<Spent>>,
     /// Holds reserved and not yet settled: a call cut off (`/stop`, the turn's deadline, a
@@ -43,10 +43,10 @@ pub struct TurnMeter {
 }
 
 impl TurnMeter {
-    pub(super) fn new(budget: Arc<Budget>, payer: Payer) -> TurnMeter {
+    pub(super) fn new(budget: Arc<Budget>, charge: Charge) -> TurnMeter {
         TurnMeter {
             budget,
-            payer,
+            charge,
             spent: Arc::new(Mutex::new(Spent::default())),
             open: Arc::new(Mutex::new(Vec::new())),
         }
@@ -68,13 +68,13 @@ impl TurnMeter {
         *self.spent.lock().expect("spent lock")
     }
 
-    /// The same payer, for a child agent's calls: they count with the parent's turn.
+    /// The same charge, for a child agent's calls: they count with the parent's turn.
     pub fn child(&self) -> TurnMeter {
         TurnMeter {
             budget: self.budget.clone(),
-            payer: Payer {
+            charge: Charge {
                 cause: "child",
-                ..self.payer.clone()
+                ..self.charge.clone()
             },
             spent: self.spent.clone(),
             open: self.open.clone(),
@@ -83,19 +83,19 @@ impl TurnMeter {
 
     fn refuse(&self, hit: &CapHit, period: &super::Period) -> LlmError {
         metrics::counter!("herald_budget_cap_hits_total", "cap" => hit.cap.kind()).increment(1);
-        tracing::info!(cap = %hit.cap, spent = hit.spent, limit = hit.limit, lane = %self.payer.lane,
+        tracing::info!(cap = %hit.cap, spent = hit.spent, limit = hit.limit, lane = %self.charge.lane,
             "a spending cap refused a model call");
-        LlmError::OverBudget(self.budget.refusal(hit, period))
+        LlmError::OverBudget(self.budget.refusal(hit, period, &self.charge))
     }
 
     /// The ledger row of a call to `model` in `period`, holding `held`.
     fn row(&self, model: &str, period: &super::Period, held: i64) -> NewHold {
         NewHold {
-            lane: self.payer.lane.clone(),
-            person: self.payer.person.clone(),
-            job: self.payer.job.clone(),
-            run: self.payer.run.clone(),
-            cause: self.payer.cause.to_string(),
+            lane: self.charge.lane.clone(),
+            payer: self.charge.payer.clone(),
+            job: self.charge.job.clone(),
+            run: self.charge.run.clone(),
+            cause: self.charge.cause.to_string(),
             model: model.to_string(),
             day: period.day.clone(),
             month: period.month.clone(),
@@ -124,7 +124,7 @@ impl TurnMeter {
                 .budget_notice_once(&cap.cap, &cap.period, "near")
                 .await
             {
-                events.cap_near(&cap, &self.payer).await;
+                events.cap_near(&cap, &self.charge).await;
             }
         }
     }
@@ -153,7 +153,7 @@ impl Meter for TurnMeter {
 
     async fn reserve(&self, model: &str, req: &ChatRequest) -> Result<Hold, LlmError> {
         let budget = &self.budget;
-        let capped = budget.capped(&self.payer);
+        let capped = budget.capped(&self.charge);
         if capped && !budget.prices.priced(model) {
             metrics::counter!("herald_budget_cap_hits_total", "cap" => "unpriced").increment(1);
             tracing::warn!(
@@ -163,7 +163,7 @@ impl Meter for TurnMeter {
             return Err(LlmError::OverBudget(budget.unpriced(model)));
         }
         let period = budget.period(chrono::Utc::now());
-        let caps = budget.caps(&self.payer, &period);
+        let caps = budget.caps(&self.charge, &period);
         if caps.is_empty() {
             // Nothing to hold against: the call is written once, when it is billed (and the
             // request is not measured for a worst case nobody reads).
@@ -182,7 +182,7 @@ impl Meter for TurnMeter {
             }
             Ok(Err(hit)) => {
                 if let Some(events) = budget.events() {
-                    events.cap_reached(&hit, &self.payer).await;
+                    events.cap_reached(&hit, &self.charge).await;
                 }
                 Err(self.refuse(&hit, &period))
             }

@@ -18,20 +18,21 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use crate::config::{to_nanos, BudgetConfig};
-use crate::domain::{Amount, Cap};
-use crate::store::{CapHit, CapLimit, SpendScope, Store};
+use crate::config::{person_key, to_nanos, BudgetConfig, Config, Person};
+use crate::domain::{Amount, Cap, Payer};
+use crate::store::{CapHit, CapLimit, CronJobRow, SpendScope, Store};
 
 pub use meter::{Spent, TurnMeter};
 pub use period::Period;
 pub use prices::{PriceTable, Rates};
 
 /// Whose spending a call is, and under which caps of its own.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Payer {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charge {
     pub lane: String,
-    /// The person (a `[[people]]` name or an unlinked identity); `None` for a scheduled run.
-    pub person: Option<String>,
+    /// Who pays: a person (their caps apply) or the system. Never absent: a scheduled run of
+    /// a job made in a chat is its maker's ([`Budget::job_payer`]).
+    pub payer: Payer,
     /// The cron job of a scheduled run, with its run key and its own cap (if any).
     pub job: Option<String>,
     pub run: Option<String>,
@@ -40,14 +41,28 @@ pub struct Payer {
     pub cause: &'static str,
 }
 
+impl Charge {
+    /// A call of `cause` in `lane`, paid by `payer`, outside any cron run.
+    pub fn new(lane: impl Into<String>, payer: Payer, cause: &'static str) -> Charge {
+        Charge {
+            lane: lane.into(),
+            payer,
+            job: None,
+            run: None,
+            job_cap: None,
+            cause,
+        }
+    }
+}
+
 /// Told when a cap is reached or nearly spent, so the approvers can hear of it (the lanes layer
 /// sends the notices and the extension questions).
 #[async_trait]
 pub trait BudgetEvents: Send + Sync {
     /// A call was refused by `hit`.
-    async fn cap_reached(&self, hit: &CapHit, payer: &Payer);
+    async fn cap_reached(&self, hit: &CapHit, charge: &Charge);
     /// `hit.spent` has passed `budget.warn_at` of `hit.limit` (once per cap and period).
-    async fn cap_near(&self, hit: &CapHit, payer: &Payer);
+    async fn cap_near(&self, hit: &CapHit, charge: &Charge);
 }
 
 /// The budget of one daemon: its config, price table and the shared ledger.
@@ -57,17 +72,21 @@ pub struct Budget {
     pub tz: Tz,
     /// Most tokens one answer may have (`llm.max_tokens`): the worst case's output.
     pub max_output: u64,
+    /// `[[people]]`: a person's identities share one payer key.
+    people: Vec<Person>,
     store: Arc<dyn Store>,
     events: std::sync::OnceLock<Arc<dyn BudgetEvents>>,
 }
 
 impl Budget {
-    pub fn new(config: &BudgetConfig, max_output: u32, store: Arc<dyn Store>) -> Arc<Budget> {
+    pub fn new(config: &Config, store: Arc<dyn Store>) -> Arc<Budget> {
+        let budget = &config.budget;
         Arc::new(Budget {
-            prices: PriceTable::new(&config.prices),
-            tz: config.timezone.parse().unwrap_or(chrono_tz::UTC),
-            config: config.clone(),
-            max_output: u64::from(max_output),
+            prices: PriceTable::new(&budget.prices),
+            tz: budget.timezone.parse().unwrap_or(chrono_tz::UTC),
+            config: budget.clone(),
+            max_output: u64::from(config.llm.max_tokens),
+            people: config.people.clone(),
             store,
             events: std::sync::OnceLock::new(),
         })
@@ -86,22 +105,33 @@ impl Budget {
         &self.store
     }
 
-    /// A cap applies to `payer`: an unpriced model is refused rather than spent blind.
-    pub fn capped(&self, payer: &Payer) -> bool {
-        self.config.has_caps() || payer.job_cap.is_some()
+    /// A cap applies to `charge`: an unpriced model is refused rather than spent blind.
+    pub fn capped(&self, charge: &Charge) -> bool {
+        self.config.has_caps() || charge.job_cap.is_some()
     }
 
-    /// The meter of one turn (or one capsule) of `payer`.
-    pub fn meter(self: &Arc<Budget>, payer: Payer) -> TurnMeter {
-        TurnMeter::new(self.clone(), payer)
+    /// The meter of one turn (or one capsule) charged as `charge`.
+    pub fn meter(self: &Arc<Budget>, charge: Charge) -> TurnMeter {
+        TurnMeter::new(self.clone(), charge)
+    }
+
+    /// Who pays for what the sender `platform:sender` asked (see [`payer_of`]).
+    pub fn payer_of(&self, platform: &str, sender: &str) -> Payer {
+        payer_of(&self.people, platform, sender)
+    }
+
+    /// Who pays for a run of `job` (see [`job_payer`]).
+    pub fn job_payer(&self, job: &CronJobRow) -> Payer {
+        job_payer(&self.people, job)
     }
 
     pub fn period(&self, now: DateTime<Utc>) -> Period {
         Period::at(now, self.tz)
     }
 
-    /// The caps that apply to `payer` in `period`, with the names their grants are filed under.
-    pub fn caps(&self, payer: &Payer, period: &Period) -> Vec<CapLimit> {
+    /// The caps that apply to `charge` in `period`, with the names their grants are filed
+    /// under.
+    pub fn caps(&self, charge: &Charge, period: &Period) -> Vec<CapLimit> {
         let c = &self.config;
         let mut out = Vec::new();
         if let Some(v) = c.daily {
@@ -120,7 +150,7 @@ impl Budget {
                 v,
             ));
         }
-        if let (Some(v), Some(person)) = (c.person_daily, &payer.person) {
+        if let (Some(v), Payer::Person(person)) = (c.person_daily, &charge.payer) {
             out.push(cap(
                 Cap::PersonDaily(person.clone()),
                 &period.day,
@@ -131,8 +161,8 @@ impl Budget {
                 v,
             ));
         }
-        if let (Some(job), Some(run)) = (&payer.job, &payer.run) {
-            if let Some(v) = payer.job_cap.or(c.cron_run) {
+        if let (Some(job), Some(run)) = (&charge.job, &charge.run) {
+            if let Some(v) = charge.job_cap.or(c.cron_run) {
                 out.push(cap(
                     Cap::CronRun(job.clone()),
                     &period.day,
@@ -144,13 +174,18 @@ impl Budget {
         out
     }
 
-    /// The one line a person reads when `hit` refused a call.
-    pub fn refusal(&self, hit: &CapHit, period: &Period) -> String {
+    /// The one line a person reads when `hit` refused a call of `charge` (for a cron run, the
+    /// line `herald cron log` shows).
+    pub fn refusal(&self, hit: &CapHit, period: &Period, charge: &Charge) -> String {
         let cur = &self.config.currency;
         let spent = Amount(hit.spent).in_currency(cur);
         let limit = Amount(hit.limit).in_currency(cur);
         let day_reset = self.reset_line(period.day_ends);
-        match hit.cap {
+        match &hit.cap {
+            Cap::PersonDaily(person) if charge.job.is_some() => format!(
+                "This scheduled run is paid by {person}, who has reached their daily budget \
+                 ({spent} of {limit} spent today); skipped. It resets {day_reset}."
+            ),
             Cap::PersonDaily(_) => format!(
                 "You have reached your daily budget ({spent} of {limit} spent today), so I \
                  stopped before asking the model. It resets {day_reset}."
@@ -182,6 +217,23 @@ impl Budget {
         let local = at.with_timezone(&self.tz);
         format!("at {} ({})", local.format("%Y-%m-%d %H:%M"), self.tz.name())
     }
+}
+
+/// Who pays for what the sender `platform:sender` asked: that person, across their linked
+/// identities in `people`; the system when nobody sent it (an internal event).
+pub fn payer_of(people: &[Person], platform: &str, sender: &str) -> Payer {
+    person_key(people, platform, sender).map_or(Payer::System, Payer::Person)
+}
+
+/// Who pays for a run of `job`: the person who made it in a chat, whose caps apply whether or
+/// not they may still use the agent; the system for the operator's config and CLI jobs.
+pub fn job_payer(people: &[Person], job: &CronJobRow) -> Payer {
+    job.owner_person
+        .as_deref()
+        .and_then(|p| p.split_once(':'))
+        .map_or(Payer::System, |(platform, sender)| {
+            payer_of(people, platform, sender)
+        })
 }
 
 fn cap(cap: Cap, period: &str, scope: SpendScope, limit: f64) -> CapLimit {

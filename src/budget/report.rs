@@ -25,8 +25,8 @@ pub enum By {
 /// One group's sums.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Group {
-    /// The person, lane, job, model or day; `None`: rows without one (a cron run has no
-    /// person, a conversation no job).
+    /// The payer (a person or `system`), lane, job, model or day; `None`: rows without one (a
+    /// conversation has no job; a row written before payers were recorded has no payer).
     pub key: Option<String>,
     /// `None` when any call of the group had no price.
     pub cost: Option<Amount>,
@@ -46,7 +46,7 @@ pub fn group(rows: &[SpendRow], by: By) -> Vec<Group> {
     let mut groups: BTreeMap<Option<String>, Group> = BTreeMap::new();
     for row in rows.iter().filter(|r| r.state == "settled") {
         let key = match by {
-            By::Person => row.person.clone(),
+            By::Person => row.payer().map(|p| p.to_string()),
             By::Lane => Some(row.lane.clone()),
             By::Job => row.job.clone(),
             By::Model => Some(row.model.clone()),
@@ -101,6 +101,7 @@ mod tests {
             day: day.into(),
             lane: "web:a".into(),
             person: person.map(Into::into),
+            payer: Some(if person.is_some() { "person" } else { "system" }.into()),
             job: None,
             cause: "turn".into(),
             model: "m".into(),
@@ -120,20 +121,27 @@ mod tests {
             row(Some("ann"), "2026-12-01", Some(10), 5),
             row(Some("ann"), "2026-12-02", None, 7),
             row(Some("bob"), "2026-12-02", Some(3), 1),
+            row(None, "2026-12-02", Some(4), 1),
+            SpendRow {
+                payer: None,
+                ..row(None, "2026-12-02", Some(5), 1)
+            },
             SpendRow {
                 state: "held".into(),
                 ..row(Some("bob"), "2026-12-02", None, 0)
             },
         ];
         let by_person = group(&rows, By::Person);
-        assert_eq!(by_person.len(), 2);
-        let ann = &by_person[0];
+        let keys: Vec<_> = by_person.iter().map(|g| g.key.as_deref()).collect();
+        // A row from before payers were recorded reads as none; the system pays by name.
+        assert_eq!(keys, [None, Some("ann"), Some("bob"), Some("system")]);
+        let ann = &by_person[1];
         assert_eq!(
             (ann.cost, ann.known_cost, ann.unknown_calls),
             (None, Amount(10), 1)
         );
         assert_eq!((ann.calls, ann.output), (2, 12));
-        let bob = &by_person[1];
+        let bob = &by_person[2];
         assert_eq!((bob.cost, bob.calls), (Some(Amount(3)), 1));
         let by_day = group(&rows, By::Day);
         assert_eq!(by_day[0].key.as_deref(), Some("2026-12-01"));

@@ -245,8 +245,10 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
             .budget
             .map(|a| format!("  budget {}", a.in_currency(&config.budget.currency)))
             .unwrap_or_default();
+        // Whose caps its runs count against: the chat job's maker, or the system.
+        let payer = crate::budget::job_payer(&config.people, &row);
         out.push_str(&format!(
-            "{}  schedule {:?}{tz}  deliver {}{budget}  {state} ({source})  last {last}  next {next}\n",
+            "{}  schedule {:?}{tz}  deliver {}{budget}  payer {payer}  {state} ({source})  last {last}  next {next}\n",
             row.name,
             spec.schedule,
             spec.deliver.join(","),

@@ -77,6 +77,10 @@ pub struct ApprovalsConfig {
     /// Only the person whose message led to the call may answer it (in a group, other allowed
     /// members are told who can). Off: any allowed sender of the chat may answer.
     pub only_requester: bool,
+    /// Who may `/stop` another member's turn and `/new` a group's shared session: `[[people]]`
+    /// names or identities (`telegram:<id>`, `discord:<id>`). Everyone else acts only on
+    /// their own turn and session in a group.
+    pub admins: Vec<String>,
 }
 
 impl Default for ApprovalsConfig {
@@ -87,6 +91,59 @@ impl Default for ApprovalsConfig {
             deny: Vec::new(),
             bypass: false,
             only_requester: true,
+            admins: Vec::new(),
+        }
+    }
+}
+
+impl ApprovalsConfig {
+    /// Each of `approvals.admins` is a `[[people]]` name in `people` or a chat identity
+    /// (`telegram:<id>`, `discord:<id>`): a typo would leave a group without the admin meant.
+    pub fn check(&self, people: &[super::Person]) -> Result<(), (&'static str, String)> {
+        for a in &self.admins {
+            let person = people.iter().any(|p| &p.name == a);
+            let identity = a.split_once(':').is_some_and(|(platform, id)| {
+                matches!(platform, "telegram" | "discord")
+                    && !id.is_empty()
+                    && id.bytes().all(|b| b.is_ascii_digit())
+            });
+            if !person && !identity {
+                return Err((
+                    "approvals.admins",
+                    format!(
+                        "{a:?} is neither a [[people]] name nor an identity like telegram:123 or \
+                         discord:456"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ApprovalsConfig;
+    use crate::config::Person;
+
+    #[test]
+    fn admins_are_people_or_chat_identities() {
+        let people = [Person {
+            name: "ann".into(),
+            ids: vec!["telegram:1".into()],
+        }];
+        let with = |admins: &[&str]| {
+            ApprovalsConfig {
+                admins: admins.iter().map(|a| a.to_string()).collect(),
+                ..ApprovalsConfig::default()
+            }
+            .check(&people)
+        };
+        assert!(with(&["ann", "telegram:42", "discord:7"]).is_ok());
+        for bad in ["bob", "telegram:", "telegram:abc", "web:ann", "42"] {
+            let (key, message) = with(&[bad]).unwrap_err();
+            assert_eq!(key, "approvals.admins");
+            assert!(message.contains(bad), "{message}");
         }
     }
 }

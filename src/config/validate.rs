@@ -27,6 +27,9 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::Key { key, message });
     }
     super::check_people(&c.people).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    if let Err((key, message)) = c.approvals.check(&c.people) {
+        return Err(ConfigError::Key { key, message });
+    }
     if let Err((key, message)) = c.api.check(c) {
         return Err(ConfigError::Invalid(format!("{key}: {message}")));
     }

@@ -11,6 +11,7 @@ mod event;
 mod lane;
 mod media;
 mod message;
+mod payer;
 mod session_id;
 mod stored_event;
 
@@ -21,4 +22,5 @@ pub use event::{ChatType, Control, MessageEvent, MessageKind, Origin, Platform, 
 pub use lane::{LaneKey, MAX_LANE_KEY_LEN};
 pub use media::{describe_all, short_id, Attachment, MediaKind, MediaSource, SHORT_ID};
 pub use message::{Role, ToolCall};
+pub use payer::Payer;
 pub use session_id::SessionId;

@@ -18,7 +18,7 @@ use super::{
     TranscriptLine,
 };
 use crate::config::HandoffConfig;
-use crate::domain::{Control, LaneKey, MessageEvent, Platform, Role, SessionId};
+use crate::domain::{Control, LaneKey, MessageEvent, Payer, Platform, Role, SessionId};
 use crate::lanes::Ingest;
 use crate::llm::{ChatMessage, ChatRequest, ProviderChain};
 use crate::store::{NewCapsule, Store, StoreError};
@@ -33,6 +33,9 @@ pub struct BuildJob {
     pub thread_id: Option<String>,
     pub session_id: SessionId,
     pub trigger: Trigger,
+    /// Who pays for the writer's call: the person who asked, or the system for the nightly
+    /// closer.
+    pub payer: Payer,
 }
 
 /// What started a build: named in the log line; only a person who asked is told in the chat
@@ -64,7 +67,8 @@ impl Trigger {
 }
 
 impl BuildJob {
-    pub fn for_event(ev: &MessageEvent, session_id: &SessionId) -> BuildJob {
+    /// The build `ev` asked for, paid by `payer` (its sender).
+    pub fn for_event(ev: &MessageEvent, session_id: &SessionId, payer: Payer) -> BuildJob {
         BuildJob {
             lane: ev.lane(),
             platform: ev.platform,
@@ -72,6 +76,7 @@ impl BuildJob {
             thread_id: ev.thread_id.clone(),
             session_id: session_id.clone(),
             trigger: Trigger::Manual,
+            payer,
         }
     }
 }
@@ -111,6 +116,14 @@ impl Builder {
             ingest,
             budget: None,
         }
+    }
+
+    /// Who pays for a build `ev` asked for: its sender (the system when no budget is kept,
+    /// as nothing is metered then).
+    pub fn payer_of(&self, ev: &MessageEvent) -> Payer {
+        self.budget.as_ref().map_or(Payer::System, |b| {
+            b.payer_of(ev.platform.as_str(), &ev.sender_id)
+        })
     }
 
     /// Meters the writer's calls with `budget` (the same ledger as the turns').
@@ -159,11 +172,11 @@ impl Builder {
             tools: Vec::new(),
         };
         let meter = self.budget.as_ref().map(|b| {
-            b.meter(crate::budget::Payer {
-                lane: job.lane.to_string(),
-                cause: "capsule",
-                ..Default::default()
-            })
+            b.meter(crate::budget::Charge::new(
+                job.lane.to_string(),
+                job.payer.clone(),
+                "capsule",
+            ))
         });
         let opts = crate::llm::CallOpts {
             sink: None,

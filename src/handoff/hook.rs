@@ -76,7 +76,7 @@ impl HandoffHook {
                 ),
                 Err(e) => return unavailable(&e),
             };
-        let job = BuildJob::for_event(ev, &session.id);
+        let job = BuildJob::for_event(ev, &session.id, b.payer_of(ev));
         // Checked here, not only in the build, so a person gets one clear answer instead of an
         // acknowledgement followed by a refusal.
         let count = match b.transcript(&session.id).await {

@@ -229,6 +229,7 @@ impl NightlyCloser {
                     thread_id: ev.thread_id,
                     session_id: c.session_id.clone(),
                     trigger: Trigger::Nightly,
+                    payer: crate::domain::Payer::System,
                 };
                 Some(match b.build(&job, cancel).await {
                     Ok(Some(r)) => r.status.as_str().to_string(),

@@ -25,6 +25,8 @@ pub struct Authorizer {
     discord_all: bool,
     /// Non-loopback web requests are authenticated by the bearer token at the HTTP layer.
     web_token_set: bool,
+    /// `approvals.admins` as identities (`telegram:<id>`): may stop and reset for a group.
+    admins: HashSet<String>,
 }
 
 impl Authorizer {
@@ -46,7 +48,21 @@ impl Authorizer {
             discord_roles: c.discord.allowed_roles.iter().cloned().collect(),
             discord_all: c.discord.allow_all_users,
             web_token_set: c.web.token.is_some(),
+            admins: admin_identities(c),
         }
+    }
+
+    /// Whether `ev` came from a chat several people share, where `/stop` and `/new` act only
+    /// on the sender's own turn and session unless [`Authorizer::is_admin`].
+    pub fn in_group(ev: &MessageEvent) -> bool {
+        ev.chat_type != ChatType::Dm
+    }
+
+    /// The sender of `ev` is listed in `approvals.admins` (by identity or `[[people]]` name).
+    /// The platform's own chat admins are not known here: events do not carry them.
+    pub fn is_admin(&self, ev: &MessageEvent) -> bool {
+        self.admins
+            .contains(&format!("{}:{}", ev.platform.as_str(), ev.sender_id))
     }
 
     pub fn is_allowed(&self, ev: &MessageEvent) -> bool {
@@ -69,6 +85,20 @@ impl Authorizer {
             Platform::Cron => false,
         }
     }
+}
+
+/// `approvals.admins` with each `[[people]]` name replaced by its identities.
+fn admin_identities(c: &Config) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for a in &c.approvals.admins {
+        match c.people.iter().find(|p| &p.name == a) {
+            Some(p) => out.extend(p.ids.iter().cloned()),
+            None => {
+                out.insert(a.clone());
+            }
+        }
+    }
+    out
 }
 
 impl Authorizer {

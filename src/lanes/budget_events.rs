@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::budget::{BudgetEvents, Payer, Period};
+use crate::budget::{BudgetEvents, Charge, Period};
 use crate::config::{BudgetConfig, Config};
 use crate::delivery::{Ask, Outbounds};
 use crate::domain::{Amount, Cap, LaneKey, Platform};
@@ -163,7 +163,7 @@ fn subject(cap: &Cap) -> (String, &'static str) {
 
 #[async_trait]
 impl BudgetEvents for BudgetNotices {
-    async fn cap_reached(&self, hit: &CapHit, _payer: &Payer) {
+    async fn cap_reached(&self, hit: &CapHit, _charge: &Charge) {
         if self.approvers.is_empty() {
             return;
         }
@@ -192,7 +192,7 @@ impl BudgetEvents for BudgetNotices {
         }
     }
 
-    async fn cap_near(&self, hit: &CapHit, _payer: &Payer) {
+    async fn cap_near(&self, hit: &CapHit, _charge: &Charge) {
         let (who, when) = subject(&hit.cap);
         let text = format!(
             "{who} has spent {} of {} {when}.",

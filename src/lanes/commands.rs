@@ -42,6 +42,13 @@ pub const HELP_TEXT: &str = "Talk to me in plain words. Commands: /new starts a 
 what you have spent, /wrapup (or the \
 single word handoff) writes a handoff note for the next session.";
 
+/// A group member's `/stop` while another member's turn runs (see `approvals.admins`).
+pub const STOP_REFUSED: &str = "Only the person whose turn this is, or an admin, can stop it.";
+
+/// A group member's `/new` of a session others spoke in too.
+pub const NEW_REFUSED: &str = "Others in this chat are part of this session, so only an admin can \
+start a new one.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,13 +2,18 @@
 //! gives up on, chat commands, and internal control events (session rotation, delivery
 //! mirrors, notices). All of it runs under the lane's lease, like a turn.
 
-use super::commands::{Command, HELP_TEXT};
+use super::commands::{Command, HELP_TEXT, NEW_REFUSED, STOP_REFUSED};
 use super::worker::{Failure, Worker};
-use crate::domain::{Control, MessageEvent, Role};
+use crate::domain::{Control, MessageEvent, Role, SessionId};
+use crate::hooks::Authorizer;
 use crate::store::{
     InboxAttempt, InboxRow, InboxStatus, Lease, NewMessage, NewOutbox, OutboxKey, StoreError,
     TurnCommit,
 };
+
+/// Inbox rows of a session read to tell whose it is (a group's `/new`); beyond them it counts
+/// as what they show.
+const SPEAKERS_READ: i64 = 2000;
 
 impl Worker {
     /// Closes an event without a turn, queueing `reply` to the chat when given.
@@ -89,17 +94,23 @@ impl Worker {
         cmd: Command,
     ) -> Result<(), Failure> {
         let store = &self.router.deps.store;
+        let ev = &row.event;
         let reply = match cmd {
             Command::Start | Command::Help => HELP_TEXT.to_string(),
             Command::New => match store.session_current(&self.lane).await? {
                 Some(s) => {
-                    store.session_close(lease, &s.id, "new").await?;
-                    "Started a new session. Earlier messages stay searchable.".to_string()
+                    if self.may_reset(ev, &s.id).await? {
+                        store.session_close(lease, &s.id, "new").await?;
+                        "Started a new session. Earlier messages stay searchable.".to_string()
+                    } else {
+                        NEW_REFUSED.to_string()
+                    }
                 }
                 None => "This is already a fresh session.".to_string(),
             },
             // A running turn was cancelled when the command arrived (see the router) and
-            // ended without a reply of its own: this is the one answer to `/stop`.
+            // ended without a reply of its own: this is the one answer to `/stop`. A group
+            // member's `/stop` that found another member's turn left it running.
             Command::Stop => {
                 let stopped = self
                     .router
@@ -107,8 +118,16 @@ impl Worker {
                     .lock()
                     .expect("stopped lock")
                     .remove(&self.lane);
+                let refused = self
+                    .router
+                    .refused_stops
+                    .lock()
+                    .expect("refused lock")
+                    .remove(&(self.lane.clone(), ev.sender_id.clone()));
                 if stopped {
                     "Stopped.".to_string()
+                } else if refused {
+                    STOP_REFUSED.to_string()
                 } else {
                     "Nothing is running in this conversation now.".to_string()
                 }
@@ -117,6 +136,23 @@ impl Worker {
             Command::Usage => super::usage::usage_text(&self.router.deps, &row.event).await?,
         };
         self.skip(row, "command", Some(reply)).await
+    }
+
+    /// Whether the sender of `ev` may close `session` with `/new`: anyone in a private chat;
+    /// in a group an admin (`approvals.admins`), or a member every message of the session
+    /// came from.
+    async fn may_reset(&self, ev: &MessageEvent, session: &SessionId) -> Result<bool, Failure> {
+        let auth = &self.router.deps.auth;
+        if !Authorizer::in_group(ev) || auth.is_admin(ev) {
+            return Ok(true);
+        }
+        let speakers = self
+            .router
+            .deps
+            .store
+            .session_speakers(&self.lane, session, SPEAKERS_READ)
+            .await?;
+        Ok(speakers.iter().all(|s| *s == ev.sender_id))
     }
 
     pub(super) async fn control(

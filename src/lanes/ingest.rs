@@ -20,10 +20,20 @@ use crate::store::{InboxInsert, Store, StoreError};
 pub(super) enum Wake {
     /// Look at this lane's inbox soon.
     Lane(LaneKey),
-    /// Cancel this lane's running turn in this process (`/stop`), then look at the inbox.
-    StopTurn(LaneKey),
+    /// Cancel this lane's running turn (`/stop`) wherever it runs: any turn, or only the
+    /// turn of a group member who is not an admin ([`OwnStop`]).
+    StopTurn(LaneKey, Option<OwnStop>),
     /// Answer this `/status` event (an inbox id) now, beside whatever turn runs.
     Status(LaneKey, i64),
+}
+
+/// A group member's `/stop`: it stops only a turn answering their own message. Its command row
+/// (`inbox`; unknown in a signal from an older replica) is answered at once with the refusal
+/// when another member's turn runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct OwnStop {
+    pub(super) sender: String,
+    pub(super) inbox: Option<i64>,
 }
 
 /// The receiving end, handed to [`super::LaneRouter::new`].
@@ -69,10 +79,20 @@ impl Ingest {
         if cmd.is_some() && !self.auth.is_allowed_or_paired(ev, &*self.store).await {
             cmd = None;
         }
-        if cmd == Some(Command::Stop) {
-            let _ = self.wakes.send(Wake::StopTurn(lane.clone()));
+        // In a group a member stops only their own turn, an admin any: that wake names the
+        // command's row, so it goes once the row is written.
+        let own = cmd == Some(Command::Stop) && Authorizer::in_group(ev) && !self.auth.is_admin(ev);
+        if cmd == Some(Command::Stop) && !own {
+            let _ = self.wakes.send(Wake::StopTurn(lane.clone(), None));
         }
         let res = self.store.inbox_insert(ev).await?;
+        if own {
+            let stop = OwnStop {
+                sender: ev.sender_id.clone(),
+                inbox: Some(res.id()),
+            };
+            let _ = self.wakes.send(Wake::StopTurn(lane.clone(), Some(stop)));
+        }
         metrics::counter!("herald_inbound_events_total", "platform" => ev.platform.as_str(),
             "outcome" => if matches!(res, InboxInsert::Inserted(_)) { "new" } else { "duplicate" })
         .increment(1);

@@ -65,6 +65,8 @@ pub struct Deps {
     pub finished: broadcast::Sender<i64>,
     /// Asks people before tool calls that need their word, and takes their answers.
     pub approvals: Approvals,
+    /// Who may use the agent, and who is an admin (`/new` in a group).
+    pub auth: crate::hooks::Authorizer,
     /// The memory provider (`[memory.provider]`), told about compactions; it is also in
     /// `pre_llm`.
     pub recall: Option<Arc<crate::hooks::MemoryRecall>>,

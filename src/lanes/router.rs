@@ -14,21 +14,30 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::ingest::{Wake, Wakes};
+use super::ingest::{OwnStop, Wake, Wakes};
 use super::worker::Worker;
 use super::Deps;
 use crate::domain::LaneKey;
 
+/// A turn running in this process: its `/stop` and the sender whose message it answers.
+pub(super) struct RunningTurn {
+    pub(super) stop: CancellationToken,
+    pub(super) sender: String,
+}
+
 pub struct LaneRouter {
     pub(super) deps: Arc<Deps>,
     pub(super) workers: Mutex<HashMap<LaneKey, mpsc::Sender<()>>>,
-    pub(super) running_turns: Mutex<HashMap<LaneKey, CancellationToken>>,
+    pub(super) running_turns: Mutex<HashMap<LaneKey, RunningTurn>>,
     /// What each running turn of this process is doing (for `/status`), beside `running_turns`.
     pub(super) activity: Mutex<HashMap<LaneKey, Arc<super::activity::Activity>>>,
     /// The wake of each running turn that listens for mid-turn messages (`lanes.mid_turn`).
     pub(super) steering: Mutex<HashMap<LaneKey, Arc<Notify>>>,
     /// Lanes whose turn ended because of `/stop`: the command's answer says so, once.
     pub(super) stopped: Mutex<std::collections::HashSet<LaneKey>>,
+    /// A group member's `/stop` that found another member's turn running, by lane and sender:
+    /// the command's answer is the refusal, once.
+    pub(super) refused_stops: Mutex<std::collections::HashSet<(LaneKey, String)>>,
     /// Short tasks beside the workers (`/status` answers), drained with the app.
     pub(super) tasks: TaskTracker,
     pub(super) slots: Arc<Semaphore>,
@@ -68,6 +77,7 @@ impl LaneRouter {
             activity: Mutex::new(HashMap::new()),
             steering: Mutex::new(HashMap::new()),
             stopped: Mutex::new(Default::default()),
+            refused_stops: Mutex::new(Default::default()),
             tasks: tracker.clone(),
             slots,
             slot_waiters: AtomicUsize::new(0),
@@ -90,7 +100,7 @@ impl LaneRouter {
             };
             match wake {
                 Some(Wake::Lane(lane)) => self.wake_lane(lane),
-                Some(Wake::StopTurn(lane)) => self.stop_everywhere(lane),
+                Some(Wake::StopTurn(lane, only)) => self.stop_everywhere(lane, only),
                 Some(Wake::Status(lane, inbox_id)) => {
                     self.tasks.spawn(self.clone().answer_status(lane, inbox_id));
                 }
@@ -126,14 +136,35 @@ impl LaneRouter {
         self.workers_tracker.spawn(worker.run());
     }
 
-    /// Cancels the lane's running turn in this process (`/stop`). Returns whether one ran.
-    pub fn cancel_turn(&self, lane: &LaneKey) -> bool {
-        match self.running_turns.lock().expect("turns lock").get(lane) {
-            Some(t) => {
-                t.cancel();
+    /// Cancels the lane's running turn in this process (`/stop`); with `only`, only a turn
+    /// answering that sender: another's is left running, and the refusal answers their
+    /// command at once (or, failing that, when the worker reaches it). Returns whether a turn
+    /// was cancelled.
+    pub(super) fn cancel_turn(self: &Arc<Self>, lane: &LaneKey, only: Option<&OwnStop>) -> bool {
+        let turns = self.running_turns.lock().expect("turns lock");
+        match (turns.get(lane), only) {
+            (Some(t), None) => {
+                t.stop.cancel();
                 true
             }
-            None => false,
+            (Some(t), Some(own)) if own.sender == t.sender => {
+                t.stop.cancel();
+                true
+            }
+            (Some(_), Some(own)) => {
+                tracing::info!(lane = %lane, "a group member's /stop of another member's turn was refused");
+                self.refused_stops
+                    .lock()
+                    .expect("refused lock")
+                    .insert((lane.clone(), own.sender.clone()));
+                if let Some(inbox) = own.inbox {
+                    let (router, lane, sender) = (self.clone(), lane.clone(), own.sender.clone());
+                    self.tasks
+                        .spawn(router.answer_refused_stop(lane, sender, inbox));
+                }
+                false
+            }
+            (None, _) => false,
         }
     }
 

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::ingest::OwnStop;
 use super::router::LaneRouter;
 use crate::domain::LaneKey;
 use crate::store::{Signal, SignalRx};
@@ -48,12 +49,13 @@ impl LaneRouter {
     }
 
     /// `/stop`: the turn here, and wherever else it runs.
-    pub(super) fn stop_everywhere(self: &Arc<Self>, lane: LaneKey) {
-        self.cancel_turn(&lane);
+    pub(super) fn stop_everywhere(self: &Arc<Self>, lane: LaneKey, only: Option<OwnStop>) {
+        self.cancel_turn(&lane, only.as_ref());
         if self.others() {
             let router = self.clone();
+            let (only, inbox) = only.map_or((None, None), |o| (Some(o.sender), o.inbox));
             self.tasks
-                .spawn(async move { router.tell(Signal::Stop { lane }).await });
+                .spawn(async move { router.tell(Signal::Stop { lane, only, inbox }).await });
         }
     }
 
@@ -89,8 +91,9 @@ impl LaneRouter {
             match signal {
                 Signal::Wake { to, lane } if to == self.placement.me() => self.dispatch(lane),
                 Signal::Wake { .. } => {}
-                Signal::Stop { lane } => {
-                    self.cancel_turn(&lane);
+                Signal::Stop { lane, only, inbox } => {
+                    let own = only.map(|sender| OwnStop { sender, inbox });
+                    self.cancel_turn(&lane, own.as_ref());
                 }
                 Signal::Done { from, inbox } if from != self.placement.me() => {
                     let _ = self.deps.finished.send(inbox);

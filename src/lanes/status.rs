@@ -5,11 +5,13 @@
 //! which tool, a wait for approval), and what the store knows when another replica does. The
 //! command's inbox row is closed with its reply in one store write; the worker, which would
 //! answer a row this path never got to, derives the same outbox key, so the reply is queued
-//! once whichever side gets there first. Nothing else of the lane changes.
+//! once whichever side gets there first. Nothing else of the lane changes. A group member's
+//! `/stop` refused because another member's turn runs is answered at once the same way.
 
 use std::sync::Arc;
 
 use super::activity::{clock, secs};
+use super::commands::STOP_REFUSED;
 use super::reply::reply_rows;
 use super::router::LaneRouter;
 use crate::domain::LaneKey;
@@ -29,7 +31,43 @@ impl LaneRouter {
         }
     }
 
+    /// A group member's `/stop` found another member's turn running: their command is answered
+    /// now with the refusal, the same way; on failure the worker answers it once it gets there.
+    pub(super) async fn answer_refused_stop(
+        self: Arc<Self>,
+        lane: LaneKey,
+        sender: String,
+        inbox: i64,
+    ) {
+        let answered = self
+            .try_answer(&lane, inbox, async || Ok(STOP_REFUSED.to_string()))
+            .await;
+        match answered {
+            Ok(()) => {
+                self.refused_stops
+                    .lock()
+                    .expect("refused lock")
+                    .remove(&(lane, sender));
+                self.finish(inbox).await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, lane = %lane, "could not answer a refused /stop at once; the lane's worker will");
+            }
+        }
+    }
+
     async fn try_answer_status(&self, lane: &LaneKey, inbox_id: i64) -> Result<(), StoreError> {
+        self.try_answer(lane, inbox_id, async || self.status_text(lane).await)
+            .await
+    }
+
+    /// Closes the pending command row `inbox_id` with the reply `text` makes, in one write.
+    async fn try_answer(
+        &self,
+        lane: &LaneKey,
+        inbox_id: i64,
+        text: impl AsyncFnOnce() -> Result<String, StoreError>,
+    ) -> Result<(), StoreError> {
         let store = &self.deps.store;
         let Some(row) = store.inbox_get(inbox_id).await? else {
             return Ok(());
@@ -37,7 +75,7 @@ impl LaneRouter {
         if row.status != InboxStatus::Pending {
             return Ok(());
         }
-        let text = self.status_text(lane).await?;
+        let text = text().await?;
         let rows = reply_rows(&self.deps, lane, &row, &text, "skip");
         store.inbox_skip(inbox_id, "command", &rows).await?;
         self.deps.outbox_wake.notify_one();

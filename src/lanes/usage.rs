@@ -80,7 +80,8 @@ async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String,
     let currency = &budget.config.currency;
     let period = budget.period(now);
     let since = Period::day_start_ms(&format!("{}-01", period.month), budget.tz).unwrap_or(0);
-    // The jobs this person made in a chat: their runs are paid by no person, but are theirs.
+    // The jobs this person made in a chat: their runs are paid as them; the runs of before
+    // payers were recorded are theirs too.
     let jobs: HashSet<String> = store
         .cron_jobs()
         .await?
@@ -144,10 +145,10 @@ async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String,
     Ok(out.trim_end().to_string())
 }
 
-fn payer(person: &str) -> crate::budget::Payer {
-    crate::budget::Payer {
-        person: Some(person.to_string()),
-        cause: "turn",
-        ..Default::default()
-    }
+fn payer(person: &str) -> crate::budget::Charge {
+    crate::budget::Charge::new(
+        String::new(),
+        crate::domain::Payer::Person(person.to_string()),
+        "turn",
+    )
 }

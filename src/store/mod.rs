@@ -27,6 +27,7 @@ mod postgres;
 mod search;
 mod session_id;
 mod signal;
+mod speakers;
 mod spend;
 mod sqlite;
 mod status;
@@ -63,6 +64,7 @@ pub use pairing::{
 };
 pub use postgres::PgStore;
 pub use signal::{Signal, SignalRx, SignalStore};
+pub use speakers::SpeakerStore;
 pub use spend::{Billed, CapHit, CapLimit, NewHold, Reserved, SpendRow, SpendScope, SpendStore};
 pub use sqlite::SqliteStore;
 pub use steps::{StepContext, TurnStep, TurnStepDone};
@@ -214,6 +216,7 @@ pub trait Store:
     + ApprovalStore
     + SpendStore
     + SignalStore
+    + SpeakerStore
     + MigrationStore
     + Send
     + Sync

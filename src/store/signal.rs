@@ -22,8 +22,16 @@ use crate::domain::LaneKey;
 pub enum Signal {
     /// `to` should look at the lane's inbox now (it holds the lane, or was chosen to run it).
     Wake { to: String, lane: LaneKey },
-    /// Whoever runs the lane's turn cancels it (`/stop` taken in by another replica).
-    Stop { lane: LaneKey },
+    /// Whoever runs the lane's turn cancels it (`/stop` taken in by another replica); with
+    /// `only`, only a turn answering that sender (a group member's own), and the refusal
+    /// answers their command's row `inbox`.
+    Stop {
+        lane: LaneKey,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inbox: Option<i64>,
+    },
     /// The processing of this inbox event ended (answered, failed or skipped) on `from`.
     Done { from: String, inbox: i64 },
     /// `from` is alive and has `free` worker slots for more lanes.
@@ -150,7 +158,16 @@ mod tests {
                 to: "r1".into(),
                 lane: lane.clone(),
             },
-            Signal::Stop { lane },
+            Signal::Stop {
+                lane: lane.clone(),
+                only: None,
+                inbox: None,
+            },
+            Signal::Stop {
+                lane,
+                only: Some("2002".into()),
+                inbox: Some(9),
+            },
             Signal::Done {
                 from: "r2".into(),
                 inbox: 7,

@@ -13,7 +13,7 @@ use super::db;
 use async_trait::async_trait;
 
 use super::{Pools, StoreResult};
-use crate::domain::Cap;
+use crate::domain::{Cap, Payer};
 
 /// Which spending a cap sums.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,10 +75,11 @@ pub struct Reserved {
 }
 
 /// A model call about to be made, and whose spending it is.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NewHold {
     pub lane: String,
-    pub person: Option<String>,
+    /// Who pays: written as the `payer` column and, for a person, the `person` column.
+    pub payer: Payer,
     pub job: Option<String>,
     pub run: Option<String>,
     /// `turn`, `capsule`, `child`.
@@ -99,6 +100,8 @@ pub struct SpendRow {
     pub day: String,
     pub lane: String,
     pub person: Option<String>,
+    /// `person` or `system`; `None` on rows written before payers were recorded.
+    pub payer: Option<String>,
     pub job: Option<String>,
     pub cause: String,
     pub model: String,
@@ -113,6 +116,11 @@ pub struct SpendRow {
 }
 
 impl SpendRow {
+    /// Who paid; `None` for a row written before payers were recorded.
+    pub fn payer(&self) -> Option<Payer> {
+        Payer::from_columns(self.payer.as_deref(), self.person.as_deref())
+    }
+
     /// What the row counts for under a cap.
     pub fn counted(&self) -> i64 {
         match self.state.as_str() {
@@ -216,20 +224,21 @@ impl<S: Pools> SpendStore for S {
         }
         let (id,): (i64,) = db::query(
             "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
-             held, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'held', $10, $11) \
-             RETURNING id",
+             held, expires_at, payer) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'held', $10, $11, $12) RETURNING id",
         )
         .bind(now)
         .bind(hold.day.as_str())
         .bind(hold.month.as_str())
         .bind(hold.lane.as_str())
-        .bind(hold.person.as_deref())
+        .bind(hold.payer.person())
         .bind(hold.job.as_deref())
         .bind(hold.run.as_deref())
         .bind(hold.cause.as_str())
         .bind(hold.model.as_str())
         .bind(hold.held)
         .bind(hold.expires_at)
+        .bind(hold.payer.kind())
         .fetch_one(&mut tx)
         .await?;
         tx.commit().await?;
@@ -260,14 +269,15 @@ impl<S: Pools> SpendStore for S {
     ) -> StoreResult<()> {
         db::query(
             "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
-             held, cost, fresh_input, output, cache_read, cache_write, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'settled', 0, $10, $11, $12, $13, $14, 0)",
+             held, cost, fresh_input, output, cache_read, cache_write, expires_at, payer) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'settled', 0, $10, $11, $12, $13, $14, 0, \
+             $15)",
         )
         .bind(self.now_ms())
         .bind(row.day.as_str())
         .bind(row.month.as_str())
         .bind(row.lane.as_str())
-        .bind(row.person.as_deref())
+        .bind(row.payer.person())
         .bind(row.job.as_deref())
         .bind(row.run.as_deref())
         .bind(row.cause.as_str())
@@ -277,6 +287,7 @@ impl<S: Pools> SpendStore for S {
         .bind(billed.output)
         .bind(billed.cache_read)
         .bind(billed.cache_write)
+        .bind(row.payer.kind())
         .execute(self.writer())
         .await?;
         Ok(())
@@ -328,7 +339,7 @@ impl<S: Pools> SpendStore for S {
 
     async fn spend_rows(&self, since: i64) -> StoreResult<Vec<SpendRow>> {
         Ok(db::query(
-            "SELECT at, day, lane, person, job, cause, model, state, held, cost, fresh_input, \
+            "SELECT at, day, lane, person, payer, job, cause, model, state, held, cost, fresh_input, \
              output, cache_read, cache_write FROM spend WHERE at >= $1 AND state <> 'released' \
              ORDER BY id",
         )

@@ -15,7 +15,7 @@ use chrono::{TimeZone, Utc};
 use herald::app::App;
 use herald::config::{Config, PriceConfig};
 use herald::cron::{JobSpec, Scheduler};
-use herald::domain::{Amount, Cap, LaneKey};
+use herald::domain::{Amount, Cap, LaneKey, Payer};
 use herald::store::{CapLimit, FireStatus, NewHold, SpendScope, Store};
 use herald_test_support::backends::in_fresh_pg_schema;
 use herald_test_support::db::Db;
@@ -221,13 +221,15 @@ async fn race(one: Arc<dyn Store>, two: Arc<dyn Store>) {
         tasks.spawn(async move {
             let hold = NewHold {
                 lane: format!("web:r{i}"),
+                payer: Payer::Person(format!("r{i}")),
+                job: None,
+                run: None,
                 cause: "turn".into(),
                 model: "fake-model".into(),
                 day,
                 month: "2026-12".into(),
                 held: HOLD,
                 expires_at: i64::MAX,
-                ..NewHold::default()
             };
             store
                 .spend_reserve(&hold, &[cap])

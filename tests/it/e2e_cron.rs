@@ -210,8 +210,8 @@ async fn cron_commands_check_targets_and_manage_jobs() {
     let list = execute(store, &config, CronCmd::List, t0()).await.unwrap();
     assert_eq!(
         list,
-        "brief  schedule \"0 7 * * 1-5\" (Europe/Berlin)  deliver web:alice  active (cli)  \
-         last never  next 2026-03-03T06:00:00Z\n"
+        "brief  schedule \"0 7 * * 1-5\" (Europe/Berlin)  deliver web:alice  payer system  \
+         active (cli)  last never  next 2026-03-03T06:00:00Z\n"
     );
     let dup = execute(store, &config, add("web:alice"), t0())
         .await

@@ -1,33 +1,41 @@
 //! The turn's budget: whose spending its model calls are (the person, across their linked
-//! identities; or the cron job and its run with the job's own cap), so the meter can reserve
-//! under the caps that apply and the turn's row can carry what it spent.
+//! identities; for a cron run, the person who made the job in a chat or else the system, with
+//! the job's run and its own cap), so the meter can reserve under the caps that apply and the
+//! turn's row can carry what it spent.
 
-use crate::budget::{Payer, TurnMeter};
-use crate::domain::{MessageEvent, Origin};
+use crate::budget::{Charge, TurnMeter};
+use crate::domain::{MessageEvent, Origin, Payer};
 use crate::lanes::worker::Worker;
 
 impl Worker {
     /// The meter of a turn answering `ev`.
     pub(super) async fn meter(&self, ev: &MessageEvent) -> TurnMeter {
         let deps = &self.router.deps;
-        let mut payer = Payer {
-            lane: self.lane.to_string(),
-            person: deps.config.person(ev.platform.as_str(), &ev.sender_id),
-            cause: "turn",
-            ..Payer::default()
-        };
+        let budget = &deps.budget;
+        let mut charge = Charge::new(
+            self.lane.to_string(),
+            budget.payer_of(ev.platform.as_str(), &ev.sender_id),
+            "turn",
+        );
         if let Origin::Scheduled { .. } = ev.origin {
             let job = ev.chat_id.clone();
-            payer.job_cap = match deps.store.cron_job_get(&job).await {
-                Ok(row) => row.and_then(|r| r.spec.budget).map(|a| a.units()),
-                Err(e) => {
-                    tracing::warn!(job = %job, error = %e, "reading the job's budget failed; the default cap applies");
-                    None
+            match deps.store.cron_job_get(&job).await {
+                Ok(Some(row)) => {
+                    charge.payer = budget.job_payer(&row);
+                    charge.job_cap = row.spec.budget.map(|a| a.units());
                 }
-            };
-            payer.run = Some(ev.platform_message_id.clone());
-            payer.job = Some(job);
+                Ok(None) => {
+                    tracing::warn!(job = %job, "the job of this run is gone; the system pays for it");
+                    charge.payer = Payer::System;
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job, error = %e, "reading the job failed; the system pays for the run under the default cap");
+                    charge.payer = Payer::System;
+                }
+            }
+            charge.run = Some(ev.platform_message_id.clone());
+            charge.job = Some(job);
         }
-        deps.budget.meter(payer)
+        budget.meter(charge)
     }
 }

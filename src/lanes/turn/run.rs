@@ -62,7 +62,13 @@ impl Worker {
             .running_turns
             .lock()
             .expect("turns lock")
-            .insert(self.lane.clone(), stop.clone());
+            .insert(
+                self.lane.clone(),
+                crate::lanes::router::RunningTurn {
+                    stop: stop.clone(),
+                    sender: ev.sender_id.clone(),
+                },
+            );
         let activity = Arc::new(Activity::new());
         let on_board = ActivityEntry::insert(&self.router, &self.lane, activity.clone());
         let clock = Arc::new(TurnClock::new(Duration::from_secs(
