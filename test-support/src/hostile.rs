@@ -162,7 +162,7 @@ fn zip(entries: &[Entry<'_>]) -> Vec<u8> {
         central.extend_from_slice(&0x02014b50u32.to_le_bytes());
         central.extend_from_slice(&20u16.to_le_bytes()); // version made by
         common(&mut central);
-        central.extend_from_slice(&[0; 8]); // comment, disk, internal attributes
+        central.extend_from_slice(&[0; 6]); // comment length, disk, internal attributes
         central.extend_from_slice(&0u32.to_le_bytes()); // external attributes
         central.extend_from_slice(&offset.to_le_bytes());
         central.extend_from_slice(e.name.as_bytes());

@@ -31,9 +31,10 @@ impl Office {
 pub fn office_text(bytes: &[u8], kind: Office, max_unpacked: u64) -> Result<String, MediaError> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| malformed(&format!("not a readable archive: {e}")))?;
-    let entry = archive
-        .by_name(kind.part())
-        .map_err(|_| malformed(&format!("it has no {}", kind.part())))?;
+    let entry = archive.by_name(kind.part()).map_err(|e| match e {
+        zip::result::ZipError::FileNotFound => malformed(&format!("it has no {}", kind.part())),
+        e => malformed(&format!("its {} cannot be read: {e}", kind.part())),
+    })?;
     let mut xml = Vec::new();
     entry
         .take(max_unpacked.saturating_add(1))
