@@ -63,11 +63,7 @@ fn xml_text(xml: &[u8], kind: Office) -> Result<String, MediaError> {
                     "it declares its own XML entities, which Herald does not expand",
                 ))
             }
-            Event::Start(e) => {
-                if opens_text(kind, e.local_name().as_ref()) {
-                    depth += 1;
-                }
-            }
+            Event::Start(e) if opens_text(kind, e.local_name().as_ref()) => depth += 1,
             Event::End(e) => {
                 let name = e.local_name();
                 if opens_text(kind, name.as_ref()) {
