@@ -1,7 +1,8 @@
 //! The decode worker's document path (`herald decode`'s own function, in process) on any
 //! bytes under any of the names it dispatches on: it returns an outcome (text, not read, or a
-//! refusal) and never panics past its `catch_unwind`, overflows the stack or hangs; the text
-//! it returns stays within the character budget.
+//! refusal) within the character budget. libFuzzer's panic hook aborts on any panic, so a
+//! panic in a decoder is a finding here although the worker would answer "malformed"; so is a
+//! stack overflow or a hang, which the worker would survive as a crash or a timeout.
 #![no_main]
 
 use herald::media::decode::worker::run;
