@@ -355,4 +355,22 @@ async fn the_real_worker_reads_and_refuses_by_its_caps() {
         .await
         .unwrap_err();
     assert_eq!(err.to_string(), "it has 2 pages, over the 1-page limit");
+    // The address-space cap is set on the real worker: 100 MiB of text do not fit in 128 MB
+    // beside the binary itself, and the death is named as a memory limit.
+    let small = Decoder::new(
+        Some(herald_bin()),
+        vec!["decode".into()],
+        Limits::default(),
+        128,
+        Duration::from_secs(60),
+    );
+    let text = vec![b'a'; 100 << 20];
+    let err = small
+        .decode(JobKind::Document, &text, Some("text/plain"), Some("a.txt"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "reading it needed more than 128 MB of memory, so it was stopped"
+    );
 }
