@@ -15,7 +15,6 @@ use herald::domain::{Attachment, MediaKind, MediaSource};
 use herald::llm::Part;
 use herald::media::{MediaCache, MediaReader};
 use herald_test_support::fake_telegram::FakeTelegram;
-use tokio_util::task::TaskTracker;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -54,7 +53,7 @@ async fn main() -> std::io::Result<()> {
     config.llm.vision = true;
     config.media.max_bytes = 20 * 1024 * 1024;
     let cache = MediaCache::under(data.path(), 24);
-    let reader = MediaReader::from_config(&config, cache, TaskTracker::new());
+    let reader = MediaReader::from_config(&config, cache);
 
     let mut out = format!(
         "photo turn media step, {runs} runs (median), fake Telegram on 127.0.0.1\n\

@@ -11,8 +11,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use tokio_util::task::TaskTracker;
-
 use crate::config::Config;
 use crate::domain::{Attachment, MediaKind};
 use crate::llm::{Blob, Part};
@@ -43,9 +41,9 @@ pub struct MediaReader {
 const IMAGES_REMEMBERED: usize = 4096;
 
 impl MediaReader {
-    /// The tracker is no longer used: decoding happens in child processes, which the
-    /// decoder owns and kills when a turn is dropped.
-    pub fn from_config(config: &Config, cache: MediaCache, _tracker: TaskTracker) -> MediaReader {
+    /// Decoding happens in child processes, which the decoder owns and kills when a turn is
+    /// dropped: nothing of the reader's runs on the app's tracker.
+    pub fn from_config(config: &Config, cache: MediaCache) -> MediaReader {
         MediaReader::with_decoder(config, cache, Decoder::from_config(config))
     }
 
