@@ -53,6 +53,9 @@ pub enum MediaError {
     /// The isolated reader died on it (a stack overflow, a memory fault, an abort).
     #[error("the file could not be read: the reader crashed on it ({0})")]
     Crashed(String),
+    /// The `herald decode` worker could not be found or started on this machine.
+    #[error("the isolated reader could not be started: {0}")]
+    NoDecoder(String),
     #[error("reading it took longer than {secs} s, so it was stopped")]
     DecodeTimeout { secs: u64 },
     #[error("reading it needed more than {mb} MB of memory, so it was stopped")]

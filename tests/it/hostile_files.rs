@@ -309,6 +309,20 @@ async fn a_worker_s_death_becomes_one_sentence() {
         .await
         .unwrap_err();
     assert!(matches!(err, MediaError::Crashed(_)), "{err}");
+    // No worker: the file is not read in process instead.
+    let missing = Decoder::new(
+        Some(PathBuf::from("/nonexistent/herald")),
+        vec!["decode".into()],
+        Limits::default(),
+        512,
+        long,
+    );
+    let err = decode_with(&missing).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the isolated reader could not be started: "),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -93,8 +93,8 @@ impl Decoder {
         name: Option<&str>,
     ) -> Result<Outcome, MediaError> {
         let Some(program) = &self.program else {
-            return Err(MediaError::Crashed(
-                "the isolated reader (herald decode) was not found".into(),
+            return Err(MediaError::NoDecoder(
+                "no herald executable was found beside this program".into(),
             ));
         };
         let job = Job {
@@ -149,7 +149,7 @@ impl Decoder {
         }
         let mut child = cmd
             .spawn()
-            .map_err(|e| MediaError::Crashed(format!("the reader could not be started: {e}")))?;
+            .map_err(|e| MediaError::NoDecoder(e.to_string()))?;
         let (Some(mut stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
