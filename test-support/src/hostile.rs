@@ -188,6 +188,24 @@ fn crc(data: &[u8]) -> u32 {
 
 /// A .docx whose `word/document.xml` is `xml`, stored.
 pub fn docx(xml: &str) -> Vec<u8> {
+    office_zip("word/document.xml", xml)
+}
+
+/// An .odt of `paragraphs` (`text:p` each, in `content.xml`, stored).
+pub fn text_odt(paragraphs: &[&str]) -> Vec<u8> {
+    let body: String = paragraphs
+        .iter()
+        .map(|p| format!("<text:p>{p}</text:p>"))
+        .collect();
+    office_zip(
+        "content.xml",
+        &format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>{body}</office:text></office:body></office:document-content>"#
+        ),
+    )
+}
+
+fn office_zip(part: &str, xml: &str) -> Vec<u8> {
     let types = r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>"#;
     zip(&[
         Entry {
@@ -198,7 +216,7 @@ pub fn docx(xml: &str) -> Vec<u8> {
             crc: crc(types.as_bytes()),
         },
         Entry {
-            name: "word/document.xml",
+            name: part,
             deflated: false,
             data: xml.as_bytes(),
             size: xml.len() as u32,

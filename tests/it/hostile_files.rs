@@ -343,6 +343,20 @@ async fn the_real_worker_reads_and_refuses_by_its_caps() {
         matches!(&out, Outcome::Document { text, .. } if text.contains("Quarterly revenue")),
         "{out:?}"
     );
+    let odt = hostile::text_odt(&["Agenda", "Budget &lt; 5k"]);
+    let out = d
+        .decode(JobKind::Document, &odt, None, Some("agenda.odt"))
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        Outcome::Document {
+            format: herald::media::decode::WireFormat::OpenDocument,
+            text: "Agenda\nBudget < 5k".into(),
+            truncated: false,
+            total_chars: 18,
+        }
+    );
     let png = hostile::png(3, 2);
     let out = d.decode(JobKind::Image, &png, None, None).await.unwrap();
     assert_eq!(
