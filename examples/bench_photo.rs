@@ -15,7 +15,6 @@ use herald::domain::{Attachment, MediaKind, MediaSource};
 use herald::llm::Part;
 use herald::media::{MediaCache, MediaReader};
 use herald_test_support::fake_telegram::FakeTelegram;
-use tokio_util::task::TaskTracker;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -23,8 +22,12 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn photo(bytes: usize, seed: u8) -> Vec<u8> {
-    // A JPEG's magic, then bytes that do not compress: the size is what crosses the wire.
-    let mut b = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    // A JPEG's magic and frame header (1280x960: the decode worker reads the size from it),
+    // then bytes that do not compress: the size is what crosses the wire.
+    let mut b = vec![
+        0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x11, 0x08, 0x03, 0xC0, 0x05, 0x00, 0x03, 0x01, 0x22, 0x00,
+        0x02, 0x11, 0x01, 0x03, 0x11, 0x01,
+    ];
     let mut x = u32::from(seed) | 1;
     while b.len() < bytes {
         x ^= x << 13;
@@ -50,7 +53,7 @@ async fn main() -> std::io::Result<()> {
     config.llm.vision = true;
     config.media.max_bytes = 20 * 1024 * 1024;
     let cache = MediaCache::under(data.path(), 24);
-    let reader = MediaReader::from_config(&config, cache, TaskTracker::new());
+    let reader = MediaReader::from_config(&config, cache);
 
     let mut out = format!(
         "photo turn media step, {runs} runs (median), fake Telegram on 127.0.0.1\n\

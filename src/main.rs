@@ -93,13 +93,23 @@ enum Command {
     },
     /// What the model calls cost: by person, lane, cron job, model or day.
     Usage(cli::UsageArgs),
+    /// The isolated decode worker the daemon starts: one job on stdin, one answer on stdout.
+    #[command(hide = true)]
+    Decode,
 }
 
 fn main() -> std::process::ExitCode {
+    // The isolated decode worker (media::decode): first, before config, TLS or a runtime.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "decode") {
+        return herald::media::decode::worker::main();
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     if let Command::Doctor = cli.command {
         return doctor(&cli);
+    }
+    if let Command::Decode = cli.command {
+        return herald::media::decode::worker::main();
     }
     let listen = match &cli.command {
         Command::Serve { listen } => listen.clone(),
@@ -151,7 +161,9 @@ fn main() -> std::process::ExitCode {
                 }
             }
             Command::Migrate => cli::migrate(&config).await,
-            Command::Doctor => unreachable!("handled before the config is loaded"),
+            Command::Doctor | Command::Decode => {
+                unreachable!("handled before the config is loaded")
+            }
             Command::Sessions { command } => cli::sessions(&config, command).await,
             Command::Inbox { command } => cli::inbox(&config, command).await,
             Command::Pairing { command } => cli::pairing(&config, command).await,

@@ -242,7 +242,6 @@ impl Core {
             media: Arc::new(crate::media::MediaReader::from_config(
                 &self.config,
                 media_cache.clone(),
-                self.tracker.clone(),
             )),
             media_cache,
         })

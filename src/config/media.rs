@@ -1,5 +1,6 @@
 //! The `[media]` section: how large a file Herald fetches, how long its bytes stay cached,
-//! how voice notes become text and how much of a document reaches the model.
+//! how voice notes become text, how much of a document reaches the model, and the caps of the
+//! isolated decoder that reads a stranger's files.
 //!
 //! Only settings live here; reading files is `crate::media`'s job.
 
@@ -29,6 +30,17 @@ pub struct MediaConfig {
     /// private, loopback or other internal address. The configured platform API hosts
     /// (`telegram.api_url`, `discord.api_url`) are reached that way without being listed.
     pub allow_private_hosts: Vec<String>,
+    /// Files from people are decoded in a `herald decode` child process: its address space
+    /// cap in MB; a file that needs more gets a clear answer.
+    pub decode_memory_mb: u64,
+    /// Wall-clock (and CPU-time) deadline of one decode, in seconds.
+    pub decode_timeout_secs: u64,
+    /// Bytes a document may inflate to in all (PDF streams, office zip entries).
+    pub max_unpacked_bytes: u64,
+    /// Pages of a PDF read at most; a longer one is refused.
+    pub max_pages: u64,
+    /// Width times height of an image given to the model at most; a larger one is refused.
+    pub max_image_pixels: u64,
 }
 
 impl Default for MediaConfig {
@@ -42,6 +54,11 @@ impl Default for MediaConfig {
             transcription_model: "whisper-1".into(),
             document_chars: 40_000,
             allow_private_hosts: Vec::new(),
+            decode_memory_mb: 512,
+            decode_timeout_secs: 20,
+            max_unpacked_bytes: 64 * 1024 * 1024,
+            max_pages: 500,
+            max_image_pixels: 50_000_000,
         }
     }
 }

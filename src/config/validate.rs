@@ -124,6 +124,11 @@ fn media(c: &Config) -> Result<(), ConfigError> {
         ("media.max_bytes", m.max_bytes == 0),
         ("media.fetch_timeout_secs", m.fetch_timeout_secs == 0),
         ("media.document_chars", m.document_chars == 0),
+        ("media.decode_memory_mb", m.decode_memory_mb == 0),
+        ("media.decode_timeout_secs", m.decode_timeout_secs == 0),
+        ("media.max_unpacked_bytes", m.max_unpacked_bytes == 0),
+        ("media.max_pages", m.max_pages == 0),
+        ("media.max_image_pixels", m.max_image_pixels == 0),
         (
             "media.transcription_model",
             m.transcription_model.trim().is_empty(),

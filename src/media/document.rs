@@ -1,20 +1,27 @@
 //! A document a person sent, as text the model can read: text, Markdown, code, CSV and JSON
-//! as they are (decoded to UTF-8), a PDF through its text layer, cut at a character budget.
+//! as they are (decoded to UTF-8), a PDF through its text layer, a Word or OpenDocument text
+//! through its XML, cut at a character budget.
 //!
 //! What a file is comes from its name's extension first (platforms send `.rs` or `.csv` as
 //! `application/octet-stream`), then its MIME type, then its bytes (`sniff`). A type Herald
 //! does not read is `Ok(None)`, for the caller to name; a file that claims a readable type
 //! but is not one is `MediaError::Corrupt`.
 //!
-//! PDFs go through `pdf-extract` (pure Rust over `lopdf`): it decodes font encodings and
-//! ToUnicode maps, and it can panic on odd files, so it runs under `catch_unwind`, and
-//! `read_document_blocking` runs it off the async workers on the app's tracker.
+//! This is the decoding itself, and it runs inside the isolated `herald decode` worker
+//! (`media::decode`), never in the daemon: a PDF is looked over first (`decode::pdf_scan`:
+//! pages, inflated bytes, forms that draw themselves) and only then given to `pdf-extract`
+//! (pure Rust over `lopdf`, under `catch_unwind`); an office file's XML is read under the
+//! same inflate cap (`decode::office`). `read_document_blocking` remains for callers that
+//! hold trusted bytes.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use tokio_util::task::TaskTracker;
 
+use super::decode::office::{office_text, Office};
+use super::decode::pdf_scan::prescan;
+use super::decode::Limits;
 use super::sniff::{sniff, utf8_prefix};
 use super::MediaError;
 
@@ -28,6 +35,10 @@ pub enum DocFormat {
     Csv,
     Json,
     Pdf,
+    /// A Word document (.docx).
+    Word,
+    /// An OpenDocument text (.odt).
+    OpenDocument,
 }
 
 impl DocFormat {
@@ -40,6 +51,8 @@ impl DocFormat {
             DocFormat::Csv => "CSV",
             DocFormat::Json => "JSON",
             DocFormat::Pdf => "PDF",
+            DocFormat::Word => "Word document",
+            DocFormat::OpenDocument => "OpenDocument text",
         }
     }
 }
@@ -159,19 +172,61 @@ const GENERIC_MIMES: &[&str] = &[
     "application/x-unknown",
 ];
 
-/// The document's text, or `Ok(None)` for a type Herald does not read.
+/// MIME types of the office formats read, and their extensions.
+const OFFICE: &[(&str, &str, Office)] = &[
+    (
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "docx",
+        Office::Word,
+    ),
+    (
+        "application/vnd.oasis.opendocument.text",
+        "odt",
+        Office::OpenDocument,
+    ),
+];
+
+/// The document's text, or `Ok(None)` for a type Herald does not read; under the default
+/// caps but `max_chars`.
 pub fn read_document(
     bytes: &[u8],
     mime: Option<&str>,
     name: Option<&str>,
     max_chars: usize,
 ) -> Result<Option<DocumentText>, MediaError> {
+    let limits = Limits {
+        max_chars,
+        ..Limits::default()
+    };
+    decode_document(bytes, mime, name, &limits)
+}
+
+/// The document's text under `limits`, or `Ok(None)` for a type Herald does not read.
+pub fn decode_document(
+    bytes: &[u8],
+    mime: Option<&str>,
+    name: Option<&str>,
+    limits: &Limits,
+) -> Result<Option<DocumentText>, MediaError> {
+    let max_chars = limits.max_chars;
     let mime = mime.map(essence).filter(|m| !m.is_empty());
     let mime = mime.as_deref();
     let sniffed = sniff(bytes);
     let claims_pdf = mime == Some("application/pdf") || extension(name) == Some("pdf".into());
     if claims_pdf || sniffed == Some("application/pdf") {
-        return read_pdf(bytes, max_chars).map(Some);
+        return read_pdf(bytes, limits).map(Some);
+    }
+    let ext = extension(name);
+    let office = OFFICE
+        .iter()
+        .find(|(m, e, _)| ext.as_deref() == Some(*e) || mime == Some(*m) || sniffed == Some(*m));
+    if let Some((_, _, kind)) = office {
+        let text = office_text(bytes, *kind, limits.max_unpacked_bytes)?;
+        let format = match kind {
+            Office::Word => DocFormat::Word,
+            Office::OpenDocument => DocFormat::OpenDocument,
+        };
+        return Ok(Some(cut(format, &tidy_pdf_text(&text), max_chars)));
     }
     if let Some(format) = format_by_name(name).or_else(|| mime.and_then(format_by_mime)) {
         let text = decode_text(bytes)?;
@@ -306,8 +361,15 @@ fn cut(format: DocFormat, text: &str, max_chars: usize) -> DocumentText {
 
 /// A PDF's text layer. An encrypted PDF (no empty user password) or one of scanned images has
 /// none: `Ok` with empty text, for the caller to say so.
-fn read_pdf(bytes: &[u8], max_chars: usize) -> Result<DocumentText, MediaError> {
+fn read_pdf(bytes: &[u8], limits: &Limits) -> Result<DocumentText, MediaError> {
     use pdf_extract::{Error as PdfError, OutputError};
+    let max_chars = limits.max_chars;
+    // A file lopdf cannot load goes on to the extractor, which says why in its own terms
+    // (encrypted, or not a PDF).
+    let loaded = std::panic::catch_unwind(|| pdf_extract::Document::load_mem(bytes));
+    if let Ok(Ok(doc)) = loaded {
+        prescan(&doc, limits)?;
+    }
     let extracted = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem(bytes));
     let raw = match extracted {
         Ok(Ok(text)) => text,

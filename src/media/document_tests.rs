@@ -84,8 +84,7 @@ fn binary_and_unread_types_are_none() {
     assert_eq!(read(PNG, Some("application/octet-stream"), Some("x")), None);
     assert_eq!(read(PNG, Some("image/png"), Some("photo.png")), None);
     let zip = b"PK\x03\x04\x14\0\0\0\x08\0rest";
-    let docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
-    assert_eq!(read(zip, Some(docx), Some("report.docx")), None);
+    assert_eq!(read(zip, Some("application/zip"), Some("photos.zip")), None);
     assert_eq!(read(b"\x01\x02\0\x03", None, Some("data.bin")), None);
     // A specific type Herald does not read stays unread even when its bytes are text; any
     // `text/*` is read.
@@ -95,6 +94,19 @@ fn binary_and_unread_types_are_none() {
     );
     let vcard = read(b"BEGIN:VCARD", Some("text/vcard"), None);
     assert_eq!(vcard.map(|d| d.format), Some(DocFormat::Text));
+}
+
+#[test]
+fn a_cut_office_file_is_corrupt() {
+    let zip = b"PK\x03\x04\x14\0\0\0\x08\0rest";
+    let docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+    for (mime, name) in [(Some(docx), Some("report.docx")), (None, Some("notes.odt"))] {
+        let err = read_document(zip, mime, name, 100).unwrap_err();
+        assert!(
+            matches!(err, MediaError::Corrupt(ref m) if m.contains("not a readable archive")),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! parts back; the transcript keeps the reference (`domain::Attachment`), never the bytes.
 
 pub mod cache;
+pub mod decode;
 pub mod document;
 pub mod fetch;
 pub mod images;
@@ -17,6 +18,7 @@ pub mod transcribe;
 mod document_tests;
 
 pub use cache::{is_sha256, sha256_hex, MediaCache};
+pub use decode::Decoder;
 pub use document::{read_document, read_document_blocking, DocFormat, DocumentText};
 pub use fetch::{Fetched, Fetcher};
 pub use read::MediaReader;
@@ -45,6 +47,23 @@ pub enum MediaError {
     /// The bytes are not what they claim (a truncated image, a PDF that does not parse).
     #[error("the file could not be read: {0}")]
     Corrupt(String),
+    /// Inflating it (a PDF stream, a zip entry) would pass `media.max_unpacked_bytes`.
+    #[error("it is too large when unpacked (over the {} limit)", human_size(*.max))]
+    Unpacked { max: u64 },
+    #[error("it has {pages} pages, over the {max}-page limit")]
+    TooManyPages { pages: u64, max: u64 },
+    #[error("the image is {width}x{height}, over the limit of {} pixels", megapixels(*.max))]
+    ImageTooLarge { width: u64, height: u64, max: u64 },
+    /// The isolated reader died on it (a stack overflow, a memory fault, an abort).
+    #[error("the file could not be read: the reader crashed on it ({0})")]
+    Crashed(String),
+    /// The `herald decode` worker could not be found or started on this machine.
+    #[error("the isolated reader could not be started: {0}")]
+    NoDecoder(String),
+    #[error("reading it took longer than {secs} s, so it was stopped")]
+    DecodeTimeout { secs: u64 },
+    #[error("reading it needed more than {mb} MB of memory, so it was stopped")]
+    DecodeMemory { mb: u64 },
     #[error("no speech-to-text endpoint is configured")]
     NoTranscriber,
     #[error("the speech-to-text endpoint failed: {0}")]
@@ -61,5 +80,18 @@ pub fn human_size(bytes: u64) -> String {
         format!("{:.1} KB", b / KB)
     } else {
         format!("{:.1} MB", b / (KB * KB))
+    }
+}
+
+/// `50 million`, `1.5 million`, `800000`, for a pixel count in a sentence.
+fn megapixels(pixels: u64) -> String {
+    if pixels < 1_000_000 {
+        return pixels.to_string();
+    }
+    let m = pixels as f64 / 1e6;
+    if m.fract() == 0.0 {
+        format!("{m:.0} million")
+    } else {
+        format!("{m:.1} million")
     }
 }

@@ -3,11 +3,13 @@
 //! voice note or audio file a transcript, a document its text, anything else is named. Each
 //! outcome goes to a [`Reading`]; a failure is one line and one log line, never a lost message.
 //!
-//! Also refetches the images of history rows still in view, for a model that sees.
+//! Documents and the images a model will see are decoded by the isolated worker
+//! ([`Decoder`]), never in this process; audio is not decoded here at all (the speech-to-text
+//! endpoint reads it). Also refetches the images of history rows still in view, for a model
+//! that sees, each checked again unless this process already passed its hash.
 
 use std::collections::HashMap;
-
-use tokio_util::task::TaskTracker;
+use std::sync::Mutex;
 
 use crate::config::Config;
 use crate::domain::{Attachment, MediaKind};
@@ -15,7 +17,7 @@ use crate::llm::{Blob, Part};
 use crate::media::images::{rows_in_view, HistoryImages};
 use crate::store::StoredMessage;
 
-use super::document::{read_document_blocking, DocFormat};
+use super::decode::{Decoder, JobKind, Outcome, WireFormat};
 use super::fetch::{Fetched, Fetcher};
 use super::reading::{is_image, Item, Reading};
 use super::sniff::sniff;
@@ -25,23 +27,35 @@ use super::{MediaCache, MediaError};
 /// Everything a turn needs to read files, built once at start.
 pub struct MediaReader {
     fetcher: Fetcher,
-    /// Document extraction runs on blocking threads tracked with the app's tasks.
-    tracker: TaskTracker,
+    /// Documents and images are decoded in `herald decode` child processes.
+    decoder: Decoder,
     transcriber: Option<Transcriber>,
     vision: bool,
     keep_images_turns: u32,
-    document_chars: usize,
+    /// The decoder's verdict on each image hash (`None`: passed), so history images are not
+    /// checked again at every turn.
+    image_verdicts: Mutex<HashMap<String, Option<MediaError>>>,
 }
 
+/// Image verdicts remembered before the map starts over.
+const IMAGES_REMEMBERED: usize = 4096;
+
 impl MediaReader {
-    pub fn from_config(config: &Config, cache: MediaCache, tracker: TaskTracker) -> MediaReader {
+    /// Decoding happens in child processes, which the decoder owns and kills when a turn is
+    /// dropped: nothing of the reader's runs on the app's tracker.
+    pub fn from_config(config: &Config, cache: MediaCache) -> MediaReader {
+        MediaReader::with_decoder(config, cache, Decoder::from_config(config))
+    }
+
+    /// A reader whose decoder is given (benchmarks and tests choose the worker).
+    pub fn with_decoder(config: &Config, cache: MediaCache, decoder: Decoder) -> MediaReader {
         MediaReader {
             fetcher: Fetcher::from_config(config, cache),
-            tracker,
+            decoder,
             transcriber: Transcriber::from_config(config),
             vision: config.llm.vision,
             keep_images_turns: config.media.keep_images_turns,
-            document_chars: config.media.document_chars,
+            image_verdicts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -89,7 +103,13 @@ impl MediaReader {
             if !mime.starts_with("image/") {
                 return Item::Failed(MediaError::Corrupt("it is not an image".into()));
             }
-            return Item::Image(self.vision.then(|| blob(a, &fetched, &mime)));
+            if !self.vision {
+                return Item::Image(None);
+            }
+            if let Err(e) = self.check_image(&fetched, &mime).await {
+                return Item::Failed(e);
+            }
+            return Item::Image(Some(blob(a, &fetched, &mime)));
         }
         match a.kind {
             MediaKind::Voice | MediaKind::Audio => self.transcribe(a, &fetched, &mime).await,
@@ -109,23 +129,45 @@ impl MediaReader {
     }
 
     async fn document(&self, a: &Attachment, f: &Fetched, mime: &str) -> Item {
-        let read = read_document_blocking(
-            &self.tracker,
-            f.bytes.clone(),
-            Some(mime.to_string()),
-            a.name.clone(),
-            self.document_chars,
-        )
-        .await;
+        let read = self
+            .decoder
+            .decode(JobKind::Document, &f.bytes, Some(mime), a.name.as_deref())
+            .await;
         match read {
-            Ok(Some(doc)) => Item::Document {
-                format: format_label(&doc.format),
-                cut_from: doc.truncated.then_some(doc.total_chars),
-                text: doc.text,
+            Ok(Outcome::Document {
+                format,
+                text,
+                truncated,
+                total_chars,
+            }) => Item::Document {
+                format: format_label(&format),
+                cut_from: truncated.then_some(total_chars),
+                text,
             },
-            Ok(None) => Item::NotRead,
+            Ok(_) => Item::NotRead,
             Err(e) => Item::Failed(e),
         }
+    }
+
+    /// An image's header read by the decoder: over the pixel cap or unreadable is an error.
+    async fn check_image(&self, f: &Fetched, mime: &str) -> Result<(), MediaError> {
+        if let Some(verdict) = self.image_verdicts.lock().unwrap().get(&f.sha256) {
+            return verdict.clone().map_or(Ok(()), Err);
+        }
+        let verdict = self
+            .decoder
+            .decode(JobKind::Image, &f.bytes, Some(mime), None)
+            .await
+            .err();
+        // A deadline missed under load says nothing about the file: it is asked again.
+        if !matches!(verdict, Some(MediaError::DecodeTimeout { .. })) {
+            let mut verdicts = self.image_verdicts.lock().unwrap();
+            if verdicts.len() >= IMAGES_REMEMBERED {
+                verdicts.clear();
+            }
+            verdicts.insert(f.sha256.clone(), verdict.clone());
+        }
+        verdict.map_or(Ok(()), Err)
     }
 
     /// The images of history rows still in view, fetched again (the cache first). A row whose
@@ -147,6 +189,10 @@ impl MediaReader {
                 match self.fetcher.fetch(a).await {
                     Ok(f) => {
                         let mime = settle_mime(a, &f);
+                        if let Err(e) = self.check_image(&f, &mime).await {
+                            tracing::info!(row = id, error = %e, "an image of the history is not shown");
+                            continue;
+                        }
                         parts.push(Part::Image(blob(a, &f, &mime)));
                     }
                     Err(e) => {
@@ -185,14 +231,16 @@ fn default_name(mime: &str) -> String {
     format!("audio.{ext}")
 }
 
-fn format_label(f: &DocFormat) -> String {
+fn format_label(f: &WireFormat) -> String {
     match f {
-        DocFormat::Text => "text".into(),
-        DocFormat::Markdown => "Markdown".into(),
-        DocFormat::Code(lang) => format!("{lang} code"),
-        DocFormat::Csv => "CSV".into(),
-        DocFormat::Json => "JSON".into(),
-        DocFormat::Pdf => "PDF".into(),
+        WireFormat::Text => "text".into(),
+        WireFormat::Markdown => "Markdown".into(),
+        WireFormat::Code(lang) => format!("{lang} code"),
+        WireFormat::Csv => "CSV".into(),
+        WireFormat::Json => "JSON".into(),
+        WireFormat::Pdf => "PDF".into(),
+        WireFormat::Word => "Word document".into(),
+        WireFormat::OpenDocument => "OpenDocument text".into(),
     }
 }
 

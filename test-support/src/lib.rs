@@ -34,6 +34,8 @@ pub mod handoff;
 pub mod harness;
 #[cfg(feature = "fakes")]
 pub mod herald;
+#[cfg(feature = "fakes")]
+pub mod hostile;
 pub mod invariants;
 #[cfg(feature = "fakes")]
 pub mod mcp;

@@ -67,6 +67,7 @@ mod fuzz_props;
 mod group_commit;
 mod handoff_nightly_store;
 mod handoff_store;
+mod hostile_files;
 mod load_smoke;
 mod media_fetch;
 mod media_readers;

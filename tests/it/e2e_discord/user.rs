@@ -189,7 +189,8 @@ async fn a_slash_stop_answers_once() {
 async fn a_photo_from_the_cdn_reaches_a_model_that_sees() {
     bounded("discord photo", async {
         let env = start(|c| c.llm.vision = true).await;
-        let png = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 7, 7, 7];
+        // A real 10x10 PNG: the decode worker reads its header before a model sees it.
+        let png = herald_test_support::hostile::png(10, 10);
         let file = env.fake.add_cdn_file("cat.png", "image/png", &png);
         env.fake.dispatch_message_with_files(
             DM,
@@ -207,7 +208,7 @@ async fn a_photo_from_the_cdn_reaches_a_model_that_sees() {
         let images = env.llm.last_request().images();
         let want = format!(
             "data:image/png;base64,{}",
-            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, png)
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &png)
         );
         assert_eq!(images.len(), 1);
         assert_eq!(images[0].1, want);
