@@ -15,9 +15,6 @@
 //! hold trusted bytes.
 
 use std::borrow::Cow;
-use std::sync::Arc;
-
-use tokio_util::task::TaskTracker;
 
 use super::decode::office::{office_text, Office};
 use super::decode::pdf_scan::prescan;
@@ -237,23 +234,6 @@ pub fn decode_document(
         return Ok(None);
     }
     Ok(utf8_prefix(bytes).map(|text| cut(DocFormat::Text, strip_bom(text), max_chars)))
-}
-
-/// `read_document` on a blocking thread of the app's tracker (a PDF can take a while); a
-/// panic in the reader is `Corrupt`.
-pub async fn read_document_blocking(
-    tracker: &TaskTracker,
-    bytes: Arc<[u8]>,
-    mime: Option<String>,
-    name: Option<String>,
-    max_chars: usize,
-) -> Result<Option<DocumentText>, MediaError> {
-    let job = move || read_document(&bytes, mime.as_deref(), name.as_deref(), max_chars);
-    match tracker.spawn_blocking(job).await {
-        Ok(result) => result,
-        Err(e) if e.is_panic() => Err(MediaError::Corrupt("the reader failed on it".into())),
-        Err(_) => Err(MediaError::Corrupt("reading it was cancelled".into())),
-    }
 }
 
 /// `text/CSV; charset=utf-8` → `text/csv`.

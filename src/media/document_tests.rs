@@ -2,9 +2,7 @@
 //! that is not UTF-8 is decoded, and where the budget cuts. Real PDFs are read in
 //! `tests/it/media_readers.rs` (written there by test-support's PDF writer).
 
-use std::sync::Arc;
-
-use super::document::{read_document, read_document_blocking, DocFormat, DocumentText};
+use super::document::{read_document, DocFormat, DocumentText};
 use super::MediaError;
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
@@ -178,20 +176,4 @@ fn a_file_that_claims_pdf_but_does_not_parse_is_corrupt() {
             "{bytes:?}: {err}"
         );
     }
-}
-
-#[tokio::test]
-async fn the_blocking_reader_runs_on_the_tracker() {
-    let tracker = tokio_util::task::TaskTracker::new();
-    let bytes: Arc<[u8]> = Arc::from(&b"fn main() {}\n"[..]);
-    let doc = read_document_blocking(&tracker, bytes, None, Some("main.rs".into()), 100)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(doc.format, DocFormat::Code("Rust"));
-    let bad: Arc<[u8]> = Arc::from(&b"%PDF-1.4 nonsense"[..]);
-    let err = read_document_blocking(&tracker, bad, None, None, 100).await;
-    assert!(matches!(err, Err(MediaError::Corrupt(_))), "{err:?}");
-    tracker.close();
-    tracker.wait().await;
 }

@@ -19,7 +19,7 @@ mod document_tests;
 
 pub use cache::{is_sha256, sha256_hex, MediaCache};
 pub use decode::Decoder;
-pub use document::{read_document, read_document_blocking, DocFormat, DocumentText};
+pub use document::{read_document, DocFormat, DocumentText};
 pub use fetch::{Fetched, Fetcher};
 pub use read::MediaReader;
 pub use reading::{Item, Reading};

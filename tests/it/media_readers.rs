@@ -2,11 +2,11 @@
 //! (the form it sends, each way the endpoint can fail, the key in no error), and real PDFs
 //! (written by test-support's lopdf writer) through `read_document`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herald::config::{Config, ConfigUrl, Secret};
-use herald::media::{read_document, read_document_blocking, DocFormat, MediaError, Transcriber};
+use herald::media::decode::{JobKind, Outcome, WireFormat};
+use herald::media::{read_document, Decoder, DocFormat, MediaError, Transcriber};
 use herald_test_support::fake_stt::{FakeStt, SttStep};
 use herald_test_support::{harness, pdf};
 
@@ -240,12 +240,17 @@ fn a_cut_off_pdf_is_corrupt() {
 }
 
 #[tokio::test]
-async fn a_pdf_is_read_off_the_async_workers() {
-    let tracker = tokio_util::task::TaskTracker::new();
-    let bytes: Arc<[u8]> = pdf::text_pdf(&pages(2)).into();
-    let doc = read_document_blocking(&tracker, bytes, Some("application/pdf".into()), None, 1000)
+async fn a_pdf_is_read_in_the_isolated_worker() {
+    // The daemon's path: the real `herald decode` child beside this test binary.
+    let decoder = Decoder::from_config(&Config::default());
+    let bytes = pdf::text_pdf(&pages(2));
+    let outcome = decoder
+        .decode(JobKind::Document, &bytes, Some("application/pdf"), None)
         .await
-        .unwrap()
-        .unwrap();
-    assert!(doc.text.contains("Page 2 heading"), "{}", doc.text);
+        .expect("read");
+    let Outcome::Document { format, text, .. } = outcome else {
+        panic!("not a document: {outcome:?}");
+    };
+    assert_eq!(format, WireFormat::Pdf);
+    assert!(text.contains("Page 2 heading"), "{text}");
 }
