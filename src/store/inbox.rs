@@ -34,6 +34,11 @@ pub trait InboxStore: Send + Sync {
     /// person hears that it was set aside); like a skip, it never becomes a turn.
     async fn inbox_give_up(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()>;
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
+    /// The row's public id: the one it already has, else `candidate` (stored now). Ids that
+    /// leave the process (API responses) are these, never the row id.
+    async fn inbox_public_id(&self, id: i64, candidate: &str) -> StoreResult<String>;
+    /// The row a public id names.
+    async fn inbox_by_public_id(&self, public_id: &str) -> StoreResult<Option<i64>>;
 }
 
 #[async_trait]
@@ -113,6 +118,25 @@ impl<S: Pools> InboxStore for S {
 
     async fn inbox_give_up(&self, id: i64, note: &str, replies: &[NewOutbox]) -> StoreResult<()> {
         inbox_close(self, "failed", id, note, replies).await
+    }
+
+    async fn inbox_public_id(&self, id: i64, candidate: &str) -> StoreResult<String> {
+        let (public,): (String,) = db::query(
+            "UPDATE inbox SET public_id = COALESCE(public_id, $2) WHERE id = $1 RETURNING public_id",
+        )
+        .bind(id)
+        .bind(candidate)
+        .fetch_one(self.writer())
+        .await?;
+        Ok(public)
+    }
+
+    async fn inbox_by_public_id(&self, public_id: &str) -> StoreResult<Option<i64>> {
+        let row: Option<(i64,)> = db::query("SELECT id FROM inbox WHERE public_id = $1")
+            .bind(public_id)
+            .fetch_optional(self.reader())
+            .await?;
+        Ok(row.map(|(id,)| id))
     }
 
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>> {

@@ -45,6 +45,8 @@ pub mod pdf;
 pub mod promise;
 pub mod skip;
 #[cfg(feature = "fakes")]
+pub mod slow_body;
+#[cfg(feature = "fakes")]
 pub mod telegram;
 #[cfg(feature = "fakes")]
 pub mod telegram_load;

@@ -28,6 +28,11 @@ contract!(
     inbox_leases::inbox_dedup
 );
 contract!(
+    sqlite_inbox_public_id,
+    postgres_inbox_public_id,
+    inbox_leases::inbox_public_id
+);
+contract!(
     sqlite_inbox_pending_and_skip,
     postgres_inbox_pending_and_skip,
     inbox_leases::inbox_pending_and_skip
