@@ -3,21 +3,25 @@
 //!
 //! One client must not be able to take the daemon down by opening sockets: without a cap,
 //! idle connections used every file descriptor and the store, model and platform clients
-//! failed with them. So at most `server.max_connections` are open (never more than half the
-//! open-file limit); at the cap a new connection closes the one that has waited longest
+//! failed with them. So at most `server.max_connections` slots are held (never more than half
+//! the open-file limit); at the cap a new connection closes the one that has waited longest
 //! (≥ 250 ms) without a request being worked on — idle, still sending its head, or still
-//! sending its body — and takes its slot. Accept errors (out of descriptors, out of memory)
-//! back off instead of spinning; they never end the loop.
+//! sending its body — and takes its slot over at once. Accept errors (out of descriptors, out
+//! of memory) back off instead of spinning; they never end the loop.
 //!
-//! Health and readiness have their own budget: `PROBE_SLOTS` connections beyond the cap. When
-//! no slot under the cap frees at once, a newcomer takes a probe slot: a probe (`GET
+//! Health and readiness have their own budget: `PROBE_SLOTS` slots beyond the cap. When no
+//! connection under the cap can be closed, a newcomer takes a probe slot: a probe (`GET
 //! /healthz`, `/readyz`) is answered on it, while any other request on it needs a slot under
-//! the cap (a waiting connection is asked to make room) or is answered 503 with `Retry-After`
-//! and closed. Only when the probe slots are taken too do newcomers wait in the kernel's
-//! backlog (which holds no descriptor of ours). So a flood that fills the cap delays neither
-//! accepting nor the probes, and the descriptors stay bounded (cap + probe slots).
+//! the cap within `PROBE_WAIT` (closing a waiting connection) or is answered 503 with
+//! `Retry-After` and closed. When the probe slots are taken too, a newcomer takes the slot of
+//! one that has waited there as long. The accept loop never waits while any of this is
+//! possible, so under a flood the kernel's backlog stays short and a probe is not queued
+//! behind the flood (it was: ~1 s behind 240 re-dialling uploads, when the loop waited for
+//! each evicted connection to close). Only when every slot is busy with work, or younger
+//! than 250 ms, do newcomers wait in the backlog (which holds no descriptor of ours).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,11 +47,7 @@ const WARN_EVERY: Duration = Duration::from_secs(300);
 const EVICT_MIN_AGE: Duration = Duration::from_millis(250);
 
 /// Connections beyond `server.max_connections` kept for health and readiness probes.
-pub const PROBE_SLOTS: usize = 16;
-
-/// How long a newcomer at the cap waits for the slot of a connection just asked to close (it
-/// is gone within a millisecond or two) before it takes a probe slot instead.
-const EVICT_WAIT: Duration = Duration::from_millis(20);
+pub const PROBE_SLOTS: usize = 64;
 
 /// How long a request other than a probe, on a probe slot, may wait for a slot under the cap
 /// (asking a waiting connection to close every `EVICT_MIN_AGE`) before it is answered 503.
@@ -105,34 +105,30 @@ pub fn raise_fd_limit() {
 #[derive(Default)]
 struct Open {
     next: u64,
-    conns: HashMap<u64, Arc<Watch>>,
+    conns: HashMap<u64, Arc<Gate>>,
 }
 
 impl Open {
-    fn add(&mut self, w: Arc<Watch>) -> u64 {
+    fn add(&mut self, g: Arc<Gate>) -> u64 {
         self.next += 1;
-        self.conns.insert(self.next, w);
+        self.conns.insert(self.next, g);
         self.next
     }
 
     /// Asks the connection that has waited longest without a request being worked on, and
-    /// since at most `before` (ms of the listener's clock), to close; false when there is
-    /// none. `probe`: among the connections on probe slots, else among the others.
-    fn evict_one(&self, before: u64, probe: bool) -> bool {
-        let victim = self
+    /// since at most `before` (ms of the listener's clock), to close, and takes its slot over
+    /// at once (its socket closes within moments, holding no slot). `probe`: among the
+    /// connections on probe slots, else among the others. `None` when there is none.
+    fn evict_one(&self, before: u64, probe: bool) -> Option<Held> {
+        let (_, victim) = self
             .conns
             .values()
-            .filter(|w| !w.evicted() && w.on_probe_slot() == probe)
-            .filter_map(|w| w.waiting_since().map(|t| (t, w)))
+            .filter(|g| !g.watch.evicted() && g.watch.on_probe_slot() == probe)
+            .filter_map(|g| g.watch.waiting_since().map(|t| (t, g)))
             .filter(|(t, _)| *t <= before)
-            .min_by_key(|(t, _)| *t);
-        match victim {
-            Some((_, w)) => {
-                w.evict();
-                true
-            }
-            None => false,
-        }
+            .min_by_key(|(t, _)| *t)?;
+        victim.watch.evict();
+        victim.held.lock().expect("slot").take()
     }
 }
 
@@ -154,6 +150,28 @@ pub fn start(
     ));
 }
 
+/// The listener's two pools of slots.
+#[derive(Clone)]
+struct Slots {
+    main: Arc<Semaphore>,
+    probe: Arc<Semaphore>,
+    /// Requests on probe slots waiting for a slot under the cap: while there are any, a
+    /// closing connection's slot under the cap goes to them, not to a newcomer.
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Slots {
+    fn try_main(&self) -> Option<Held> {
+        let p = self.main.clone().try_acquire_owned().ok()?;
+        Some(Held::new(p, false))
+    }
+
+    fn try_probe(&self) -> Option<Held> {
+        let p = self.probe.clone().try_acquire_owned().ok()?;
+        Some(Held::new(p, true))
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     router: Router,
@@ -162,12 +180,14 @@ async fn accept_loop(
     shutdown: CancellationToken,
 ) {
     let epoch = Instant::now();
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let probe_slots = Arc::new(Semaphore::new(PROBE_SLOTS));
+    let slots = Slots {
+        main: Arc::new(Semaphore::new(limits.max_connections)),
+        probe: Arc::new(Semaphore::new(PROBE_SLOTS)),
+        waiting: Arc::new(AtomicUsize::new(0)),
+    };
     let open = Arc::new(Mutex::new(Open::default()));
     let mut cap_warned: Option<(Instant, u64)> = None;
     let mut error_warned: Option<Instant> = None;
-    let gauge = metrics::gauge!("herald_http_connections");
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -184,9 +204,11 @@ async fn accept_loop(
                     tracing::warn!(error = %e, "HTTP accept failed; backing off");
                     error_warned = Some(Instant::now());
                 }
-                open.lock()
-                    .expect("open connections")
-                    .evict_one(u64::MAX, false);
+                drop(
+                    open.lock()
+                        .expect("open connections")
+                        .evict_one(u64::MAX, false),
+                );
                 let pause = Duration::from_millis(100);
                 if crate::tasks::sleep_or_cancel(pause, &shutdown)
                     .await
@@ -197,37 +219,34 @@ async fn accept_loop(
                 continue;
             }
         };
-        let held = match slots.clone().try_acquire_owned() {
-            Ok(p) => Held::Main { _slot: p },
-            Err(_) => {
+        let held = match slots.try_main() {
+            Some(h) => h,
+            None => {
                 note_cap(&mut cap_warned, limits.max_connections);
-                match at_cap(&slots, &probe_slots, &open, epoch).await {
+                match at_cap(&slots, &open, epoch) {
                     Some(h) => h,
-                    None => {
-                        match wait_for_slot(&slots, &probe_slots, &open, epoch, &shutdown).await {
-                            Some(h) => h,
-                            None => return,
-                        }
-                    }
+                    None => match wait_for_slot(&slots, &open, epoch, &shutdown).await {
+                        Some(h) => h,
+                        None => return,
+                    },
                 }
             }
         };
         let watch = Watch::new(epoch);
-        if matches!(held, Held::Probe { .. }) {
+        if held.probe {
             watch.set_probe_slot(true);
             metrics::counter!("herald_http_probe_slot_connections_total").increment(1);
         }
-        let id = open.lock().expect("open connections").add(watch.clone());
         let gate = Arc::new(Gate {
-            held: Mutex::new(held),
+            held: Mutex::new(Some(held)),
             slots: slots.clone(),
             open: open.clone(),
             watch: watch.clone(),
             epoch,
         });
-        let (open, router, gauge) = (open.clone(), router.clone(), gauge.clone());
+        let id = open.lock().expect("open connections").add(gate.clone());
+        let (open, router) = (open.clone(), router.clone());
         let conn_shutdown = shutdown.clone();
-        gauge.increment(1.0);
         tracker.spawn(async move {
             conn::serve(
                 stream,
@@ -239,35 +258,31 @@ async fn accept_loop(
                 conn_shutdown,
             )
             .await;
+            // Drops the last reference to the gate (and its slot, if still held).
             open.lock().expect("open connections").conns.remove(&id);
-            gauge.decrement(1.0);
         });
     }
 }
 
-/// At the cap: the slot of the connection the longest-waiting one leaves (it closes within
-/// moments of being asked), else a probe slot, else `None`. Never waits long: the accept loop
-/// must keep taking probes.
-async fn at_cap(
-    slots: &Arc<Semaphore>,
-    probe_slots: &Arc<Semaphore>,
-    open: &Mutex<Open>,
-    epoch: Instant,
-) -> Option<Held> {
-    if open
+/// At the cap, without waiting (the accept loop must keep taking probes): the slot of the
+/// connection that has waited longest under the cap (≥ `EVICT_MIN_AGE`; not while a request
+/// on a probe slot waits for one), else a free probe slot, else the probe slot of a
+/// connection waiting there. `None` when all are busy.
+fn at_cap(slots: &Slots, open: &Mutex<Open>, epoch: Instant) -> Option<Held> {
+    let before = evictable_before(epoch);
+    if let Some(h) = open
         .lock()
         .expect("open connections")
-        .evict_one(evictable_before(epoch), false)
+        .evict_one(before, false)
     {
-        if let Ok(Ok(p)) = tokio::time::timeout(EVICT_WAIT, slots.clone().acquire_owned()).await {
-            return Some(Held::Main { _slot: p });
-        }
+        return Some(h);
     }
-    probe_slots
-        .clone()
-        .try_acquire_owned()
-        .ok()
-        .map(|p| Held::Probe { _slot: p })
+    if let Some(h) = slots.try_probe() {
+        return Some(h);
+    }
+    open.lock()
+        .expect("open connections")
+        .evict_one(before, true)
 }
 
 /// The listener's clock (ms) before which a waiting connection may be closed for a newcomer.
@@ -275,45 +290,55 @@ fn evictable_before(epoch: Instant) -> u64 {
     (epoch.elapsed().saturating_sub(EVICT_MIN_AGE)).as_millis() as u64
 }
 
-/// A slot for the connection just accepted when the cap and the probe slots are all taken:
-/// closes the longest-waiting connection of each kind once it is old enough, else waits for
-/// any connection to end. `None` on shutdown.
+/// A slot for the connection just accepted when every slot is busy: tries [`at_cap`] again
+/// every `EVICT_MIN_AGE`, and takes any slot a connection frees. `None` on shutdown.
 async fn wait_for_slot(
-    slots: &Arc<Semaphore>,
-    probe_slots: &Arc<Semaphore>,
+    slots: &Slots,
     open: &Mutex<Open>,
     epoch: Instant,
     shutdown: &CancellationToken,
 ) -> Option<Held> {
     loop {
-        let before = evictable_before(epoch);
-        {
-            let open = open.lock().expect("open connections");
-            open.evict_one(before, false);
-            open.evict_one(before, true);
+        if let Some(h) = at_cap(slots, open, epoch) {
+            return Some(h);
         }
         tokio::select! {
-            p = slots.clone().acquire_owned() => return p.ok().map(|p| Held::Main { _slot: p }),
-            p = probe_slots.clone().acquire_owned() => return p.ok().map(|p| Held::Probe { _slot: p }),
+            p = slots.main.clone().acquire_owned() => return p.ok().map(|p| Held::new(p, false)),
+            p = slots.probe.clone().acquire_owned() => return p.ok().map(|p| Held::new(p, true)),
             _ = tokio::time::sleep(EVICT_MIN_AGE) => {}
             _ = shutdown.cancelled() => return None,
         }
     }
 }
 
-/// The slot a connection holds, released when its last request and the connection are gone.
-enum Held {
-    /// One of `server.max_connections`.
-    Main { _slot: OwnedSemaphorePermit },
-    /// One of the `PROBE_SLOTS`, taken at the cap.
-    Probe { _slot: OwnedSemaphorePermit },
+/// A slot under the cap or a probe slot; `herald_http_connections` counts those held.
+struct Held {
+    probe: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Held {
+    fn new(permit: OwnedSemaphorePermit, probe: bool) -> Held {
+        metrics::gauge!("herald_http_connections").increment(1.0);
+        Held {
+            probe,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        metrics::gauge!("herald_http_connections").decrement(1.0);
+    }
 }
 
 /// What a connection's requests pass before the router: on a probe slot, only a probe goes
 /// through at once; any other request first moves the connection to a slot under the cap.
+/// Also where the listener takes a closing connection's slot from.
 pub(super) struct Gate {
-    held: Mutex<Held>,
-    slots: Arc<Semaphore>,
+    held: Mutex<Option<Held>>,
+    slots: Slots,
     open: Arc<Mutex<Open>>,
     watch: Arc<Watch>,
     epoch: Instant,
@@ -322,19 +347,40 @@ pub(super) struct Gate {
 impl Gate {
     /// `Err` with the answer when the request may not proceed.
     pub(super) async fn admit(&self, req: &request::Parts) -> Result<(), Response> {
-        if is_probe(req) || matches!(*self.held.lock().expect("slot"), Held::Main { .. }) {
+        let on_probe = match &*self.held.lock().expect("slot") {
+            Some(h) => h.probe,
+            // The slot went to a newcomer: this connection is closing.
+            None => return Err(busy()),
+        };
+        if !on_probe || is_probe(req) {
             return Ok(());
         }
         let give_up = Instant::now() + PROBE_WAIT;
+        let _waiting = Waiting::enter(&self.slots.waiting);
         loop {
-            self.open
+            let taken = self
+                .open
                 .lock()
                 .expect("open connections")
                 .evict_one(evictable_before(self.epoch), false);
-            let wait = EVICT_MIN_AGE.min(give_up.saturating_duration_since(Instant::now()));
-            if let Ok(Ok(p)) = tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await
-            {
-                *self.held.lock().expect("slot") = Held::Main { _slot: p };
+            let main = match taken {
+                Some(h) => Some(h),
+                None => {
+                    let wait = EVICT_MIN_AGE.min(give_up.saturating_duration_since(Instant::now()));
+                    match tokio::time::timeout(wait, self.slots.main.clone().acquire_owned()).await
+                    {
+                        Ok(Ok(p)) => Some(Held::new(p, false)),
+                        _ => None,
+                    }
+                }
+            };
+            if let Some(h) = main {
+                let mut held = self.held.lock().expect("slot");
+                if held.is_none() {
+                    // Taken over while waiting: this connection is closing anyway.
+                    return Err(busy());
+                }
+                *held = Some(h);
                 self.watch.set_probe_slot(false);
                 return Ok(());
             }
@@ -343,18 +389,39 @@ impl Gate {
             }
         }
         metrics::counter!("herald_http_probe_slot_refusals_total").increment(1);
-        let mut res = (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(serde_json::json!({
-                "error": "the server is at its connection cap (server.max_connections); try again"
-            })),
-        )
-            .into_response();
-        let h = res.headers_mut();
-        h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-        Err(super::headers::with_secure(res))
+        Err(busy())
     }
+}
+
+/// Counts a request waiting for a slot under the cap while it lives.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn enter(n: &Arc<AtomicUsize>) -> Waiting {
+        n.fetch_add(1, Ordering::AcqRel);
+        Waiting(n.clone())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The answer to a request that found no slot under the cap: 503, try again in a second.
+fn busy() -> Response {
+    let mut res = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({
+            "error": "the server is at its connection cap (server.max_connections); try again"
+        })),
+    )
+        .into_response();
+    let h = res.headers_mut();
+    h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    super::headers::with_secure(res)
 }
 
 /// A health or readiness probe: answered on any slot.

@@ -3,7 +3,7 @@
 //!
 //! Each flood client does what an attacker with one valid API key did: a complete request
 //! head for `POST /v1/chat/completions` announcing a body it then sends one byte every few
-//! seconds, re-dialling as soon as the server closes it. The prober asks `/healthz` on a new
+//! seconds, dialling again 100 ms after the server closes it. The prober asks `/healthz` on a new
 //! connection each time and keeps every answer and how long it took.
 
 use std::collections::BTreeMap;
@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// The pause before a flood client dials again.
+const REDIAL: Duration = Duration::from_millis(100);
 
 /// How the server answered the flood's requests: status → count (0: closed without an answer),
 /// and how many 429s carried `Retry-After`.
@@ -74,6 +77,7 @@ impl Flood {
                 continue;
             }
             let answer = self.trickle(&mut s, every).await;
+            drop(s);
             if let Some(text) = answer {
                 let mut a = self.answers.lock().unwrap();
                 let status = status_of(&text);
@@ -82,6 +86,7 @@ impl Flood {
                     a.retry_after += 1;
                 }
             }
+            tokio::time::sleep(REDIAL).await;
         }
     }
 

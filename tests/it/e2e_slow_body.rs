@@ -38,7 +38,7 @@ fn metric(text: &str, prefix: &str) -> f64 {
 /// The listener alone must hold: the key's limit is raised out of the way, so every upload
 /// is admitted and waits for its body; at the cap they are evicted, and probes have their own
 /// slots. Every probe answers 200 within the client's timeout.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_body_flood_with_a_valid_key_never_starves_health() {
     init();
     let llm = FakeLlm::start().await;
@@ -91,13 +91,23 @@ async fn a_slow_body_flood_with_a_valid_key_never_starves_health() {
         },
     )
     .await;
-    let probes = probe_health(
-        &base,
-        PROBES,
-        Duration::from_millis(50),
-        Duration::from_secs(10),
-    )
-    .await;
+    // The prober has its own thread and runtime: what it measures is the server, not this
+    // process's own flood tasks.
+    let probe_base = base.clone();
+    let probes = tokio::task::spawn_blocking(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(probe_health(
+                &probe_base,
+                PROBES,
+                Duration::from_millis(50),
+                Duration::from_secs(10),
+            ))
+    })
+    .await
+    .unwrap();
     let m = scrape().await;
     let open = metric(&m, "herald_http_connections ");
     assert!(
