@@ -277,7 +277,7 @@ async fn a_web_caller_over_its_limit_gets_429() {
     })
     .await;
     let addr = app.addr.to_string();
-    let _held = vec![
+    let _held = [
         slow_upload(&addr, "/api/v1/chat", None).await,
         slow_upload(&addr, "/api/v1/chat", None).await,
     ];
