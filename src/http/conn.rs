@@ -332,13 +332,15 @@ pub(super) async fn serve(
         let busy = Busy::enter(&svc_watch);
         let (mut parts, incoming) = req.into_parts();
         parts.extensions.insert(ConnectInfo(peer));
-        let body = Timed::new(incoming, svc_watch.clone(), deadlines.body);
-        let (router, gate) = (router.clone(), gate.clone());
+        let (router, gate, watch) = (router.clone(), gate.clone(), svc_watch.clone());
         async move {
             let guarded = |inner: Body| Guarded { inner, _busy: busy };
+            // A request waiting here for a slot under the cap is complete as far as the
+            // client knows: it is not closed for a newcomer; its body's clock starts after.
             if let Err(refused) = gate.admit(&parts).await {
                 return Ok(refused.map(guarded));
             }
+            let body = Timed::new(incoming, watch, deadlines.body);
             let path = parts.uri.path().to_string();
             let expired = body.expired();
             let res = router

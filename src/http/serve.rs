@@ -347,10 +347,11 @@ pub(super) struct Gate {
 impl Gate {
     /// `Err` with the answer when the request may not proceed.
     pub(super) async fn admit(&self, req: &request::Parts) -> Result<(), Response> {
+        // No slot: it went to a newcomer while this head was arriving. The connection closes
+        // after this request; a probe is answered, anything else needs a slot first.
         let on_probe = match &*self.held.lock().expect("slot") {
             Some(h) => h.probe,
-            // The slot went to a newcomer: this connection is closing.
-            None => return Err(busy()),
+            None => true,
         };
         if !on_probe || is_probe(req) {
             return Ok(());
@@ -375,12 +376,7 @@ impl Gate {
                 }
             };
             if let Some(h) = main {
-                let mut held = self.held.lock().expect("slot");
-                if held.is_none() {
-                    // Taken over while waiting: this connection is closing anyway.
-                    return Err(busy());
-                }
-                *held = Some(h);
+                *self.held.lock().expect("slot") = Some(h);
                 self.watch.set_probe_slot(false);
                 return Ok(());
             }
