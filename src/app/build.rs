@@ -330,7 +330,7 @@ impl Core {
             metrics,
             access: Arc::new(http::Access::from_config(config)),
             approvals: self.approvals.clone(),
-            api_keys: http::openai::ApiKeys::new(api_keys),
+            api_keys: http::openai::ApiKeys::new(api_keys, config.api.max_concurrent_per_key),
         };
         let app = http::routes(state, config, extra_routes);
         let limits = http::serve::Limits::from_config(config);

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{safe_segment, Config, Secret};
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiConfig {
     /// Serve the OpenAI-compatible routes on `server.listen`. Off by default.
@@ -18,6 +18,20 @@ pub struct ApiConfig {
     pub accept_system: bool,
     /// Who may call the API, each with the person it acts as.
     pub keys: Vec<ApiKeyConfig>,
+    /// Requests in flight at once per key (a body still uploading counts); one more is
+    /// answered 429 `rate_limit_exceeded` with `Retry-After`.
+    pub max_concurrent_per_key: usize,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            enabled: false,
+            accept_system: false,
+            keys: Vec::new(),
+            max_concurrent_per_key: 8,
+        }
+    }
 }
 
 /// `[[api.keys]]`: one client's key.

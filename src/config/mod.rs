@@ -41,7 +41,7 @@ pub use memory::{
 pub use mid_turn::MidTurn;
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
-pub use secret::{redact_url, Secret};
+pub use secret::{redact_url, same_secret, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
@@ -97,6 +97,10 @@ pub struct ServerConfig {
     /// A kept-alive connection with no request in flight and no byte moving either way is
     /// closed after this many seconds (also a client that stops reading its answer).
     pub idle_timeout_secs: u64,
+    /// A request's body must arrive within this many seconds of its head; a slower one is
+    /// answered 408 (or closed). While it is still coming the request may be closed for a
+    /// newcomer at the connection cap, like an idle connection.
+    pub body_timeout_secs: u64,
     /// Connections open at once. At the cap a new connection closes the one that has waited
     /// longest without a request in flight; when every one has a request running, new ones
     /// wait in the kernel's backlog. Kept well under the open-file limit so the store, model
@@ -113,6 +117,7 @@ impl Default for ServerConfig {
             replica_id: None,
             header_timeout_secs: 5,
             idle_timeout_secs: 60,
+            body_timeout_secs: 30,
             max_connections: 1024,
         }
     }
@@ -311,6 +316,10 @@ pub struct WebConfig {
     pub max_message_chars: usize,
     /// How long `POST /api/v1/chat` waits for the reply before answering 202.
     pub reply_timeout_secs: u64,
+    /// Requests in flight at once per web credential (the bearer token, or the trusted local
+    /// operator); one more is answered 429 with `Retry-After`. An open page holds one (its
+    /// live view) and one per message being answered.
+    pub max_concurrent_requests: usize,
 }
 
 impl Default for WebConfig {
@@ -321,6 +330,7 @@ impl Default for WebConfig {
             trust_loopback: None,
             max_message_chars: 32_000,
             reply_timeout_secs: 330,
+            max_concurrent_requests: 32,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Secret(String);
 
 impl Secret {
@@ -15,7 +15,30 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether `given` is this secret, in constant time (`same_secret`).
+    pub fn matches(&self, given: &str) -> bool {
+        same_secret(given.as_bytes(), self.0.as_bytes())
+    }
 }
+
+/// Equality in constant time, also across lengths: both sides are hashed (SHA-256) and the
+/// digests compared with `subtle`, so neither where they differ nor how long the secret is
+/// shows in the time taken. Every comparison of a token, key or webhook secret goes through it.
+pub fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    let (a, b) = (Sha256::digest(given), Sha256::digest(expected));
+    a.ct_eq(&b).into()
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Secret) -> bool {
+        same_secret(self.0.as_bytes(), other.0.as_bytes())
+    }
+}
+
+impl Eq for Secret {}
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -56,5 +79,17 @@ mod tests {
         assert_eq!(format!("{s:?}"), "Secret(***)");
         assert_eq!(serde_json::to_string(&s).unwrap(), "\"***\"");
         assert_eq!(s.expose(), "sk-live-123");
+    }
+
+    #[test]
+    fn a_secret_matches_only_itself() {
+        let s = Secret::new("s3cret-token");
+        assert!(s.matches("s3cret-token"));
+        for other in ["", "s3cret-toke", "s3cret-token!", "S3cret-token", "x"] {
+            assert!(!s.matches(other), "{other:?}");
+        }
+        assert!(same_secret(b"", b""));
+        assert_eq!(s, Secret::new("s3cret-token"));
+        assert_ne!(s, Secret::new("s3cret-token "));
     }
 }

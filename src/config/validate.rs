@@ -57,6 +57,15 @@ fn server(c: &Config) -> Result<(), ConfigError> {
     for (key, v) in [
         ("server.header_timeout_secs", c.server.header_timeout_secs),
         ("server.idle_timeout_secs", c.server.idle_timeout_secs),
+        ("server.body_timeout_secs", c.server.body_timeout_secs),
+        (
+            "web.max_concurrent_requests",
+            c.web.max_concurrent_requests as u64,
+        ),
+        (
+            "api.max_concurrent_per_key",
+            c.api.max_concurrent_per_key as u64,
+        ),
         ("server.max_connections", c.server.max_connections as u64),
     ] {
         if v == 0 {

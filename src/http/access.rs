@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 
 use url::Host;
 
+use super::inflight::InFlight;
 use super::{ApiError, HttpState};
 use crate::config::{Config, Secret};
 
@@ -49,6 +50,9 @@ pub enum Guard {
 pub struct Access {
     token: Option<Secret>,
     trust_loopback: bool,
+    /// Requests in flight with the token, and as the local operator (`web.max_concurrent_requests`).
+    token_in_flight: InFlight,
+    local_in_flight: InFlight,
 }
 
 /// What the middleware learned about an admitted request; handlers read it from the request
@@ -84,6 +88,8 @@ impl Access {
         Access {
             token: c.web.token.clone(),
             trust_loopback: c.web.trust_loopback.unwrap_or(listen_loopback),
+            token_in_flight: InFlight::new(c.web.max_concurrent_requests),
+            local_in_flight: InFlight::new(c.web.max_concurrent_requests),
         }
     }
 
@@ -113,11 +119,9 @@ impl Access {
             .and_then(|v| v.strip_prefix("Bearer "));
         match &self.token {
             Some(token) => match given {
-                Some(g) if constant_time_eq(g.as_bytes(), token.expose().as_bytes()) => {
-                    Ok(Caller {
-                        trusted_local: false,
-                    })
-                }
+                Some(g) if token.matches(g) => Ok(Caller {
+                    trusted_local: false,
+                }),
                 _ => Err("missing or wrong bearer token: send Authorization: Bearer <web.token>"),
             },
             None if self.trusted_local(method, peer, headers) => Ok(Caller {
@@ -143,13 +147,32 @@ pub(super) async fn require(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0);
-    match state.access.admit(req.method(), peer, req.headers()) {
-        Ok(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
-        }
-        Err(message) => ApiError::new(StatusCode::UNAUTHORIZED, message).into_response(),
-    }
+    let caller = match state.access.admit(req.method(), peer, req.headers()) {
+        Ok(caller) => caller,
+        Err(message) => return ApiError::new(StatusCode::UNAUTHORIZED, message).into_response(),
+    };
+    let (limit, who) = match caller.trusted_local {
+        true => (&state.access.local_in_flight, "local"),
+        false => (&state.access.token_in_flight, "web_token"),
+    };
+    let Some(permit) = limit.try_enter(who) else {
+        let mut res = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "{} requests of this caller are already in flight \
+                 (web.max_concurrent_requests); try again when one is over",
+                limit.max()
+            ),
+        )
+        .into_response();
+        res.headers_mut().insert(
+            header::RETRY_AFTER,
+            header::HeaderValue::from(super::inflight::RETRY_AFTER_SECS),
+        );
+        return res;
+    };
+    req.extensions_mut().insert(caller);
+    super::inflight::hold(next.run(req).await, permit)
 }
 
 /// The `Host` names the loopback: `localhost` (or a name under `.localhost`, which resolves
@@ -201,10 +224,6 @@ fn authority(a: &str) -> String {
 
 const SEC_FETCH_SITE: &str = "sec-fetch-site";
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +232,8 @@ mod tests {
         Access {
             token: token.map(|t| Secret::new(t.to_string())),
             trust_loopback: trust,
+            token_in_flight: InFlight::new(1),
+            local_in_flight: InFlight::new(1),
         }
     }
 

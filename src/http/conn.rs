@@ -1,12 +1,15 @@
 //! One HTTP/1 connection under the listener's deadlines: the complete request head within
-//! `server.header_timeout_secs`, a kept-alive connection idle for at most
-//! `server.idle_timeout_secs`, and an early close when the listener needs the slot.
+//! `server.header_timeout_secs`, the request's body within `server.body_timeout_secs` of its
+//! head (`body.rs`), a kept-alive connection idle for at most `server.idle_timeout_secs`, and
+//! an early close when the listener needs the slot.
 //!
 //! hyper's own header-read timer also runs between kept-alive requests, so it cannot give a
 //! short header deadline and a long keep-alive together; the watch here does both. It never
-//! cuts a request whose handler is still working (a chat waiting for the model may be silent
-//! for minutes; the router's whole-request deadline bounds it), only a connection with no
-//! request in flight.
+//! cuts a request whose handler is working (a chat waiting for the model may be silent for
+//! minutes; the router's whole-request deadline bounds it). A request still waiting for its
+//! body is not working yet: like a connection with no request, it may be closed for a
+//! newcomer at the cap, and it ends at the body deadline (408 when the handler was reading
+//! it, else a close). Once slow uploads were "in flight" forever and filled every slot.
 
 use std::io;
 use std::net::SocketAddr;
@@ -29,6 +32,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
+use super::body::Timed;
+use super::serve::Gate;
+
 /// "No value" for the millisecond stamps below.
 const NONE: u64 = u64::MAX;
 
@@ -37,7 +43,12 @@ const NONE: u64 = u64::MAX;
 pub(super) struct Deadlines {
     pub header: Duration,
     pub idle: Duration,
+    pub body: Duration,
 }
+
+/// After the body deadline, the handler reading the body answers 408 itself; the connection
+/// is closed only if the body is still pending this much later (a handler holding it unread).
+const BODY_GRACE: Duration = Duration::from_secs(1);
 
 /// What one connection has been doing, shared by its socket, its requests and the listener
 /// (which reads it to choose a connection to close at the cap). Times are milliseconds since
@@ -55,10 +66,14 @@ pub(super) struct Watch {
     head_started: AtomicU64,
     /// Last byte read or written.
     last_io: AtomicU64,
+    /// When the head of the request now waiting for its body arrived, or `NONE`.
+    body_since: AtomicU64,
     /// Wakes the connection's task to recompute its deadline.
     changed: Notify,
     /// Set by the listener: close now if no request is in flight.
     evict: CancellationToken,
+    /// Holds one of the probe slots (`serve.rs`), not one under the cap.
+    probe_slot: AtomicBool,
 }
 
 /// Why the watch closed a connection (a metric label).
@@ -66,6 +81,7 @@ pub(super) struct Watch {
 enum Expiry {
     Header,
     Idle,
+    Body,
 }
 
 impl Watch {
@@ -79,20 +95,31 @@ impl Watch {
             idle_since: AtomicU64::new(now),
             head_started: AtomicU64::new(NONE),
             last_io: AtomicU64::new(now),
+            body_since: AtomicU64::new(NONE),
             changed: Notify::new(),
             evict: CancellationToken::new(),
+            probe_slot: AtomicBool::new(false),
         })
+    }
+
+    pub(super) fn set_probe_slot(&self, on: bool) {
+        self.probe_slot.store(on, Ordering::Release);
+    }
+
+    pub(super) fn on_probe_slot(&self) -> bool {
+        self.probe_slot.load(Ordering::Acquire)
     }
 
     fn now(&self) -> u64 {
         ms_since(self.epoch)
     }
 
-    /// Since when this connection has waited without a request in flight, or `None` while one
-    /// is running. The listener closes the smallest first when it needs a slot.
+    /// Since when this connection has waited without a request being worked on (none in
+    /// flight, or one still waiting for its body), or `None` while one is. The listener
+    /// closes the smallest first when it needs a slot.
     pub(super) fn waiting_since(&self) -> Option<u64> {
         if self.busy.load(Ordering::Acquire) > 0 {
-            return None;
+            return self.body_pending();
         }
         if !self.served.load(Ordering::Acquire) {
             return Some(self.accepted);
@@ -109,8 +136,34 @@ impl Watch {
         self.evict.is_cancelled()
     }
 
-    /// When the connection must be closed, and why; `None` while a request is in flight.
+    /// When the head of a request still waiting for its body arrived.
+    fn body_pending(&self) -> Option<u64> {
+        match self.body_since.load(Ordering::Acquire) {
+            NONE => None,
+            since => Some(since),
+        }
+    }
+
+    /// A request's head arrived and its body is still to come.
+    pub(super) fn body_started(&self) {
+        self.body_since.store(self.now(), Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    /// The body ended, failed or was dropped: the request is being worked on (or is over).
+    pub(super) fn body_ended(&self) {
+        if self.body_since.swap(NONE, Ordering::AcqRel) != NONE {
+            self.changed.notify_one();
+        }
+    }
+
+    /// When the connection must be closed, and why; `None` while a request is worked on.
     fn deadline(&self, d: Deadlines) -> Option<(u64, Expiry)> {
+        if self.busy.load(Ordering::Acquire) > 0 {
+            let since = self.body_pending()?;
+            let ms = (d.body + BODY_GRACE).as_millis() as u64;
+            return Some((since + ms, Expiry::Body));
+        }
         let since = self.waiting_since()?;
         let header = d.header.as_millis() as u64;
         if !self.served.load(Ordering::Acquire) {
@@ -265,6 +318,7 @@ pub(super) async fn serve(
     peer: SocketAddr,
     router: Router,
     watch: Arc<Watch>,
+    gate: Arc<Gate>,
     deadlines: Deadlines,
     shutdown: CancellationToken,
 ) {
@@ -274,13 +328,31 @@ pub(super) async fn serve(
         watch: watch.clone(),
     });
     let svc_watch = watch.clone();
-    let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+    let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let busy = Busy::enter(&svc_watch);
-        req.extensions_mut().insert(ConnectInfo(peer));
-        let router = router.clone();
+        let (mut parts, incoming) = req.into_parts();
+        parts.extensions.insert(ConnectInfo(peer));
+        let (router, gate, watch) = (router.clone(), gate.clone(), svc_watch.clone());
         async move {
-            let res = router.oneshot(req).await;
-            res.map(|r| r.map(|inner| Guarded { inner, _busy: busy }))
+            let guarded = |inner: Body| Guarded { inner, _busy: busy };
+            // A request waiting here for a slot under the cap is complete as far as the
+            // client knows: it is not closed for a newcomer; its body's clock starts after.
+            if let Err(refused) = gate.admit(&parts).await {
+                return Ok(refused.map(guarded));
+            }
+            let body = Timed::new(incoming, watch, deadlines.body);
+            let path = parts.uri.path().to_string();
+            let expired = body.expired();
+            let res = router
+                .oneshot(hyper::Request::from_parts(parts, body))
+                .await?;
+            // The handler answered a body that missed its deadline (a 400 for a broken body,
+            // most likely): the client is told the real reason.
+            let res = match expired.load(Ordering::Acquire) {
+                true => super::body::expired_response(&path),
+                false => res,
+            };
+            Ok::<_, std::convert::Infallible>(res.map(guarded))
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -310,6 +382,7 @@ pub(super) async fn serve(
                         let reason = match why {
                             Expiry::Header => "header_timeout",
                             Expiry::Idle => "idle_timeout",
+                            Expiry::Body => "body_timeout",
                         };
                         metrics::counter!("herald_http_connections_closed_total", "reason" => reason)
                             .increment(1);

@@ -24,7 +24,12 @@ const HEADERS: [(HeaderName, &str); 4] = [
 ];
 
 /// The response layer (`axum::middleware::map_response`).
-pub(super) async fn secure(mut res: Response) -> Response {
+pub(super) async fn secure(res: Response) -> Response {
+    with_secure(res)
+}
+
+/// The same for a response made outside the router (the listener's own answers).
+pub(super) fn with_secure(mut res: Response) -> Response {
     let h = res.headers_mut();
     for (name, value) in HEADERS {
         h.entry(name)

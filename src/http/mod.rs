@@ -9,6 +9,7 @@ mod access;
 mod admin;
 mod admin_spend;
 mod approvals;
+mod body;
 mod capsule;
 mod chat;
 mod chat_events;
@@ -17,6 +18,7 @@ mod conn;
 mod error;
 mod headers;
 mod health;
+mod inflight;
 mod media;
 pub mod openai;
 mod page;
@@ -241,9 +243,21 @@ pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
         .layer(middleware::map_response(headers::secure))
 }
 
-/// Serves until `shutdown` fires; returns the bound address through `bound`.
+/// Connections the kernel may queue for the accept loop (clamped to `net.core.somaxconn`).
+/// tokio's default of 1024 overflowed under a flood of 1,100 clients: a probe's SYN was
+/// dropped and it waited 1 s, then 3 s, for its retransmit.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// The listening socket on `addr` and the address it got.
 pub async fn bind(addr: SocketAddr) -> std::io::Result<(tokio::net::TcpListener, SocketAddr)> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    // As `TcpListener::bind` does: a restarted daemon can bind while old sockets linger.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let listener = socket.listen(LISTEN_BACKLOG)?;
     let local = listener.local_addr()?;
     Ok((listener, local))
 }

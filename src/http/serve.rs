@@ -3,16 +3,30 @@
 //!
 //! One client must not be able to take the daemon down by opening sockets: without a cap,
 //! idle connections used every file descriptor and the store, model and platform clients
-//! failed with them. So at most `server.max_connections` are open (never more than half the
-//! open-file limit); at the cap a new connection closes the one that has waited longest with
-//! no request in flight, and when every open connection has a request running, new ones wait
-//! in the kernel's backlog (which holds no descriptor of ours). Accept errors (out of
-//! descriptors, out of memory) back off instead of spinning; they never end the loop.
+//! failed with them. So at most `server.max_connections` slots are held (never more than half
+//! the open-file limit); at the cap a new connection closes the one that has waited longest
+//! (≥ 250 ms) without a request being worked on — idle, still sending its head, or still
+//! sending its body — and takes its slot over at once. Accept errors (out of descriptors, out
+//! of memory) back off instead of spinning; they never end the loop.
+//!
+//! Health and readiness have their own budget: `PROBE_SLOTS` slots beyond the cap. When no
+//! connection under the cap can be closed, a newcomer takes a probe slot: a probe (`GET
+//! /healthz`, `/readyz`) is answered on it, while any other request on it needs a slot under
+//! the cap within `PROBE_WAIT` (closing a waiting connection) or is answered 503 with
+//! `Retry-After` and closed. When the probe slots are taken too, a newcomer takes the slot of
+//! one that has waited there as long. The accept loop never waits while any of this is
+//! possible, so under a flood the kernel's backlog stays short and a probe is not queued
+//! behind the flood (it was: ~1 s behind 240 re-dialling uploads, when the loop waited for
+//! each evicted connection to close). Only when every slot is busy with work, or younger
+//! than 250 ms, do newcomers wait in the backlog (which holds no descriptor of ours).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::http::{header, request, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -31,6 +45,13 @@ const WARN_EVERY: Duration = Duration::from_secs(300);
 /// on a loaded host it is read long before this; and a flood cannot make the loop close
 /// connections faster than `max_connections` per this interval.
 const EVICT_MIN_AGE: Duration = Duration::from_millis(250);
+
+/// Connections beyond `server.max_connections` kept for health and readiness probes.
+pub const PROBE_SLOTS: usize = 64;
+
+/// How long a request other than a probe, on a probe slot, may wait for a slot under the cap
+/// (asking a waiting connection to close every `EVICT_MIN_AGE`) before it is answered 503.
+const PROBE_WAIT: Duration = Duration::from_secs(1);
 
 /// The listener's limits, resolved once at start.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +81,7 @@ impl Limits {
             deadlines: Deadlines {
                 header: Duration::from_secs(c.server.header_timeout_secs.max(1)),
                 idle: Duration::from_secs(c.server.idle_timeout_secs.max(1)),
+                body: Duration::from_secs(c.server.body_timeout_secs.max(1)),
             },
             max_connections: max,
         }
@@ -83,33 +105,30 @@ pub fn raise_fd_limit() {
 #[derive(Default)]
 struct Open {
     next: u64,
-    conns: HashMap<u64, Arc<Watch>>,
+    conns: HashMap<u64, Arc<Gate>>,
 }
 
 impl Open {
-    fn add(&mut self, w: Arc<Watch>) -> u64 {
+    fn add(&mut self, g: Arc<Gate>) -> u64 {
         self.next += 1;
-        self.conns.insert(self.next, w);
+        self.conns.insert(self.next, g);
         self.next
     }
 
-    /// Asks the connection that has waited longest without a request in flight, and since at
-    /// most `before` (ms of the listener's clock), to close; false when there is none.
-    fn evict_one(&self, before: u64) -> bool {
-        let victim = self
+    /// Asks the connection that has waited longest without a request being worked on, and
+    /// since at most `before` (ms of the listener's clock), to close, and takes its slot over
+    /// at once (its socket closes within moments, holding no slot). `probe`: among the
+    /// connections on probe slots, else among the others. `None` when there is none.
+    fn evict_one(&self, before: u64, probe: bool) -> Option<Held> {
+        let (_, victim) = self
             .conns
             .values()
-            .filter(|w| !w.evicted())
-            .filter_map(|w| w.waiting_since().map(|t| (t, w)))
+            .filter(|g| !g.watch.evicted() && g.watch.on_probe_slot() == probe)
+            .filter_map(|g| g.watch.waiting_since().map(|t| (t, g)))
             .filter(|(t, _)| *t <= before)
-            .min_by_key(|(t, _)| *t);
-        match victim {
-            Some((_, w)) => {
-                w.evict();
-                true
-            }
-            None => false,
-        }
+            .min_by_key(|(t, _)| *t)?;
+        victim.watch.evict();
+        victim.held.lock().expect("slot").take()
     }
 }
 
@@ -131,6 +150,28 @@ pub fn start(
     ));
 }
 
+/// The listener's two pools of slots.
+#[derive(Clone)]
+struct Slots {
+    main: Arc<Semaphore>,
+    probe: Arc<Semaphore>,
+    /// Requests on probe slots waiting for a slot under the cap: while there are any, a
+    /// closing connection's slot under the cap goes to them, not to a newcomer.
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Slots {
+    fn try_main(&self) -> Option<Held> {
+        let p = self.main.clone().try_acquire_owned().ok()?;
+        Some(Held::new(p, false))
+    }
+
+    fn try_probe(&self) -> Option<Held> {
+        let p = self.probe.clone().try_acquire_owned().ok()?;
+        Some(Held::new(p, true))
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     router: Router,
@@ -139,11 +180,14 @@ async fn accept_loop(
     shutdown: CancellationToken,
 ) {
     let epoch = Instant::now();
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let slots = Slots {
+        main: Arc::new(Semaphore::new(limits.max_connections)),
+        probe: Arc::new(Semaphore::new(PROBE_SLOTS)),
+        waiting: Arc::new(AtomicUsize::new(0)),
+    };
     let open = Arc::new(Mutex::new(Open::default()));
     let mut cap_warned: Option<(Instant, u64)> = None;
     let mut error_warned: Option<Instant> = None;
-    let gauge = metrics::gauge!("herald_http_connections");
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -160,7 +204,11 @@ async fn accept_loop(
                     tracing::warn!(error = %e, "HTTP accept failed; backing off");
                     error_warned = Some(Instant::now());
                 }
-                open.lock().expect("open connections").evict_one(u64::MAX);
+                drop(
+                    open.lock()
+                        .expect("open connections")
+                        .evict_one(u64::MAX, false),
+                );
                 let pause = Duration::from_millis(100);
                 if crate::tasks::sleep_or_cancel(pause, &shutdown)
                     .await
@@ -171,47 +219,211 @@ async fn accept_loop(
                 continue;
             }
         };
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
+        let held = match slots.try_main() {
+            Some(h) => h,
+            None => {
                 note_cap(&mut cap_warned, limits.max_connections);
-                match wait_for_slot(&slots, &open, epoch, &shutdown).await {
-                    Some(p) => p,
-                    None => return,
+                match at_cap(&slots, &open, epoch) {
+                    Some(h) => h,
+                    None => match wait_for_slot(&slots, &open, epoch, &shutdown).await {
+                        Some(h) => h,
+                        None => return,
+                    },
                 }
             }
         };
         let watch = Watch::new(epoch);
-        let id = open.lock().expect("open connections").add(watch.clone());
-        let (open, router, gauge) = (open.clone(), router.clone(), gauge.clone());
+        if held.probe {
+            watch.set_probe_slot(true);
+            metrics::counter!("herald_http_probe_slot_connections_total").increment(1);
+        }
+        let gate = Arc::new(Gate {
+            held: Mutex::new(Some(held)),
+            slots: slots.clone(),
+            open: open.clone(),
+            watch: watch.clone(),
+            epoch,
+        });
+        let id = open.lock().expect("open connections").add(gate.clone());
+        let (open, router) = (open.clone(), router.clone());
         let conn_shutdown = shutdown.clone();
-        gauge.increment(1.0);
         tracker.spawn(async move {
-            conn::serve(stream, peer, router, watch, limits.deadlines, conn_shutdown).await;
+            conn::serve(
+                stream,
+                peer,
+                router,
+                watch,
+                gate,
+                limits.deadlines,
+                conn_shutdown,
+            )
+            .await;
+            // Drops the last reference to the gate (and its slot, if still held).
             open.lock().expect("open connections").conns.remove(&id);
-            gauge.decrement(1.0);
-            drop(permit);
         });
     }
 }
 
-/// A slot for the connection just accepted: closes the longest-waiting idle connection once
-/// it is old enough, else waits for any connection to end. `None` on shutdown.
+/// At the cap, without waiting (the accept loop must keep taking probes): the slot of the
+/// connection that has waited longest under the cap (≥ `EVICT_MIN_AGE`; not while a request
+/// on a probe slot waits for one), else a free probe slot, else the probe slot of a
+/// connection waiting there. `None` when all are busy.
+fn at_cap(slots: &Slots, open: &Mutex<Open>, epoch: Instant) -> Option<Held> {
+    let before = evictable_before(epoch);
+    if let Some(h) = open
+        .lock()
+        .expect("open connections")
+        .evict_one(before, false)
+    {
+        return Some(h);
+    }
+    if let Some(h) = slots.try_probe() {
+        return Some(h);
+    }
+    open.lock()
+        .expect("open connections")
+        .evict_one(before, true)
+}
+
+/// The listener's clock (ms) before which a waiting connection may be closed for a newcomer.
+fn evictable_before(epoch: Instant) -> u64 {
+    (epoch.elapsed().saturating_sub(EVICT_MIN_AGE)).as_millis() as u64
+}
+
+/// A slot for the connection just accepted when every slot is busy: tries [`at_cap`] again
+/// every `EVICT_MIN_AGE`, and takes any slot a connection frees. `None` on shutdown.
 async fn wait_for_slot(
-    slots: &Arc<Semaphore>,
+    slots: &Slots,
     open: &Mutex<Open>,
     epoch: Instant,
     shutdown: &CancellationToken,
-) -> Option<OwnedSemaphorePermit> {
+) -> Option<Held> {
     loop {
-        let before = (epoch.elapsed().saturating_sub(EVICT_MIN_AGE)).as_millis() as u64;
-        open.lock().expect("open connections").evict_one(before);
+        if let Some(h) = at_cap(slots, open, epoch) {
+            return Some(h);
+        }
         tokio::select! {
-            p = slots.clone().acquire_owned() => return p.ok(),
+            p = slots.main.clone().acquire_owned() => return p.ok().map(|p| Held::new(p, false)),
+            p = slots.probe.clone().acquire_owned() => return p.ok().map(|p| Held::new(p, true)),
             _ = tokio::time::sleep(EVICT_MIN_AGE) => {}
             _ = shutdown.cancelled() => return None,
         }
     }
+}
+
+/// A slot under the cap or a probe slot; `herald_http_connections` counts those held.
+struct Held {
+    probe: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Held {
+    fn new(permit: OwnedSemaphorePermit, probe: bool) -> Held {
+        metrics::gauge!("herald_http_connections").increment(1.0);
+        Held {
+            probe,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        metrics::gauge!("herald_http_connections").decrement(1.0);
+    }
+}
+
+/// What a connection's requests pass before the router: on a probe slot, only a probe goes
+/// through at once; any other request first moves the connection to a slot under the cap.
+/// Also where the listener takes a closing connection's slot from.
+pub(super) struct Gate {
+    held: Mutex<Option<Held>>,
+    slots: Slots,
+    open: Arc<Mutex<Open>>,
+    watch: Arc<Watch>,
+    epoch: Instant,
+}
+
+impl Gate {
+    /// `Err` with the answer when the request may not proceed.
+    pub(super) async fn admit(&self, req: &request::Parts) -> Result<(), Response> {
+        // No slot: it went to a newcomer while this head was arriving. The connection closes
+        // after this request; a probe is answered, anything else needs a slot first.
+        let on_probe = match &*self.held.lock().expect("slot") {
+            Some(h) => h.probe,
+            None => true,
+        };
+        if !on_probe || is_probe(req) {
+            return Ok(());
+        }
+        let give_up = Instant::now() + PROBE_WAIT;
+        let _waiting = Waiting::enter(&self.slots.waiting);
+        loop {
+            let taken = self
+                .open
+                .lock()
+                .expect("open connections")
+                .evict_one(evictable_before(self.epoch), false);
+            let main = match taken {
+                Some(h) => Some(h),
+                None => {
+                    let wait = EVICT_MIN_AGE.min(give_up.saturating_duration_since(Instant::now()));
+                    match tokio::time::timeout(wait, self.slots.main.clone().acquire_owned()).await
+                    {
+                        Ok(Ok(p)) => Some(Held::new(p, false)),
+                        _ => None,
+                    }
+                }
+            };
+            if let Some(h) = main {
+                *self.held.lock().expect("slot") = Some(h);
+                self.watch.set_probe_slot(false);
+                return Ok(());
+            }
+            if Instant::now() >= give_up {
+                break;
+            }
+        }
+        metrics::counter!("herald_http_probe_slot_refusals_total").increment(1);
+        Err(busy())
+    }
+}
+
+/// Counts a request waiting for a slot under the cap while it lives.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn enter(n: &Arc<AtomicUsize>) -> Waiting {
+        n.fetch_add(1, Ordering::AcqRel);
+        Waiting(n.clone())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The answer to a request that found no slot under the cap: 503, try again in a second.
+fn busy() -> Response {
+    let mut res = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({
+            "error": "the server is at its connection cap (server.max_connections); try again"
+        })),
+    )
+        .into_response();
+    let h = res.headers_mut();
+    h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    super::headers::with_secure(res)
+}
+
+/// A health or readiness probe: answered on any slot.
+fn is_probe(req: &request::Parts) -> bool {
+    (req.method == Method::GET || req.method == Method::HEAD)
+        && matches!(req.uri.path(), "/healthz" | "/readyz")
 }
 
 /// One warning when the cap is reached, then at most one every `WARN_EVERY` with the count

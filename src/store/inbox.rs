@@ -51,6 +51,11 @@ pub trait InboxStore: Send + Sync {
     /// rescan finds it. `false` when `id` is not a dead event.
     async fn inbox_retry(&self, id: i64) -> StoreResult<bool>;
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>>;
+    /// The row's public id: the one it already has, else `candidate` (stored now). Ids that
+    /// leave the process (API responses) are these, never the row id.
+    async fn inbox_public_id(&self, id: i64, candidate: &str) -> StoreResult<String>;
+    /// The row a public id names.
+    async fn inbox_by_public_id(&self, public_id: &str) -> StoreResult<Option<i64>>;
 }
 
 #[async_trait]
@@ -200,6 +205,25 @@ impl<S: Pools> InboxStore for S {
         .execute(self.writer())
         .await?;
         Ok(changed == 1)
+    }
+
+    async fn inbox_public_id(&self, id: i64, candidate: &str) -> StoreResult<String> {
+        let (public,): (String,) = db::query(
+            "UPDATE inbox SET public_id = COALESCE(public_id, $2) WHERE id = $1 RETURNING public_id",
+        )
+        .bind(id)
+        .bind(candidate)
+        .fetch_one(self.writer())
+        .await?;
+        Ok(public)
+    }
+
+    async fn inbox_by_public_id(&self, public_id: &str) -> StoreResult<Option<i64>> {
+        let row: Option<(i64,)> = db::query("SELECT id FROM inbox WHERE public_id = $1")
+            .bind(public_id)
+            .fetch_optional(self.reader())
+            .await?;
+        Ok(row.map(|(id,)| id))
     }
 
     async fn lanes_overview(&self, limit: i64) -> StoreResult<Vec<LaneOverview>> {

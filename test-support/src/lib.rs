@@ -49,6 +49,8 @@ pub mod promise;
 pub mod recorder;
 pub mod skip;
 #[cfg(feature = "fakes")]
+pub mod slow_body;
+#[cfg(feature = "fakes")]
 pub mod telegram;
 #[cfg(feature = "fakes")]
 pub mod telegram_load;

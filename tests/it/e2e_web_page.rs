@@ -14,7 +14,7 @@ use herald::app::App;
 use herald::config::Config;
 use herald::cron::{JobSpec, Scheduler};
 use herald_test_support::fake_llm::{FakeLlm, Step};
-use herald_test_support::harness::{init, test_config, Client};
+use herald_test_support::harness::{init, test_config, wait_until, Client};
 use herald_test_support::webdriver::{find, Driver};
 use serde_json::{json, Value};
 
@@ -316,6 +316,87 @@ async fn markdown_renders_and_markup_in_a_reply_stays_text() {
         .wait_text("#log .divider", |t| t == "New conversation")
         .await;
     screenshot(&driver, "new-conversation").await;
+    driver.stop().await;
+    app.shutdown().await;
+}
+
+/// A correction sent while the answer is being written (steer mode): the page shows the
+/// question, the words written so far, the correction, then the one final answer, in the
+/// transcript's order, and nothing stale below it. Once the final answer landed above the
+/// correction and the stale partial stayed at the bottom until a reload.
+#[tokio::test]
+async fn a_correction_mid_answer_shows_before_the_final_answer() {
+    let (llm, app, _data) = start(|c| {
+        c.streaming.enabled = Some(true);
+        c.streaming.edit_interval_ms = 200;
+    })
+    .await;
+    let Some(driver) = browser(&app, "web:steer").await else {
+        return;
+    };
+    let plan = "Changing the config now: first the proxy block, then the upstream list, then \
+                the timeouts, then a reload.";
+    llm.push(Step::stream(plan, 6, Duration::from_millis(250)));
+    let answer = "Not changing anything yet. The blast radius: the proxy and the two upstreams.";
+    llm.push(Step::stream(answer, 12, Duration::from_millis(150)));
+    type_and_send(&driver, "change the config").await;
+    driver
+        .wait_text(".msg.assistant:last-child", |t| t.contains("Changing"))
+        .await;
+    let correction = "wait: first tell me the blast radius";
+    type_and_send(&driver, correction).await;
+
+    let log = || async {
+        eval(
+            &driver,
+            "return [...document.querySelectorAll('#log .msg')]
+                .map(m => [m.classList.contains('user') ? 'user' : 'assistant', m.innerText]);",
+        )
+        .await
+    };
+    let shape = |v: &Value| -> Vec<(String, String)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p[0].as_str().unwrap().to_string(),
+                    p[1].as_str().unwrap().trim().to_string(),
+                )
+            })
+            .collect()
+    };
+    let settled = |rows: &[(String, String)]| {
+        rows.len() == 4
+            && rows[0] == ("user".into(), "change the config".into())
+            && rows[1].0 == "assistant"
+            && rows[1].1.starts_with("Changing")
+            && plan.starts_with(&rows[1].1)
+            && rows[2] == ("user".into(), correction.into())
+            && rows[3] == ("assistant".into(), answer.into())
+    };
+    let last = &Mutex::new(Vec::new());
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        wait_until("the page settles", Duration::from_secs(60), || async {
+            let rows = shape(&log().await);
+            let ok = settled(&rows);
+            *last.lock().unwrap() = rows;
+            ok
+        })
+        .await
+    })
+    .await;
+    assert!(waited.is_ok(), "the page shows {:?}", last.lock().unwrap());
+    // The transcript's order is the page's order: a reload shows the same.
+    driver.cmd("refresh", json!({})).await;
+    driver.wait_text("#status", |t| t == "live").await;
+    wait_until(
+        "the reloaded page shows the same",
+        Duration::from_secs(30),
+        || async { settled(&shape(&log().await)) },
+    )
+    .await;
+    screenshot(&driver, "steer-correction").await;
     driver.stop().await;
     app.shutdown().await;
 }

@@ -39,6 +39,11 @@ contract!(
     dead_letters::outbox_send_attempts_count_before_the_send
 );
 contract!(
+    sqlite_inbox_public_id,
+    postgres_inbox_public_id,
+    inbox_leases::inbox_public_id
+);
+contract!(
     sqlite_inbox_pending_and_skip,
     postgres_inbox_pending_and_skip,
     inbox_leases::inbox_pending_and_skip

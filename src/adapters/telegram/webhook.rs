@@ -53,7 +53,7 @@ async fn handle(State(st): State<WebhookState>, headers: HeaderMap, body: Bytes)
         .get(SECRET_HEADER)
         .map(|v| v.as_bytes())
         .unwrap_or_default();
-    if !constant_time_eq(given, st.secret.as_bytes()) {
+    if !crate::config::same_secret(given, st.secret.as_bytes()) {
         tracing::warn!("telegram webhook call without the right secret token; refused");
         return StatusCode::UNAUTHORIZED;
     }
@@ -75,13 +75,6 @@ async fn handle(State(st): State<WebhookState>, headers: HeaderMap, body: Bytes)
             StatusCode::INTERNAL_SERVER_ERROR
         }
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -54,11 +54,11 @@ pub(super) async fn completions(
     let mut sub = turn::submit(&state, &caller, &ask, req.stream).await?;
     if !req.stream {
         let answer = turn::wait(&state, sub.inbox_id, sub.fresh, &mut sub.finished).await?;
-        return Ok(Json(completion(&req.model, &answer)).into_response());
+        return Ok(Json(completion(&req.model, &sub.public_id, &answer)).into_response());
     }
     let include_usage = req.stream_options.unwrap_or_default().include_usage;
     let chunk = Chunk {
-        id: format!("chatcmpl-{}", sub.inbox_id),
+        id: format!("chatcmpl-{}", sub.public_id),
         model: req.model,
         created: chrono::Utc::now().timestamp(),
         include_usage,
@@ -85,9 +85,9 @@ pub(super) async fn completions(
 }
 
 /// The whole answer as a `chat.completion`.
-fn completion(model: &str, a: &Answer) -> Value {
+fn completion(model: &str, public_id: &str, a: &Answer) -> Value {
     json!({
-        "id": format!("chatcmpl-{}", a.inbox_id),
+        "id": format!("chatcmpl-{public_id}"),
         "object": "chat.completion",
         "created": chrono::Utc::now().timestamp(),
         "model": model,

@@ -85,6 +85,17 @@ impl OaiError {
         e
     }
 
+    /// The request's body did not arrive in time (`server.body_timeout_secs`).
+    pub fn request_timeout(message: impl Into<String>) -> OaiError {
+        let m = message.into();
+        OaiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            "request_timeout",
+            m,
+        )
+    }
+
     pub fn unavailable(message: impl Into<String>) -> OaiError {
         let m = message.into();
         let mut e = OaiError::new(

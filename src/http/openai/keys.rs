@@ -1,9 +1,12 @@
 //! The guard of the OpenAI-compatible routes: `Authorization: Bearer <key>` must be one of
 //! the `[[api.keys]]`. Each key is compared in constant time (`subtle`) against a digest of
 //! every configured key, so neither the match nor the length leaks through timing. `web.token`
-//! is not a key here, and a key opens no other route (those answer to `access.rs`).
+//! is not a key here, and a key opens no other route (those answer to `access.rs`). Each key
+//! has its own budget of requests in flight (`api.max_concurrent_per_key`, `inflight.rs`):
+//! past it, 429 `rate_limit_exceeded` with `Retry-After`, before the body is read.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::header;
@@ -14,11 +17,13 @@ use subtle::ConstantTimeEq;
 
 use super::OaiError;
 use crate::config::ApiKey;
+use crate::http::inflight::{hold, InFlight, RETRY_AFTER_SECS};
 use crate::http::HttpState;
 
-/// The configured keys, read once at start (`key_env` included).
+/// The configured keys, read once at start (`key_env` included), each with its digest and
+/// its budget of requests in flight.
 #[derive(Clone, Default)]
-pub struct ApiKeys(Arc<Vec<(KeyCaller, [u8; 32])>>);
+pub struct ApiKeys(Arc<Vec<(KeyCaller, [u8; 32], InFlight)>>);
 
 /// Who an admitted request acts for; handlers read it from the request extensions.
 #[derive(Debug, Clone)]
@@ -30,7 +35,7 @@ pub struct KeyCaller {
 }
 
 impl ApiKeys {
-    pub fn new(keys: Vec<ApiKey>) -> ApiKeys {
+    pub fn new(keys: Vec<ApiKey>, max_in_flight: usize) -> ApiKeys {
         ApiKeys(Arc::new(
             keys.into_iter()
                 .map(|k| {
@@ -39,19 +44,19 @@ impl ApiKeys {
                         name: k.name,
                         person: k.person,
                     };
-                    (caller, digest)
+                    (caller, digest, InFlight::new(max_in_flight))
                 })
                 .collect(),
         ))
     }
 
-    /// The key's caller; every configured key is compared, whichever matches.
-    fn admit(&self, given: &str) -> Option<KeyCaller> {
+    /// The key's caller and budget; every configured key is compared, whichever matches.
+    fn admit(&self, given: &str) -> Option<(KeyCaller, InFlight)> {
         let digest: [u8; 32] = Sha256::digest(given.as_bytes()).into();
         let mut found = None;
-        for (caller, d) in self.0.iter() {
+        for (caller, d, limit) in self.0.iter() {
             if bool::from(d.ct_eq(&digest)) {
-                found = Some(caller.clone());
+                found = Some((caller.clone(), limit.clone()));
             }
         }
         found
@@ -70,16 +75,25 @@ pub(crate) async fn require(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    match given.and_then(|g| state.api_keys.admit(g)) {
-        Some(caller) => {
-            req.extensions_mut().insert(caller);
-            next.run(req).await
-        }
-        None => OaiError::unauthorized(
+    let Some((caller, limit)) = given.and_then(|g| state.api_keys.admit(g)) else {
+        return OaiError::unauthorized(
             "missing or unknown API key: send Authorization: Bearer <one of [[api.keys]]>",
         )
-        .into_response(),
-    }
+        .into_response();
+    };
+    let Some(permit) = limit.try_enter("api_key") else {
+        return OaiError::rate_limited(
+            format!(
+                "{} requests of this key are already in flight (api.max_concurrent_per_key); \
+                 try again when one is over",
+                limit.max()
+            ),
+            Duration::from_secs(RETRY_AFTER_SECS),
+        )
+        .into_response();
+    };
+    req.extensions_mut().insert(caller);
+    hold(next.run(req).await, permit)
 }
 
 #[cfg(test)]
@@ -94,10 +108,13 @@ mod tests {
             person: "ana".into(),
             key: Secret::new(value),
         };
-        let keys = ApiKeys::new(vec![
-            key("laptop", "k-laptop-0123456789"),
-            key("phone", "k-phone-0123456789"),
-        ]);
+        let keys = ApiKeys::new(
+            vec![
+                key("laptop", "k-laptop-0123456789"),
+                key("phone", "k-phone-0123456789"),
+            ],
+            4,
+        );
         let cases = [
             ("k-laptop-0123456789", Some("laptop")),
             ("k-phone-0123456789", Some("phone")),
@@ -106,7 +123,7 @@ mod tests {
             ("", None),
         ];
         for (given, want) in cases {
-            let got = keys.admit(given).map(|c| c.name);
+            let got = keys.admit(given).map(|(c, _)| c.name);
             assert_eq!(got.as_deref(), want, "{given}");
         }
     }

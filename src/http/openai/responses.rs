@@ -1,6 +1,7 @@
-//! `POST /v1/responses`: the Responses API on the same turn path. A response's id names its
-//! inbox row (`resp_<id>`), so `previous_response_id` continues that response's conversation —
-//! only for the key that made it; any other id is "not found". With `stream: true` the answer
+//! `POST /v1/responses`: the Responses API on the same turn path. A response's id is its
+//! inbox row's random public id (`resp_<public id>`, stored beside the row), so
+//! `previous_response_id` continues that response's conversation — only for the key that made
+//! it; any other id is "not found". With `stream: true` the answer
 //! comes as the Responses events (`response.created` … `response.output_text.delta` …
 //! `response.completed`).
 
@@ -72,18 +73,19 @@ pub(super) async fn create(
         )?,
         dedup: turn::dedup_key(&headers, &body)?,
     };
+    let mut sub = turn::submit(&state, &caller, &ask, req.stream).await?;
     let shape = Shape {
+        id: sub.public_id.clone(),
         model: req.model,
         previous: req.previous_response_id,
         created: chrono::Utc::now().timestamp(),
     };
-    let mut sub = turn::submit(&state, &caller, &ask, req.stream).await?;
     if !req.stream {
         let answer = turn::wait(&state, sub.inbox_id, sub.fresh, &mut sub.finished).await?;
-        return Ok(Json(shape.response(sub.inbox_id, Some(&answer))).into_response());
+        return Ok(Json(shape.response(Some(&answer))).into_response());
     }
-    let id = sub.inbox_id;
-    let opening = shape.opening(id);
+    let id = sub.public_id.clone();
+    let opening = shape.opening();
     let mut streamed = String::new();
     let delta = move |t: &str| {
         (
@@ -132,12 +134,18 @@ async fn previous_conversation(
     id: &str,
 ) -> Result<String, OaiError> {
     let missing = || OaiError::not_found("response_not_found", format!("no response {id:?}"));
-    let n: i64 = id
-        .strip_prefix("resp_")
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(missing)?;
-    let row = match state.store.inbox_get(n).await {
-        Ok(row) => row.ok_or_else(missing)?,
+    let public = id.strip_prefix("resp_").ok_or_else(missing)?;
+    let row = match state.store.inbox_by_public_id(public).await {
+        Ok(Some(n)) => state
+            .store
+            .inbox_get(n)
+            .await
+            .map(|r| r.ok_or_else(missing)),
+        Ok(None) => return Err(missing()),
+        Err(e) => Err(e),
+    };
+    let row = match row {
+        Ok(row) => row?,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read an earlier API response");
             return Err(OaiError::unavailable(
@@ -154,6 +162,8 @@ async fn previous_conversation(
 
 /// What every response object of one request shares.
 struct Shape {
+    /// The response's public id.
+    id: String,
     model: String,
     previous: Option<String>,
     created: i64,
@@ -161,7 +171,8 @@ struct Shape {
 
 impl Shape {
     /// The response object: `in_progress` without an answer, `completed` with one.
-    fn response(&self, id: i64, answer: Option<&Answer>) -> Value {
+    fn response(&self, answer: Option<&Answer>) -> Value {
+        let id = &self.id;
         let (status, output, usage) = match answer {
             None => ("in_progress", json!([]), Value::Null),
             Some(a) => (
@@ -201,10 +212,9 @@ impl Shape {
 
     /// The events that close a streamed response whose whole text is `a.text`.
     fn closing(&self, a: &Answer) -> Vec<(&'static str, Value)> {
-        let id = a.inbox_id;
-        let item = format!("msg_{id}");
+        let item = format!("msg_{}", self.id);
         let part = json!({ "type": "output_text", "text": a.text, "annotations": [] });
-        let done = self.response(id, Some(a));
+        let done = self.response(Some(a));
         vec![
             (
                 "response.output_text.done",
@@ -226,16 +236,16 @@ impl Shape {
 
 impl Shape {
     /// The events that open a streamed response, before any text.
-    fn opening(&self, id: i64) -> Vec<(&'static str, serde_json::Value)> {
-        let item = format!("msg_{id}");
+    fn opening(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let item = format!("msg_{}", self.id);
         vec![
             (
                 "response.created",
-                json!({ "response": self.response(id, None) }),
+                json!({ "response": self.response(None) }),
             ),
             (
                 "response.in_progress",
-                json!({ "response": self.response(id, None) }),
+                json!({ "response": self.response(None) }),
             ),
             (
                 "response.output_item.added",

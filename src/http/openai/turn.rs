@@ -35,6 +35,9 @@ pub(super) struct Ask {
 /// A submitted request: its inbox row and the receivers its answer arrives on.
 pub(super) struct Submitted {
     pub inbox_id: i64,
+    /// The id the client sees (`chatcmpl-…`, `resp_…`): random, kept beside the inbox row so a
+    /// retry of the same request reads the same one ([`public_id`]).
+    pub public_id: String,
     /// Written just now (not a retry of an earlier request).
     pub fresh: bool,
     pub finished: broadcast::Receiver<i64>,
@@ -43,7 +46,6 @@ pub(super) struct Submitted {
 
 /// The finished turn as the API answers it.
 pub(super) struct Answer {
-    pub inbox_id: i64,
     pub text: String,
     pub usage: Usage,
 }
@@ -166,12 +168,32 @@ pub(super) async fn submit(
             ));
         }
     };
+    let public_id = public_id(state, inbox_id).await?;
     Ok(Submitted {
         inbox_id,
+        public_id,
         fresh,
         finished,
         deltas,
     })
+}
+
+/// Characters of a public id: 24 of 62 is 142 bits, nothing to count or guess.
+const PUBLIC_ID_CHARS: usize = 24;
+
+/// The row's public id, made now for a new row. Row ids are a counter: sent out, they would
+/// tell every key holder how busy the server is and name other keys' responses.
+async fn public_id(state: &HttpState, inbox_id: i64) -> Result<String, OaiError> {
+    use rand::distr::{Alphanumeric, SampleString};
+    let candidate = Alphanumeric.sample_string(&mut rand::rng(), PUBLIC_ID_CHARS);
+    state
+        .store
+        .inbox_public_id(inbox_id, &candidate)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "cannot name an API request");
+            OaiError::unavailable("the request could not be stored; try again")
+        })
 }
 
 /// Puts a request's inline images into the media cache and names them as attachments, so the
@@ -263,7 +285,6 @@ pub(super) async fn settled(state: &HttpState, inbox_id: i64) -> Option<Result<A
             Err(failure(row.note.as_deref().unwrap_or(""), text))
         }
         _ => Ok(Answer {
-            inbox_id,
             text,
             usage: turn_usage(state, &row.lane, inbox_id).await,
         }),

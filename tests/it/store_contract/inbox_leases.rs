@@ -41,6 +41,23 @@ pub async fn migrations_apply_one_at_a_time(store: Arc<dyn Store>) {
     store.migrate().await.expect("nothing left to apply");
 }
 
+/// A row's public id is set once: a second candidate (a retried request) reads the first, and
+/// the id finds its row; an unknown id finds nothing.
+pub async fn inbox_public_id(store: Arc<dyn Store>) {
+    let a = insert(&store, &event("pub", "one")).await;
+    let b = insert(&store, &event("pub", "two")).await;
+    assert_eq!(store.inbox_public_id(a, "Qx7").await.unwrap(), "Qx7");
+    assert_eq!(store.inbox_public_id(a, "other").await.unwrap(), "Qx7");
+    assert_eq!(store.inbox_public_id(b, "Zk2").await.unwrap(), "Zk2");
+    assert_eq!(store.inbox_by_public_id("Qx7").await.unwrap(), Some(a));
+    assert_eq!(store.inbox_by_public_id("Zk2").await.unwrap(), Some(b));
+    assert_eq!(store.inbox_by_public_id("other").await.unwrap(), None);
+    assert_eq!(
+        store.inbox_by_public_id(&a.to_string()).await.unwrap(),
+        None
+    );
+}
+
 pub async fn inbox_dedup(store: Arc<dyn Store>) {
     let ev = event("dedup", "hello");
     let first = store.inbox_insert(&ev).await.unwrap();
