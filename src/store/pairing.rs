@@ -298,9 +298,12 @@ impl<S: Pools> PairingStore for S {
             .map(|(id, _)| id)
             .take(REQUEUE_MAX)
             .collect();
+        // Each starts afresh: the take that ended in the auth skip was not an attempt at a
+        // turn (a first start is what steering and the poison guard count from).
         for id in &mine {
             db::query(
-                "UPDATE inbox SET status = 'pending', note = NULL, done_at = NULL WHERE id = $1",
+                "UPDATE inbox SET status = 'pending', note = NULL, done_at = NULL, attempts = 0 \
+                 WHERE id = $1",
             )
             .bind(id)
             .execute(&mut tx)
