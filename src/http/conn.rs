@@ -19,10 +19,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::Router;
-use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -33,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::body::Timed;
+use super::inflight::Holding;
 use super::serve::Gate;
 
 /// "No value" for the millisecond stamps below.
@@ -223,32 +223,6 @@ impl Drop for Busy {
     }
 }
 
-/// A response body that keeps its request counted as in flight until hyper drops it.
-struct Guarded {
-    inner: Body,
-    _busy: Busy,
-}
-
-impl http_body::Body for Guarded {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
 /// The socket, stamping the watch on every byte that moves.
 struct Watched {
     io: TcpStream,
@@ -334,7 +308,7 @@ pub(super) async fn serve(
         parts.extensions.insert(ConnectInfo(peer));
         let (router, gate, watch) = (router.clone(), gate.clone(), svc_watch.clone());
         async move {
-            let guarded = |inner: Body| Guarded { inner, _busy: busy };
+            let guarded = |inner: Body| Holding::new(inner, busy);
             // A request waiting here for a slot under the cap is complete as far as the
             // client knows: it is not closed for a newcomer; its body's clock starts after.
             if let Err(refused) = gate.admit(&parts).await {

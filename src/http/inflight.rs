@@ -52,20 +52,27 @@ impl InFlight {
 
 /// The response, holding `permit` until its body is over.
 pub(crate) fn hold(res: Response, permit: OwnedSemaphorePermit) -> Response {
-    res.map(|inner| {
-        Body::new(Holding {
-            inner,
-            _permit: permit,
-        })
-    })
+    res.map(|inner| Body::new(Holding::new(inner, permit)))
 }
 
-struct Holding {
+/// A body that keeps `G` alive until hyper drops it: what counts a request as in flight (a
+/// credential's permit here, the connection's busy mark in `conn.rs`) lasts to the end of
+/// its response, a streamed one included.
+pub(crate) struct Holding<G> {
     inner: Body,
-    _permit: OwnedSemaphorePermit,
+    _guard: G,
 }
 
-impl http_body::Body for Holding {
+impl<G> Holding<G> {
+    pub(crate) fn new(inner: Body, guard: G) -> Holding<G> {
+        Holding {
+            inner,
+            _guard: guard,
+        }
+    }
+}
+
+impl<G: Send + Unpin + 'static> http_body::Body for Holding<G> {
     type Data = Bytes;
     type Error = axum::Error;
 
