@@ -16,6 +16,7 @@ mod memory;
 mod mid_turn;
 mod platforms;
 mod providers;
+mod queues;
 mod secret;
 mod shards;
 mod streaming;
@@ -41,6 +42,7 @@ pub use memory::{
 pub use mid_turn::MidTurn;
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
+pub use queues::{InboxConfig, OutboxConfig};
 pub use secret::{redact_url, same_secret, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
@@ -249,51 +251,6 @@ impl Default for LanesConfig {
             max_attempts: None,
             rescan_secs: 5,
             mid_turn: MidTurn::Steer,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct InboxConfig {
-    /// Starts of processing for one inbound message (a crash during its turn counts) before it
-    /// is dead-lettered: marked `dead`, the person told once, the lane moving on.
-    pub max_attempts: i64,
-}
-
-impl Default for InboxConfig {
-    fn default() -> Self {
-        InboxConfig { max_attempts: 3 }
-    }
-}
-
-impl Config {
-    /// Folds deprecated keys into their replacements (`lanes.max_attempts` →
-    /// `inbox.max_attempts`), so the rest of the daemon reads one key.
-    pub(crate) fn fold_deprecated(&mut self) {
-        if let Some(n) = self.lanes.max_attempts.take() {
-            self.inbox.max_attempts = n;
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct OutboxConfig {
-    /// Send attempts per chunk before it is marked failed.
-    pub max_attempts: i64,
-    /// Fallback poll interval; new rows are normally picked up at once.
-    pub poll_ms: u64,
-    /// Rows claimed per round.
-    pub batch: i64,
-}
-
-impl Default for OutboxConfig {
-    fn default() -> Self {
-        OutboxConfig {
-            max_attempts: 8,
-            poll_ms: 500,
-            batch: 64,
         }
     }
 }

@@ -32,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::body::Timed;
+use super::gate::Gate;
 use super::inflight::Holding;
-use super::serve::Gate;
 
 /// "No value" for the millisecond stamps below.
 const NONE: u64 = u64::MAX;

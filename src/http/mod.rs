@@ -16,6 +16,7 @@ mod chat_events;
 mod chat_stream;
 mod conn;
 mod error;
+mod gate;
 mod headers;
 mod health;
 mod inflight;

@@ -21,12 +21,10 @@
 //! than 250 ms, do newcomers wait in the backlog (which holds no descriptor of ours).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::{header, request, HeaderValue, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -35,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::conn::{self, Deadlines, Watch};
+use super::gate::Gate;
 use crate::config::Config;
 
 /// How often, at most, the cap and accept-error warnings repeat while the condition lasts.
@@ -44,14 +43,10 @@ const WARN_EVERY: Duration = Duration::from_secs(300);
 /// closed for a newcomer. A real client's head is in the socket when it is accepted, so even
 /// on a loaded host it is read long before this; and a flood cannot make the loop close
 /// connections faster than `max_connections` per this interval.
-const EVICT_MIN_AGE: Duration = Duration::from_millis(250);
+pub(super) const EVICT_MIN_AGE: Duration = Duration::from_millis(250);
 
 /// Connections beyond `server.max_connections` kept for health and readiness probes.
 pub const PROBE_SLOTS: usize = 64;
-
-/// How long a request other than a probe, on a probe slot, may wait for a slot under the cap
-/// (asking a waiting connection to close every `EVICT_MIN_AGE`) before it is answered 503.
-const PROBE_WAIT: Duration = Duration::from_secs(1);
 
 /// The listener's limits, resolved once at start.
 #[derive(Debug, Clone, Copy)]
@@ -103,7 +98,7 @@ pub fn raise_fd_limit() {
 
 /// The open connections the loop may close when it needs a slot.
 #[derive(Default)]
-struct Open {
+pub(super) struct Open {
     next: u64,
     conns: HashMap<u64, Arc<Gate>>,
 }
@@ -119,7 +114,7 @@ impl Open {
     /// since at most `before` (ms of the listener's clock), to close, and takes its slot over
     /// at once (its socket closes within moments, holding no slot). `probe`: among the
     /// connections on probe slots, else among the others. `None` when there is none.
-    fn evict_one(&self, before: u64, probe: bool) -> Option<Held> {
+    pub(super) fn evict_one(&self, before: u64, probe: bool) -> Option<Held> {
         let (_, victim) = self
             .conns
             .values()
@@ -152,12 +147,12 @@ pub fn start(
 
 /// The listener's two pools of slots.
 #[derive(Clone)]
-struct Slots {
-    main: Arc<Semaphore>,
+pub(super) struct Slots {
+    pub(super) main: Arc<Semaphore>,
     probe: Arc<Semaphore>,
     /// Requests on probe slots waiting for a slot under the cap: while there are any, a
     /// closing connection's slot under the cap goes to them, not to a newcomer.
-    waiting: Arc<AtomicUsize>,
+    pub(super) waiting: Arc<AtomicUsize>,
 }
 
 impl Slots {
@@ -286,7 +281,7 @@ fn at_cap(slots: &Slots, open: &Mutex<Open>, epoch: Instant) -> Option<Held> {
 }
 
 /// The listener's clock (ms) before which a waiting connection may be closed for a newcomer.
-fn evictable_before(epoch: Instant) -> u64 {
+pub(super) fn evictable_before(epoch: Instant) -> u64 {
     (epoch.elapsed().saturating_sub(EVICT_MIN_AGE)).as_millis() as u64
 }
 
@@ -312,13 +307,13 @@ async fn wait_for_slot(
 }
 
 /// A slot under the cap or a probe slot; `herald_http_connections` counts those held.
-struct Held {
-    probe: bool,
+pub(super) struct Held {
+    pub(super) probe: bool,
     _permit: OwnedSemaphorePermit,
 }
 
 impl Held {
-    fn new(permit: OwnedSemaphorePermit, probe: bool) -> Held {
+    pub(super) fn new(permit: OwnedSemaphorePermit, probe: bool) -> Held {
         metrics::gauge!("herald_http_connections").increment(1.0);
         Held {
             probe,
@@ -331,99 +326,6 @@ impl Drop for Held {
     fn drop(&mut self) {
         metrics::gauge!("herald_http_connections").decrement(1.0);
     }
-}
-
-/// What a connection's requests pass before the router: on a probe slot, only a probe goes
-/// through at once; any other request first moves the connection to a slot under the cap.
-/// Also where the listener takes a closing connection's slot from.
-pub(super) struct Gate {
-    held: Mutex<Option<Held>>,
-    slots: Slots,
-    open: Arc<Mutex<Open>>,
-    watch: Arc<Watch>,
-    epoch: Instant,
-}
-
-impl Gate {
-    /// `Err` with the answer when the request may not proceed.
-    pub(super) async fn admit(&self, req: &request::Parts) -> Result<(), Response> {
-        // No slot: it went to a newcomer while this head was arriving. The connection closes
-        // after this request; a probe is answered, anything else needs a slot first.
-        let on_probe = match &*self.held.lock().expect("slot") {
-            Some(h) => h.probe,
-            None => true,
-        };
-        if !on_probe || is_probe(req) {
-            return Ok(());
-        }
-        let give_up = Instant::now() + PROBE_WAIT;
-        let _waiting = Waiting::enter(&self.slots.waiting);
-        loop {
-            let taken = self
-                .open
-                .lock()
-                .expect("open connections")
-                .evict_one(evictable_before(self.epoch), false);
-            let main = match taken {
-                Some(h) => Some(h),
-                None => {
-                    let wait = EVICT_MIN_AGE.min(give_up.saturating_duration_since(Instant::now()));
-                    match tokio::time::timeout(wait, self.slots.main.clone().acquire_owned()).await
-                    {
-                        Ok(Ok(p)) => Some(Held::new(p, false)),
-                        _ => None,
-                    }
-                }
-            };
-            if let Some(h) = main {
-                *self.held.lock().expect("slot") = Some(h);
-                self.watch.set_probe_slot(false);
-                return Ok(());
-            }
-            if Instant::now() >= give_up {
-                break;
-            }
-        }
-        metrics::counter!("herald_http_probe_slot_refusals_total").increment(1);
-        Err(busy())
-    }
-}
-
-/// Counts a request waiting for a slot under the cap while it lives.
-struct Waiting(Arc<AtomicUsize>);
-
-impl Waiting {
-    fn enter(n: &Arc<AtomicUsize>) -> Waiting {
-        n.fetch_add(1, Ordering::AcqRel);
-        Waiting(n.clone())
-    }
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// The answer to a request that found no slot under the cap: 503, try again in a second.
-fn busy() -> Response {
-    let mut res = (
-        StatusCode::SERVICE_UNAVAILABLE,
-        axum::Json(serde_json::json!({
-            "error": "the server is at its connection cap (server.max_connections); try again"
-        })),
-    )
-        .into_response();
-    let h = res.headers_mut();
-    h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    super::headers::with_secure(res)
-}
-
-/// A health or readiness probe: answered on any slot.
-fn is_probe(req: &request::Parts) -> bool {
-    (req.method == Method::GET || req.method == Method::HEAD)
-        && matches!(req.uri.path(), "/healthz" | "/readyz")
 }
 
 /// One warning when the cap is reached, then at most one every `WARN_EVERY` with the count

@@ -17,6 +17,7 @@ mod heartbeat;
 mod ingest;
 mod placement;
 mod preview;
+mod process;
 mod reply;
 mod router;
 mod send_message;
