@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use herald::app::App;
-use herald::config::{Config, ProviderKind};
+use herald::config::{ApiKeyConfig, Config, Person, ProviderKind, Secret};
 use herald::store::{InboxRow, InboxStatus, Store};
 use serde_json::{json, Value};
 
@@ -40,6 +40,33 @@ pub fn test_config(llm: &FakeLlm, data: &tempfile::TempDir) -> Config {
     // about streaming turns it on, and the default (private chats stream) has its own tests.
     c.streaming.enabled = Some(false);
     c
+}
+
+/// The core in process with the OpenAI-compatible API on and one key, `key`, whose person is
+/// `ana` (cron off); `tune` adjusts the config before start.
+pub async fn start_api(
+    key: &str,
+    tune: impl FnOnce(&mut Config),
+) -> (FakeLlm, App, tempfile::TempDir) {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut c = test_config(&llm, &data);
+    c.cron.enabled = false;
+    c.people = vec![Person {
+        name: "ana".into(),
+        ids: vec![],
+    }];
+    c.api.enabled = true;
+    c.api.keys = vec![ApiKeyConfig {
+        name: "laptop".into(),
+        key: Some(Secret::new(key)),
+        key_env: None,
+        person: "ana".into(),
+    }];
+    tune(&mut c);
+    let app = App::start(c).await.expect("app starts");
+    (llm, app, data)
 }
 
 /// A port on 127.0.0.1 that was free a moment ago (for a daemon started as its own process).

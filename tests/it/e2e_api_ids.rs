@@ -3,10 +3,7 @@
 //! request reads the same id, and `previous_response_id` still continues a conversation —
 //! by its random id only.
 
-use herald::app::App;
-use herald::config::{ApiKeyConfig, Person, Secret};
-use herald_test_support::fake_llm::FakeLlm;
-use herald_test_support::harness::{init, test_config};
+use herald_test_support::harness::start_api;
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-herald-ids-0123456789";
@@ -25,23 +22,7 @@ fn random_part<'a>(id: &'a str, prefix: &str) -> &'a str {
 
 #[tokio::test]
 async fn response_ids_are_random_and_still_chain() {
-    init();
-    let llm = FakeLlm::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let mut c = test_config(&llm, &data);
-    c.cron.enabled = false;
-    c.people = vec![Person {
-        name: "ana".into(),
-        ids: vec![],
-    }];
-    c.api.enabled = true;
-    c.api.keys = vec![ApiKeyConfig {
-        name: "laptop".into(),
-        key: Some(Secret::new(KEY)),
-        key_env: None,
-        person: "ana".into(),
-    }];
-    let app = App::start(c).await.expect("app starts");
+    let (llm, app, _data) = start_api(KEY, |_| {}).await;
     let http = reqwest::Client::new();
     let base = format!("http://{}", app.addr);
     let post = |path: &'static str, body: Value| {

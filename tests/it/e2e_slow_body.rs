@@ -9,10 +9,8 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use herald::app::App;
-use herald::config::{ApiKeyConfig, Person, Secret};
 use herald_test_support::fake_llm::FakeLlm;
-use herald_test_support::harness::{free_port, init, test_config, wait_until};
+use herald_test_support::harness::{free_port, init, start_api, wait_until};
 use herald_test_support::herald::{write_config, Herald};
 use herald_test_support::slow_body::{probe_health, Flood};
 use serde_json::Value;
@@ -181,36 +179,12 @@ async fn read_answer(s: &mut TcpStream) -> (u16, String, Value) {
     )
 }
 
-async fn start_api(
-    tune: impl FnOnce(&mut herald::config::Config),
-) -> (FakeLlm, App, tempfile::TempDir) {
-    init();
-    let llm = FakeLlm::start().await;
-    let data = tempfile::tempdir().unwrap();
-    let mut c = test_config(&llm, &data);
-    c.cron.enabled = false;
-    c.people = vec![Person {
-        name: "ana".into(),
-        ids: vec![],
-    }];
-    c.api.enabled = true;
-    c.api.keys = vec![ApiKeyConfig {
-        name: "laptop".into(),
-        key: Some(Secret::new(KEY)),
-        key_env: None,
-        person: "ana".into(),
-    }];
-    tune(&mut c);
-    let app = App::start(c).await.expect("app starts");
-    (llm, app, data)
-}
-
 /// A key with two uploads in flight is refused a third (429 in OpenAI's shape, with
 /// `Retry-After`), before its body is read; the two are answered 408 when their bodies miss
 /// the deadline, and the key may send again.
 #[tokio::test]
 async fn a_key_over_its_limit_gets_429_and_a_slow_body_gets_408() {
-    let (_llm, app, _data) = start_api(|c| {
+    let (_llm, app, _data) = start_api(KEY, |c| {
         c.api.max_concurrent_per_key = 2;
         c.server.body_timeout_secs = 2;
     })
@@ -271,7 +245,7 @@ async fn a_key_over_its_limit_gets_429_and_a_slow_body_gets_408() {
 /// request while two uploads wait is refused 429 with `Retry-After`; health is not limited.
 #[tokio::test]
 async fn a_web_caller_over_its_limit_gets_429() {
-    let (_llm, app, _data) = start_api(|c| {
+    let (_llm, app, _data) = start_api(KEY, |c| {
         c.web.max_concurrent_requests = 2;
         c.server.body_timeout_secs = 60;
     })
