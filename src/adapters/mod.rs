@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod discord;
+pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod web;
