@@ -26,6 +26,7 @@ mod outbound;
 mod receive;
 mod signature;
 mod socket;
+pub mod spec;
 
 #[cfg(test)]
 mod inbound_tests;
@@ -34,6 +35,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use anyhow::Context;
 use slack_morphism::api::SlackApiAuthTestResponse;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -50,10 +52,9 @@ use outbound::SlackOutbound;
 use receive::Receiver;
 
 pub use doctor::{doctor, Check, BOT_SCOPES};
+pub use spec::SPEC;
 
-/// Slack's platform name. Until the platform contract lands on main, a stand-in of the closed
-/// enum keeps this module compiling; the adapter is not registered until then.
-pub const SLACK: Platform = Platform::Api;
+pub const SLACK: Platform = Platform::named("slack");
 
 pub struct SlackAdapter {
     config: SlackConfig,
@@ -82,9 +83,14 @@ impl SlackAdapter {
 }
 
 impl Adapter for SlackAdapter {
-    fn from_config(_config: &Config) -> anyhow::Result<Option<SlackAdapter>> {
-        // The `[slack]` section is read through the platform contract's config sections.
-        Ok(None)
+    fn from_config(config: &Config) -> anyhow::Result<Option<SlackAdapter>> {
+        let Some(section) = config.section::<SlackConfig>("slack")? else {
+            return Ok(None);
+        };
+        if section.bot_token.is_none() {
+            return Ok(None);
+        }
+        SlackAdapter::new(section).context("slack adapter").map(Some)
     }
 
     fn platform(&self) -> Platform {
@@ -93,6 +99,10 @@ impl Adapter for SlackAdapter {
 
     fn outbound(&self) -> Arc<dyn Outbound> {
         self.outbound.clone()
+    }
+
+    fn pace(&self, _config: &Config) -> Option<crate::delivery::pace::Limits> {
+        Some(spec::limits())
     }
 
     /// The Events API routes, in events mode.
