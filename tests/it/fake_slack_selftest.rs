@@ -8,6 +8,7 @@
 
 mod events_api;
 mod files;
+mod promise;
 mod web;
 
 use std::time::Duration;

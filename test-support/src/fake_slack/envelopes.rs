@@ -57,10 +57,15 @@ impl Envelope {
     }
 
     pub fn view(&self) -> EnvelopeView {
+        let event = &self.payload["event"];
+        let field = |k: &str| event[k].as_str().map(str::to_string);
         EnvelopeView {
             envelope_id: self.id.clone(),
             event_id: self.event_id.clone(),
             kind: self.kind.name().to_string(),
+            event_type: field("type"),
+            channel: field("channel"),
+            ts: field("ts"),
             deliveries: self.deliveries,
             acked: self.acked,
             given_up: self.given_up,

@@ -47,7 +47,6 @@ pub use records::{
 /// The websocket client the self-test drives Socket Mode with (the crate the fake serves with).
 pub use tokio_tungstenite;
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -266,10 +265,7 @@ impl FakeSlack {
     /// The next `times` calls of `method` meet `fault` (queued after any earlier ones).
     pub fn fail_next(&self, method: &str, times: usize, fault: Fault) {
         let mut st = self.shared.lock();
-        let q = st
-            .faults
-            .entry(method.to_string())
-            .or_insert_with(VecDeque::new);
+        let q = st.faults.entry(method.to_string()).or_default();
         q.extend(std::iter::repeat_n(fault, times));
     }
 

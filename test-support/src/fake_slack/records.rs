@@ -183,6 +183,11 @@ pub struct EnvelopeView {
     pub envelope_id: String,
     pub event_id: Option<String>,
     pub kind: String,
+    /// `event.type` of an events envelope (`message`, `app_mention`, …).
+    pub event_type: Option<String>,
+    /// `event.channel` and `event.ts`: which message an events envelope is about.
+    pub channel: Option<String>,
+    pub ts: Option<String>,
     pub deliveries: u32,
     pub acked: bool,
     /// Retries ran out before an ack.

@@ -55,6 +55,8 @@ fn ticket_of(req: &Request) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+// The handshake check's `Result<Response, ErrorResponse>` is tungstenite's `Callback` signature.
+#[allow(clippy::result_large_err)]
 async fn connection(stream: TcpStream, shared: Arc<Shared>) {
     let mut ticket = None;
     let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
