@@ -57,6 +57,7 @@ mod e2e_slow_body;
 mod e2e_steer;
 mod e2e_store_text;
 mod e2e_stream;
+mod e2e_slack;
 mod e2e_telegram;
 mod e2e_user;
 mod e2e_web;

@@ -4,7 +4,8 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use super::inbound::{decide_command, decide_event, decide_interaction, BotIdentity, Decision, Rules};
+use super::inbound::{decide_event, BotIdentity, Decision, Rules};
+use super::interactions::{decide_command, decide_interaction};
 use crate::domain::{ChatType, MessageKind};
 
 fn me() -> BotIdentity {

@@ -21,6 +21,7 @@ mod files_in;
 mod files_out;
 mod history;
 pub mod inbound;
+pub mod interactions;
 pub mod mrkdwn;
 mod outbound;
 mod receive;

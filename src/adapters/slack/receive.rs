@@ -129,8 +129,8 @@ impl Receiver {
                 Some(event) => inbound::decide_event(event, &rules).map_err(|e| e.to_string()),
                 None => Err("no event in the callback".to_string()),
             },
-            Kind::Interactive => Ok(inbound::decide_interaction(payload)),
-            Kind::Command => Ok(inbound::decide_command(payload)),
+            Kind::Interactive => Ok(super::interactions::decide_interaction(payload)),
+            Kind::Command => Ok(super::interactions::decide_command(payload)),
         };
         // Unwind safety: deciding only reads its inputs.
         match std::panic::catch_unwind(AssertUnwindSafe(run)) {

@@ -29,6 +29,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     access,
     configured: |c| section(c).is_some_and(|s| s.bot_token.is_some()),
     how_to_enable: "set slack.bot_token (and slack.app_token for Socket Mode), or HERALD_SLACK__BOT_TOKEN",
+    person_id: is_user_id,
     target: Some(target),
     edit_interval: |_| Some(super::outbound::EDIT_INTERVAL),
     dm_by_person_id: false,
@@ -99,6 +100,13 @@ fn target(rest: &str) -> Result<(String, Option<String>), String> {
     Ok((channel.to_string(), thread.map(str::to_string)))
 }
 
+/// A user id: `U…` (or `W…` in Enterprise Grid), capitals and digits.
+fn is_user_id(id: &str) -> bool {
+    id.len() >= 2
+        && id.starts_with(['U', 'W'])
+        && id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
 fn is_ts(t: &str) -> bool {
     t.split_once('.').is_some_and(|(s, f)| {
         !s.is_empty()
@@ -135,6 +143,13 @@ mod tests {
         for (input, want) in bad {
             let err = parse_target(input, &known).expect_err(input).to_string();
             assert!(err.contains(want), "{input:?}: got {err:?}");
+        }
+    }
+
+    #[test]
+    fn person_ids() {
+        for (id, ok) in [("U0123ABCD", true), ("W42", true), ("u0123", false), ("C0123", false), ("U", false)] {
+            assert_eq!(super::is_user_id(id), ok, "{id}");
         }
     }
 }

@@ -2,7 +2,7 @@
 //! and started again on the same store each time, then a census of what survived.
 //!
 //! Shared by `examples/crash_loop.rs` (many kills, JSON report) and `tests/it/crash_loop.rs`
-//! (a few kills, bounded time), over the web chat API or Telegram ([`Via`]). It must not soften
+//! (a few kills, bounded time), over the web chat API, Telegram or Slack ([`Via`]). It must not soften
 //! the load around a kill: clients keep retrying exactly as they would against a real outage.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +16,7 @@ use super::super::fake_llm::FakeLlm;
 use super::census::{self, Census, Kill};
 use super::daemon::{herald_bin, Backend, Daemon, Spec};
 use super::load::{self, LoadSpec, WebChannel};
+use super::slack::{SlackChannel, SlackReceipts};
 use super::telegram::{Receipts, TelegramChannel};
 
 /// The way the load comes in and the replies go out.
@@ -27,6 +28,10 @@ pub enum Via {
     /// too), answers as the fake's recorded `sendMessage` calls (so the outbox send and
     /// `mark_sent` are crashed too).
     Telegram,
+    /// The fake Slack in Socket Mode: each message an envelope pending until acknowledged (so
+    /// the acknowledgement after the inbox write is crashed too), answers as the fake's
+    /// recorded `chat.postMessage` calls (so the metadata look-up before a resend is too).
+    Slack,
 }
 
 #[derive(Clone, Debug)]
@@ -45,12 +50,19 @@ pub struct CrashRun {
     pub census: Census,
     /// What the Telegram users saw (Telegram runs only).
     pub receipts: Option<Receipts>,
+    /// What the Slack users saw (Slack runs only).
+    pub slack_receipts: Option<SlackReceipts>,
     pub report: Value,
 }
 
 impl CrashRun {
     pub fn promise_held(&self) -> bool {
-        self.census.promise_held() && self.receipts.as_ref().is_none_or(Receipts::promise_held)
+        self.census.promise_held()
+            && self.receipts.as_ref().is_none_or(Receipts::promise_held)
+            && self
+                .slack_receipts
+                .as_ref()
+                .is_none_or(SlackReceipts::promise_held)
     }
 }
 
@@ -61,16 +73,24 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     let backend = Backend::from_env().await;
     let telegram = match spec.via {
         Via::Telegram => Some(TelegramChannel::start().await),
-        Via::Web => None,
+        _ => None,
+    };
+    let slack = match spec.via {
+        Via::Slack => Some(SlackChannel::start().await),
+        _ => None,
     };
     let mut dspec = Spec::new(&herald_bin(), "crash", &backend, &llm.base_url());
-    for (k, v) in telegram.iter().flat_map(TelegramChannel::daemon_env) {
+    let env = telegram
+        .iter()
+        .flat_map(TelegramChannel::daemon_env)
+        .chain(slack.iter().flat_map(SlackChannel::daemon_env));
+    for (k, v) in env {
         dspec = dspec.set(&k, &v);
     }
-    let platform = if telegram.is_some() {
-        "telegram"
-    } else {
-        "web"
+    let platform = match spec.via {
+        Via::Web => "web",
+        Via::Telegram => "telegram",
+        Via::Slack => "slack",
     };
     let started = Instant::now();
     let mut generation = 0;
@@ -87,9 +107,10 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
         // kill holds back for the claim TTL (60 s).
         give_up: Duration::from_secs(150),
     };
-    let load = match &telegram {
-        Some(tg) => tokio::spawn(load::run(tg.clone(), load_spec)),
-        None => tokio::spawn(load::run(
+    let load = match (&telegram, &slack) {
+        (Some(tg), _) => tokio::spawn(load::run(tg.clone(), load_spec)),
+        (_, Some(sl)) => tokio::spawn(load::run(sl.clone(), load_spec)),
+        _ => tokio::spawn(load::run(
             WebChannel::new(vec![dspec.base_url()]),
             load_spec,
         )),
@@ -123,7 +144,12 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     let census = census::take(&backend.url, platform, &sent, &kills).await;
     backend.cleanup().await;
     let receipts = telegram.as_ref().map(|tg| tg.receipts(&kills));
-    let held = census.promise_held() && receipts.as_ref().is_none_or(Receipts::promise_held);
+    let slack_receipts = slack.as_ref().map(|sl| sl.receipts(&kills));
+    let held = census.promise_held()
+        && receipts.as_ref().is_none_or(Receipts::promise_held)
+        && slack_receipts
+            .as_ref()
+            .is_none_or(SlackReceipts::promise_held);
     if !held {
         eprintln!("last daemon log lines:\n{log}");
     }
@@ -148,11 +174,13 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
         "model_requests": llm.request_count(),
         "census": census,
         "telegram": receipts,
+        "slack": slack_receipts,
         "promise_held": held,
     });
     CrashRun {
         census,
         receipts,
+        slack_receipts,
         report,
     }
 }
