@@ -176,8 +176,7 @@ async fn slash_commands_map_to_the_shared_commands() {
     posts_in(&fake, &dm, 1).await;
     fake.slash("/herald", "usage", USER, &dm);
     let posts = posts_in(&fake, &dm, 2).await;
-    assert!(posts[1].text.to_lowercase().contains("spent") || posts[1].text.contains("$"),
-        "a usage answer: {}", posts[1].text);
+    assert!(posts[1].text.starts_with("Your spending today"), "a usage answer: {}", posts[1].text);
     assert_eq!(llm.request_count(), 1, "a command is handled by the core, not the model");
     app.shutdown().await;
 }
