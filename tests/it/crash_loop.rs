@@ -93,8 +93,15 @@ async fn three_sigkills_on_slack_socket_mode_answer_every_message_once() {
         "the users saw a broken promise: {}",
         serde_json::to_string_pretty(r).unwrap()
     );
-    assert!(r.messages >= 200, "every DM sent its messages: {}", r.messages);
+    assert!(
+        r.messages >= 200,
+        "every DM sent its messages: {}",
+        r.messages
+    );
     assert_eq!(r.messages, outcome.census.client_messages);
-    assert_eq!(outcome.census.inbox_rows, r.messages, "one inbox row per message");
+    assert_eq!(
+        outcome.census.inbox_rows, r.messages,
+        "one inbox row per message"
+    );
     assert_eq!(r.resends, 0, "no outbox row posted twice");
 }

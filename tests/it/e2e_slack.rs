@@ -5,6 +5,7 @@
 mod events_api;
 mod files;
 mod limits;
+mod stream;
 
 use std::time::Duration;
 
@@ -31,7 +32,12 @@ pub async fn fakes() -> (FakeSlack, FakeLlm, tempfile::TempDir) {
 
 /// The test config with `[slack]` on the fake (Socket Mode), `USER` and `OTHER` allowed, and
 /// `extra` lines added to the section.
-pub fn slack_config(fake: &FakeSlack, llm: &FakeLlm, data: &tempfile::TempDir, extra: &str) -> Config {
+pub fn slack_config(
+    fake: &FakeSlack,
+    llm: &FakeLlm,
+    data: &tempfile::TempDir,
+    extra: &str,
+) -> Config {
     let cfg = fake.config();
     let toml = format!(
         "[slack]\nbot_token = \"{}\"\napp_token = \"{}\"\nsigning_secret = \"{}\"\n\
@@ -71,18 +77,33 @@ async fn a_dm_is_answered_once_and_a_replayed_event_is_harmless() {
     let dm = fake.dm_channel(USER);
     let posts = posts_in(&fake, &dm, 1).await;
     assert_eq!(posts[0].text, "reply to: hello there &amp; welcome");
-    assert_eq!(posts[0].thread_ts, None, "a DM is answered in the DM itself");
-    assert!(posts[0].metadata_key().is_some(), "the post carries its outbox key");
+    assert_eq!(
+        posts[0].thread_ts, None,
+        "a DM is answered in the DM itself"
+    );
+    assert!(
+        posts[0].metadata_key().is_some(),
+        "the post carries its outbox key"
+    );
     let model_saw: Vec<String> = llm.requests().iter().map(|r| r.last_user()).collect();
     assert_eq!(model_saw, ["hello there & welcome"]);
 
     // The same message again, as a fresh delivery (a replay): one answer still.
-    fake.send_event(json!({"type": "message", "channel": dm, "channel_type": "im",
-        "user": USER, "text": "hello there & welcome", "ts": ts, "event_ts": ts}));
+    fake.send_event(
+        json!({"type": "message", "channel": dm, "channel_type": "im",
+        "user": USER, "text": "hello there & welcome", "ts": ts, "event_ts": ts}),
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(fake.posted_in(&dm).len(), 1, "a replay is not answered again");
+    assert_eq!(
+        fake.posted_in(&dm).len(),
+        1,
+        "a replay is not answered again"
+    );
     assert_eq!(llm.request_count(), 1);
-    assert!(fake.pending_envelopes() == 0, "every envelope was acknowledged");
+    assert!(
+        fake.pending_envelopes() == 0,
+        "every envelope was acknowledged"
+    );
 
     // Someone off the allowlist is refused, and the model never sees them.
     fake.dm("USTRANGER", "let me in");
@@ -100,17 +121,28 @@ async fn a_channel_mention_is_answered_in_its_thread_and_chatter_is_not() {
     fake.channel_message("CGENERAL1", USER, "just chatting among humans", None);
     let top = fake.mention("CGENERAL1", USER, "what time is it");
     let posts = posts_in(&fake, "CGENERAL1", 1).await;
-    assert_eq!(posts[0].thread_ts.as_deref(), Some(top.as_str()), "answered in the thread");
+    assert_eq!(
+        posts[0].thread_ts.as_deref(),
+        Some(top.as_str()),
+        "answered in the thread"
+    );
     assert_eq!(posts[0].text, "reply to: what time is it");
     // A follow-up in the thread is the same conversation.
     fake.mention_in_thread("CGENERAL1", OTHER, "and tomorrow?", &top);
     let posts = posts_in(&fake, "CGENERAL1", 2).await;
     assert_eq!(posts[1].thread_ts.as_deref(), Some(top.as_str()));
     let inputs: Vec<String> = llm.requests().iter().map(|r| r.last_user()).collect();
-    assert_eq!(inputs, ["what time is it", "and tomorrow?"], "chatter never reached the model");
+    assert_eq!(
+        inputs,
+        ["what time is it", "and tomorrow?"],
+        "chatter never reached the model"
+    );
     let second = &llm.requests()[1];
     assert!(
-        second.messages().iter().any(|m| m["content"] == "what time is it"),
+        second
+            .messages()
+            .iter()
+            .any(|m| m["content"] == "what time is it"),
         "the thread's earlier message is in the same session"
     );
     // Bot messages (ours echoed back, or another bot's) are never answered.
@@ -135,9 +167,16 @@ async fn an_approval_counts_only_the_requesters_click_and_closes_the_question() 
     let top = fake.mention("CTEAM0001", USER, "make a triage skill");
     let question = {
         let posts = posts_in(&fake, "CTEAM0001", 1).await;
-        posts.into_iter().find(|p| !p.buttons().is_empty()).expect("a question with buttons")
+        posts
+            .into_iter()
+            .find(|p| !p.buttons().is_empty())
+            .expect("a question with buttons")
     };
-    assert_eq!(question.thread_ts.as_deref(), Some(top.as_str()), "asked in the thread");
+    assert_eq!(
+        question.thread_ts.as_deref(),
+        Some(top.as_str()),
+        "asked in the thread"
+    );
     assert!(question.text.contains("skill_manage"), "{}", question.text);
     let buttons = question.buttons();
     assert_eq!(buttons.len(), 2);
@@ -146,11 +185,26 @@ async fn an_approval_counts_only_the_requesters_click_and_closes_the_question() 
     assert_eq!(deny.text, "Deny");
 
     // Someone else allowed in the channel presses Approve: it does not count.
-    fake.click("CTEAM0001", &question.ts, OTHER, &approve.action_id, approve.value.as_deref().unwrap());
+    fake.click(
+        "CTEAM0001",
+        &question.ts,
+        OTHER,
+        &approve.action_id,
+        approve.value.as_deref().unwrap(),
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(!data.path().join("skills/.proposed/triage").exists(), "not approved by another");
+    assert!(
+        !data.path().join("skills/.proposed/triage").exists(),
+        "not approved by another"
+    );
     // The requester approves: the tool runs and the question loses its buttons.
-    fake.click("CTEAM0001", &question.ts, USER, &approve.action_id, approve.value.as_deref().unwrap());
+    fake.click(
+        "CTEAM0001",
+        &question.ts,
+        USER,
+        &approve.action_id,
+        approve.value.as_deref().unwrap(),
+    );
     wait_until("the approved tool ran", WAIT, || {
         let done = data.path().join("skills/.proposed/triage").exists();
         async move { done }
@@ -158,7 +212,10 @@ async fn an_approval_counts_only_the_requesters_click_and_closes_the_question() 
     .await;
     wait_until("the question closed", WAIT, || {
         let closed = fake.edits().iter().any(|e| {
-            e.ts == question.ts && e.blocks.as_ref().is_some_and(|b| b.as_array().is_some_and(|a| a.is_empty()))
+            e.ts == question.ts
+                && e.blocks
+                    .as_ref()
+                    .is_some_and(|b| b.as_array().is_some_and(|a| a.is_empty()))
         });
         async move { closed }
     })
@@ -176,7 +233,15 @@ async fn slash_commands_map_to_the_shared_commands() {
     posts_in(&fake, &dm, 1).await;
     fake.slash("/herald", "usage", USER, &dm);
     let posts = posts_in(&fake, &dm, 2).await;
-    assert!(posts[1].text.starts_with("Your spending today"), "a usage answer: {}", posts[1].text);
-    assert_eq!(llm.request_count(), 1, "a command is handled by the core, not the model");
+    assert!(
+        posts[1].text.starts_with("Your spending today"),
+        "a usage answer: {}",
+        posts[1].text
+    );
+    assert_eq!(
+        llm.request_count(),
+        1,
+        "a command is handled by the core, not the model"
+    );
     app.shutdown().await;
 }

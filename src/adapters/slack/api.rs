@@ -70,7 +70,9 @@ pub struct SlackApi {
 
 impl std::fmt::Debug for SlackApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SlackApi").field("base", &self.base).finish()
+        f.debug_struct("SlackApi")
+            .field("base", &self.base)
+            .finish()
     }
 }
 

@@ -122,7 +122,12 @@ impl SlackConfig {
 mod tests {
     use super::*;
 
-    fn with(bot: Option<&str>, app: Option<&str>, secret: Option<&str>, mode: SlackMode) -> SlackConfig {
+    fn with(
+        bot: Option<&str>,
+        app: Option<&str>,
+        secret: Option<&str>,
+        mode: SlackMode,
+    ) -> SlackConfig {
         SlackConfig {
             bot_token: bot.map(Secret::new),
             app_token: app.map(Secret::new),
@@ -138,12 +143,24 @@ mod tests {
         use SlackMode::{Events, Socket};
         let cases = [
             (with(None, Some("xapp-1"), None, Socket), Err(E::NoBotToken)),
-            (with(Some(""), Some("xapp-1"), None, Socket), Err(E::NoBotToken)),
-            (with(Some("xapp-1"), Some("xapp-1"), None, Socket), Err(E::BotTokenKind)),
+            (
+                with(Some(""), Some("xapp-1"), None, Socket),
+                Err(E::NoBotToken),
+            ),
+            (
+                with(Some("xapp-1"), Some("xapp-1"), None, Socket),
+                Err(E::BotTokenKind),
+            ),
             (with(Some("xoxb-1"), None, None, Socket), Err(E::NoAppToken)),
-            (with(Some("xoxb-1"), Some("xoxb-1"), None, Socket), Err(E::AppTokenKind)),
+            (
+                with(Some("xoxb-1"), Some("xoxb-1"), None, Socket),
+                Err(E::AppTokenKind),
+            ),
             (with(Some("xoxb-1"), Some("xapp-1"), None, Socket), Ok(())),
-            (with(Some("xoxb-1"), None, None, Events), Err(E::NoSigningSecret)),
+            (
+                with(Some("xoxb-1"), None, None, Events),
+                Err(E::NoSigningSecret),
+            ),
             (with(Some("xoxb-1"), None, Some("s"), Events), Ok(())),
         ];
         for (config, want) in cases {
@@ -160,7 +177,10 @@ mod tests {
         );
         assert_eq!(c.mode, SlackMode::Events);
         assert!(c.require_mention);
-        assert_eq!(c.api_url.as_str().trim_end_matches('/'), "https://slack.com/api");
+        assert_eq!(
+            c.api_url.as_str().trim_end_matches('/'),
+            "https://slack.com/api"
+        );
         assert_eq!(c.allowed_users, ["U1"]);
         assert!(!format!("{c:?}").contains("xoxb-1"));
     }

@@ -49,10 +49,17 @@ pub async fn doctor(config: &SlackConfig) -> Vec<Check> {
             let who = format!(
                 "team {} as {}",
                 answer.body.team,
-                answer.body.user.clone().unwrap_or(answer.body.user_id.0.clone())
+                answer
+                    .body
+                    .user
+                    .clone()
+                    .unwrap_or(answer.body.user_id.0.clone())
             );
             out.push(("slack.bot_token".to_string(), Ok(who)));
-            out.push(("slack bot scopes".to_string(), scopes(answer.scopes.as_deref())));
+            out.push((
+                "slack bot scopes".to_string(),
+                scopes(answer.scopes.as_deref()),
+            ));
         }
         Err(e) => out.push((
             "slack.bot_token".to_string(),
@@ -62,11 +69,17 @@ pub async fn doctor(config: &SlackConfig) -> Vec<Check> {
     match config.mode {
         SlackMode::Socket => {
             let open = api
-                .form::<SlackApiAppsConnectionOpenResponse>("apps.connections.open", config.app(), &[])
+                .form::<SlackApiAppsConnectionOpenResponse>(
+                    "apps.connections.open",
+                    config.app(),
+                    &[],
+                )
                 .await;
             let result = match open {
                 Ok(_) => Ok("Socket Mode connections open".to_string()),
-                Err(e) => Err(format!("apps.connections.open refused the app-level token: {e}")),
+                Err(e) => Err(format!(
+                    "apps.connections.open refused the app-level token: {e}"
+                )),
             };
             out.push(("slack.app_token".to_string(), result));
         }

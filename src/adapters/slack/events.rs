@@ -48,7 +48,12 @@ pub fn routes(secret: &str, receiver: Arc<OnceLock<Arc<Receiver>>>) -> Router {
 }
 
 /// The signature check every route starts with; `Err` is the 401 to answer.
-fn verified(st: &EventsState, route: &str, headers: &HeaderMap, body: &[u8]) -> Result<(), Response> {
+fn verified(
+    st: &EventsState,
+    route: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(), StatusCode> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let now = chrono::Utc::now().timestamp();
     match signature::check(
@@ -63,14 +68,14 @@ fn verified(st: &EventsState, route: &str, headers: &HeaderMap, body: &[u8]) -> 
             tracing::warn!(route, reason = %refused, "slack request refused: not signed by Slack");
             metrics::counter!("herald_slack_refused_requests_total", "reason" => refused.as_str())
                 .increment(1);
-            Err(StatusCode::UNAUTHORIZED.into_response())
+            Err(StatusCode::UNAUTHORIZED)
         }
     }
 }
 
 async fn events(State(st): State<EventsState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = verified(&st, EVENTS_PATH, &headers, &body) {
-        return r;
+    if let Err(status) = verified(&st, EVENTS_PATH, &headers, &body) {
+        return status.into_response();
     }
     let Ok(v) = serde_json::from_slice::<Value>(&body) else {
         tracing::warn!("slack events body is not JSON; skipped");
@@ -80,15 +85,18 @@ async fn events(State(st): State<EventsState>, headers: HeaderMap, body: Bytes) 
         let challenge = v.get("challenge").cloned().unwrap_or(Value::Null);
         return Json(serde_json::json!({ "challenge": challenge })).into_response();
     }
-    if let Some(n) = headers.get("x-slack-retry-num").and_then(|v| v.to_str().ok()) {
+    if let Some(n) = headers
+        .get("x-slack-retry-num")
+        .and_then(|v| v.to_str().ok())
+    {
         tracing::debug!(retry = n, "slack redelivered an event");
     }
     handle(&st, Kind::Event, &v).await
 }
 
 async fn interactive(State(st): State<EventsState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = verified(&st, INTERACTIVE_PATH, &headers, &body) {
-        return r;
+    if let Err(status) = verified(&st, INTERACTIVE_PATH, &headers, &body) {
+        return status.into_response();
     }
     let payload = url::form_urlencoded::parse(&body)
         .find(|(k, _)| k == "payload")
@@ -101,8 +109,8 @@ async fn interactive(State(st): State<EventsState>, headers: HeaderMap, body: By
 }
 
 async fn commands(State(st): State<EventsState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = verified(&st, COMMANDS_PATH, &headers, &body) {
-        return r;
+    if let Err(status) = verified(&st, COMMANDS_PATH, &headers, &body) {
+        return status.into_response();
     }
     let fields: serde_json::Map<String, Value> = url::form_urlencoded::parse(&body)
         .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))

@@ -60,11 +60,18 @@ impl FileFetch {
 
     /// The attachments of an event's files; a file that cannot be fetched is named in the
     /// returned notes instead (the person reads why).
-    pub async fn attachments(&self, files: &[FileRef], token: &str) -> (Vec<Attachment>, Vec<String>) {
+    pub async fn attachments(
+        &self,
+        files: &[FileRef],
+        token: &str,
+    ) -> (Vec<Attachment>, Vec<String>) {
         let mut out = Vec::new();
         let mut notes = Vec::new();
         for f in files {
-            let kind = f.mime.as_deref().map_or(MediaKind::Document, MediaKind::from_mime);
+            let kind = f
+                .mime
+                .as_deref()
+                .map_or(MediaKind::Document, MediaKind::from_mime);
             let announced_over = f.size.is_some_and(|s| s > self.max_bytes);
             let got = if announced_over {
                 Err(FetchError::TooLarge)
@@ -80,16 +87,17 @@ impl FileFetch {
                 }
                 Err(FetchError::TooLarge) => {
                     // Not fetched; the media path refuses it by its size, with the usual reply.
-                    let mut a = Attachment::new(
-                        kind,
-                        MediaSource::Url(f.url.clone().unwrap_or_default()),
-                    );
+                    let mut a =
+                        Attachment::new(kind, MediaSource::Url(f.url.clone().unwrap_or_default()));
                     a.size = Some(f.size.unwrap_or(self.max_bytes + 1).max(self.max_bytes + 1));
                     a
                 }
                 Err(e) => {
                     tracing::warn!(file = %f.id, error = %e, "could not fetch a Slack file");
-                    notes.push(format!("(the file {} could not be fetched from Slack)", f.name));
+                    notes.push(format!(
+                        "(the file {} could not be fetched from Slack)",
+                        f.name
+                    ));
                     continue;
                 }
             };
@@ -125,9 +133,14 @@ impl FileFetch {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/html"))
-            && !f.mime.as_deref().is_some_and(|m| m.starts_with("text/html"));
+            && !f
+                .mime
+                .as_deref()
+                .is_some_and(|m| m.starts_with("text/html"));
         if html {
-            return Err(FetchError::Failed("Slack answered with a login page".into()));
+            return Err(FetchError::Failed(
+                "Slack answered with a login page".into(),
+            ));
         }
         if res.content_length().is_some_and(|n| n > self.max_bytes) {
             return Err(FetchError::TooLarge);

@@ -12,7 +12,11 @@ use crate::store::OutboxRow;
 
 impl SlackOutbound {
     /// Uploads one file row; returns the file id.
-    pub(super) async fn upload(&self, row: &OutboxRow, file: &OutFile) -> Result<String, SendError> {
+    pub(super) async fn upload(
+        &self,
+        row: &OutboxRow,
+        file: &OutFile,
+    ) -> Result<String, SendError> {
         let name = if file.name.trim().is_empty() {
             "file".to_string()
         } else {
@@ -23,7 +27,10 @@ impl SlackOutbound {
             .form(
                 "files.getUploadURLExternal",
                 &self.token,
-                &[("filename", name.clone()), ("length", file.data.len().to_string())],
+                &[
+                    ("filename", name.clone()),
+                    ("length", file.data.len().to_string()),
+                ],
             )
             .await
             .map_err(|e| classify(&e))?;

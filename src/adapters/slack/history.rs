@@ -56,7 +56,9 @@ pub fn find_key(answer: &Value, key: &str) -> Option<String> {
         .iter()
         .find(|m| {
             m.pointer("/metadata/event_type").and_then(Value::as_str) == Some(OUTBOX_EVENT_TYPE)
-                && m.pointer("/metadata/event_payload/key").and_then(Value::as_str) == Some(key)
+                && m.pointer("/metadata/event_payload/key")
+                    .and_then(Value::as_str)
+                    == Some(key)
         })
         .and_then(|m| m.get("ts")?.as_str().map(str::to_string))
 }

@@ -93,7 +93,9 @@ pub fn decide_event(event: &Value, rules: &Rules<'_>) -> Result<Decision, serde_
         }
         SlackEventCallbackBody::Unknown(_) if is_message_type(event) => {
             // A type we handle that did not read as that type: malformed, not merely unknown.
-            return Err(serde::de::Error::custom("a message event that does not read"));
+            return Err(serde::de::Error::custom(
+                "a message event that does not read",
+            ));
         }
         _ => Decision::Ignore("event type not handled"),
     })
@@ -149,7 +151,11 @@ fn message(m: &SlackMessageEvent, rules: &Rules<'_>, mentioned: bool) -> Decisio
         ev.chat_type = ChatType::Dm;
     } else {
         // Always in a thread: the thread the message is in, or the one it starts.
-        let thread = m.origin.thread_ts.as_ref().map_or(ts.clone(), |t| t.0.clone());
+        let thread = m
+            .origin
+            .thread_ts
+            .as_ref()
+            .map_or(ts.clone(), |t| t.0.clone());
         ev.chat_type = ChatType::Thread;
         ev.thread_id = Some(thread);
     }
@@ -246,7 +252,11 @@ fn record(
     kind: MessageKind,
 ) -> Decision {
     let mut ev = MessageEvent::text(SLACK, channel, user, text);
-    ev.chat_type = if is_dm { ChatType::Dm } else { ChatType::Thread };
+    ev.chat_type = if is_dm {
+        ChatType::Dm
+    } else {
+        ChatType::Thread
+    };
     ev.thread_id = if is_dm { None } else { thread };
     // The change has its own ts: it must not dedupe against the message it changes.
     ev.platform_message_id = message_key(channel, event_ts);
@@ -300,10 +310,20 @@ pub fn model_text(raw: &str, me: &BotIdentity) -> String {
             text.replace_range(start..start + len + 1, "");
         }
     }
-    let cleaned = text.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
+    let cleaned = text
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     let cleaned = cleaned.trim();
-    let out = if cleaned.is_empty() { raw.trim() } else { cleaned };
-    out.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    let out = if cleaned.is_empty() {
+        raw.trim()
+    } else {
+        cleaned
+    };
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 fn file_refs(files: &[SlackFile]) -> Vec<FileRef> {

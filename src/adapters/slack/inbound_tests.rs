@@ -50,7 +50,13 @@ fn msg(channel: &str, channel_type: &str, user: &str, text: &str, ts: &str) -> V
 #[test]
 fn translation_table() {
     let thread_reply = {
-        let mut m = msg("C1", "channel", "U1", "<@UBOT0001> and then?", "1700000002.000200");
+        let mut m = msg(
+            "C1",
+            "channel",
+            "U1",
+            "<@UBOT0001> and then?",
+            "1700000002.000200",
+        );
         m["thread_ts"] = json!("1700000001.000100");
         m
     };
@@ -85,7 +91,13 @@ fn translation_table() {
             r#"slack:D1 Text "hello & welcome" D1/1700000000.000100 files=0"#,
         ),
         (
-            msg("C1", "channel", "U1", "<@UBOT0001> what is up?", "1700000001.000100"),
+            msg(
+                "C1",
+                "channel",
+                "U1",
+                "<@UBOT0001> what is up?",
+                "1700000001.000100",
+            ),
             &[],
             true,
             r#"slack:C1:1700000001.000100 Text "what is up?" C1/1700000001.000100 files=0"#,
@@ -183,7 +195,10 @@ fn dm_and_thread_shapes() {
     };
     assert_eq!(event.chat_type, ChatType::Thread);
     assert_eq!(event.thread_id.as_deref(), Some("1700000001.000100"));
-    assert_eq!(event.text, "<@UBOT0001>", "a bare mention still reads as a greeting");
+    assert_eq!(
+        event.text, "<@UBOT0001>",
+        "a bare mention still reads as a greeting"
+    );
 }
 
 #[test]
@@ -216,8 +231,14 @@ fn button_presses() {
                "container": {"type": "message", "message_ts": "1.1", "channel_id": "C1"},
                "actions": [{"type": "button", "action_id": "herald_approval_yes", "value": value}]})
     };
-    assert_eq!(summary(&decide_interaction(&press("ap:abc:y", "U1"))), "press abc true by U1");
-    assert_eq!(summary(&decide_interaction(&press("ap:abc:n", "U2"))), "press abc false by U2");
+    assert_eq!(
+        summary(&decide_interaction(&press("ap:abc:y", "U1"))),
+        "press abc true by U1"
+    );
+    assert_eq!(
+        summary(&decide_interaction(&press("ap:abc:n", "U2"))),
+        "press abc false by U2"
+    );
     assert_eq!(
         summary(&decide_interaction(&press("something else", "U1"))),
         "ignore: button that is not an approval button"
@@ -236,14 +257,38 @@ fn slash_command_table() {
     };
     let cases = [
         ("", "D1", r#"slack:D1 Command "/help" command/T.1 files=0"#),
-        ("help", "D1", r#"slack:D1 Command "/help" command/T.1 files=0"#),
-        ("new", "D1", r#"slack:D1 Command "/new" command/T.1 files=0"#),
-        ("usage", "C1", r#"slack:C1 Command "/usage" command/T.1 files=0"#),
-        (" Handoff ", "D1", r#"slack:D1 Command "/wrapup" command/T.1 files=0"#),
-        ("what time is it", "D1", r#"slack:D1 Text "what time is it" command/T.1 files=0"#),
+        (
+            "help",
+            "D1",
+            r#"slack:D1 Command "/help" command/T.1 files=0"#,
+        ),
+        (
+            "new",
+            "D1",
+            r#"slack:D1 Command "/new" command/T.1 files=0"#,
+        ),
+        (
+            "usage",
+            "C1",
+            r#"slack:C1 Command "/usage" command/T.1 files=0"#,
+        ),
+        (
+            " Handoff ",
+            "D1",
+            r#"slack:D1 Command "/wrapup" command/T.1 files=0"#,
+        ),
+        (
+            "what time is it",
+            "D1",
+            r#"slack:D1 Text "what time is it" command/T.1 files=0"#,
+        ),
     ];
     for (text, channel, want) in cases {
-        assert_eq!(summary(&decide_command(&slash(text, channel))), want, "{text:?}");
+        assert_eq!(
+            summary(&decide_command(&slash(text, channel))),
+            want,
+            "{text:?}"
+        );
     }
     assert_eq!(
         summary(&decide_command(&json!({"command": "/herald"}))),

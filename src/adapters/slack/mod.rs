@@ -71,7 +71,9 @@ impl SlackAdapter {
         config.check()?;
         let api = SlackApi::new(config.api_url.as_str())?;
         if config.allow_all_users {
-            tracing::warn!("slack.allow_all_users is on: everyone in the workspace can talk to the agent");
+            tracing::warn!(
+                "slack.allow_all_users is on: everyone in the workspace can talk to the agent"
+            );
         }
         let outbound = SlackOutbound::new(api.clone(), config.bot().to_string());
         Ok(SlackAdapter {
@@ -91,7 +93,9 @@ impl Adapter for SlackAdapter {
         if section.bot_token.is_none() {
             return Ok(None);
         }
-        SlackAdapter::new(section).context("slack adapter").map(Some)
+        SlackAdapter::new(section)
+            .context("slack adapter")
+            .map(Some)
     }
 
     fn platform(&self) -> Platform {

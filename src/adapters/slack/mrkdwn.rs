@@ -107,12 +107,10 @@ fn delimited<'a>(s: &'a str, open: &str) -> Option<&'a str> {
     let body = s.strip_prefix(open)?;
     let end = body.find(open)?;
     let inner = &body[..end];
-    let ok = !inner.is_empty()
-        && !inner.starts_with(' ')
-        && !inner.ends_with(' ')
-        // `**` inside a single-`*` search is the bold mark, not an empty italic.
-        && !(open.len() == 1 && inner.starts_with(open));
-    ok.then_some(inner)
+    // `**` inside a single-`*` search is the bold mark, not an empty italic.
+    let bold_inside_italic = open.len() == 1 && inner.starts_with(open);
+    let spaced = inner.starts_with(' ') || inner.ends_with(' ');
+    (!inner.is_empty() && !spaced && !bold_inside_italic).then_some(inner)
 }
 
 fn wrapped(mark: char, inner: &str) -> String {
@@ -130,10 +128,9 @@ fn link(s: &str) -> Option<(usize, String)> {
     let after = &s[close + 2..];
     let end = after.find(')')?;
     let url = &after[..end];
-    let safe = (url.starts_with("https://")
-        || url.starts_with("http://")
-        || url.starts_with("mailto:"))
-        && !url.contains(char::is_whitespace);
+    let safe =
+        (url.starts_with("https://") || url.starts_with("http://") || url.starts_with("mailto:"))
+            && !url.contains(char::is_whitespace);
     if !safe || text.is_empty() {
         return None;
     }
@@ -190,17 +187,26 @@ mod tests {
             ("a `x < y` b", "a `x &lt; y` b"),
             ("1 < 2 & 3 > 2", "1 &lt; 2 &amp; 3 &gt; 2"),
             ("<@U123> <!channel>", "&lt;@U123&gt; &lt;!channel&gt;"),
-            ("[docs](https://x.io/a?b=1&c=2)", "<https://x.io/a?b=1&amp;c=2|docs>"),
+            (
+                "[docs](https://x.io/a?b=1&c=2)",
+                "<https://x.io/a?b=1&amp;c=2|docs>",
+            ),
             ("[a|b](https://x.io/>)", "<https://x.io/%3E|a/b>"),
             ("[js](javascript:alert(1))", "[js](javascript:alert(1))"),
             ("# Title", "*Title*"),
             ("### **Bold title**", "*Bold title*"),
             ("- one\n  * two", "• one\n  • two"),
             ("> quoted <b>", "> quoted &lt;b&gt;"),
-            ("```rust\nlet a = b<c>;\n```", "```\nlet a = b&lt;c&gt;;\n```"),
+            (
+                "```rust\nlet a = b<c>;\n```",
+                "```\nlet a = b&lt;c&gt;;\n```",
+            ),
             ("2 * 3 * 4", "2 * 3 * 4"),
             ("snake_case_name", "snake_case_name"),
-            ("**bold with *italic* inside**", "*bold with _italic_ inside*"),
+            (
+                "**bold with *italic* inside**",
+                "*bold with _italic_ inside*",
+            ),
             ("", ""),
         ];
         for (input, want) in cases {

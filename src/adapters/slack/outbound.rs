@@ -163,7 +163,8 @@ impl Outbound for SlackOutbound {
         text: &str,
     ) {
         // An empty `blocks` removes the buttons.
-        let body = json!({ "channel": chat_id, "ts": message_id, "text": escape(text), "blocks": [] });
+        let body =
+            json!({ "channel": chat_id, "ts": message_id, "text": escape(text), "blocks": [] });
         if let Err(e) = self.post_ts("chat.update", &body).await {
             tracing::debug!(error = %e, "approval question not closed");
         }
@@ -195,7 +196,11 @@ impl Outbound for SlackOutbound {
         self.edit(to.chat_id, message_id, text).await
     }
 
-    async fn preview_delete(&self, to: &PreviewTarget<'_>, message_id: &str) -> Result<(), SendError> {
+    async fn preview_delete(
+        &self,
+        to: &PreviewTarget<'_>,
+        message_id: &str,
+    ) -> Result<(), SendError> {
         self.forget(message_id);
         let body = json!({ "channel": to.chat_id, "ts": message_id });
         match self.post_ts("chat.delete", &body).await {
@@ -235,7 +240,10 @@ pub fn classify(e: &ApiError) -> SendError {
                 return SendError::Transient(e.to_string());
             }
             match code.as_str() {
-                "internal_error" | "fatal_error" | "service_unavailable" | "request_timeout"
+                "internal_error"
+                | "fatal_error"
+                | "service_unavailable"
+                | "request_timeout"
                 | "team_access_not_granted" => SendError::Transient(e.to_string()),
                 _ => SendError::Permanent(e.to_string()),
             }

@@ -113,7 +113,13 @@ mod tests {
         let want = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
         assert_eq!(sign(SECRET, "1531420618", body), want);
         assert_eq!(
-            check(SECRET, Some("1531420618"), Some(want), body.as_bytes(), 1531420618 + 10),
+            check(
+                SECRET,
+                Some("1531420618"),
+                Some(want),
+                body.as_bytes(),
+                1531420618 + 10
+            ),
             Err(Refused::Stale),
             "the crate's verifier reads the real clock: an old example is stale"
         );
@@ -127,9 +133,20 @@ mod tests {
         let good = sign(SECRET, &ts, body);
         let old_ts = (t - 6 * 60).to_string();
         let old = sign(SECRET, &old_ts, body);
-        let cases: [(Option<&str>, Option<&str>, &str, Result<(), Refused>); 7] = [
+        type Case<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            &'a str,
+            Result<(), Refused>,
+        );
+        let cases: [Case<'_>; 7] = [
             (Some(&ts), Some(&good), body, Ok(())),
-            (Some(&ts), Some(&good), r#"{"type":"event_callback" }"#, Err(Refused::BadSignature)),
+            (
+                Some(&ts),
+                Some(&good),
+                r#"{"type":"event_callback" }"#,
+                Err(Refused::BadSignature),
+            ),
             (Some(&ts), Some("v0=00"), body, Err(Refused::BadSignature)),
             (Some(&old_ts), Some(&old), body, Err(Refused::Stale)),
             (None, Some(&good), body, Err(Refused::Missing)),
@@ -137,7 +154,11 @@ mod tests {
             (Some("soon"), Some(&good), body, Err(Refused::Stale)),
         ];
         for (ts, sig, body, want) in cases {
-            assert_eq!(check(SECRET, ts, sig, body.as_bytes(), t), want, "{ts:?} {sig:?} {body}");
+            assert_eq!(
+                check(SECRET, ts, sig, body.as_bytes(), t),
+                want,
+                "{ts:?} {sig:?} {body}"
+            );
         }
         let other = sign("another secret", &ts, body);
         assert_eq!(

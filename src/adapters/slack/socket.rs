@@ -54,7 +54,10 @@ pub enum Frame {
     },
     /// An envelope of a type we do not handle, or one without a payload: acknowledged, so
     /// Slack stops sending it, and logged by id.
-    Unhandled { id: String, kind: String },
+    Unhandled {
+        id: String,
+        kind: String,
+    },
     /// Not a Socket Mode frame at all.
     Unreadable,
 }
@@ -129,7 +132,11 @@ impl Socket {
     async fn connection(&self, cancel: &CancellationToken, backoff: &mut Backoff) -> Ended {
         let open = self
             .api
-            .form::<SlackApiAppsConnectionOpenResponse>("apps.connections.open", &self.app_token, &[])
+            .form::<SlackApiAppsConnectionOpenResponse>(
+                "apps.connections.open",
+                &self.app_token,
+                &[],
+            )
             .await;
         let url = match open {
             Ok(o) => o.url.0,
@@ -158,7 +165,9 @@ impl Socket {
                 None => return Ended::Dropped("the socket closed".into()),
                 Some(Err(e)) => return Ended::Dropped(format!("socket error: {e}")),
                 Some(Ok(Message::Text(t))) => t,
-                Some(Ok(Message::Close(_))) => return Ended::Dropped("slack closed the socket".into()),
+                Some(Ok(Message::Close(_))) => {
+                    return Ended::Dropped("slack closed the socket".into())
+                }
                 // Pings are answered by tungstenite; nothing else carries envelopes.
                 Some(Ok(_)) => continue,
             };
@@ -219,13 +228,22 @@ mod tests {
     fn frame_table() {
         let cases = [
             (r#"{"type":"hello","num_connections":1}"#, "hello"),
-            (r#"{"type":"disconnect","reason":"refresh_requested"}"#, "disconnect"),
+            (
+                r#"{"type":"disconnect","reason":"refresh_requested"}"#,
+                "disconnect",
+            ),
             (
                 r#"{"envelope_id":"e1","type":"events_api","retry_attempt":2,"payload":{"type":"event_callback"}}"#,
                 "envelope",
             ),
-            (r#"{"envelope_id":"e2","type":"events_api","payload":"nope"}"#, "unhandled"),
-            (r#"{"envelope_id":"e3","type":"something_new","payload":{}}"#, "unhandled"),
+            (
+                r#"{"envelope_id":"e2","type":"events_api","payload":"nope"}"#,
+                "unhandled",
+            ),
+            (
+                r#"{"envelope_id":"e3","type":"something_new","payload":{}}"#,
+                "unhandled",
+            ),
             (r#"{"type":"events_api","payload":{}}"#, "unreadable"),
             ("not json", "unreadable"),
         ];
@@ -239,7 +257,10 @@ mod tests {
             };
             assert_eq!(got, want, "{text}");
         }
-        let Frame::Envelope { id, kind, retry, .. } = read_frame(cases[2].0) else {
+        let Frame::Envelope {
+            id, kind, retry, ..
+        } = read_frame(cases[2].0)
+        else {
             panic!("an envelope")
         };
         assert_eq!((id.as_str(), kind, retry), ("e1", Kind::Event, 2));

@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use super::config::SlackConfig;
 use super::SLACK;
-use crate::config::{
-    Access, Admit, Capabilities, Config, ConfigError, PlatformSpec, Section,
-};
+use crate::config::{Access, Admit, Capabilities, Config, ConfigError, PlatformSpec, Section};
 use crate::delivery::pace::{Bucket, Limits, Window};
 use crate::domain::cron::split_chat_thread;
 
@@ -90,7 +88,9 @@ fn target(rest: &str) -> Result<(String, Option<String>), String> {
     let (channel, thread) = split_chat_thread(rest)?;
     let id_ok = channel.len() >= 2
         && channel.starts_with(['C', 'G', 'D'])
-        && channel.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        && channel
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
     if !id_ok {
         return Err("slack channel id must be a conversation id like C0123ABCD (C, G or D, then capitals and digits)".into());
     }
@@ -104,7 +104,9 @@ fn target(rest: &str) -> Result<(String, Option<String>), String> {
 fn is_user_id(id: &str) -> bool {
     id.len() >= 2
         && id.starts_with(['U', 'W'])
-        && id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
 }
 
 fn is_ts(t: &str) -> bool {
@@ -148,7 +150,13 @@ mod tests {
 
     #[test]
     fn person_ids() {
-        for (id, ok) in [("U0123ABCD", true), ("W42", true), ("u0123", false), ("C0123", false), ("U", false)] {
+        for (id, ok) in [
+            ("U0123ABCD", true),
+            ("W42", true),
+            ("u0123", false),
+            ("C0123", false),
+            ("U", false),
+        ] {
             assert_eq!(super::is_user_id(id), ok, "{id}");
         }
     }

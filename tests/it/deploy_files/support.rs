@@ -80,7 +80,8 @@ pub fn config_key_paths() -> Vec<String> {
 
 /// The sections platforms own (`[slack]`): `Config` keeps them as unread tables, so their
 /// defaults come from the owning adapter's own type.
-const PLATFORM_SECTIONS: &[(&str, fn() -> Value)] = &[("slack", || {
+type SectionDefault = fn() -> Value;
+const PLATFORM_SECTIONS: &[(&str, SectionDefault)] = &[("slack", || {
     serde_json::to_value(herald::adapters::slack::config::SlackConfig::default())
         .expect("the slack section serializes")
 })];

@@ -16,11 +16,25 @@ async fn a_file_in_is_fetched_with_the_bot_token_and_read() {
     fake.wait_connected(WAIT).await;
     let dm = fake.dm_channel(USER);
     let bytes = b"The launch code is tangerine.\n".to_vec();
-    fake.file_message(&dm, USER, "what does this say?", "notes.txt", "text/plain", &bytes);
+    fake.file_message(
+        &dm,
+        USER,
+        "what does this say?",
+        "notes.txt",
+        "text/plain",
+        &bytes,
+    );
     let posts = posts_in(&fake, &dm, 1).await;
-    assert!(posts[0].text.starts_with("reply to: what does this say?"), "{}", posts[0].text);
+    assert!(
+        posts[0].text.starts_with("reply to: what does this say?"),
+        "{}",
+        posts[0].text
+    );
     let seen = serde_json::to_string(&llm.requests()[0].messages()).unwrap();
-    assert!(seen.contains("notes.txt") && seen.contains("tangerine"), "the model read the file: {seen}");
+    assert!(
+        seen.contains("notes.txt") && seen.contains("tangerine"),
+        "the model read the file: {seen}"
+    );
     let fetches = fake.file_fetches();
     assert_eq!(fetches.len(), 1, "fetched once: {fetches:?}");
     assert!(fetches[0].authorized, "with the bot token");
@@ -39,7 +53,11 @@ async fn a_file_the_agent_attaches_is_uploaded_into_the_thread() {
     let (fake, llm, data) = fakes().await;
     let mut c = slack_config(&fake, &llm, &data, "");
     let starts = data.path().join("starts");
-    c.mcp.servers = vec![stdio_server("shop", "normal", &["--starts", &starts.display().to_string()])];
+    c.mcp.servers = vec![stdio_server(
+        "shop",
+        "normal",
+        &["--starts", &starts.display().to_string()],
+    )];
     let app = start(c).await;
     fake.wait_connected(WAIT).await;
     wait_until("the shop server lists its tools", WAIT, || {
@@ -49,8 +67,14 @@ async fn a_file_the_agent_attaches_is_uploaded_into_the_thread() {
     .await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let sha = herald::media::sha256_hex(&chart("sales"));
-    llm.push(Step::ToolCall("shop__chart".into(), r#"{"label":"sales"}"#.into()));
-    llm.push(Step::ToolCall("attach_file".into(), format!(r#"{{"file":"{}"}}"#, &sha[..12])));
+    llm.push(Step::ToolCall(
+        "shop__chart".into(),
+        r#"{"label":"sales"}"#.into(),
+    ));
+    llm.push(Step::ToolCall(
+        "attach_file".into(),
+        format!(r#"{{"file":"{}"}}"#, &sha[..12]),
+    ));
     llm.push(Step::Reply("Here is your chart.".into()));
     fake.add_channel("CSALES001", "sales");
     let top = fake.mention("CSALES001", USER, "chart my sales");
@@ -63,9 +87,17 @@ async fn a_file_the_agent_attaches_is_uploaded_into_the_thread() {
     .await;
     let uploads = fake.uploads();
     assert_eq!(uploads.len(), 1, "one file: {uploads:?}");
-    assert_eq!(uploads[0].bytes, chart("sales"), "the tool's bytes, unchanged");
+    assert_eq!(
+        uploads[0].bytes,
+        chart("sales"),
+        "the tool's bytes, unchanged"
+    );
     assert_eq!(uploads[0].channel.as_deref(), Some("CSALES001"));
-    assert_eq!(uploads[0].thread_ts.as_deref(), Some(top.as_str()), "in the thread");
+    assert_eq!(
+        uploads[0].thread_ts.as_deref(),
+        Some(top.as_str()),
+        "in the thread"
+    );
     app.shutdown().await;
 }
 
@@ -77,10 +109,23 @@ async fn a_file_over_the_cap_gets_a_reply_that_says_so() {
     let app = start(c).await;
     fake.wait_connected(WAIT).await;
     let dm = fake.dm_channel(USER);
-    fake.file_message(&dm, USER, "", "big.bin", "application/pdf", &vec![b'x'; 4096]);
+    fake.file_message(
+        &dm,
+        USER,
+        "",
+        "big.bin",
+        "application/pdf",
+        &vec![b'x'; 4096],
+    );
     let posts = posts_in(&fake, &dm, 1).await;
     let text = &posts[0].text;
-    assert!(text.contains("big.bin") && text.contains("over the 1.0 KB limit"), "{text}");
-    assert!(fake.file_fetches().is_empty(), "an announced oversize file is not downloaded");
+    assert!(
+        text.contains("big.bin") && text.contains("over the 1.0 KB limit"),
+        "{text}"
+    );
+    assert!(
+        fake.file_fetches().is_empty(),
+        "an announced oversize file is not downloaded"
+    );
     app.shutdown().await;
 }

@@ -50,8 +50,14 @@ async fn doctor_names_a_bad_token_and_a_missing_scope() {
 
     fake.drop_scope("files:write");
     let report = herald::adapters::slack::doctor(&section).await;
-    let scopes = report.iter().find(|(l, _)| l == "slack bot scopes").unwrap();
-    assert!(scopes.1.as_ref().unwrap_err().contains("files:write"), "{scopes:?}");
+    let scopes = report
+        .iter()
+        .find(|(l, _)| l == "slack bot scopes")
+        .unwrap();
+    assert!(
+        scopes.1.as_ref().unwrap_err().contains("files:write"),
+        "{scopes:?}"
+    );
 
     let mut wrong = section.clone();
     wrong.bot_token = Some(herald::config::Secret::new("xoxb-not-the-token"));
@@ -59,18 +65,23 @@ async fn doctor_names_a_bad_token_and_a_missing_scope() {
     let report = herald::adapters::slack::doctor(&wrong).await;
     for key in ["slack.bot_token", "slack.app_token"] {
         let (_, r) = report.iter().find(|(l, _)| l == key).unwrap();
-        assert!(r.as_ref().unwrap_err().contains("invalid_auth"), "{key}: {r:?}");
+        assert!(
+            r.as_ref().unwrap_err().contains("invalid_auth"),
+            "{key}: {r:?}"
+        );
     }
     let text = format!("{report:?}");
-    assert!(!text.contains("xoxb-not-the-token"), "no token in the report");
+    assert!(
+        !text.contains("xoxb-not-the-token"),
+        "no token in the report"
+    );
 
     // A token of the wrong kind stops the config load (and so the start), naming the key.
     let err = herald::config::from_toml(&format!(
         "[slack]\nbot_token = \"xapp-1-wrong-kind\"\napp_token = \"{}\"\n",
         fake.config().app_token
     ))
-    .err()
-    .expect("a wrong kind of token is refused")
+    .expect_err("a wrong kind of token is refused")
     .to_string();
     assert!(err.contains("slack.bot_token"), "{err}");
 }
