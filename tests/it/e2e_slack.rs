@@ -5,6 +5,7 @@
 mod events_api;
 mod files;
 mod limits;
+mod once;
 mod stream;
 
 use std::time::Duration;
