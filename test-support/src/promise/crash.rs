@@ -2,7 +2,8 @@
 //! and started again on the same store each time, then a census of what survived.
 //!
 //! Shared by `examples/crash_loop.rs` (many kills, JSON report) and `tests/it/crash_loop.rs`
-//! (a few kills, bounded time), over the web chat API or Telegram ([`Via`]). It must not soften
+//! (a few kills, bounded time), and the conformance suite, over the web chat API, Telegram or
+//! Discord ([`Via`]). It must not soften
 //! the load around a kill: clients keep retrying exactly as they would against a real outage.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +17,7 @@ use super::super::fake_llm::FakeLlm;
 use super::census::{self, Census, Kill};
 use super::daemon::{herald_bin, Backend, Daemon, Spec};
 use super::load::{self, LoadSpec, WebChannel};
+use super::discord::DiscordChannel;
 use super::telegram::{Receipts, TelegramChannel};
 
 /// The way the load comes in and the replies go out.
@@ -27,6 +29,66 @@ pub enum Via {
     /// too), answers as the fake's recorded `sendMessage` calls (so the outbox send and
     /// `mark_sent` are crashed too).
     Telegram,
+    /// The fake Discord: MESSAGE_CREATEs on its gateway, answers as its recorded channel
+    /// messages (see [`DiscordChannel`] for the replay it stands in for).
+    Discord,
+}
+
+/// The platform side of a run: the fake the daemon talks to, or none for the web.
+enum Platform {
+    Web,
+    Telegram(TelegramChannel),
+    Discord(DiscordChannel),
+}
+
+impl Platform {
+    async fn start(via: Via) -> Platform {
+        match via {
+            Via::Web => Platform::Web,
+            Via::Telegram => Platform::Telegram(TelegramChannel::start().await),
+            Via::Discord => Platform::Discord(DiscordChannel::start().await),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Platform::Web => "web",
+            Platform::Telegram(_) => "telegram",
+            Platform::Discord(_) => "discord",
+        }
+    }
+
+    fn daemon_env(&self) -> Vec<(String, String)> {
+        match self {
+            Platform::Web => Vec::new(),
+            Platform::Telegram(tg) => tg.daemon_env(),
+            Platform::Discord(d) => d.daemon_env(),
+        }
+    }
+
+    fn load(&self, base_url: String, spec: LoadSpec) -> tokio::task::JoinHandle<Vec<load::Sent>> {
+        match self {
+            Platform::Web => tokio::spawn(load::run(WebChannel::new(vec![base_url]), spec)),
+            Platform::Telegram(tg) => tokio::spawn(load::run(tg.clone(), spec)),
+            Platform::Discord(d) => tokio::spawn(load::run(d.clone(), spec)),
+        }
+    }
+
+    fn receipts(&self, kills: &[Kill]) -> Option<Receipts> {
+        match self {
+            Platform::Web => None,
+            Platform::Telegram(tg) => Some(tg.receipts(kills)),
+            Platform::Discord(d) => Some(d.receipts(kills)),
+        }
+    }
+
+    /// Messages dispatched again for want of a gateway replay (Discord only).
+    fn replays(&self) -> Option<usize> {
+        match self {
+            Platform::Discord(d) => Some(d.replays()),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -43,7 +105,7 @@ pub struct CrashSpec {
 
 pub struct CrashRun {
     pub census: Census,
-    /// What the Telegram users saw (Telegram runs only).
+    /// What the people saw (Telegram and Discord runs).
     pub receipts: Option<Receipts>,
     pub report: Value,
 }
@@ -59,19 +121,11 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     let llm = FakeLlm::start().await;
     llm.set_jitter(spec.model_jitter);
     let backend = Backend::from_env().await;
-    let telegram = match spec.via {
-        Via::Telegram => Some(TelegramChannel::start().await),
-        Via::Web => None,
-    };
+    let platform = Platform::start(spec.via).await;
     let mut dspec = Spec::new(&herald_bin(), "crash", &backend, &llm.base_url());
-    for (k, v) in telegram.iter().flat_map(TelegramChannel::daemon_env) {
+    for (k, v) in platform.daemon_env() {
         dspec = dspec.set(&k, &v);
     }
-    let platform = if telegram.is_some() {
-        "telegram"
-    } else {
-        "web"
-    };
     let started = Instant::now();
     let mut generation = 0;
     let mut daemon = Daemon::start(&dspec, generation).await;
@@ -87,13 +141,7 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
         // kill holds back for the claim TTL (60 s).
         give_up: Duration::from_secs(150),
     };
-    let load = match &telegram {
-        Some(tg) => tokio::spawn(load::run(tg.clone(), load_spec)),
-        None => tokio::spawn(load::run(
-            WebChannel::new(vec![dspec.base_url()]),
-            load_spec,
-        )),
-    };
+    let load = platform.load(dspec.base_url(), load_spec);
 
     let mut kills = Vec::new();
     while kills.len() < spec.kills {
@@ -115,14 +163,14 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     // A reply row claimed by a killed process stays `sending` until the sender's claim TTL
     // (60 s) runs out, and holds back the later rows of its lane: the drain may take that long.
     let drain_started = Instant::now();
-    let drained = census::drain(&backend.url, platform, Duration::from_secs(90)).await;
+    let drained = census::drain(&backend.url, platform.name(), Duration::from_secs(90)).await;
     let drain_s = drain_started.elapsed().as_secs_f64();
     let log = daemon.log_tail();
     daemon.kill();
 
-    let census = census::take(&backend.url, platform, &sent, &kills).await;
+    let census = census::take(&backend.url, platform.name(), &sent, &kills).await;
     backend.cleanup().await;
-    let receipts = telegram.as_ref().map(|tg| tg.receipts(&kills));
+    let receipts = platform.receipts(&kills);
     let held = census.promise_held() && receipts.as_ref().is_none_or(Receipts::promise_held);
     if !held {
         eprintln!("last daemon log lines:\n{log}");
@@ -131,7 +179,7 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     ready_sorted.sort_by(|a, b| a.total_cmp(b));
     let report = json!({
         "store": backend.name(),
-        "channel": platform,
+        "channel": platform.name(),
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
         "lanes": spec.lanes,
         "min_messages_per_lane": spec.min_per_lane,
@@ -147,7 +195,8 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
         "drain_s_after_load": drain_s,
         "model_requests": llm.request_count(),
         "census": census,
-        "telegram": receipts,
+        "receipts": receipts,
+        "discord_replays": platform.replays(),
         "promise_held": held,
     });
     CrashRun {

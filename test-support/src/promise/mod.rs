@@ -8,12 +8,16 @@
 //!
 //! Platforms plug in through [`load::Channel`]: the web chat API ([`load::WebChannel`]) and
 //! Telegram ([`telegram::TelegramChannel`]: updates pushed into the fake Bot API server,
-//! answers read from its recorded `sendMessage` calls); the census groups by platform.
+//! answers read from its recorded `sendMessage` calls) and Discord
+//! ([`discord::DiscordChannel`]: MESSAGE_CREATEs on the fake gateway, answers read from its
+//! recorded channel messages); the census groups by platform.
 
 pub mod census;
 pub mod crash;
 pub mod daemon;
+pub mod discord;
 pub mod load;
+pub mod receipts;
 pub mod telegram;
 
 /// Installs the TLS provider reqwest needs (tests and the example start no other way).
