@@ -131,7 +131,9 @@ fn proposed(skills: &Path, name: &str) -> bool {
 }
 
 /// 5. A tool that needs approval: someone else's press is refused and changes nothing (the
-/// question stays open); the requester's press runs the tool once and the turn ends.
+/// question stays open); the requester's press runs the tool once and the turn ends. On a
+/// platform that cannot tell its people apart (the web), someone else is a caller without the
+/// credential.
 pub async fn approval<R: Rig>() {
     let skills = tempfile::tempdir().unwrap();
     let dir = skills.path().to_path_buf();
@@ -148,7 +150,12 @@ pub async fn approval<R: Rig>() {
     let question = rig.question().await;
     assert!(question.contains("skill_manage"), "{question}");
 
-    let told_other = rig.press(Who::Other, true).await;
+    let someone_else = if R::caps().people {
+        Who::Other
+    } else {
+        Who::Stranger
+    };
+    let told_other = rig.press(someone_else, true).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!proposed(skills.path(), "conftriage"), "a refused press ran it");
     assert_eq!(rig.llm().request_count(), 1, "the turn is still parked");

@@ -64,6 +64,7 @@ impl Rig for DiscordRig {
             edits: true,
             rate_limits: true,
             files_in: true,
+            people: true,
         }
     }
 

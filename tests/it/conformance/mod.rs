@@ -66,6 +66,10 @@ pub struct Caps {
     pub rate_limits: bool,
     /// A person can send a photo or a document.
     pub files_in: bool,
+    /// The platform tells the people of a conversation apart, so only the requester's press
+    /// answers an approval. Without (the web chat: whoever passed its guard is the person),
+    /// someone else is whoever has no credential.
+    pub people: bool,
 }
 
 /// A platform's fixture: its wire fake and the real core, as one person of the platform sees

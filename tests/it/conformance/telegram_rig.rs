@@ -47,6 +47,7 @@ impl Rig for TelegramRig {
             edits: true,
             rate_limits: true,
             files_in: true,
+            people: true,
         }
     }
 

@@ -1,8 +1,10 @@
 //! The web chat's conformance rig: the core's own HTTP API, no fake needed. The chat needs a
 //! bearer token (`web.token`), which is the web's allowlist: the owner and the second person
-//! carry it, the stranger does not. A person sees what the chat page shows: the answers of the
-//! conversation's sessions (`/api/v1/lanes/{lane}/sessions/{id}/messages`) with their files,
-//! fetched from their URLs; the stranger sees the refusals of their requests.
+//! carry it, the stranger does not. A person sees what the chat page shows: the answer to each
+//! message they posted (or its refusal), in the order they posted them, and after an answer the
+//! files its row carries (listed by `/api/v1/lanes/{lane}/sessions/{id}/messages`), fetched
+//! from their URLs. The web chat has no per-person identity past that guard: whoever holds the
+//! token is the conversation's person (`people: false`).
 //!
 //! What the web does not have, declared in [`Caps`]: no length limit (a reply is one message),
 //! no edits (a streamed reply reaches the page as deltas and then the committed text), no
@@ -35,8 +37,9 @@ pub struct WebRig {
     pending: Mutex<Vec<JoinHandle<()>>>,
     /// When each answer came back to its request.
     answered_at: Arc<Mutex<Vec<Instant>>>,
-    /// What the stranger's requests were told.
-    refusals: Arc<Mutex<Vec<String>>>,
+    /// What each posted message was answered (or refused with), by conversation, in the
+    /// order they were posted; `None` while waiting.
+    answers: Arc<Mutex<Vec<(Who, Option<String>)>>>,
     _data: tempfile::TempDir,
 }
 
@@ -64,6 +67,33 @@ impl WebRig {
         r.json().await.expect("JSON")
     }
 
+    /// The files of the conversation's answers, with the text of the answer each came with.
+    async fn files(&self) -> Vec<(String, Seen)> {
+        let sessions = self.get(&format!("/api/v1/lanes/{LANE}/sessions")).await;
+        let ids = sessions["sessions"].as_array().cloned().unwrap_or_default();
+        let mut files = Vec::new();
+        for s in ids.iter().rev() {
+            let id = s["id"].as_str().unwrap_or_default();
+            let page = self
+                .get(&format!("/api/v1/lanes/{LANE}/sessions/{id}/messages"))
+                .await;
+            for m in page["messages"].as_array().into_iter().flatten() {
+                for f in m["files"].as_array().into_iter().flatten() {
+                    let url = format!("{}{}", self.base, f["url"].as_str().unwrap_or_default());
+                    let r = self.http.get(url).bearer_auth(TOKEN).send().await;
+                    let bytes = r.expect("file").bytes().await.expect("bytes").to_vec();
+                    let name = f["name"].as_str().or(f["id"].as_str()).unwrap_or_default();
+                    let file = Seen::File {
+                        name: name.to_string(),
+                        bytes,
+                    };
+                    files.push((m["content"].as_str().unwrap_or_default().to_string(), file));
+                }
+            }
+        }
+        files
+    }
+
     async fn pending_approval(&self) -> Option<Value> {
         let v = self.get(&format!("/api/v1/lanes/{LANE}/approvals")).await;
         v["approvals"].as_array()?.first().cloned()
@@ -80,6 +110,7 @@ impl Rig for WebRig {
             edits: false,
             rate_limits: false,
             files_in: false,
+            people: false,
         }
     }
 
@@ -98,7 +129,7 @@ impl Rig for WebRig {
             http: reqwest::Client::new(),
             pending: Mutex::new(Vec::new()),
             answered_at: Arc::default(),
-            refusals: Arc::default(),
+            answers: Arc::default(),
             _data: data,
         }
     }
@@ -117,20 +148,24 @@ impl Rig for WebRig {
         let body = json!({"lane": lane, "text": text, "sender": sender(who)});
         let post = self.http.post(format!("{}/api/v1/chat", self.base));
         let post = self.request(who, post).json(&body);
-        let (answered_at, refusals) = (self.answered_at.clone(), self.refusals.clone());
+        let (answered_at, answers) = (self.answered_at.clone(), self.answers.clone());
+        let conversation = if who == Who::Stranger { who } else { Who::Owner };
+        let slot = {
+            let mut answers = answers.lock().unwrap();
+            answers.push((conversation, None));
+            answers.len() - 1
+        };
         let task = tokio::spawn(async move {
             let r = post.send().await.expect("chat request");
             let status = r.status();
             let v: Value = r.json().await.unwrap_or(Value::Null);
-            if status.is_success() {
+            let said = if status.is_success() {
                 answered_at.lock().unwrap().push(Instant::now());
+                v["reply"].as_str().map(str::to_string)
             } else {
-                let said = v["error"].as_str().map(str::to_string);
-                refusals
-                    .lock()
-                    .unwrap()
-                    .push(said.unwrap_or_else(|| format!("{status} {v}")));
-            }
+                v["error"].as_str().map(str::to_string)
+            };
+            answers.lock().unwrap()[slot].1 = Some(said.unwrap_or_else(|| format!("{status} {v}")));
         });
         self.pending.lock().unwrap().push(task);
     }
@@ -159,42 +194,30 @@ impl Rig for WebRig {
         let post = self.http.post(format!("{}/api/v1/approvals/{id}", self.base));
         let r = self.request(who, post).json(&body).send().await.expect("press");
         let v: Value = r.json().await.expect("JSON");
-        v["message"].as_str().unwrap_or_default().to_string()
+        let said = v["message"].as_str().or(v["error"].as_str());
+        said.unwrap_or_default().to_string()
     }
 
     async fn seen(&self, who: Who) -> Vec<Seen> {
-        if who == Who::Stranger {
-            let refusals = self.refusals.lock().unwrap().clone();
-            return refusals.into_iter().map(Seen::Text).collect();
-        }
-        let sessions = self.get(&format!("/api/v1/lanes/{LANE}/sessions")).await;
-        let mut ids: Vec<String> = sessions["sessions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s["id"].as_str().map(str::to_string))
+        let conversation = if who == Who::Stranger { who } else { Who::Owner };
+        let answers: Vec<String> = self
+            .answers
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(c, _)| *c == conversation)
+            .filter_map(|(_, a)| a.clone())
             .collect();
-        ids.reverse();
+        let files = if who == Who::Stranger {
+            Vec::new()
+        } else {
+            self.files().await
+        };
         let mut seen = Vec::new();
-        for id in ids {
-            let page = self
-                .get(&format!("/api/v1/lanes/{LANE}/sessions/{id}/messages"))
-                .await;
-            for m in page["messages"].as_array().into_iter().flatten() {
-                if m["role"] != "assistant" {
-                    continue;
-                }
-                seen.push(Seen::Text(m["content"].as_str().unwrap_or_default().into()));
-                for f in m["files"].as_array().into_iter().flatten() {
-                    let url = format!("{}{}", self.base, f["url"].as_str().unwrap_or_default());
-                    let r = self.http.get(url).bearer_auth(TOKEN).send().await;
-                    let bytes = r.expect("file").bytes().await.expect("bytes").to_vec();
-                    let name = f["name"].as_str().or(f["id"].as_str()).unwrap_or_default();
-                    seen.push(Seen::File {
-                        name: name.to_string(),
-                        bytes,
-                    });
-                }
+        for a in answers {
+            seen.push(Seen::Text(a.clone()));
+            for (_, file) in files.iter().filter(|(text, _)| *text == a) {
+                seen.push(file.clone());
             }
         }
         seen
