@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use super::super::fake_llm::FakeLlm;
 use super::census::{self, Census, Kill};
 use super::daemon::{herald_bin, Backend, Daemon, Spec};
-use super::load::{self, LoadSpec, WebChannel};
 use super::discord::DiscordChannel;
+use super::load::{self, LoadSpec, WebChannel};
 use super::telegram::{Receipts, TelegramChannel};
 
 /// The way the load comes in and the replies go out.

@@ -103,7 +103,9 @@ impl DiscordChannel {
     /// Dispatches beyond the first of each message: the replays this channel stood in for.
     pub fn replays(&self) -> usize {
         let pushed = self.pushed.lock().unwrap_or_else(|e| e.into_inner()).len();
-        self.dispatches.load(Ordering::Relaxed).saturating_sub(pushed)
+        self.dispatches
+            .load(Ordering::Relaxed)
+            .saturating_sub(pushed)
     }
 
     /// Counts what the people saw: replies per message, resends and where they fell.

@@ -186,4 +186,3 @@ impl Channel for TelegramChannel {
         }
     }
 }
-

@@ -29,7 +29,10 @@ pub async fn seen_settled<R: Rig>(rig: &R, who: Who, n: usize) -> Vec<Seen> {
 }
 
 pub fn texts(seen: &[Seen]) -> Vec<String> {
-    seen.iter().filter_map(|s| s.text()).map(str::to_string).collect()
+    seen.iter()
+        .filter_map(|s| s.text())
+        .map(str::to_string)
+        .collect()
 }
 
 /// A plain answer (no Markdown, so every platform's formatting leaves it as it is) of `words`.
@@ -38,7 +41,7 @@ pub fn long_answer(words: usize) -> String {
     words.join(" ")
 }
 
-/// 1. One message, exactly one reply: the model's text.
+/// Case 1: One message, exactly one reply: the model's text.
 pub async fn answered_once<R: Rig>() {
     let rig = R::start(|_| {}).await;
     rig.say(Who::Owner, "hello there").await;
@@ -49,7 +52,7 @@ pub async fn answered_once<R: Rig>() {
     rig.stop().await;
 }
 
-/// 2. The real binary under load, SIGKILLed three times: 200 messages (20 lanes × 10), none
+/// Case 2: The real binary under load, SIGKILLed three times: 200 messages (20 lanes × 10), none
 /// lost and none answered twice in the store; what the people saw agrees, and the only extra
 /// copies they may see are the documented resend across a kill (a platform without an
 /// idempotency key accepted a message just before the kill hit `mark_sent`).
@@ -70,14 +73,20 @@ pub async fn sigkills<R: Rig>() {
     assert_eq!(c.inbox_rows, c.client_messages, "retries deduplicated");
     if let Some(r) = &outcome.receipts {
         let report = serde_json::to_string_pretty(r).unwrap();
-        assert!(r.promise_held(), "the people saw a broken promise: {report}");
+        assert!(
+            r.promise_held(),
+            "the people saw a broken promise: {report}"
+        );
         assert_eq!(r.updates, c.client_messages);
         assert_eq!(r.unanswered, 0, "{report}");
-        assert!(r.resends_across_a_kill <= 3, "at most one per kill: {report}");
+        assert!(
+            r.resends_across_a_kill <= 3,
+            "at most one per kill: {report}"
+        );
     }
 }
 
-/// 3. A reply longer than the platform's limit arrives in pieces of at most the limit, cut
+/// Case 3: A reply longer than the platform's limit arrives in pieces of at most the limit, cut
 /// where the daemon's splitter cuts, which put back together are the reply.
 pub async fn long_reply<R: Rig>() {
     let answer = long_answer(1500);
@@ -87,7 +96,10 @@ pub async fn long_reply<R: Rig>() {
     let pieces = texts(&seen_settled(&rig, Who::Owner, 1).await);
     match R::caps().limit {
         Some((limit, measure)) => {
-            assert!(answer.len() > 2 * limit, "the answer needs three pieces or more");
+            assert!(
+                answer.len() > 2 * limit,
+                "the answer needs three pieces or more"
+            );
             assert_eq!(pieces, split_message(&answer, limit, measure));
             for p in &pieces {
                 assert!(measure.len(p) <= limit, "a piece of {}", measure.len(p));
@@ -100,7 +112,7 @@ pub async fn long_reply<R: Rig>() {
     rig.stop().await;
 }
 
-/// 4. With streaming on, a slow answer grows in place by edits and ends as the exact text;
+/// Case 4: With streaming on, a slow answer grows in place by edits and ends as the exact text;
 /// a platform without edits gets it whole, in one message, never edited.
 pub async fn streaming<R: Rig>() {
     let answer = long_answer(120);
@@ -130,7 +142,7 @@ fn proposed(skills: &Path, name: &str) -> bool {
     skills.join(".proposed").join(name).exists()
 }
 
-/// 5. A tool that needs approval: someone else's press is refused and changes nothing (the
+/// Case 5: A tool that needs approval: someone else's press is refused and changes nothing (the
 /// question stays open); the requester's press runs the tool once and the turn ends. On a
 /// platform that cannot tell its people apart (the web), someone else is a caller without the
 /// credential.
@@ -157,7 +169,10 @@ pub async fn approval<R: Rig>() {
     };
     let told_other = rig.press(someone_else, true).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!proposed(skills.path(), "conftriage"), "a refused press ran it");
+    assert!(
+        !proposed(skills.path(), "conftriage"),
+        "a refused press ran it"
+    );
     assert_eq!(rig.llm().request_count(), 1, "the turn is still parked");
 
     // Still open: the requester's press is the one that counts.
@@ -165,13 +180,19 @@ pub async fn approval<R: Rig>() {
     assert_ne!(told_other, told_owner, "the other person was refused");
     let seen = seen_settled(&rig, Who::Owner, 1).await;
     assert_eq!(texts(&seen), ["reply to: make a triage skill"]);
-    assert!(proposed(skills.path(), "conftriage"), "the approved call ran");
+    assert!(
+        proposed(skills.path(), "conftriage"),
+        "the approved call ran"
+    );
     let result = rig.llm().requests()[1].last_tool_result();
-    assert!(result.contains("herald skills approve conftriage"), "{result}");
+    assert!(
+        result.contains("herald skills approve conftriage"),
+        "{result}"
+    );
     rig.stop().await;
 }
 
-/// 8. The platform answers the reply with 429 and `Retry-After: 1`: the reply goes out once,
+/// Case 8: The platform answers the reply with 429 and `Retry-After: 1`: the reply goes out once,
 /// no sooner than a second after the model answered. The web has no platform in between:
 /// its answer is not held back at all.
 pub async fn rate_limited<R: Rig>() {
@@ -180,7 +201,9 @@ pub async fn rate_limited<R: Rig>() {
     rig.say(Who::Owner, "are you there").await;
     let seen = seen_settled(&rig, Who::Owner, 1).await;
     assert_eq!(seen, [Seen::Text("reply to: are you there".into())]);
-    let model_done = rig.llm().requests()[0].finished.expect("the model answered");
+    let model_done = rig.llm().requests()[0]
+        .finished
+        .expect("the model answered");
     let sends = rig.send_times();
     assert_eq!(sends.len(), 1, "one accepted send");
     let waited = sends[0] - model_done;
@@ -192,7 +215,7 @@ pub async fn rate_limited<R: Rig>() {
     rig.stop().await;
 }
 
-/// 9. Someone off the allowlist costs no model call and sees only Herald's refusal.
+/// Case 9: Someone off the allowlist costs no model call and sees only Herald's refusal.
 pub async fn stranger<R: Rig>() {
     let rig = R::start(|_| {}).await;
     rig.say(Who::Stranger, "let me in").await;

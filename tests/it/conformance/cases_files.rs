@@ -23,7 +23,7 @@ fn png() -> Vec<u8> {
     b
 }
 
-/// 6. A photo reaches a model that sees as the image itself, a document as its text. A
+/// Case 6: A photo reaches a model that sees as the image itself, a document as its text. A
 /// platform without file input (the web chat) carries the person's words and no image.
 pub async fn files_in<R: Rig>() {
     let rig = R::start(|c| c.llm.vision = true).await;
@@ -31,7 +31,11 @@ pub async fn files_in<R: Rig>() {
     rig.photo(&photo, "what is this?").await;
     seen_settled(&rig, Who::Owner, 1).await;
     let req = rig.llm().last_request();
-    assert!(req.last_user().contains("what is this?"), "{}", req.last_user());
+    assert!(
+        req.last_user().contains("what is this?"),
+        "{}",
+        req.last_user()
+    );
     let images: Vec<String> = req.images().into_iter().map(|(_, url)| url).collect();
     if !R::caps().files_in {
         assert_eq!(images, Vec::<String>::new(), "the web chat takes no file");
@@ -52,7 +56,7 @@ pub async fn files_in<R: Rig>() {
     rig.stop().await;
 }
 
-/// 7. The agent draws a chart with a tool and attaches it: the person gets the answer and the
+/// Case 7: The agent draws a chart with a tool and attaches it: the person gets the answer and the
 /// file, byte for byte, once.
 pub async fn file_out<R: Rig>() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,7 +84,7 @@ const CAPSULE: &str = "## Working on\nMaking the nightly mirror job skip unreach
 ## Pointers\nThe job script is mirror.sh.\n\n\
 ## Next\nWrite the report line naming the skipped host.\n";
 
-/// 10. `Handoff.` after a conversation: a capsule is written from the dialogue, the session
+/// Case 10: `Handoff.` after a conversation: a capsule is written from the dialogue, the session
 /// closes, and the next session's first message carries the capsule once.
 pub async fn handoff<R: Rig>() {
     let rig = R::start(|_| {}).await;
@@ -111,12 +115,23 @@ pub async fn handoff<R: Rig>() {
     })
     .await;
     assert_eq!(capsule.session_id, old);
-    assert!(capsule.text.contains("## Next\nWrite the report line"), "{}", capsule.text);
+    assert!(
+        capsule.text.contains("## Next\nWrite the report line"),
+        "{}",
+        capsule.text
+    );
     assert_writer_request(&rig.llm().requests()[2], "Make it skip unreachable hosts");
-    wait_for("the session to close", Duration::from_secs(10), async || {
-        let s = store.session_get(&SessionId::from(old.as_str())).await.unwrap()?;
-        s.ended_at.map(|_| ())
-    })
+    wait_for(
+        "the session to close",
+        Duration::from_secs(10),
+        async || {
+            let s = store
+                .session_get(&SessionId::from(old.as_str()))
+                .await
+                .unwrap()?;
+            s.ended_at.map(|_| ())
+        },
+    )
     .await;
 
     rig.say(Who::Owner, "Where were we?").await;

@@ -111,7 +111,8 @@ impl Rig for TelegramRig {
         let q = self.tg.questions().pop().expect("a question to press");
         let before = self.tg.calls("answerCallbackQuery").len();
         let data = if approve { &q.approve } else { &q.deny };
-        self.tg.push_button_press(USER, user(who), q.message_id, data);
+        self.tg
+            .push_button_press(USER, user(who), q.message_id, data);
         wait_for("the press to be answered", WAIT, async || {
             let answers = self.tg.calls("answerCallbackQuery");
             answers
@@ -151,7 +152,11 @@ impl Rig for TelegramRig {
     }
 
     fn send_times(&self) -> Vec<Instant> {
-        self.tg.sent_with_times().into_iter().map(|(_, t)| t).collect()
+        self.tg
+            .sent_with_times()
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect()
     }
 
     async fn stop(self) {

@@ -28,6 +28,10 @@ const LANE: &str = "web:conf";
 const STRANGER_LANE: &str = "web:stranger";
 const WAIT: Duration = Duration::from_secs(20);
 
+/// A posted message's conversation and what it was answered (or refused with); `None` while
+/// waiting.
+type Answer = (Who, Option<String>);
+
 pub struct WebRig {
     llm: FakeLlm,
     app: App,
@@ -39,7 +43,7 @@ pub struct WebRig {
     answered_at: Arc<Mutex<Vec<Instant>>>,
     /// What each posted message was answered (or refused with), by conversation, in the
     /// order they were posted; `None` while waiting.
-    answers: Arc<Mutex<Vec<(Who, Option<String>)>>>,
+    answers: Arc<Mutex<Vec<Answer>>>,
     _data: tempfile::TempDir,
 }
 
@@ -61,7 +65,10 @@ impl WebRig {
     }
 
     async fn get(&self, path: &str) -> Value {
-        let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(TOKEN);
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(TOKEN);
         let r = r.send().await.expect("GET");
         assert!(r.status().is_success(), "GET {path}: {}", r.status());
         r.json().await.expect("JSON")
@@ -144,12 +151,20 @@ impl Rig for WebRig {
 
     /// Posts without waiting: the answer is recorded when the request returns.
     async fn say(&self, who: Who, text: &str) {
-        let lane = if who == Who::Stranger { STRANGER_LANE } else { LANE };
+        let lane = if who == Who::Stranger {
+            STRANGER_LANE
+        } else {
+            LANE
+        };
         let body = json!({"lane": lane, "text": text, "sender": sender(who)});
         let post = self.http.post(format!("{}/api/v1/chat", self.base));
         let post = self.request(who, post).json(&body);
         let (answered_at, answers) = (self.answered_at.clone(), self.answers.clone());
-        let conversation = if who == Who::Stranger { who } else { Who::Owner };
+        let conversation = if who == Who::Stranger {
+            who
+        } else {
+            Who::Owner
+        };
         let slot = {
             let mut answers = answers.lock().unwrap();
             answers.push((conversation, None));
@@ -189,17 +204,30 @@ impl Rig for WebRig {
 
     async fn press(&self, who: Who, approve: bool) -> String {
         let a = self.pending_approval().await.expect("a question to press");
-        let id = a["id"].as_str().map_or_else(|| a["id"].to_string(), str::to_string);
+        let id = a["id"]
+            .as_str()
+            .map_or_else(|| a["id"].to_string(), str::to_string);
         let body = json!({"lane": LANE, "approve": approve, "sender": sender(who)});
-        let post = self.http.post(format!("{}/api/v1/approvals/{id}", self.base));
-        let r = self.request(who, post).json(&body).send().await.expect("press");
+        let post = self
+            .http
+            .post(format!("{}/api/v1/approvals/{id}", self.base));
+        let r = self
+            .request(who, post)
+            .json(&body)
+            .send()
+            .await
+            .expect("press");
         let v: Value = r.json().await.expect("JSON");
         let said = v["message"].as_str().or(v["error"].as_str());
         said.unwrap_or_default().to_string()
     }
 
     async fn seen(&self, who: Who) -> Vec<Seen> {
-        let conversation = if who == Who::Stranger { who } else { Who::Owner };
+        let conversation = if who == Who::Stranger {
+            who
+        } else {
+            Who::Owner
+        };
         let answers: Vec<String> = self
             .answers
             .lock()
