@@ -7,6 +7,7 @@
 //! so it is checked (names) or cleaned (ids) here, once; what memory *is* lives in
 //! `crate::agent::memory`.
 
+use crate::domain::Platform;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigUrl;
@@ -163,8 +164,8 @@ pub fn check_people(people: &[Person]) -> Result<(), PeopleError> {
             });
         }
         for id in &p.ids {
-            let ok = id.split_once(':').is_some_and(|(plat, who)| {
-                matches!(plat, "telegram" | "discord" | "web" | "api") && !who.is_empty()
+            let ok = crate::domain::Person::parse(id).is_some_and(|p| {
+                super::registry::spec(p.platform).is_some() && p.platform != Platform::CRON
             });
             if !ok {
                 return Err(PeopleError::BadId {

@@ -451,7 +451,7 @@ mod cron_rules {
     pub async fn cron_tool_rules(store: Arc<dyn Store>) {
         let tool = CronTool {
             store: store.clone(),
-            platforms: vec![Platform::Web],
+            platforms: vec![Platform::WEB],
             approval: false,
             approval_create: false,
             min_interval: std::time::Duration::from_secs(1),
@@ -476,7 +476,7 @@ mod cron_rules {
         run(&tool, &alice, json!({"action": "remove", "name": "paid"})).await;
 
         // The operator's words for a bad job, with the model's own name.
-        let operator = check_job(&spec("j", "every 1x"), &[Platform::Web])
+        let operator = check_job(&spec("j", "every 1x"), &[Platform::WEB])
             .unwrap_err()
             .to_string();
         assert_eq!(

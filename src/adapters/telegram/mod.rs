@@ -17,12 +17,18 @@ pub mod outbound;
 pub mod poller;
 mod receive;
 mod upload;
+pub mod spec;
 pub mod webhook;
 
 #[cfg(test)]
 mod inbound_tests;
 #[cfg(test)]
 mod media_tests;
+
+pub use spec::SPEC;
+
+/// Telegram's name in lanes, rows and the platform registry.
+pub const TELEGRAM: crate::domain::Platform = crate::domain::Platform::named("telegram");
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -129,11 +135,15 @@ impl Adapter for TelegramAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Telegram
+        Platform::named("telegram")
     }
 
     fn outbound(&self) -> Arc<dyn Outbound> {
         self.outbound.clone()
+    }
+
+    fn pace(&self, config: &Config) -> Option<crate::delivery::pace::Limits> {
+        config.telegram.pacing.then(crate::delivery::pace::Limits::telegram)
     }
 
     /// The webhook, in webhook mode.
