@@ -35,6 +35,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     access: |_| Access::default(),
     configured: |c| c.api.enabled,
     how_to_enable: "set api.enabled = true",
+    person_id: |id| !id.is_empty(),
     target: None,
     edit_interval: |_| None,
     dm_by_person_id: false,

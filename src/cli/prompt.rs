@@ -34,7 +34,10 @@ pub async fn prompt(config: &Config, cmd: PromptCmd) -> anyhow::Result<()> {
     let platform = Platform::parse(key.platform())
         .filter(|p| crate::config::spec(*p).is_some())
         .ok_or_else(|| {
-            let names: Vec<&str> = crate::config::specs().iter().map(|s| s.name.as_str()).collect();
+            let names: Vec<&str> = crate::config::specs()
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect();
             anyhow::anyhow!(
                 "{lane:?} is not a lane: write platform:chat_id, with platform one of {}",
                 names.join(", ")

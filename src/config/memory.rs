@@ -7,7 +7,6 @@
 //! so it is checked (names) or cleaned (ids) here, once; what memory *is* lives in
 //! `crate::agent::memory`.
 
-use crate::domain::Platform;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigUrl;
@@ -165,7 +164,7 @@ pub fn check_people(people: &[Person]) -> Result<(), PeopleError> {
         }
         for id in &p.ids {
             let ok = crate::domain::Person::parse(id).is_some_and(|p| {
-                super::registry::spec(p.platform).is_some() && p.platform != Platform::CRON
+                super::registry::spec(p.platform).is_some_and(|s| (s.person_id)(&p.id))
             });
             if !ok {
                 return Err(PeopleError::BadId {

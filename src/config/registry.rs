@@ -33,6 +33,9 @@ pub struct PlatformSpec {
     pub configured: fn(&Config) -> bool,
     /// What to set to turn it on, for errors that need it on.
     pub how_to_enable: &'static str,
+    /// Whether `id` can be a person's id here (`telegram:` takes numbers): an identity in the
+    /// config (`approvals.admins`, `[[people]]`) that cannot is a typo to refuse at load.
+    pub person_id: fn(&str) -> bool,
     /// How a delivery target's `chat[:thread]` is spelled; `None`: nothing is delivered there.
     pub target: Option<TargetSyntax>,
     /// The pace of live-preview edits of one message, when the deployment sets one for this

@@ -4,8 +4,6 @@
 //! Kept on its own because it spans the provider (stream or not), the lanes (previews), the
 //! outbox (the final edit) and the web chat (server-sent events). Only settings live here.
 
-
-
 use serde::{Deserialize, Serialize};
 
 use crate::domain::ChatType;

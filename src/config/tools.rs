@@ -103,8 +103,11 @@ impl ApprovalsConfig {
         for a in &self.admins {
             let person = people.iter().any(|p| &p.name == a);
             // Admins are people a chat platform lets in by id (not the web chat, not the API).
-            let identity = crate::domain::Person::parse(a)
-                .is_some_and(|p| super::registry::by_allowlist(p.platform));
+            let identity = crate::domain::Person::parse(a).is_some_and(|p| {
+                super::registry::spec(p.platform).is_some_and(|s| {
+                    matches!(s.admit, super::Admit::Allowlist { .. }) && (s.person_id)(&p.id)
+                })
+            });
             if !person && !identity {
                 return Err((
                     "approvals.admins",

@@ -189,7 +189,7 @@ mod tests {
             enabled: true,
             budget: None,
         }
-        .validate()
+        .validate(&crate::config::Config::default().deliverable())
         .unwrap();
         let ev = fire_event(&job, "fire:brief:1", DateTime::UNIX_EPOCH);
         assert_eq!(ev.lane().as_str(), "cron:brief");

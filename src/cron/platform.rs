@@ -25,6 +25,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     },
     configured: |_| false,
     how_to_enable: "",
+    person_id: |_| false,
     target: None,
     edit_interval: |_| None,
     dm_by_person_id: false,

@@ -405,6 +405,8 @@ mod tests {
             enabled: true,
             budget: None,
         };
-        assert!(spec.validate().is_ok());
+        assert!(spec
+            .validate(&crate::config::Config::default().deliverable())
+            .is_ok());
     }
 }

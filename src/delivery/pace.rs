@@ -192,10 +192,7 @@ impl Pace {
         now: Instant,
         take: bool,
     ) -> Instant {
-        let bucket = self
-            .limits
-            .get(&platform)
-            .map(|l| l.for_chat(chat));
+        let bucket = self.limits.get(&platform).map(|l| l.for_chat(chat));
         let preview_gap = match urgency {
             Urgency::Preview => self.previews.get(&platform).copied(),
             _ => None,

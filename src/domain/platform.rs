@@ -158,13 +158,22 @@ mod tests {
 
     #[test]
     fn names_are_checked_once_and_round_trip() {
-        for name in ["web", "telegram", "discord", "cron", "api", "slack", "matrix"] {
+        for name in [
+            "web", "telegram", "discord", "cron", "api", "slack", "matrix",
+        ] {
             let p = Platform::parse(name).unwrap();
             assert_eq!(p.as_str(), name);
             let json = serde_json::to_string(&p).unwrap();
             assert_eq!(serde_json::from_str::<Platform>(&json).unwrap(), p);
         }
-        for bad in ["", "Telegram", "irc2", "a:b", "sixteenletterssx", "tele gram"] {
+        for bad in [
+            "",
+            "Telegram",
+            "irc2",
+            "a:b",
+            "sixteenletterssx",
+            "tele gram",
+        ] {
             assert_eq!(Platform::parse(bad), None, "{bad:?}");
         }
         assert_eq!(Platform::WEB, "web");

@@ -158,10 +158,7 @@ impl AuthHook {
 
     /// Offers a pairing code to an unknown sender in a private chat.
     async fn pairing_reply(&self, ev: &MessageEvent) -> Option<String> {
-        if !self.pairing.enabled
-            || ev.chat_type != ChatType::Dm
-            || !pairs(ev.platform)
-        {
+        if !self.pairing.enabled || ev.chat_type != ChatType::Dm || !pairs(ev.platform) {
             return None;
         }
         let code = new_code();

@@ -19,10 +19,10 @@ use tokio::sync::Notify;
 
 use super::Ingest;
 use crate::agent::tools::{Tool, ToolContext, ToolError};
-use crate::config::SendRoute;
-use crate::delivery::Outbounds;
 use crate::config::registry::spec;
 use crate::config::Admit;
+use crate::config::SendRoute;
+use crate::delivery::Outbounds;
 use crate::domain::cron::{parse_target, Deliverable, Target};
 use crate::domain::{Control, LaneKey, MessageEvent, Person};
 use crate::hooks::Authorizer;
@@ -60,9 +60,9 @@ struct Args {
 fn routed(routes: &[SendRoute], known: &Deliverable, from: &LaneKey, to: &LaneKey) -> bool {
     routes.iter().any(|r| {
         (r.from.trim() == "*" || LaneKey::parse(r.from.trim()) == *from)
-            && r.to.iter().any(|t| {
-                parse_target(t, known).map(|t| t.lane_key()).ok().as_ref() == Some(to)
-            })
+            && r.to
+                .iter()
+                .any(|t| parse_target(t, known).map(|t| t.lane_key()).ok().as_ref() == Some(to))
     })
 }
 
@@ -211,7 +211,9 @@ mod tests {
             route("telegram:111", &["Telegram:222"]),
             route("*", &["web:ops"]),
         ];
-        let check = |from: &str, to: &str| routed(&routes, &LaneKey::new(from), &LaneKey::new(to));
+        let known = crate::config::Config::default().deliverable();
+        let check =
+            |from: &str, to: &str| routed(&routes, &known, &LaneKey::new(from), &LaneKey::new(to));
         assert!(check("telegram:111", "telegram:222"));
         assert!(!check("telegram:333", "telegram:222"));
         assert!(check("discord:5", "web:ops"));

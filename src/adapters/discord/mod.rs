@@ -15,8 +15,8 @@ mod inbound;
 mod interactions;
 mod outbound;
 mod shards;
-mod watchdog;
 pub mod spec;
+mod watchdog;
 
 pub use spec::SPEC;
 

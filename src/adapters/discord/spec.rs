@@ -24,8 +24,13 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     access,
     configured: |c| c.discord.token.is_some(),
     how_to_enable: "set discord.token or DISCORD_BOT_TOKEN",
+    person_id: |id| crate::adapters::telegram::spec::is_integer(id, false),
     target: Some(target),
-    edit_interval: |c| c.streaming.discord_edit_interval_ms.map(Duration::from_millis),
+    edit_interval: |c| {
+        c.streaming
+            .discord_edit_interval_ms
+            .map(Duration::from_millis)
+    },
     dm_by_person_id: false,
     thread_is_chat: true,
     section: None,
@@ -64,7 +69,10 @@ mod tests {
         for (input, want) in [
             ("discord:-123", "discord channel id must be a number"),
             ("discord:general", "discord channel id must be a number"),
-            ("discord:99999999999999999999", "discord channel id must be a number"),
+            (
+                "discord:99999999999999999999",
+                "discord channel id must be a number",
+            ),
             ("discord:1:x", "discord thread id must be a number"),
         ] {
             let err = parse_target(input, &known).expect_err(input).to_string();

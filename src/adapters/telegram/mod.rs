@@ -16,8 +16,8 @@ mod media;
 pub mod outbound;
 pub mod poller;
 mod receive;
-mod upload;
 pub mod spec;
+mod upload;
 pub mod webhook;
 
 #[cfg(test)]
@@ -143,7 +143,10 @@ impl Adapter for TelegramAdapter {
     }
 
     fn pace(&self, config: &Config) -> Option<crate::delivery::pace::Limits> {
-        config.telegram.pacing.then(crate::delivery::pace::Limits::telegram)
+        config
+            .telegram
+            .pacing
+            .then(crate::delivery::pace::Limits::telegram)
     }
 
     /// The webhook, in webhook mode.

@@ -24,6 +24,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     access,
     configured: |c| c.telegram.token.is_some(),
     how_to_enable: "set telegram.token or TELEGRAM_BOT_TOKEN",
+    person_id: |id| is_integer(id, false),
     target: Some(target),
     edit_interval: |c| c.streaming.telegram_edit_interval_ms.map(Duration::from_millis),
     dm_by_person_id: true,
@@ -85,8 +86,14 @@ mod tests {
             ("telegram:", "telegram chat id must be a number"),
             ("telegram:@mychannel", "telegram chat id must be a number"),
             ("telegram:0", "telegram chat id must be a number"),
-            ("telegram:-100:", "telegram topic (thread) id must be a positive number"),
-            ("telegram:-100:-5", "telegram topic (thread) id must be a positive number"),
+            (
+                "telegram:-100:",
+                "telegram topic (thread) id must be a positive number",
+            ),
+            (
+                "telegram:-100:-5",
+                "telegram topic (thread) id must be a positive number",
+            ),
             ("telegram:1:2:3", "too many ':'-separated parts"),
         ];
         for (input, want) in bad {

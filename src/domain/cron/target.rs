@@ -82,7 +82,11 @@ pub fn parse_target(s: &str, known: &Deliverable) -> Result<Target, TargetError>
     };
     let platform = Platform::parse(&name.to_ascii_lowercase());
     let Some(rule) = platform.and_then(|p| known.get(p)) else {
-        let mut names: Vec<&str> = known.platforms.iter().map(|d| d.platform.as_str()).collect();
+        let mut names: Vec<&str> = known
+            .platforms
+            .iter()
+            .map(|d| d.platform.as_str())
+            .collect();
         names.sort_unstable();
         return Err(TargetError::UnknownPlatform {
             target: target.to_string(),
@@ -237,7 +241,9 @@ mod tests {
         let mut parts = rest.splitn(3, ':');
         let (a, b, t) = (parts.next(), parts.next(), parts.next());
         match (a, b) {
-            (Some(a), Some(b)) if a.starts_with('!') => Ok((format!("{a}:{b}"), t.map(str::to_string))),
+            (Some(a), Some(b)) if a.starts_with('!') => {
+                Ok((format!("{a}:{b}"), t.map(str::to_string)))
+            }
             _ => Err("room id must look like !id:server".into()),
         }
     }
@@ -257,7 +263,10 @@ mod tests {
     #[test]
     fn each_platform_parses_its_own_ids() {
         let t = parse_target(" Chat:42:7 ", &known()).unwrap();
-        assert_eq!(t, Target::new(Platform::named("chat"), "42", Some("7".into())));
+        assert_eq!(
+            t,
+            Target::new(Platform::named("chat"), "42", Some("7".into()))
+        );
         assert_eq!(t.lane_key().as_str(), "chat:42:7");
         let m = parse_target("matrix:!abc:example.org:$root", &known()).unwrap();
         assert_eq!(m.chat, "!abc:example.org");
@@ -266,7 +275,10 @@ mod tests {
             ("chat", "expected <platform>:<id>"),
             ("chat:x", "chat id must be a number"),
             ("chat:1:2:3", "too many ':'-separated parts"),
-            ("irc:1", "unknown platform \"irc\" in delivery target \"irc:1\" (known: chat, matrix)"),
+            (
+                "irc:1",
+                "unknown platform \"irc\" in delivery target \"irc:1\" (known: chat, matrix)",
+            ),
             ("matrix:abc", "room id must look like"),
         ] {
             let err = parse_target(bad, &known()).expect_err(bad).to_string();
@@ -278,10 +290,16 @@ mod tests {
     fn serde_writes_parts_and_reads_the_older_string_form() {
         let t = Target::new(Platform::named("matrix"), "!a:b.org", None);
         let json = serde_json::to_string(&t).unwrap();
-        assert_eq!(json, r#"{"platform":"matrix","chat":"!a:b.org","thread":null}"#);
+        assert_eq!(
+            json,
+            r#"{"platform":"matrix","chat":"!a:b.org","thread":null}"#
+        );
         assert_eq!(serde_json::from_str::<Target>(&json).unwrap(), t);
         let old: Target = serde_json::from_str("\"telegram:-100:7\"").unwrap();
-        assert_eq!(old, Target::new(Platform::named("telegram"), "-100", Some("7".into())));
+        assert_eq!(
+            old,
+            Target::new(Platform::named("telegram"), "-100", Some("7".into()))
+        );
         assert!(serde_json::from_str::<Target>("\"nothing\"").is_err());
     }
 }

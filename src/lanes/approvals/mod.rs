@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::delivery::Outbounds;
 use crate::config::{spec, Admit};
+use crate::delivery::Outbounds;
 use crate::domain::{ChatType, MessageEvent, MessageKind, Origin, Person, Platform};
 use crate::hooks::Authorizer;
 use crate::store::{now_ms, ApprovalRow, Store};
