@@ -2,9 +2,9 @@
 //! and started again on the same store each time, then a census of what survived.
 //!
 //! Shared by `examples/crash_loop.rs` (many kills, JSON report) and `tests/it/crash_loop.rs`
-//! (a few kills, bounded time), and the conformance suite, over the web chat API, Telegram or
-//! Discord ([`Via`]). It must not soften
-//! the load around a kill: clients keep retrying exactly as they would against a real outage.
+//! (a few kills, bounded time) over the web chat API, Telegram or Discord ([`Via`]), and by the
+//! conformance suite over any platform's [`Side`]. It must not soften the load around a kill:
+//! clients keep retrying exactly as they would against a real outage.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use super::super::fake_llm::FakeLlm;
 use super::census::{self, Census, Kill};
 use super::daemon::{herald_bin, Backend, Daemon, Spec};
 use super::discord::DiscordChannel;
-use super::load::{self, LoadSpec, WebChannel};
+use super::load::{self, Channel, LoadSpec, WebChannel};
 use super::telegram::{Receipts, TelegramChannel};
 
 /// The way the load comes in and the replies go out.
@@ -34,60 +34,56 @@ pub enum Via {
     Discord,
 }
 
-/// The platform side of a run: the fake the daemon talks to, or none for the web.
-enum Platform {
-    Web,
-    Telegram(TelegramChannel),
-    Discord(DiscordChannel),
+/// A platform's side of a crash run: the way the load comes in ([`load::Channel`]), the
+/// settings that point the daemon at the platform's fake, and what the people saw there. A
+/// platform added to the conformance suite brings one (`run_on` takes any).
+pub trait Side: Channel {
+    /// `HERALD_*` settings for a daemon talking to this side.
+    fn daemon_env(&self) -> Vec<(String, String)>;
+    /// Told the daemon's base URL before the load starts (the web posts to it).
+    fn attach(&mut self, _base_url: &str) {}
+    /// What the people saw, counted from the fake's records; `None` where the answer is the
+    /// client's own response (the web).
+    fn receipts(&self, _kills: &[Kill]) -> Option<Receipts> {
+        None
+    }
+    /// Anything else the run's report should carry about this side.
+    fn report(&self) -> Value {
+        Value::Null
+    }
 }
 
-impl Platform {
-    async fn start(via: Via) -> Platform {
-        match via {
-            Via::Web => Platform::Web,
-            Via::Telegram => Platform::Telegram(TelegramChannel::start().await),
-            Via::Discord => Platform::Discord(DiscordChannel::start().await),
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Platform::Web => "web",
-            Platform::Telegram(_) => "telegram",
-            Platform::Discord(_) => "discord",
-        }
-    }
-
+impl Side for WebChannel {
     fn daemon_env(&self) -> Vec<(String, String)> {
-        match self {
-            Platform::Web => Vec::new(),
-            Platform::Telegram(tg) => tg.daemon_env(),
-            Platform::Discord(d) => d.daemon_env(),
-        }
+        Vec::new()
     }
 
-    fn load(&self, base_url: String, spec: LoadSpec) -> tokio::task::JoinHandle<Vec<load::Sent>> {
-        match self {
-            Platform::Web => tokio::spawn(load::run(WebChannel::new(vec![base_url]), spec)),
-            Platform::Telegram(tg) => tokio::spawn(load::run(tg.clone(), spec)),
-            Platform::Discord(d) => tokio::spawn(load::run(d.clone(), spec)),
-        }
+    fn attach(&mut self, base_url: &str) {
+        *self = WebChannel::new(vec![base_url.to_string()]);
+    }
+}
+
+impl Side for TelegramChannel {
+    fn daemon_env(&self) -> Vec<(String, String)> {
+        TelegramChannel::daemon_env(self)
     }
 
     fn receipts(&self, kills: &[Kill]) -> Option<Receipts> {
-        match self {
-            Platform::Web => None,
-            Platform::Telegram(tg) => Some(tg.receipts(kills)),
-            Platform::Discord(d) => Some(d.receipts(kills)),
-        }
+        Some(TelegramChannel::receipts(self, kills))
+    }
+}
+
+impl Side for DiscordChannel {
+    fn daemon_env(&self) -> Vec<(String, String)> {
+        DiscordChannel::daemon_env(self)
     }
 
-    /// Messages dispatched again for want of a gateway replay (Discord only).
-    fn replays(&self) -> Option<usize> {
-        match self {
-            Platform::Discord(d) => Some(d.replays()),
-            _ => None,
-        }
+    fn receipts(&self, kills: &[Kill]) -> Option<Receipts> {
+        Some(DiscordChannel::receipts(self, kills))
+    }
+
+    fn report(&self) -> Value {
+        json!({"replays": self.replays()})
     }
 }
 
@@ -116,16 +112,28 @@ impl CrashRun {
     }
 }
 
+/// Runs `spec` over the side its `via` names.
 pub async fn run(spec: &CrashSpec) -> CrashRun {
+    super::init();
+    match spec.via {
+        Via::Web => run_on(spec, WebChannel::new(Vec::new())).await,
+        Via::Telegram => run_on(spec, TelegramChannel::start().await).await,
+        Via::Discord => run_on(spec, DiscordChannel::start().await).await,
+    }
+}
+
+/// Runs `spec` over `side` (`spec.via` is not read).
+pub async fn run_on<S: Side>(spec: &CrashSpec, mut side: S) -> CrashRun {
     super::init();
     let llm = FakeLlm::start().await;
     llm.set_jitter(spec.model_jitter);
     let backend = Backend::from_env().await;
-    let platform = Platform::start(spec.via).await;
     let mut dspec = Spec::new(&herald_bin(), "crash", &backend, &llm.base_url());
-    for (k, v) in platform.daemon_env() {
+    for (k, v) in side.daemon_env() {
         dspec = dspec.set(&k, &v);
     }
+    side.attach(&dspec.base_url());
+    let platform = side.platform();
     let started = Instant::now();
     let mut generation = 0;
     let mut daemon = Daemon::start(&dspec, generation).await;
@@ -141,7 +149,7 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
         // kill holds back for the claim TTL (60 s).
         give_up: Duration::from_secs(150),
     };
-    let load = platform.load(dspec.base_url(), load_spec);
+    let load = tokio::spawn(load::run(side.clone(), load_spec));
 
     let mut kills = Vec::new();
     while kills.len() < spec.kills {
@@ -163,14 +171,14 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     // A reply row claimed by a killed process stays `sending` until the sender's claim TTL
     // (60 s) runs out, and holds back the later rows of its lane: the drain may take that long.
     let drain_started = Instant::now();
-    let drained = census::drain(&backend.url, platform.name(), Duration::from_secs(90)).await;
+    let drained = census::drain(&backend.url, platform, Duration::from_secs(90)).await;
     let drain_s = drain_started.elapsed().as_secs_f64();
     let log = daemon.log_tail();
     daemon.kill();
 
-    let census = census::take(&backend.url, platform.name(), &sent, &kills).await;
+    let census = census::take(&backend.url, platform, &sent, &kills).await;
     backend.cleanup().await;
-    let receipts = platform.receipts(&kills);
+    let receipts = side.receipts(&kills);
     let held = census.promise_held() && receipts.as_ref().is_none_or(Receipts::promise_held);
     if !held {
         eprintln!("last daemon log lines:\n{log}");
@@ -179,7 +187,7 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
     ready_sorted.sort_by(|a, b| a.total_cmp(b));
     let report = json!({
         "store": backend.name(),
-        "channel": platform.name(),
+        "channel": platform,
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
         "lanes": spec.lanes,
         "min_messages_per_lane": spec.min_per_lane,
@@ -196,7 +204,7 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
         "model_requests": llm.request_count(),
         "census": census,
         "receipts": receipts,
-        "discord_replays": platform.replays(),
+        "side": side.report(),
         "promise_held": held,
     });
     CrashRun {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use herald::adapters::split::split_message;
 use herald_test_support::fake_llm::Step;
 use herald_test_support::harness::{quiet, wait_for, wait_until};
-use herald_test_support::promise::crash::{run, CrashSpec};
+use herald_test_support::promise::crash::{run_on, CrashSpec, Via};
 use serde_json::json;
 
 use super::{Rig, Seen, Who};
@@ -57,15 +57,16 @@ pub async fn answered_once<R: Rig>() {
 /// copies they may see are the documented resend across a kill (a platform without an
 /// idempotency key accepted a message just before the kill hit `mark_sent`).
 pub async fn sigkills<R: Rig>() {
-    let outcome = run(&CrashSpec {
+    let spec = CrashSpec {
         lanes: 20,
         min_per_lane: 10,
         kills: 3,
         life_ms: (800, 2000),
         model_jitter: Duration::from_millis(50),
-        via: R::VIA,
-    })
-    .await;
+        // Not read by `run_on`: the rig's side is the way in.
+        via: Via::Web,
+    };
+    let outcome = run_on(&spec, R::crash_side().await).await;
     println!("{}", serde_json::to_string_pretty(&outcome.report).unwrap());
     let c = &outcome.census;
     c.assert_promise();
@@ -94,8 +95,9 @@ pub async fn long_reply<R: Rig>() {
     rig.llm().push(Step::Reply(answer.clone()));
     rig.say(Who::Owner, "tell me everything").await;
     let pieces = texts(&seen_settled(&rig, Who::Owner, 1).await);
-    match R::caps().limit {
-        Some((limit, measure)) => {
+    let (limit, measure) = (R::caps().declared.max_text, R::caps().measure);
+    match (limit != usize::MAX).then_some(limit) {
+        Some(limit) => {
             assert!(
                 answer.len() > 2 * limit,
                 "the answer needs three pieces or more"
@@ -130,7 +132,7 @@ pub async fn streaming<R: Rig>() {
     .await;
     quiet(rig.app().store.as_ref()).await;
     assert_eq!(texts(&rig.seen(Who::Owner).await), [answer]);
-    if R::caps().edits {
+    if R::caps().declared.edits {
         assert!(rig.edits() >= 2, "grew in place: {} edits", rig.edits());
     } else {
         assert_eq!(rig.edits(), 0, "a platform without edits edits nothing");
@@ -145,13 +147,18 @@ fn proposed(skills: &Path, name: &str) -> bool {
 /// Case 5: A tool that needs approval: someone else's press is refused and changes nothing (the
 /// question stays open); the requester's press runs the tool once and the turn ends. On a
 /// platform that cannot tell its people apart (the web), someone else is a caller without the
-/// credential.
+/// credential. On a platform without buttons the contract asks in the chat all the same, so
+/// nobody can answer: after `approvals.timeout_secs` the call is denied and never made.
 pub async fn approval<R: Rig>() {
     let skills = tempfile::tempdir().unwrap();
     let dir = skills.path().to_path_buf();
+    let buttons = R::caps().declared.buttons;
     let rig = R::start(|c| {
         c.agent.skills_dir = Some(dir);
         c.tools.require_approval = vec!["skill_manage".into()];
+        if !buttons {
+            c.approvals.timeout_secs = 2;
+        }
     })
     .await;
     let args = json!({"action": "create", "name": "conftriage",
@@ -159,6 +166,18 @@ pub async fn approval<R: Rig>() {
     rig.llm()
         .push(Step::ToolCall("skill_manage".into(), args.to_string()));
     rig.say(Who::Owner, "make a triage skill").await;
+    if !buttons {
+        let seen = seen_settled(&rig, Who::Owner, 2).await;
+        assert!(texts(&seen)[0].contains("skill_manage"), "asked: {seen:?}");
+        let result = rig.llm().requests()[1].last_tool_result();
+        assert_eq!(
+            result,
+            "denied: nobody answered within 2 seconds; the tool was not called"
+        );
+        assert!(!proposed(skills.path(), "conftriage"));
+        rig.stop().await;
+        return;
+    }
     let question = rig.question().await;
     assert!(question.contains("skill_manage"), "{question}");
 

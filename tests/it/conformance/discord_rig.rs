@@ -5,13 +5,13 @@
 
 use std::time::{Duration, Instant};
 
-use herald::adapters::split::{Measure, DISCORD_LIMIT};
+use herald::adapters::split::Measure;
 use herald::app::App;
 use herald::config::{Config, Secret};
 use herald_test_support::fake_discord::{FakeDiscord, Fault};
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::harness::{init, test_config, wait_for};
-use herald_test_support::promise::crash::Via;
+use herald_test_support::promise::discord::DiscordChannel;
 
 use super::{Caps, Rig, Seen, Who};
 
@@ -55,17 +55,20 @@ fn is_question(body: &serde_json::Value) -> bool {
 }
 
 impl Rig for DiscordRig {
-    const VIA: Via = Via::Discord;
+    type Crash = DiscordChannel;
     const LANE: &'static str = "discord:900";
 
     fn caps() -> Caps {
         Caps {
-            limit: Some((DISCORD_LIMIT, Measure::Chars)),
-            edits: true,
+            declared: herald::adapters::discord::SPEC.caps,
+            measure: Measure::Chars,
             rate_limits: true,
-            files_in: true,
             people: true,
         }
+    }
+
+    async fn crash_side() -> DiscordChannel {
+        DiscordChannel::start().await
     }
 
     async fn start(tune: impl FnOnce(&mut Config)) -> DiscordRig {

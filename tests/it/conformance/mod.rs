@@ -8,8 +8,9 @@
 //! platform. What a platform cannot do (web has no platform 429, no edits, no file input) is
 //! declared in its [`Caps`], and the case asserts that declared behaviour instead of skipping.
 //!
-//! Adding a platform: write `conformance/<platform>_rig.rs` with a `Rig` for its fake (and a
-//! `promise::crash::Via` for the crash loop), then add one line below:
+//! Adding a platform: write `conformance/<platform>_rig.rs` with a `Rig` for its fake (its
+//! crash-loop side is a `promise::crash::Side`, the load's way in through the fake), then add
+//! one line below:
 //! `conformance!(<platform>, <platform>_rig::<Platform>Rig);`.
 
 mod cases;
@@ -22,9 +23,9 @@ use std::time::Instant;
 
 use herald::adapters::split::Measure;
 use herald::app::App;
-use herald::config::Config;
+use herald::config::{Capabilities, Config};
 use herald_test_support::fake_llm::FakeLlm;
-use herald_test_support::promise::crash::Via;
+use herald_test_support::promise::crash::Side;
 
 /// The people of a conformance run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,17 +56,17 @@ impl Seen {
     }
 }
 
-/// What a platform declares it can do, from the daemon's own facts where it has them.
+/// What a platform can do: the daemon's own facts (the adapter's `SPEC.caps`, which the cases
+/// hold it to), and the few the daemon does not record.
 #[derive(Clone, Copy, Debug)]
 pub struct Caps {
-    /// The longest message and how it is measured; `None`: one message whatever the length.
-    pub limit: Option<(usize, Measure)>,
-    /// A streamed reply grows in place by edits.
-    pub edits: bool,
-    /// The platform answers a send with 429 + Retry-After.
+    /// `config::registry::Capabilities` as the adapter declares them. A `max_text` of
+    /// `usize::MAX` means one message whatever the length.
+    pub declared: Capabilities,
+    /// How the platform counts `max_text`.
+    pub measure: Measure,
+    /// The platform can answer a send with 429 + Retry-After.
     pub rate_limits: bool,
-    /// A person can send a photo or a document.
-    pub files_in: bool,
     /// The platform tells the people of a conversation apart, so only the requester's press
     /// answers an approval. Without (the web chat: whoever passed its guard is the person),
     /// someone else is whoever has no credential.
@@ -76,8 +77,10 @@ pub struct Caps {
 /// them. Each case starts its own.
 #[allow(async_fn_in_trait)]
 pub trait Rig: Sized {
-    /// The way the crash loop (`promise::crash::run`, the real binary under SIGKILL) drives it.
-    const VIA: Via;
+    /// The platform's side of the crash loop (`promise::crash::run_on`: the real binary under
+    /// SIGKILL, its fake, the load through it).
+    type Crash: Side;
+    async fn crash_side() -> Self::Crash;
     /// The lane key of the owner's conversation.
     const LANE: &'static str;
     fn caps() -> Caps;

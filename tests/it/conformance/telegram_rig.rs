@@ -5,13 +5,13 @@
 
 use std::time::{Duration, Instant};
 
-use herald::adapters::split::{Measure, TELEGRAM_LIMIT};
+use herald::adapters::split::Measure;
 use herald::app::App;
 use herald::config::Config;
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::fake_telegram::{FakeTelegram, Fault, Media};
 use herald_test_support::harness::wait_for;
-use herald_test_support::promise::crash::Via;
+use herald_test_support::promise::telegram::TelegramChannel;
 use herald_test_support::telegram::{fakes, tg_config, USER};
 
 use super::{Caps, Rig, Seen, Who};
@@ -38,17 +38,20 @@ fn user(who: Who) -> i64 {
 }
 
 impl Rig for TelegramRig {
-    const VIA: Via = Via::Telegram;
+    type Crash = TelegramChannel;
     const LANE: &'static str = "telegram:1001";
 
     fn caps() -> Caps {
         Caps {
-            limit: Some((TELEGRAM_LIMIT, Measure::Utf16)),
-            edits: true,
+            declared: herald::adapters::telegram::SPEC.caps,
+            measure: Measure::Utf16,
             rate_limits: true,
-            files_in: true,
             people: true,
         }
+    }
+
+    async fn crash_side() -> TelegramChannel {
+        TelegramChannel::start().await
     }
 
     async fn start(tune: impl FnOnce(&mut Config)) -> TelegramRig {

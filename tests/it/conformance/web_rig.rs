@@ -13,11 +13,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use herald::adapters::split::Measure;
 use herald::app::App;
 use herald::config::{Config, Secret};
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::harness::{init, test_config, wait_for};
-use herald_test_support::promise::crash::Via;
+use herald_test_support::promise::load::WebChannel;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
@@ -108,17 +109,20 @@ impl WebRig {
 }
 
 impl Rig for WebRig {
-    const VIA: Via = Via::Web;
+    type Crash = WebChannel;
     const LANE: &'static str = LANE;
 
     fn caps() -> Caps {
         Caps {
-            limit: None,
-            edits: false,
+            declared: herald::adapters::web::SPEC.caps,
+            measure: Measure::Chars,
             rate_limits: false,
-            files_in: false,
             people: false,
         }
+    }
+
+    async fn crash_side() -> WebChannel {
+        WebChannel::new(Vec::new())
     }
 
     async fn start(tune: impl FnOnce(&mut Config)) -> WebRig {
