@@ -176,6 +176,10 @@ impl Rig for DiscordRig {
         self.fake.edits().len()
     }
 
+    /// The 429 carries Discord's `retry_after` and `Retry-After`, but with serenity's own
+    /// ratelimiter off (it would escape the fake) neither reaches the adapter, which waits
+    /// `discord.rate_limit_wait_ms` (2 s by default) instead: the case's 1 s is honoured by
+    /// that fallback, not read. Against real Discord serenity's ratelimiter reads it.
     fn refuse_next_send(&self, secs: u64) {
         self.fake.fail_next_rest(
             &format!("/channels/{DM}/messages"),

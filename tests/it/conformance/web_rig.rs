@@ -195,7 +195,7 @@ impl Rig for WebRig {
     }
 
     async fn document(&self, _name: &str, _mime: &str, _bytes: &[u8]) {
-        unreachable!("the web chat declares no file input; the cases do not send one")
+        panic!("the web chat has no file input: its SPEC must declare files_in: false")
     }
 
     async fn question(&self) -> String {
