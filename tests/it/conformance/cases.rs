@@ -102,11 +102,20 @@ pub async fn long_reply<R: Rig>() {
                 answer.len() > 2 * limit,
                 "the answer needs three pieces or more"
             );
-            assert_eq!(pieces, split_message(&answer, limit, measure));
-            for p in &pieces {
-                assert!(measure.len(p) <= limit, "a piece of {}", measure.len(p));
-            }
-            assert_eq!(pieces.join(" "), answer, "nothing lost at the cuts");
+            // Lengths first: a whole piece in a failure message is thousands of characters.
+            let lens = |v: &[String]| v.iter().map(|p| measure.len(p)).collect::<Vec<_>>();
+            let want = split_message(&answer, limit, measure);
+            assert_eq!(
+                lens(&pieces),
+                lens(&want),
+                "piece lengths at max_text {limit}"
+            );
+            assert!(pieces == want, "the pieces are not the splitter's");
+            assert!(
+                lens(&pieces).iter().all(|n| *n <= limit),
+                "a piece over the limit"
+            );
+            assert!(pieces.join(" ") == answer, "something lost at the cuts");
         }
         // No limit: the reply is one message, whole.
         None => assert_eq!(pieces, [answer]),
