@@ -153,6 +153,8 @@ impl Drop for FakeSlack {
         for t in &self.tasks {
             t.abort();
         }
+        // A client still connected must see Slack go away, not a socket that stays silent.
+        self.drop_connections();
     }
 }
 

@@ -283,6 +283,12 @@ async fn api(
             }
         }
     };
+    let mut answer = answer;
+    if answer["ok"] == true && json_without_charset(headers) {
+        // Slack serves the call but says so, as it does.
+        answer["warning"] = json!("missing_charset");
+        answer["response_metadata"]["warnings"] = json!(["missing_charset"]);
+    }
     let mut resp = (StatusCode::OK, axum::Json(answer.clone())).into_response();
     let h = resp.headers_mut();
     h.insert(
@@ -296,6 +302,15 @@ async fn api(
         call.error = answer["error"].as_str().map(str::to_string);
     }
     finish(shared, call, resp)
+}
+
+fn json_without_charset(headers: &HeaderMap) -> bool {
+    let ctype = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    ctype.starts_with("application/json") && !ctype.contains("charset=utf-8")
 }
 
 fn finish(shared: &Shared, mut call: Call, resp: Response) -> Response {

@@ -53,6 +53,25 @@ async fn tokens_are_checked_as_slack_checks_them() {
     let calls = fake.all_calls();
     assert_eq!(calls.len(), 9);
     assert_eq!(calls[1].error.as_deref(), Some("invalid_auth"));
+
+    // JSON without a charset is served with Slack's warning.
+    let bare: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/auth.test", fake.api_url()))
+        .bearer_auth(&bot)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(bare["ok"], true);
+    assert_eq!(
+        bare["response_metadata"]["warnings"],
+        json!(["missing_charset"])
+    );
+    assert!(good.body.get("warning").is_none());
 }
 
 #[tokio::test]
