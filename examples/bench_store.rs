@@ -80,7 +80,7 @@ async fn rotate(store: &Arc<dyn Store>, lease: &herald::store::Lease, n: usize) 
 /// One plain turn, receipt to `mark_sent`; `n` keeps each message's platform id unique.
 async fn turn(store: &Arc<dyn Store>, lease: &herald::store::Lease, n: usize) {
     rotate(store, lease, n).await;
-    let ev = MessageEvent::text(Platform::Web, "bench", "alice", &format!("message {n}"));
+    let ev = MessageEvent::text(Platform::WEB, "bench", "alice", &format!("message {n}"));
     let inbox_id = match store.inbox_insert(&ev).await.expect("inbox_insert") {
         InboxInsert::Inserted(id) | InboxInsert::Duplicate(id) => id,
     };
@@ -110,7 +110,7 @@ async fn turn(store: &Arc<dyn Store>, lease: &herald::store::Lease, n: usize) {
     let reply = NewOutbox {
         key: OutboxKey::Single(format!("bench:{n}")),
         lane: LANE.into(),
-        platform: Platform::Web,
+        platform: Platform::WEB,
         chat_id: "bench".to_string(),
         thread_id: None,
         reply_to: None,

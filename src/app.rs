@@ -32,7 +32,7 @@ pub struct App {
     /// Writes an event to the inbox and wakes its lane, as an adapter would.
     pub ingest: Ingest,
     pub replica_id: String,
-    delivery_platforms: Vec<crate::domain::Platform>,
+    delivery_platforms: crate::domain::cron::Deliverable,
     /// Who may use the agent; a scheduler re-checks a chat job's maker with it.
     auth: Authorizer,
     /// The nightly handoff closer (its scheduled loop runs when `handoff.nightly` is set);
@@ -96,7 +96,7 @@ impl App {
         crate::telemetry::sdnotify::ready(&core.tracker, core.cancel.child_token());
         Ok(App {
             addr,
-            delivery_platforms: core.config.delivery_platforms(),
+            delivery_platforms: core.config.deliverable(),
             grace: Duration::from_secs(core.config.server.shutdown_grace_secs),
             store: core.store,
             router,

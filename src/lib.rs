@@ -26,6 +26,9 @@ pub mod tasks;
 pub mod telemetry;
 pub mod toolset;
 
+/// The platform registry (`config::registry`) reads the adapters' list through the crate root.
+pub use adapters::PLATFORMS;
+
 /// The seeded generator of the unit tests (`herald-test-rng`, a dev-dependency without herald
 /// in it), the same one `tests/` and `examples/` get through `herald_test_support::rng`.
 #[cfg(test)]

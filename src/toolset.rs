@@ -67,7 +67,7 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
     if config.tools.cron {
         tools.push(Arc::new(crate::cron::CronTool {
             store: deps.store.clone(),
-            platforms: config.delivery_platforms(),
+            platforms: config.deliverable(),
             approval: approval("cron"),
             approval_create: approval("cron.create"),
             min_interval: Duration::from_secs(config.cron.chat_min_interval_secs),
@@ -87,6 +87,7 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
             outbounds: deps.outbounds.clone(),
             outbox_wake: deps.outbox_wake.clone(),
             routes: config.tools.send_message_routes.clone(),
+            known: config.deliverable(),
             approval: approval("send_message"),
         }));
     }

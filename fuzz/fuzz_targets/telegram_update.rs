@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         free_response_chats: &free,
     };
     if let Decision::Ingest(ev) = decide(&update, &rules) {
-        assert_eq!(ev.platform, Platform::Telegram);
+        assert_eq!(ev.platform, Platform::named("telegram"));
         holds(check_event_round_trip(&ev));
     }
 });

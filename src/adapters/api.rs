@@ -10,12 +10,39 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Adapter, Edge};
-use crate::config::Config;
+use crate::config::{Access, Admit, Capabilities, Config, PlatformSpec};
 use crate::delivery::{Ask, OutFile, Outbound, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
 /// The API as an adapter: only its sending side; requests arrive through the HTTP routes.
+/// The OpenAI-compatible API, for the core: written only by routes that checked a key, never
+/// a delivery target, no buttons (a call's question goes to the person's linked chat).
+pub static SPEC: PlatformSpec = PlatformSpec {
+    name: Platform::API,
+    caps: Capabilities {
+        max_text: usize::MAX,
+        markup: "markdown",
+        edits: false,
+        buttons: false,
+        threads: false,
+        files_in: true,
+        files_out: false,
+        typing: false,
+    },
+    prompt_hint: "You are answering through an API client (a chat app or a script); plain text and simple Markdown both read well.",
+    admit: Admit::Keyed,
+    access: |_| Access::default(),
+    configured: |c| c.api.enabled,
+    how_to_enable: "set api.enabled = true",
+    person_id: |id| !id.is_empty(),
+    target: None,
+    edit_interval: |_| None,
+    dm_by_person_id: false,
+    thread_is_chat: false,
+    section: None,
+};
+
 pub struct ApiAdapter;
 
 impl Adapter for ApiAdapter {
@@ -24,7 +51,7 @@ impl Adapter for ApiAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Api
+        Platform::API
     }
 
     fn outbound(&self) -> Arc<dyn Outbound> {
@@ -42,7 +69,7 @@ const NO_BUTTONS: &str = "an API conversation cannot show approval buttons";
 #[async_trait]
 impl Outbound for ApiOutbound {
     fn platform(&self) -> Platform {
-        Platform::Api
+        Platform::API
     }
 
     fn split(&self, text: &str) -> Vec<String> {

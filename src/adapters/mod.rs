@@ -15,7 +15,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::Config;
+use crate::config::{Config, PlatformSpec};
 use crate::delivery::Outbound;
 use crate::domain::Platform;
 use crate::lanes::{Approvals, Ingest};
@@ -35,6 +35,12 @@ pub trait Adapter: Send {
     /// The sending side, registered before the lane router is built.
     fn outbound(&self) -> Arc<dyn Outbound>;
 
+    /// The pace the platform's published limits ask for (per chat, per group, overall);
+    /// `None`: the platform client paces itself, or nothing needs pacing.
+    fn pace(&self, _config: &Config) -> Option<crate::delivery::pace::Limits> {
+        None
+    }
+
     /// Extra HTTP routes merged into the daemon's server (Telegram's webhook).
     fn routes(&self) -> Option<axum::Router> {
         None
@@ -43,6 +49,17 @@ pub trait Adapter: Send {
     /// Starts receiving as tasks on `tracker` that stop with `cancel`.
     fn spawn(self: Box<Self>, edge: Edge, tracker: &TaskTracker, cancel: CancellationToken);
 }
+
+/// Every platform this binary knows, with its facts (`config::registry`): the one list that
+/// names them all. A new platform adds its module's `SPEC` here and its adapter to
+/// [`configured`].
+pub static PLATFORMS: &[&PlatformSpec] = &[
+    &web::SPEC,
+    &telegram::SPEC,
+    &discord::SPEC,
+    &api::SPEC,
+    &crate::cron::SPEC,
+];
 
 /// The adapters this configuration turns on, in a fixed order: web, Telegram, Discord.
 pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {

@@ -9,13 +9,60 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Adapter, Edge};
-use crate::config::Config;
+use crate::config::{Access, Admit, Capabilities, Config, PlatformSpec};
 use crate::delivery::{Ask, OutFile, Outbound, SendError};
 use crate::domain::Platform;
 use crate::store::OutboxRow;
 
 /// The web chat as an adapter: only its sending side. Its messages arrive through the HTTP
 /// server's own routes (`http/`), so there is nothing to start.
+/// The web chat, for the core: trusted by its listener (loopback or the bearer token), lanes
+/// named by the page, answers shown whole or streamed over the page's own channel.
+pub static SPEC: PlatformSpec = PlatformSpec {
+    name: Platform::WEB,
+    caps: Capabilities {
+        max_text: usize::MAX,
+        markup: "markdown",
+        edits: false,
+        buttons: true,
+        threads: false,
+        files_in: true,
+        files_out: true,
+        typing: false,
+    },
+    prompt_hint:
+        "You are talking through the local web chat; plain text and simple Markdown both read well.",
+    admit: Admit::Local,
+    access: |_| Access::default(),
+    configured: |c| c.web.enabled,
+    how_to_enable: "set web.enabled = true",
+    person_id: |id| !id.is_empty(),
+    target: Some(target),
+    edit_interval: |_| None,
+    dm_by_person_id: true,
+    thread_is_chat: false,
+    section: None,
+};
+
+/// Longest web lane name accepted; web lanes are named by the web chat, never by a person.
+const MAX_WEB_LANE_LEN: usize = 100;
+
+/// `web:<lane>`: no thread; the lane 1-100 characters from `A-Z a-z 0-9 . _ -`.
+fn target(rest: &str) -> Result<(String, Option<String>), String> {
+    if rest.contains(':') {
+        return Err("web targets take no thread: use web:<lane>".into());
+    }
+    let valid = !rest.is_empty()
+        && rest.len() <= MAX_WEB_LANE_LEN
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !valid {
+        return Err("web lane must be 1-100 characters from A-Z a-z 0-9 . _ -".into());
+    }
+    Ok((rest.to_string(), None))
+}
+
 pub struct WebAdapter;
 
 impl Adapter for WebAdapter {
@@ -24,7 +71,7 @@ impl Adapter for WebAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Web
+        Platform::WEB
     }
 
     fn outbound(&self) -> Arc<dyn Outbound> {
@@ -39,7 +86,7 @@ pub struct WebOutbound;
 #[async_trait]
 impl Outbound for WebOutbound {
     fn platform(&self) -> Platform {
-        Platform::Web
+        Platform::WEB
     }
 
     fn split(&self, text: &str) -> Vec<String> {

@@ -15,12 +15,12 @@ use tokio_util::task::TaskTracker;
 
 use crate::adapters::{Adapter, Edge};
 use crate::agent::tools::{approval_policy, ToolCatalog};
-use crate::config::{Config, ProviderKind};
+use crate::config::{spec, Config, ProviderKind};
 use crate::cron::Scheduler;
-use crate::delivery::pace::{Limits, Pace};
+use crate::delivery::pace::Pace;
 use crate::delivery::sender::Sender;
 use crate::delivery::Outbounds;
-use crate::domain::Platform;
+
 use crate::handoff::{Builder, HandoffHook, HandoffInject};
 use crate::hooks::{build_pre_dispatch, Authorizer, MemoryRecall, PreLlmChain, PreLlmHook};
 use crate::http::{self, HttpState};
@@ -77,17 +77,16 @@ pub(super) fn outbounds(config: &Config, adapters: &[Box<dyn Adapter>]) -> Outbo
     for adapter in adapters {
         outbounds.register(adapter.outbound());
     }
-    let mut limits = HashMap::from([(Platform::Discord, Limits::discord())]);
-    if config.telegram.pacing {
-        limits.insert(Platform::Telegram, Limits::telegram());
-    }
-    outbounds.pace = Arc::new(Pace::new(
-        limits,
-        [Platform::Telegram, Platform::Discord]
-            .into_iter()
-            .map(|p| (p, config.streaming.edit_interval(p)))
-            .collect(),
-    ));
+    let limits: HashMap<_, _> = adapters
+        .iter()
+        .filter_map(|a| Some((a.platform(), a.pace(config)?)))
+        .collect();
+    let previews = adapters
+        .iter()
+        .filter(|a| spec(a.platform()).is_some_and(|s| s.caps.edits))
+        .map(|a| (a.platform(), config.edit_interval(a.platform())))
+        .collect();
+    outbounds.pace = Arc::new(Pace::new(limits, previews));
     outbounds
 }
 
@@ -256,7 +255,7 @@ impl Core {
         let s = Scheduler::new(
             self.store.clone(),
             self.ingest.clone(),
-            self.config.delivery_platforms(),
+            self.config.deliverable(),
             &holder,
         )
         .with_poke(self.cron_poke.clone())

@@ -230,9 +230,9 @@ pub fn payer_of(people: &[Person], platform: &str, sender: &str) -> Payer {
 pub fn job_payer(people: &[Person], job: &CronJobRow) -> Payer {
     job.owner_person
         .as_deref()
-        .and_then(|p| p.split_once(':'))
-        .map_or(Payer::System, |(platform, sender)| {
-            payer_of(people, platform, sender)
+        .and_then(crate::domain::Person::parse)
+        .map_or(Payer::System, |p| {
+            payer_of(people, p.platform.as_str(), &p.id)
         })
 }
 

@@ -91,7 +91,7 @@ pub async fn cron(config: &Config, cmd: CronCmd) -> anyhow::Result<()> {
             enabled: true,
             budget: job_budget(*budget)?,
         };
-        check_job(&spec, &config.delivery_platforms())
+        check_job(&spec, &config.deliverable())
             .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;
     }
     let store = super::open_store(config, name, access).await?;
@@ -130,7 +130,7 @@ pub async fn execute(
                 enabled: true,
                 budget: job_budget(budget)?,
             };
-            let job = check_job(&spec, &config.delivery_platforms())
+            let job = check_job(&spec, &config.deliverable())
                 .map_err(|e| anyhow::anyhow!("cannot add the job ({}): {e}", flag(e.key())))?;
             if !store.cron_job_add(&spec, now_ms).await? {
                 bail!("a cron job named {:?} already exists", job.name);
@@ -159,7 +159,7 @@ pub async fn execute(
         }
         CronCmd::Run { name } => {
             let row = existing(store, &name).await?;
-            let job = check_job(&row.spec, &config.delivery_platforms())
+            let job = check_job(&row.spec, &config.deliverable())
                 .with_context(|| format!("cron job {name:?} cannot run here"))?;
             match ledger::start_manual(store, &job, "cli", now).await? {
                 Some((fire, inbox)) => format!(
@@ -213,7 +213,7 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
             .as_deref()
             .map(|t| format!(" ({t})"))
             .unwrap_or_default();
-        let (state, next) = match check_job(spec, &config.delivery_platforms()) {
+        let (state, next) = match check_job(spec, &config.deliverable()) {
             Err(e) => (format!("invalid: {e}"), "-".to_string()),
             Ok(_) if !spec.enabled => ("disabled".into(), "-".into()),
             Ok(_) if row.paused => match &row.paused_reason {

@@ -34,8 +34,8 @@ pub enum FileArg {
 /// The folder name for PERSON: a `[[people]]` name, an identity `platform:sender`, or a folder
 /// name as `show` prints it (`telegram-123`).
 pub(super) fn resolve(config: &Config, person: &str) -> anyhow::Result<String> {
-    if let Some((platform, sender)) = person.split_once(':') {
-        if let Some(k) = config.person(platform, sender) {
+    if let Some(p) = crate::domain::Person::parse(person) {
+        if let Some(k) = config.person(p.platform.as_str(), &p.id) {
             return Ok(k);
         }
     }

@@ -31,12 +31,18 @@ pub enum PromptCmd {
 pub async fn prompt(config: &Config, cmd: PromptCmd) -> anyhow::Result<()> {
     let PromptCmd::Show { lane, raw, person } = cmd;
     let key = LaneKey::parse(&lane);
-    let platform = Platform::parse(key.platform()).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{lane:?} is not a lane: write platform:chat_id, with platform one of web, telegram, \
-             discord, cron"
-        )
-    })?;
+    let platform = Platform::parse(key.platform())
+        .filter(|p| crate::config::spec(*p).is_some())
+        .ok_or_else(|| {
+            let names: Vec<&str> = crate::config::specs()
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect();
+            anyhow::anyhow!(
+                "{lane:?} is not a lane: write platform:chat_id, with platform one of {}",
+                names.join(", ")
+            )
+        })?;
     let window = context_window(&config.llm).await;
     let mut sources = load_sources(config, window);
     // Whose memory a new session of this lane gets: --person, else the person of a private

@@ -81,9 +81,6 @@ impl HintEntry {
     }
 }
 
-/// Platforms a hint may name.
-pub const HINT_PLATFORMS: [&str; 4] = ["web", "telegram", "discord", "cron"];
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentConfig {
@@ -106,7 +103,7 @@ pub struct AgentConfig {
     pub max_iterations: u32,
     /// Whole-turn deadline.
     pub turn_timeout_secs: u64,
-    /// Per-platform hint overrides, keyed `web`, `telegram`, `discord`, `cron`.
+    /// Per-platform hint overrides, keyed by platform name (`web`, `telegram`, `slack`, `cron`, …).
     pub platform_hints: BTreeMap<String, HintEntry>,
 }
 
@@ -140,9 +137,12 @@ impl AgentConfig {
         self.platform_hints
             .iter()
             .filter_map(|(k, v)| {
-                if !HINT_PLATFORMS.contains(&k.as_str()) {
+                let known = super::registry::specs();
+                if !known.iter().any(|s| s.name == k.as_str()) {
+                    let names: Vec<&str> = known.iter().map(|s| s.name.as_str()).collect();
                     Some(format!(
-                        "agent.platform_hints.{k}: unknown platform (use web, telegram, discord or cron); ignored"
+                        "agent.platform_hints.{k}: unknown platform (use {}); ignored",
+                        names.join(", ")
                     ))
                 } else if v.resolve().is_none() {
                     Some(format!(

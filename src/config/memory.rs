@@ -163,8 +163,8 @@ pub fn check_people(people: &[Person]) -> Result<(), PeopleError> {
             });
         }
         for id in &p.ids {
-            let ok = id.split_once(':').is_some_and(|(plat, who)| {
-                matches!(plat, "telegram" | "discord" | "web" | "api") && !who.is_empty()
+            let ok = crate::domain::Person::parse(id).is_some_and(|p| {
+                super::registry::spec(p.platform).is_some_and(|s| (s.person_id)(&p.id))
             });
             if !ok {
                 return Err(PeopleError::BadId {

@@ -17,6 +17,7 @@ mod mid_turn;
 mod platforms;
 mod providers;
 mod queues;
+pub mod registry;
 mod secret;
 mod shards;
 mod streaming;
@@ -43,14 +44,18 @@ pub use mid_turn::MidTurn;
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use queues::{InboxConfig, OutboxConfig};
+pub use registry::{spec, specs, Access, Admit, Capabilities, PlatformSpec, Section};
 pub use secret::{redact_url, same_secret, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
 pub use validate::validate;
 
+/// The whole configuration. Unknown fields are refused section by section; a table that is no
+/// core section is kept in `sections` for the platform that owns it (`registry`), and one that
+/// no platform owns is refused by `validate`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct Config {
     pub server: ServerConfig,
     pub store: StoreConfig,
@@ -79,6 +84,9 @@ pub struct Config {
     /// The OpenAI-compatible API (`api.rs`).
     pub api: ApiConfig,
     pub budget: BudgetConfig,
+    /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
+    #[serde(flatten)]
+    pub sections: std::collections::BTreeMap<String, figment::value::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -393,22 +401,6 @@ impl Config {
                 self.server.data_dir.join("herald.db").display()
             ),
         }
-    }
-
-    /// Platforms this deployment can deliver to (cron targets must name one of them).
-    pub fn delivery_platforms(&self) -> Vec<crate::domain::Platform> {
-        use crate::domain::Platform;
-        let mut out = Vec::new();
-        if self.web.enabled {
-            out.push(Platform::Web);
-        }
-        if self.telegram.token.is_some() {
-            out.push(Platform::Telegram);
-        }
-        if self.discord.token.is_some() {
-            out.push(Platform::Discord);
-        }
-        out
     }
 
     /// The memory folder name of a sender (`None` for scheduled runs); see [`person_key`].

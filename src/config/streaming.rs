@@ -4,11 +4,9 @@
 //! Kept on its own because it spans the provider (stream or not), the lanes (previews), the
 //! outbox (the final edit) and the web chat (server-sent events). Only settings live here.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{ChatType, Platform};
+use crate::domain::ChatType;
 
 /// Which chats see answers streamed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,16 +78,6 @@ impl StreamingConfig {
             StreamChats::Private => chat == ChatType::Dm,
             StreamChats::None => false,
         }
-    }
-
-    /// The pace of preview edits in one chat of `platform`.
-    pub fn edit_interval(&self, platform: Platform) -> Duration {
-        let own = match platform {
-            Platform::Telegram => self.telegram_edit_interval_ms,
-            Platform::Discord => self.discord_edit_interval_ms,
-            _ => None,
-        };
-        Duration::from_millis(own.unwrap_or(self.edit_interval_ms))
     }
 }
 

@@ -102,17 +102,18 @@ impl ApprovalsConfig {
     pub fn check(&self, people: &[super::Person]) -> Result<(), (&'static str, String)> {
         for a in &self.admins {
             let person = people.iter().any(|p| &p.name == a);
-            let identity = a.split_once(':').is_some_and(|(platform, id)| {
-                matches!(platform, "telegram" | "discord")
-                    && !id.is_empty()
-                    && id.bytes().all(|b| b.is_ascii_digit())
+            // Admins are people a chat platform lets in by id (not the web chat, not the API).
+            let identity = crate::domain::Person::parse(a).is_some_and(|p| {
+                super::registry::spec(p.platform).is_some_and(|s| {
+                    matches!(s.admit, super::Admit::Allowlist { .. }) && (s.person_id)(&p.id)
+                })
             });
             if !person && !identity {
                 return Err((
                     "approvals.admins",
                     format!(
                         "{a:?} is neither a [[people]] name nor an identity like telegram:123 or \
-                         discord:456"
+                         slack:U0123ABCD"
                     ),
                 ));
             }

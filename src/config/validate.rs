@@ -36,7 +36,8 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     if let Err((key, message)) = c.handoff.nightly_schedule() {
         return Err(ConfigError::Key { key, message });
     }
-    if let Err((i, e)) = crate::domain::cron::check_jobs(&c.cron.jobs, &c.delivery_platforms()) {
+    super::registry::check_sections(c)?;
+    if let Err((i, e)) = crate::domain::cron::check_jobs(&c.cron.jobs, &c.deliverable()) {
         return Err(ConfigError::Invalid(format!(
             "cron.jobs[{i}].{}: {e}",
             e.key()

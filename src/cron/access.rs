@@ -8,7 +8,8 @@
 //! operator's), nor for people the allowlist does not decide by id (a web chat is trusted by
 //! its listener and token, a Discord role list by roles that are only known on a message).
 
-use crate::domain::{MessageEvent, Platform};
+use crate::config::registry::by_allowlist;
+use crate::domain::{MessageEvent, Person};
 use crate::hooks::Authorizer;
 use crate::store::{CronJobRow, Store};
 
@@ -20,15 +21,17 @@ pub async fn owner_lost_access(
     row: &CronJobRow,
 ) -> Option<String> {
     let (lane, person) = (row.owner.as_ref()?, row.owner_person.as_deref()?);
-    let (platform, sender) = person.split_once(':')?;
-    let platform = Platform::parse(platform)?;
-    if !matches!(platform, Platform::Telegram | Platform::Discord)
-        || auth.decides_by_roles(platform)
-    {
+    let Person { platform, id } = Person::parse(person)?;
+    if !by_allowlist(platform) || auth.decides_by_roles(platform) {
         return None;
     }
-    let chat = lane.as_str().split(':').nth(1).unwrap_or(sender);
-    let probe = MessageEvent::text(platform, chat, sender, "");
+    // The allowlist decides by sender id alone; the chat only names the probe's lane.
+    let chat = lane
+        .as_str()
+        .strip_prefix(platform.as_str())
+        .and_then(|rest| rest.strip_prefix(':'))
+        .unwrap_or(&id);
+    let probe = MessageEvent::text(platform, chat, &id, "");
     if auth.is_allowed_or_paired(&probe, store).await {
         return None;
     }

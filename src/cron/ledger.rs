@@ -28,7 +28,7 @@ pub fn fire_key(job: &str, scheduled_at_ms: i64, manual: bool) -> String {
 /// The internal event that runs one fire in the job's lane (`cron:<job>`) and delivers the
 /// reply to the job's targets.
 pub fn fire_event(job: &ValidJob, key: &str, scheduled_at: DateTime<Utc>) -> MessageEvent {
-    let mut ev = MessageEvent::text(Platform::Cron, &job.name, "cron", &job.prompt);
+    let mut ev = MessageEvent::text(Platform::CRON, &job.name, "cron", &job.prompt);
     ev.sender_name = "scheduler".into();
     ev.platform_message_id = key.to_string();
     ev.timestamp = scheduled_at;
@@ -189,7 +189,7 @@ mod tests {
             enabled: true,
             budget: None,
         }
-        .validate()
+        .validate(&crate::config::Config::default().deliverable())
         .unwrap();
         let ev = fire_event(&job, "fire:brief:1", DateTime::UNIX_EPOCH);
         assert_eq!(ev.lane().as_str(), "cron:brief");

@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod ledger;
+mod platform;
 pub mod scheduler;
 pub mod tool;
 
@@ -19,5 +20,6 @@ pub use crate::domain::cron::{
     CronExpr, Due, JobError, JobSpec, Schedule, ScheduleError, Target, TargetError, UnknownCatchUp,
     ValidJob, ON_TIME_GRACE, SILENT_REPLY,
 };
+pub use platform::SPEC;
 pub use scheduler::{Clock, Pass, Scheduler};
 pub use tool::CronTool;

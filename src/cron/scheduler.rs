@@ -16,8 +16,8 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{fire_event, fire_key, outcome};
-use crate::domain::cron::{check_job, due_fires, Due, JobSpec, ValidJob};
-use crate::domain::Platform;
+use crate::domain::cron::{check_job, due_fires, Deliverable, Due, JobSpec, ValidJob};
+
 use crate::lanes::Ingest;
 use crate::store::{CronFire, CronJobRow, NewFire, Store, StoreResult};
 
@@ -38,7 +38,7 @@ pub struct Scheduler {
     ingest: Ingest,
     holder: String,
     clock: Clock,
-    platforms: Vec<Platform>,
+    platforms: Deliverable,
     /// Inbox ids of runs in flight: their finish wakes the loop.
     open: Mutex<HashSet<i64>>,
     /// Stored jobs found invalid, warned about once.
@@ -70,11 +70,11 @@ fn from_ms(ms: i64) -> DateTime<Utc> {
 
 impl Scheduler {
     /// A scheduler delivering to `platforms` (the deployment's, see
-    /// `Config::delivery_platforms`).
+    /// `Config::deliverable`).
     pub fn new(
         store: Arc<dyn Store>,
         ingest: Ingest,
-        platforms: Vec<Platform>,
+        platforms: Deliverable,
         holder: &str,
     ) -> Scheduler {
         Scheduler {

@@ -18,8 +18,10 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use crate::agent::tools::{Tool, ToolContext, ToolError};
-use crate::domain::cron::{check_job, parse_target, JobSpec, Schedule, MAX_JOB_NAME_LEN};
-use crate::domain::{Amount, LaneKey, Platform};
+use crate::domain::cron::{
+    check_job, parse_target, Deliverable, JobSpec, Schedule, MAX_JOB_NAME_LEN,
+};
+use crate::domain::{Amount, LaneKey};
 use crate::llm::ToolSpec;
 use crate::store::{CronJobRow, Store};
 
@@ -31,7 +33,7 @@ pub const MAX_TOOL_JOB_NAME_LEN: usize = 40;
 pub struct CronTool {
     pub store: Arc<dyn Store>,
     /// The platforms this deployment delivers to (a job is checked against them).
-    pub platforms: Vec<Platform>,
+    pub platforms: Deliverable,
     /// `tools.require_approval` names `cron`: every action asks.
     pub approval: bool,
     /// `tools.require_approval` names `cron.create` (the default): creating a job asks.
@@ -141,7 +143,7 @@ impl CronTool {
             )));
         }
         // Deliveries go only into the conversation the job was made in.
-        let target = parse_target(ctx.lane.as_str())
+        let target = parse_target(ctx.lane.as_str(), &self.platforms)
             .ok()
             .filter(|t| t.lane_key() == ctx.lane)
             .ok_or_else(|| {
@@ -357,11 +359,7 @@ impl Tool for CronTool {
                 "a scheduled run cannot schedule more work".into(),
             ));
         }
-        if ctx
-            .person
-            .split_once(':')
-            .is_none_or(|(_, id)| id.is_empty())
-        {
+        if crate::domain::Person::parse(&ctx.person).is_none() {
             return Err(ToolError::Refused(
                 "there is no person here to own a job".into(),
             ));
@@ -407,6 +405,8 @@ mod tests {
             enabled: true,
             budget: None,
         };
-        assert!(spec.validate().is_ok());
+        assert!(spec
+            .validate(&crate::config::Config::default().deliverable())
+            .is_ok());
     }
 }

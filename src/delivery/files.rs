@@ -33,7 +33,7 @@ impl Sender {
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| format!("{}.bin", short_id(sha)));
         let Some(data) = self.media.get(sha).await else {
-            metrics::counter!("herald_outbox_files_missing_total", "platform" => row.platform.as_str()).increment(1);
+            metrics::counter!("herald_outbox_files_missing_total", "platform" => row.platform.to_string()).increment(1);
             tracing::warn!(lane = %row.lane, outbox_id = row.id, file = short_id(sha),
                 "a reply's file is no longer in the media cache; the chat is told instead");
             return outbound.send(&gone(row, &format!("the file {name}"))).await;

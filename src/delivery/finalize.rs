@@ -47,7 +47,7 @@ impl Sender {
                     .await;
                 let result = outbound.finalize(row, id).await;
                 if result.is_ok() {
-                    metrics::counter!("herald_stream_finalized_total", "platform" => row.platform.as_str()).increment(1);
+                    metrics::counter!("herald_stream_finalized_total", "platform" => row.platform.to_string()).increment(1);
                 }
                 result
             }

@@ -122,7 +122,7 @@ mod tests {
             idem_key: format!("k{id}"),
             reply_key: None,
             lane: LaneKey::parse(lane),
-            platform: Platform::Telegram,
+            platform: Platform::named("telegram"),
             chat_id: lane.to_string(),
             thread_id: None,
             reply_to: None,

@@ -61,6 +61,8 @@ pub struct Limits {
     pub group: Bucket,
     pub overall: Option<Window>,
     pub overall_edits: Option<Window>,
+    /// Which chat ids are groups (paced by `group`); the platform's own rule.
+    pub is_group: fn(&str) -> bool,
 }
 
 /// At most `max` in any `per`: a sliding window, so a burst across many chats leaves at once
@@ -94,6 +96,8 @@ impl Limits {
                 max: 20,
                 per: Duration::from_secs(1),
             }),
+            // Groups and channels have negative ids.
+            is_group: |chat| chat.starts_with('-'),
         }
     }
 
@@ -110,12 +114,12 @@ impl Limits {
             group: channel,
             overall: None,
             overall_edits: None,
+            is_group: |_| false,
         }
     }
 
-    fn for_chat(&self, platform: Platform, chat: &str) -> Bucket {
-        // Telegram's groups and channels have negative ids; Discord's limit is per channel.
-        match platform == Platform::Telegram && chat.starts_with('-') {
+    fn for_chat(&self, chat: &str) -> Bucket {
+        match (self.is_group)(chat) {
             true => self.group,
             false => self.private,
         }
@@ -165,7 +169,7 @@ impl Pace {
         let overall = self.overall_slot(platform, urgency, now, true);
         tokio::time::sleep_until(overall).await;
         if at > asked || overall > now {
-            metrics::counter!("herald_pace_waits_total", "platform" => platform.as_str())
+            metrics::counter!("herald_pace_waits_total", "platform" => platform.to_string())
                 .increment(1);
         }
     }
@@ -188,10 +192,7 @@ impl Pace {
         now: Instant,
         take: bool,
     ) -> Instant {
-        let bucket = self
-            .limits
-            .get(&platform)
-            .map(|l| l.for_chat(platform, chat));
+        let bucket = self.limits.get(&platform).map(|l| l.for_chat(chat));
         let preview_gap = match urgency {
             Urgency::Preview => self.previews.get(&platform).copied(),
             _ => None,

@@ -2,7 +2,7 @@
 
 use super::*;
 
-const TG: Platform = Platform::Telegram;
+const TG: Platform = Platform::named("telegram");
 
 fn telegram() -> Pace {
     Pace::new(
@@ -117,7 +117,7 @@ async fn an_unpaced_platform_sends_freely() {
     let t0 = Instant::now();
     for _ in 0..50 {
         assert_eq!(
-            pace.chat_slot(Platform::Web, "x", Urgency::Bulk, t0, true),
+            pace.chat_slot(Platform::WEB, "x", Urgency::Bulk, t0, true),
             t0
         );
     }

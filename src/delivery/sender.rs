@@ -207,7 +207,7 @@ impl Sender {
         {
             Ok(stopped) => {
                 if stopped > 0 || row.chunk_index > 0 {
-                    metrics::counter!("herald_outbox_replies_cut_total", "platform" => row.platform.as_str()).increment(1);
+                    metrics::counter!("herald_outbox_replies_cut_total", "platform" => row.platform.to_string()).increment(1);
                     tracing::warn!(lane = %row.lane, outbox_id = row.id, stopped, "a reply chunk failed for good; the rest of the reply is replaced by a notice");
                 }
             }
@@ -265,9 +265,9 @@ impl Sender {
                 let elapsed = started.elapsed().as_secs_f64();
                 let marked = self.mark_sent(row.id, &platform_id).await;
                 // Counted once the row says so: a scrape never sees more sends than sent rows.
-                metrics::counter!("herald_outbox_sent_total", "platform" => row.platform.as_str())
+                metrics::counter!("herald_outbox_sent_total", "platform" => row.platform.to_string())
                     .increment(1);
-                metrics::histogram!("herald_send_duration_seconds", "platform" => row.platform.as_str())
+                metrics::histogram!("herald_send_duration_seconds", "platform" => row.platform.to_string())
                     .record(elapsed);
                 if let Err(e) = marked {
                     tracing::error!(error = %e, outbox_id = row.id, "sent but could not record it");
@@ -278,19 +278,19 @@ impl Sender {
                 Delivery::Sent
             }
             Err(err) => {
-                metrics::counter!("herald_platform_send_errors_total", "platform" => row.platform.as_str(), "kind" => error_kind(&err)).increment(1);
+                metrics::counter!("herald_platform_send_errors_total", "platform" => row.platform.to_string(), "kind" => error_kind(&err)).increment(1);
                 let give_up =
                     matches!(err, SendError::Permanent(_)) || attempts >= self.max_attempts;
                 let wait = match &err {
                     SendError::RetryAfter(d) => {
-                        metrics::counter!("herald_rate_limit_waits_total", "platform" => row.platform.as_str()).increment(1);
+                        metrics::counter!("herald_rate_limit_waits_total", "platform" => row.platform.to_string()).increment(1);
                         *d
                     }
                     _ => backoff(attempts),
                 };
                 tracing::warn!(lane = %row.lane, outbox_id = row.id, attempts, error = %err, give_up, "reply chunk not delivered");
                 if give_up {
-                    metrics::counter!("herald_outbox_failed_total", "platform" => row.platform.as_str()).increment(1);
+                    metrics::counter!("herald_outbox_failed_total", "platform" => row.platform.to_string()).increment(1);
                 }
                 let next = now_ms() + wait.as_millis() as i64;
                 if let Err(e) = self
@@ -312,9 +312,9 @@ impl Sender {
     /// A row whose last `tries` sends all ended without a result (the process crashed or was
     /// killed while sending it): failed unsent, like a chunk that failed for good.
     async fn abandon(&self, row: &OutboxRow, tries: i64) -> Delivery {
-        metrics::counter!("herald_outbox_dead_total", "platform" => row.platform.as_str())
+        metrics::counter!("herald_outbox_dead_total", "platform" => row.platform.to_string())
             .increment(1);
-        metrics::counter!("herald_outbox_failed_total", "platform" => row.platform.as_str())
+        metrics::counter!("herald_outbox_failed_total", "platform" => row.platform.to_string())
             .increment(1);
         tracing::error!(lane = %row.lane, outbox_id = row.id, attempts = tries,
             "reply chunk abandoned: every send of it ended without a result (crash or kill)");

@@ -8,67 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::cron::{deserialize_targets, Target};
-use super::{Attachment, LaneKey, SessionId};
-
-/// Where an event came from (and where its replies go).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Platform {
-    Web,
-    Telegram,
-    Discord,
-    Cron,
-    /// The OpenAI-compatible API (`http/openai/`): one key's conversations.
-    Api,
-}
-
-impl Platform {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Web => "web",
-            Platform::Telegram => "telegram",
-            Platform::Discord => "discord",
-            Platform::Cron => "cron",
-            Platform::Api => "api",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Platform> {
-        match s {
-            "web" => Some(Platform::Web),
-            "telegram" => Some(Platform::Telegram),
-            "discord" => Some(Platform::Discord),
-            "cron" => Some(Platform::Cron),
-            "api" => Some(Platform::Api),
-            _ => None,
-        }
-    }
-}
-
-/// A platform name this binary does not know (a row written by a newer release, or a typo).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown platform {0:?}")]
-pub struct UnknownPlatform(pub String);
-
-impl TryFrom<String> for Platform {
-    type Error = UnknownPlatform;
-    fn try_from(s: String) -> Result<Platform, UnknownPlatform> {
-        Platform::parse(&s).ok_or(UnknownPlatform(s))
-    }
-}
-
-/// Rows compare with the platform's name (`row.platform == "telegram"`).
-impl PartialEq<&str> for Platform {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl std::fmt::Display for Platform {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use super::{Attachment, LaneKey, Person, Platform, SessionId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -212,6 +152,11 @@ impl MessageEvent {
         )
     }
 
+    /// Who sent it, on its platform (`telegram:42`).
+    pub fn person(&self) -> Person {
+        Person::new(self.platform, &*self.sender_id)
+    }
+
     /// True for events nobody typed (cron fires, control events): they never run commands
     /// and pass the authorization hook.
     pub fn is_internal(&self) -> bool {
@@ -270,7 +215,7 @@ mod tests {
 
     #[test]
     fn event_round_trips_through_json() {
-        let mut ev = MessageEvent::text(Platform::Telegram, "-100", "42", "hello");
+        let mut ev = MessageEvent::text(Platform::named("telegram"), "-100", "42", "hello");
         ev.thread_id = Some("7".into());
         ev.chat_type = ChatType::Thread;
         ev.attachments.push(Attachment::new(
@@ -288,7 +233,7 @@ mod tests {
         // (platform, chat, thread, kind, lane, can_start_turn)
         let cases = [
             (
-                Platform::Web,
+                Platform::WEB,
                 "alice",
                 None,
                 MessageKind::Text,
@@ -296,7 +241,7 @@ mod tests {
                 true,
             ),
             (
-                Platform::Telegram,
+                Platform::named("telegram"),
                 "5",
                 Some("9"),
                 MessageKind::Command,
@@ -304,7 +249,7 @@ mod tests {
                 true,
             ),
             (
-                Platform::Discord,
+                Platform::named("discord"),
                 "77",
                 None,
                 MessageKind::Media,
@@ -312,7 +257,7 @@ mod tests {
                 true,
             ),
             (
-                Platform::Telegram,
+                Platform::named("telegram"),
                 "5",
                 None,
                 MessageKind::Edited,
@@ -320,7 +265,7 @@ mod tests {
                 false,
             ),
             (
-                Platform::Telegram,
+                Platform::named("telegram"),
                 "5",
                 None,
                 MessageKind::Service,
@@ -335,18 +280,5 @@ mod tests {
             assert_eq!(ev.lane().as_str(), lane);
             assert_eq!(ev.can_start_turn(), starts, "{kind:?}");
         }
-    }
-
-    #[test]
-    fn platform_names_round_trip() {
-        for p in [
-            Platform::Web,
-            Platform::Telegram,
-            Platform::Discord,
-            Platform::Cron,
-        ] {
-            assert_eq!(Platform::parse(p.as_str()), Some(p));
-        }
-        assert_eq!(Platform::parse("irc"), None);
     }
 }

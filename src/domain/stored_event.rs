@@ -131,9 +131,13 @@ mod tests {
                 Origin::person(MessageKind::Media),
             ),
             (
-                r#""kind":"text","internal":true,"deliver_to":["telegram:-100:7","slack:x"]"#,
+                r#""kind":"text","internal":true,"deliver_to":["telegram:-100:7","no target"]"#,
                 Origin::Scheduled {
-                    deliver_to: vec![crate::domain::cron::parse_target("telegram:-100:7").unwrap()],
+                    deliver_to: vec![crate::domain::cron::parse_target(
+                        "telegram:-100:7",
+                        &crate::domain::cron::test_known(),
+                    )
+                    .unwrap()],
                 },
             ),
             (

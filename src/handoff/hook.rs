@@ -169,40 +169,40 @@ mod tests {
     #[test]
     fn request_table() {
         let ev = |platform: Platform, text: &str| MessageEvent::text(platform, "1", "42", text);
-        let mut internal = ev(Platform::Telegram, "handoff");
+        let mut internal = ev(Platform::named("telegram"), "handoff");
         internal.origin = Origin::Scheduled {
             deliver_to: Vec::new(),
         };
-        let mut media = ev(Platform::Telegram, "handoff");
+        let mut media = ev(Platform::named("telegram"), "handoff");
         media.origin = Origin::person(MessageKind::Media);
-        let mut edited = ev(Platform::Telegram, "handoff");
+        let mut edited = ev(Platform::named("telegram"), "handoff");
         edited.origin = Origin::person(MessageKind::Edited);
-        let mut command = ev(Platform::Telegram, "/wrapup@HeraldBot");
+        let mut command = ev(Platform::named("telegram"), "/wrapup@HeraldBot");
         command.origin = Origin::person(MessageKind::Command);
         let cases: Vec<(&str, MessageEvent, bool)> = vec![
-            ("word", ev(Platform::Telegram, "Handoff."), true),
-            ("shouted", ev(Platform::Discord, "HAND-OFF!"), true),
+            ("word", ev(Platform::named("telegram"), "Handoff."), true),
+            ("shouted", ev(Platform::named("discord"), "HAND-OFF!"), true),
             ("wrapup command", command, true),
-            ("web", ev(Platform::Web, "hand off"), true),
+            ("web", ev(Platform::WEB, "hand off"), true),
             (
                 "sentence",
-                ev(Platform::Telegram, "handoff now please"),
+                ev(Platform::named("telegram"), "handoff now please"),
                 false,
             ),
             (
                 "question",
-                ev(Platform::Web, "can you do a handoff for me?"),
+                ev(Platform::WEB, "can you do a handoff for me?"),
                 false,
             ),
             (
                 "other feature",
-                ev(Platform::Telegram, "/handoff telegram"),
+                ev(Platform::named("telegram"), "/handoff telegram"),
                 false,
             ),
             ("internal", internal, false),
             ("media caption", media, false),
             ("edited message", edited, false),
-            ("cron lane", ev(Platform::Cron, "handoff"), false),
+            ("cron lane", ev(Platform::CRON, "handoff"), false),
         ];
         for (name, ev, want) in cases {
             assert_eq!(is_handoff_request(&ev), want, "{name}");

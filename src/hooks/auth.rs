@@ -3,14 +3,14 @@
 //! allowed on loopback. A denied sender costs zero model calls and leaves nothing in the
 //! transcript; an unknown sender in a private chat is offered a one-time pairing code.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use rand::Rng;
 
 use super::{HookOutcome, PreDispatchHook};
-use crate::config::{Config, PairingConfig};
+use crate::config::{spec, specs, Access, Admit, Config, PairingConfig};
 use crate::domain::{ChatType, MessageEvent, Platform};
 use crate::store::{PairingAsk, PairingOutcome, Store};
 
@@ -18,35 +18,44 @@ use crate::store::{PairingAsk, PairingOutcome, Store};
 /// handoff trigger does).
 #[derive(Debug, Clone, Default)]
 pub struct Authorizer {
-    telegram: HashSet<String>,
-    telegram_all: bool,
-    discord: HashSet<String>,
-    discord_roles: HashSet<String>,
-    discord_all: bool,
+    /// The allowlists of the platforms that admit people by id, by platform.
+    lists: HashMap<Platform, Allowlist>,
     /// Non-loopback web requests are authenticated by the bearer token at the HTTP layer.
     web_token_set: bool,
     /// `approvals.admins` as identities (`telegram:<id>`): may stop and reset for a group.
     admins: HashSet<String>,
 }
 
+/// One platform's [`Access`] as sets.
+#[derive(Debug, Clone, Default)]
+struct Allowlist {
+    all: bool,
+    users: HashSet<String>,
+    roles: HashSet<String>,
+}
+
 impl Authorizer {
     pub fn from_config(c: &Config) -> Authorizer {
-        if c.telegram.allow_all_users && c.telegram.token.is_some() {
-            tracing::warn!(
-                "telegram.allow_all_users is on: anyone who finds the bot can use the agent"
-            );
-        }
-        if c.discord.allow_all_users && c.discord.token.is_some() {
-            tracing::warn!(
-                "discord.allow_all_users is on: anyone who can message the bot can use the agent"
-            );
+        let mut lists = HashMap::new();
+        for spec in specs() {
+            if !matches!(spec.admit, Admit::Allowlist { .. }) {
+                continue;
+            }
+            let Access { all, users, roles } = (spec.access)(c);
+            if all && (spec.configured)(c) {
+                tracing::warn!(platform = %spec.name,
+                    "{}.allow_all_users is on: anyone who can message the bot can use the agent",
+                    spec.name);
+            }
+            let list = Allowlist {
+                all,
+                users: users.into_iter().collect(),
+                roles: roles.into_iter().collect(),
+            };
+            lists.insert(spec.name, list);
         }
         Authorizer {
-            telegram: c.telegram.allowed_users.iter().cloned().collect(),
-            telegram_all: c.telegram.allow_all_users,
-            discord: c.discord.allowed_users.iter().cloned().collect(),
-            discord_roles: c.discord.allowed_roles.iter().cloned().collect(),
-            discord_all: c.discord.allow_all_users,
+            lists,
             web_token_set: c.web.token.is_some(),
             admins: admin_identities(c),
         }
@@ -61,28 +70,23 @@ impl Authorizer {
     /// The sender of `ev` is listed in `approvals.admins` (by identity or `[[people]]` name).
     /// The platform's own chat admins are not known here: events do not carry them.
     pub fn is_admin(&self, ev: &MessageEvent) -> bool {
-        self.admins
-            .contains(&format!("{}:{}", ev.platform.as_str(), ev.sender_id))
+        self.admins.contains(&ev.person().to_string())
     }
 
     pub fn is_allowed(&self, ev: &MessageEvent) -> bool {
         if ev.is_internal() {
             return true;
         }
-        match ev.platform {
-            Platform::Web => ev.from_loopback() || self.web_token_set,
-            Platform::Telegram => self.telegram_all || self.telegram.contains(&ev.sender_id),
-            Platform::Discord => {
-                self.discord_all
-                    || self.discord.contains(&ev.sender_id)
-                    || ev
-                        .sender_roles
-                        .iter()
-                        .any(|r| self.discord_roles.contains(r))
-            }
+        match spec(ev.platform).map(|s| s.admit) {
+            Some(Admit::Local) => ev.from_loopback() || self.web_token_set,
+            Some(Admit::Allowlist { .. }) => self.lists.get(&ev.platform).is_some_and(|l| {
+                l.all
+                    || l.users.contains(&ev.sender_id)
+                    || ev.sender_roles.iter().any(|r| l.roles.contains(r))
+            }),
             // Only the API's routes write these, behind their key guard (`http/openai/`).
-            Platform::Api => true,
-            Platform::Cron => false,
+            Some(Admit::Keyed) => true,
+            Some(Admit::Never) | None => false,
         }
     }
 }
@@ -105,7 +109,9 @@ impl Authorizer {
     /// Whether `platform` lets people in by a role list, which only a message carries: a
     /// check without a message (a cron job's owner) cannot tell them apart.
     pub fn decides_by_roles(&self, platform: Platform) -> bool {
-        platform == Platform::Discord && !self.discord_all && !self.discord_roles.is_empty()
+        self.lists
+            .get(&platform)
+            .is_some_and(|l| !l.all && !l.roles.is_empty())
     }
 
     /// The config allowlist, then the senders approved through pairing. A store error counts
@@ -114,7 +120,7 @@ impl Authorizer {
         if self.is_allowed(ev) {
             return true;
         }
-        if !matches!(ev.platform, Platform::Telegram | Platform::Discord) {
+        if !pairs(ev.platform) {
             return false;
         }
         match store
@@ -128,6 +134,11 @@ impl Authorizer {
             }
         }
     }
+}
+
+/// The platform offers pairing codes to unknown senders (and so has paired senders).
+fn pairs(p: Platform) -> bool {
+    spec(p).is_some_and(|s| s.admit == Admit::Allowlist { pairing: true })
 }
 
 pub struct AuthHook {
@@ -147,10 +158,7 @@ impl AuthHook {
 
     /// Offers a pairing code to an unknown sender in a private chat.
     async fn pairing_reply(&self, ev: &MessageEvent) -> Option<String> {
-        if !self.pairing.enabled
-            || ev.chat_type != ChatType::Dm
-            || !matches!(ev.platform, Platform::Telegram | Platform::Discord)
-        {
+        if !self.pairing.enabled || ev.chat_type != ChatType::Dm || !pairs(ev.platform) {
             return None;
         }
         let code = new_code();
@@ -177,7 +185,7 @@ impl AuthHook {
                 tracing::warn!(platform, sender = %ev.sender_id, evicted_sender = %evicted_sender,
                     evicted_code = %evicted_code, max_pending = self.pairing.max_pending,
                     "pairing codes at pairing.max_pending: the oldest pending code was evicted for a new sender");
-                metrics::counter!("herald_pairing_evictions_total", "platform" => platform)
+                metrics::counter!("herald_pairing_evictions_total", "platform" => platform.to_string())
                     .increment(1);
                 Ok(PairingOutcome::Issued(code))
             }
@@ -186,7 +194,7 @@ impl AuthHook {
         match issued {
             Ok(PairingOutcome::Issued(code)) => {
                 tracing::info!(platform, sender = %ev.sender_id, "pairing code issued");
-                metrics::counter!("herald_pairing_codes_total", "platform" => platform)
+                metrics::counter!("herald_pairing_codes_total", "platform" => platform.to_string())
                     .increment(1);
                 Some(format!(
                     "Hi! I don't know you yet. Your pairing code is {code}. Ask the operator to run \
@@ -254,16 +262,16 @@ mod tests {
     fn auth_table() {
         let strict = authorizer("[telegram]\nallowed_users = [42]");
         let open = authorizer("[telegram]\nallow_all_users = true");
-        let mut tg_42 = MessageEvent::text(Platform::Telegram, "1", "42", "hi");
-        let tg_7 = MessageEvent::text(Platform::Telegram, "1", "7", "hi");
-        let mut web_local = MessageEvent::text(Platform::Web, "a", "a", "hi");
+        let mut tg_42 = MessageEvent::text(Platform::named("telegram"), "1", "42", "hi");
+        let tg_7 = MessageEvent::text(Platform::named("telegram"), "1", "7", "hi");
+        let mut web_local = MessageEvent::text(Platform::WEB, "a", "a", "hi");
         web_local.origin = Origin::Person {
             kind: MessageKind::Text,
             from_loopback: true,
         };
-        let web_remote = MessageEvent::text(Platform::Web, "a", "a", "hi");
-        let discord = MessageEvent::text(Platform::Discord, "1", "42", "hi");
-        let mut internal = MessageEvent::text(Platform::Telegram, "1", "7", "brief");
+        let web_remote = MessageEvent::text(Platform::WEB, "a", "a", "hi");
+        let discord = MessageEvent::text(Platform::named("discord"), "1", "42", "hi");
+        let mut internal = MessageEvent::text(Platform::named("telegram"), "1", "7", "brief");
         internal.origin = Origin::Scheduled {
             deliver_to: Vec::new(),
         };

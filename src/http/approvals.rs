@@ -73,7 +73,7 @@ pub(super) async fn answer(
     let press = Press {
         approval_id: id,
         approve: a.approve,
-        platform: Platform::Web,
+        platform: Platform::WEB,
         chat_id: name.to_string(),
         sender_id: a.sender.unwrap_or_else(|| name.to_string()),
         sender_roles: Vec::new(),

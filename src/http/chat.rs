@@ -143,7 +143,7 @@ fn checked_name(req: &ChatRequest, max_chars: usize) -> Result<&str, ApiError> {
 fn event(req: &ChatRequest, name: &str, from_loopback: bool) -> MessageEvent {
     let sender = req.sender.clone().unwrap_or_else(|| name.to_string());
     let mut ev = MessageEvent::new(
-        Platform::Web,
+        Platform::WEB,
         name,
         &sender,
         &req.text,

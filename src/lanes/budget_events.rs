@@ -16,9 +16,9 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::budget::{BudgetEvents, Charge, Period};
-use crate::config::{BudgetConfig, Config};
+use crate::config::{spec, BudgetConfig, Config};
 use crate::delivery::{Ask, Outbounds};
-use crate::domain::{Amount, Cap, LaneKey, Platform};
+use crate::domain::{Amount, Cap, LaneKey, Person, Platform};
 use crate::store::{now_ms, CapHit, NewApproval, NewOutbox, OutboxKey, Store};
 
 /// The `tool` of a budget extension's approval row.
@@ -70,17 +70,15 @@ impl BudgetNotices {
     ) -> BudgetNotices {
         let mut approvers = Vec::new();
         for identity in approver_identities(config) {
-            let (platform, id) = identity.split_once(':').unwrap_or(("", ""));
-            match Platform::parse(platform) {
-                Some(p @ (Platform::Telegram | Platform::Web)) if !id.is_empty() => {
-                    approvers.push(Reach {
-                        chat_id: id.to_string(),
-                        platform: p,
-                        identity: identity.clone(),
-                    })
-                }
+            let person = Person::parse(&identity);
+            match person.filter(|p| spec(p.platform).is_some_and(|s| s.dm_by_person_id)) {
+                Some(Person { platform, id }) => approvers.push(Reach {
+                    chat_id: id,
+                    platform,
+                    identity: identity.clone(),
+                }),
                 _ => tracing::warn!(approver = %identity,
-                    "a budget approver Herald cannot write to (use a Telegram or web identity); not asked"),
+                    "a budget approver Herald cannot write to (use an identity whose platform has private chats by person id, such as telegram:<id> or web:<name>); not asked"),
             }
         }
         BudgetNotices {

@@ -93,7 +93,7 @@ impl Ingest {
             };
             let _ = self.wakes.send(Wake::StopTurn(lane.clone(), Some(stop)));
         }
-        metrics::counter!("herald_inbound_events_total", "platform" => ev.platform.as_str(),
+        metrics::counter!("herald_inbound_events_total", "platform" => ev.platform.to_string(),
             "outcome" => if matches!(res, InboxInsert::Inserted(_)) { "new" } else { "duplicate" })
         .increment(1);
         // A closed channel means the router is shutting down; the rescan of the next start

@@ -90,7 +90,7 @@ impl LiveTurn {
         let cfg = &deps.config.streaming;
         if !cfg.streams_in(ev.chat_type)
             || !ev.deliver_to().is_empty()
-            || ev.platform == Platform::Cron
+            || ev.platform == Platform::CRON
         {
             return None;
         }
@@ -229,15 +229,15 @@ impl Preview {
                 match result {
                     Ok(None) => {
                         shown[i] = Some(chunks[i].clone());
-                        metrics::counter!("herald_stream_edits_total", "platform" => platform)
+                        metrics::counter!("herald_stream_edits_total", "platform" => platform.to_string())
                             .increment(1);
                     }
                     Ok(Some(id)) => {
                         if ids.is_empty() {
-                            metrics::histogram!("herald_stream_first_preview_seconds", "platform" => platform)
+                            metrics::histogram!("herald_stream_first_preview_seconds", "platform" => platform.to_string())
                                 .record(self.started.elapsed().as_secs_f64());
                         }
-                        metrics::counter!("herald_stream_previews_total", "platform" => platform)
+                        metrics::counter!("herald_stream_previews_total", "platform" => platform.to_string())
                             .increment(1);
                         ids.push(id);
                         shown.push(Some(chunks[i].clone()));

@@ -5,7 +5,7 @@
 
 use super::worker::Worker;
 use crate::domain::cron::{is_silent, Target};
-use crate::domain::{Attachment, Control, MessageEvent, Platform};
+use crate::domain::{Attachment, Control, MessageEvent};
 use crate::store::{InboxRow, NewOutbox, OutboxKey, ReplyKey, TurnCommit};
 
 impl Worker {
@@ -30,15 +30,11 @@ impl Worker {
         }
         let label = ev.chat_id.clone();
         for target in ev.deliver_to() {
-            let (platform, chat, thread) = match target {
-                Target::Telegram { chat, thread } => {
-                    (Platform::Telegram, chat.clone(), thread.clone())
-                }
-                Target::Discord { channel, thread } => {
-                    (Platform::Discord, channel.clone(), thread.clone())
-                }
-                Target::Web { lane } => (Platform::Web, lane.clone(), None),
-            };
+            let Target {
+                platform,
+                chat,
+                thread,
+            } = target.clone();
             let lane = target.lane_key();
             for (i, chunk) in self
                 .router

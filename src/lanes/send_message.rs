@@ -19,10 +19,12 @@ use tokio::sync::Notify;
 
 use super::Ingest;
 use crate::agent::tools::{Tool, ToolContext, ToolError};
+use crate::config::registry::spec;
+use crate::config::Admit;
 use crate::config::SendRoute;
 use crate::delivery::Outbounds;
-use crate::domain::cron::{parse_target, Target};
-use crate::domain::{Control, LaneKey, MessageEvent, Platform};
+use crate::domain::cron::{parse_target, Deliverable, Target};
+use crate::domain::{Control, LaneKey, MessageEvent, Person};
 use crate::hooks::Authorizer;
 use crate::llm::ToolSpec;
 use crate::screen::{screen, Finding};
@@ -41,6 +43,8 @@ pub struct SendMessage {
     pub outbounds: Outbounds,
     pub outbox_wake: Arc<Notify>,
     pub routes: Vec<SendRoute>,
+    /// The platforms a target may name, with their id syntax.
+    pub known: Deliverable,
     /// `tools.require_approval` names `send_message`.
     pub approval: bool,
 }
@@ -53,44 +57,35 @@ struct Args {
 }
 
 /// A route from the caller's lane (or `*`) lists the target.
-fn routed(routes: &[SendRoute], from: &LaneKey, to: &LaneKey) -> bool {
+fn routed(routes: &[SendRoute], known: &Deliverable, from: &LaneKey, to: &LaneKey) -> bool {
     routes.iter().any(|r| {
         (r.from.trim() == "*" || LaneKey::parse(r.from.trim()) == *from)
             && r.to
                 .iter()
-                .any(|t| parse_target(t).map(|t| t.lane_key()).ok().as_ref() == Some(to))
+                .any(|t| parse_target(t, known).map(|t| t.lane_key()).ok().as_ref() == Some(to))
     })
 }
 
 impl SendMessage {
     /// The person could write to the target chat themselves.
     async fn may_write(&self, person: &str, target: &Target) -> bool {
-        let Some((platform, sender)) = person.split_once(':') else {
+        let Some(person) = Person::parse(person) else {
             return false;
         };
-        if sender.is_empty() || platform != target.platform().as_str() {
+        if person.platform != target.platform {
             return false;
         }
-        let (platform, chat, thread) = parts(target);
-        match platform {
+        match spec(target.platform).map(|s| s.admit) {
             // Web people are the operator's (loopback or the bearer token).
-            Platform::Web => true,
-            Platform::Telegram | Platform::Discord => {
-                let mut ev = MessageEvent::text(platform, &chat, sender, "");
-                ev.thread_id = thread;
+            Some(Admit::Local) => true,
+            Some(Admit::Allowlist { .. }) => {
+                let mut ev = MessageEvent::text(target.platform, &target.chat, &person.id, "");
+                ev.thread_id = target.thread.clone();
                 self.auth.is_allowed_or_paired(&ev, &*self.store).await
             }
-            // An API conversation is no target a message can be sent to.
-            Platform::Cron | Platform::Api => false,
+            // An API conversation or a job is no target a message can be sent to.
+            Some(Admit::Keyed | Admit::Never) | None => false,
         }
-    }
-}
-
-fn parts(target: &Target) -> (Platform, String, Option<String>) {
-    match target {
-        Target::Telegram { chat, thread } => (Platform::Telegram, chat.clone(), thread.clone()),
-        Target::Discord { channel, thread } => (Platform::Discord, channel.clone(), thread.clone()),
-        Target::Web { lane } => (Platform::Web, lane.clone(), None),
     }
 }
 
@@ -106,7 +101,7 @@ impl Tool for SendMessage {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "to": {"type": "string", "description": "the conversation: telegram:<chat>[:<topic>], discord:<channel>[:<thread>] or web:<name>"},
+                    "to": {"type": "string", "description": "the conversation: <platform>:<chat>[:<thread>], e.g. telegram:<chat>[:<topic>], slack:<channel>[:<thread ts>] or web:<name>"},
                     "text": {"type": "string", "description": format!("the message, at most {MAX_SEND_CHARS} characters")}
                 },
                 "required": ["to", "text"]
@@ -138,10 +133,14 @@ impl Tool for SendMessage {
             return Err(ToolError::Refused(format!("the text contains {f}")));
         }
         let refused = || ToolError::Refused(REFUSAL.into());
-        let target = parse_target(&args.to).map_err(|_| refused())?;
+        let target = parse_target(&args.to, &self.known).map_err(|_| refused())?;
         let lane = target.lane_key();
-        let (platform, chat, thread) = parts(&target);
-        if !routed(&self.routes, &ctx.lane, &lane)
+        let Target {
+            platform,
+            chat,
+            thread,
+        } = target.clone();
+        if !routed(&self.routes, &self.known, &ctx.lane, &lane)
             || self.outbounds.get(platform).is_none()
             || !self.may_write(&ctx.person, &target).await
         {
@@ -212,7 +211,9 @@ mod tests {
             route("telegram:111", &["Telegram:222"]),
             route("*", &["web:ops"]),
         ];
-        let check = |from: &str, to: &str| routed(&routes, &LaneKey::new(from), &LaneKey::new(to));
+        let known = crate::config::Config::default().deliverable();
+        let check =
+            |from: &str, to: &str| routed(&routes, &known, &LaneKey::new(from), &LaneKey::new(to));
         assert!(check("telegram:111", "telegram:222"));
         assert!(!check("telegram:333", "telegram:222"));
         assert!(check("discord:5", "web:ops"));

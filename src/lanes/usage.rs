@@ -89,8 +89,8 @@ async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String,
         .filter(|j| {
             j.owner_person
                 .as_deref()
-                .and_then(|p| p.split_once(':'))
-                .and_then(|(platform, id)| deps.config.person(platform, id))
+                .and_then(crate::domain::Person::parse)
+                .and_then(|p| deps.config.person(p.platform.as_str(), &p.id))
                 .is_some_and(|p| p == person)
         })
         .map(|j| j.name)

@@ -129,7 +129,7 @@ impl Fetcher {
         let outcome = match &result {
             Ok(Got::Cached(_)) => "cached",
             Ok(Got::Downloaded(f)) => {
-                metrics::counter!("herald_media_fetch_bytes_total", "platform" => platform)
+                metrics::counter!("herald_media_fetch_bytes_total", "platform" => platform.to_string())
                     .increment(f.bytes.len() as u64);
                 "ok"
             }
@@ -139,7 +139,7 @@ impl Fetcher {
             Err(MediaError::NoSource(_)) => "no_source",
             Err(_) => "error",
         };
-        metrics::counter!("herald_media_fetch_total", "platform" => platform, "outcome" => outcome)
+        metrics::counter!("herald_media_fetch_total", "platform" => platform.to_string(), "outcome" => outcome)
             .increment(1);
         match result {
             Ok(Got::Cached(f) | Got::Downloaded(f)) => Ok(f),

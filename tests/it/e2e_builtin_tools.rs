@@ -411,8 +411,9 @@ mod cron_rules {
     use std::sync::Arc;
 
     use herald::agent::tools::{Tool, ToolContext};
+    use herald::config::Config;
     use herald::cron::{check_job, CronTool, JobSpec};
-    use herald::domain::{LaneKey, Platform};
+    use herald::domain::LaneKey;
     use herald::store::Store;
     use serde_json::json;
 
@@ -451,7 +452,7 @@ mod cron_rules {
     pub async fn cron_tool_rules(store: Arc<dyn Store>) {
         let tool = CronTool {
             store: store.clone(),
-            platforms: vec![Platform::Web],
+            platforms: Config::default().deliverable(),
             approval: false,
             approval_create: false,
             min_interval: std::time::Duration::from_secs(1),
@@ -476,7 +477,7 @@ mod cron_rules {
         run(&tool, &alice, json!({"action": "remove", "name": "paid"})).await;
 
         // The operator's words for a bad job, with the model's own name.
-        let operator = check_job(&spec("j", "every 1x"), &[Platform::Web])
+        let operator = check_job(&spec("j", "every 1x"), &Config::default().deliverable())
             .unwrap_err()
             .to_string();
         assert_eq!(

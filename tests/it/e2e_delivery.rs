@@ -4,16 +4,21 @@
 use std::time::{Duration, Instant};
 
 use herald::app::App;
+use herald::config::Config;
+use herald::cron::parse_target;
 use herald::domain::{LaneKey, MessageEvent, Origin, Platform};
 use herald::store::InboxStatus;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::{init, test_config, wait_for, Client};
 
 fn fire(job: &str, key: &str, prompt: &str, targets: &[&str]) -> MessageEvent {
-    let mut ev = MessageEvent::text(Platform::Cron, job, "cron", prompt);
+    let mut ev = MessageEvent::text(Platform::CRON, job, "cron", prompt);
     ev.platform_message_id = key.to_string();
     ev.origin = Origin::Scheduled {
-        deliver_to: targets.iter().map(|t| t.parse().unwrap()).collect(),
+        deliver_to: targets
+            .iter()
+            .map(|t| parse_target(t, &Config::default().deliverable()).unwrap())
+            .collect(),
     };
     ev
 }

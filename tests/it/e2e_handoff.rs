@@ -264,7 +264,7 @@ async fn an_unauthorized_handoff_builds_nothing_and_calls_no_model() {
     config.telegram.allowed_users = vec!["42".into()];
     let app = App::start(config).await.unwrap();
     let client = Client::new(&app);
-    let stranger = MessageEvent::text(Platform::Telegram, "777", "777", "handoff");
+    let stranger = MessageEvent::text(Platform::named("telegram"), "777", "777", "handoff");
     let id = app.ingest.ingest(&stranger).await.unwrap().id();
     let row = settled(&*app.store, id).await;
     assert_eq!(row.status, InboxStatus::Skipped);

@@ -8,7 +8,7 @@ use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::harness::{init, settled, test_config};
 
 fn dm(sender: &str, text: &str) -> MessageEvent {
-    let mut ev = MessageEvent::text(Platform::Telegram, sender, sender, text);
+    let mut ev = MessageEvent::text(Platform::named("telegram"), sender, sender, text);
     ev.sender_name = format!("user {sender}");
     ev
 }

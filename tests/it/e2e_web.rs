@@ -136,9 +136,9 @@ async fn unauthorized_sender_costs_no_model_call_and_leaves_no_transcript() {
     config.telegram.allowed_users = vec!["42".into()];
     let app = App::start(config).await.unwrap();
 
-    let stranger = MessageEvent::text(Platform::Telegram, "777", "777", "let me in");
+    let stranger = MessageEvent::text(Platform::named("telegram"), "777", "777", "let me in");
     let inbox_id = app.ingest.ingest(&stranger).await.unwrap().id();
-    let friend = MessageEvent::text(Platform::Telegram, "42", "42", "hello");
+    let friend = MessageEvent::text(Platform::named("telegram"), "42", "42", "hello");
     let friend_id = app.ingest.ingest(&friend).await.unwrap().id();
 
     let a = settled(&*app.store, inbox_id).await;

@@ -104,7 +104,7 @@ async fn guard_rails(store: Arc<dyn Store>) {
     conversation(&store, "web:waiting", 6).await;
     store
         .inbox_insert(&MessageEvent::text(
-            Platform::Web,
+            Platform::WEB,
             "waiting",
             "u",
             "still there?",
@@ -177,7 +177,7 @@ async fn guard_rails(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(
         (ev.platform, ev.chat_id.as_str()),
-        (Platform::Web, "waiting")
+        (Platform::WEB, "waiting")
     );
     assert!(store
         .lane_last_event(&LaneKey::new("web:oldest"))

@@ -191,7 +191,7 @@ contract!(
 
 /// A text event from web chat `chat`; each call gets a new platform message id.
 pub fn event(chat: &str, text: &str) -> MessageEvent {
-    MessageEvent::text(Platform::Web, chat, "alice", text)
+    MessageEvent::text(Platform::WEB, chat, "alice", text)
 }
 
 pub async fn insert(store: &Arc<dyn Store>, ev: &MessageEvent) -> i64 {

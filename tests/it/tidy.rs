@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 /// lower rank. Same rank means no edge either way.
 const RANKS: &[(&str, u8)] = &[
     ("domain", 0),
+    // The platform registry, re-exported at the crate root from `adapters`: static facts every
+    // layer reads (`config::registry`), not a step of the data path.
+    ("PLATFORMS", 0),
     ("screen", 0),
     ("tasks", 0),
     ("net", 0),

@@ -69,7 +69,7 @@ pub(super) fn press_of(c: &ComponentInteraction) -> Option<Press> {
     Some(Press {
         approval_id: id.to_string(),
         approve,
-        platform: Platform::Discord,
+        platform: Platform::named("discord"),
         // The channel or thread the button sits in; the desk matches either with the request.
         chat_id: c.channel_id.get().to_string(),
         sender_id: c.user.id.get().to_string(),

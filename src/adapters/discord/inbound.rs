@@ -135,7 +135,7 @@ pub(super) fn translate(
         .unwrap_or_else(|| msg.author.display_name().to_string());
     // Built from the shared constructor so fields the core adds later get their defaults.
     let mut ev = MessageEvent::text(
-        Platform::Discord,
+        Platform::named("discord"),
         &chat_id.get().to_string(),
         &msg.author.id.get().to_string(),
         &text,

@@ -99,7 +99,7 @@ pub(super) fn event_for(cmd: &CommandInteraction, place: Place) -> MessageEvent 
         Place::Thread { parent } => (parent, ChatType::Thread, Some(cmd.channel_id)),
     };
     let mut ev = MessageEvent::text(
-        Platform::Discord,
+        Platform::named("discord"),
         &chat_id.get().to_string(),
         &cmd.user.id.get().to_string(),
         &format!("/{}", cmd.data.name),

@@ -15,7 +15,13 @@ mod inbound;
 mod interactions;
 mod outbound;
 mod shards;
+pub mod spec;
 mod watchdog;
+
+pub use spec::SPEC;
+
+/// Discord's name in lanes, rows and the platform registry.
+pub const DISCORD: crate::domain::Platform = crate::domain::Platform::named("discord");
 
 pub use shards::SHARD_LEASE_PREFIX;
 
@@ -102,11 +108,15 @@ impl Adapter for DiscordAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Discord
+        Platform::named("discord")
     }
 
     fn outbound(&self) -> Arc<dyn Outbound> {
         self.outbound.clone()
+    }
+
+    fn pace(&self, _config: &Config) -> Option<crate::delivery::pace::Limits> {
+        Some(crate::delivery::pace::Limits::discord())
     }
 
     /// Starts receiving: this replica's share of the gateway shards, as tracked, cancellable

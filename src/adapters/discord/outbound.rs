@@ -150,7 +150,7 @@ impl DiscordOutbound {
 #[async_trait]
 impl Outbound for DiscordOutbound {
     fn platform(&self) -> Platform {
-        Platform::Discord
+        Platform::named("discord")
     }
 
     fn split(&self, text: &str) -> Vec<String> {
@@ -314,7 +314,7 @@ mod tests {
             idem_key: "k".into(),
             reply_key: None,
             lane: LaneKey::parse("discord:600"),
-            platform: Platform::Discord,
+            platform: Platform::named("discord"),
             chat_id: "600".into(),
             thread_id: None,
             reply_to: reply_to.map(str::to_string),

@@ -122,7 +122,12 @@ pub fn decide(update: &Update, rules: &Rules<'_>) -> Decision {
     } else {
         ChatType::Group
     };
-    let mut ev = MessageEvent::text(Platform::Telegram, &chat_id, &from.id.0.to_string(), &text);
+    let mut ev = MessageEvent::text(
+        Platform::named("telegram"),
+        &chat_id,
+        &from.id.0.to_string(),
+        &text,
+    );
     ev.chat_type = chat_type;
     ev.thread_id = thread_id;
     ev.sender_name = from.full_name();
@@ -260,7 +265,7 @@ fn press(q: &CallbackQuery) -> Decision {
         press: Press {
             approval_id: id.to_string(),
             approve,
-            platform: Platform::Telegram,
+            platform: Platform::named("telegram"),
             chat_id: msg.chat().id.0.to_string(),
             sender_id: q.from.id.0.to_string(),
             sender_roles: Vec::new(),

@@ -16,6 +16,7 @@ mod media;
 pub mod outbound;
 pub mod poller;
 mod receive;
+pub mod spec;
 mod upload;
 pub mod webhook;
 
@@ -23,6 +24,11 @@ pub mod webhook;
 mod inbound_tests;
 #[cfg(test)]
 mod media_tests;
+
+pub use spec::SPEC;
+
+/// Telegram's name in lanes, rows and the platform registry.
+pub const TELEGRAM: crate::domain::Platform = crate::domain::Platform::named("telegram");
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -129,11 +135,18 @@ impl Adapter for TelegramAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Telegram
+        Platform::named("telegram")
     }
 
     fn outbound(&self) -> Arc<dyn Outbound> {
         self.outbound.clone()
+    }
+
+    fn pace(&self, config: &Config) -> Option<crate::delivery::pace::Limits> {
+        config
+            .telegram
+            .pacing
+            .then(crate::delivery::pace::Limits::telegram)
     }
 
     /// The webhook, in webhook mode.

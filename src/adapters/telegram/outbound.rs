@@ -159,7 +159,7 @@ impl TelegramOutbound {
 #[async_trait]
 impl Outbound for TelegramOutbound {
     fn platform(&self) -> Platform {
-        Platform::Telegram
+        Platform::named("telegram")
     }
 
     fn split(&self, text: &str) -> Vec<String> {

@@ -34,8 +34,8 @@ struct Args {
 impl MemoryTool {
     /// The person the call serves, from the context only.
     pub fn person(&self, ctx: &ToolContext) -> Option<String> {
-        let (platform, sender) = ctx.person.split_once(':')?;
-        person_key(&self.people, platform, sender)
+        let p = crate::domain::Person::parse(&ctx.person)?;
+        person_key(&self.people, p.platform.as_str(), &p.id)
     }
 
     /// The tool's logic: the line for the model, or why nothing changed.

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use super::job::{JobError, JobSpec, ValidJob};
 use super::schedule::ScheduleError;
+use super::target::Deliverable;
 use crate::domain::Platform;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,21 +51,19 @@ impl CheckError {
 }
 
 /// Validates one job against the platforms this deployment runs.
-pub fn check_job(spec: &JobSpec, platforms: &[Platform]) -> Result<ValidJob, CheckError> {
-    let job = spec.validate()?;
+pub fn check_job(spec: &JobSpec, known: &Deliverable) -> Result<ValidJob, CheckError> {
+    let job = spec.validate(known)?;
     for target in &job.targets {
-        let platform = target.platform();
-        if !platforms.contains(&platform) {
-            return Err(CheckError::Unconfigured {
-                job: job.name.clone(),
-                target: target.to_string(),
-                platform,
-                hint: match platform {
-                    Platform::Telegram => "set telegram.token or TELEGRAM_BOT_TOKEN",
-                    Platform::Discord => "set discord.token or DISCORD_BOT_TOKEN",
-                    _ => "set web.enabled = true",
-                },
-            });
+        match known.get(target.platform) {
+            Some(d) if d.configured => {}
+            other => {
+                return Err(CheckError::Unconfigured {
+                    job: job.name.clone(),
+                    target: target.to_string(),
+                    platform: target.platform,
+                    hint: other.map_or("", |d| d.how_to_enable),
+                })
+            }
         }
     }
     Ok(job)
@@ -73,12 +72,12 @@ pub fn check_job(spec: &JobSpec, platforms: &[Platform]) -> Result<ValidJob, Che
 /// Validates every job; the error carries the index of the first bad one.
 pub fn check_jobs(
     jobs: &[JobSpec],
-    platforms: &[Platform],
+    known: &Deliverable,
 ) -> Result<Vec<ValidJob>, (usize, CheckError)> {
     let mut names = HashSet::new();
     let mut out = Vec::with_capacity(jobs.len());
     for (i, spec) in jobs.iter().enumerate() {
-        let job = check_job(spec, platforms).map_err(|e| (i, e))?;
+        let job = check_job(spec, known).map_err(|e| (i, e))?;
         if !names.insert(job.name.clone()) {
             return Err((i, CheckError::DuplicateName(job.name)));
         }
@@ -106,7 +105,10 @@ mod tests {
 
     #[test]
     fn errors_name_the_key_to_fix() {
-        let web = [Platform::Web];
+        let mut web = super::super::target::test_known();
+        for d in &mut web.platforms {
+            d.configured = d.platform == Platform::WEB;
+        }
         let cases: &[(JobSpec, &str, &str)] = &[
             (
                 spec("a b", "every 1h", None, &["web:x"]),
@@ -136,7 +138,7 @@ mod tests {
             (
                 spec("j", "every 1h", None, &["telegram:42"]),
                 "deliver",
-                "needs the telegram adapter, which is not configured (set telegram.token",
+                "needs the telegram adapter, which is not configured (set telegram.token)",
             ),
         ];
         for (job, key, text) in cases {
@@ -148,7 +150,7 @@ mod tests {
 
     #[test]
     fn configured_platforms_pass_and_duplicate_names_fail() {
-        let all = [Platform::Web, Platform::Telegram, Platform::Discord];
+        let all = super::super::target::test_known();
         let jobs = [
             spec(
                 "a",

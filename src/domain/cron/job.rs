@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::catchup::{CatchUp, UnknownCatchUp};
 use super::schedule::{parse_schedule, Schedule, ScheduleError};
-use super::target::{parse_target, Target, TargetError};
+use super::target::{parse_target, Deliverable, Target, TargetError};
 use crate::domain::LaneKey;
 
 /// Longest job name; the name is part of the job's lane key and of ledger rows.
@@ -86,7 +86,8 @@ pub enum JobError {
 }
 
 impl JobSpec {
-    pub fn validate(&self) -> Result<ValidJob, JobError> {
+    /// Checks the job; its targets are parsed with the syntax of the platforms in `known`.
+    pub fn validate(&self, known: &Deliverable) -> Result<ValidJob, JobError> {
         let name = &self.name;
         let name_ok = (1..=MAX_JOB_NAME_LEN).contains(&name.len())
             && name
@@ -109,7 +110,7 @@ impl JobSpec {
         let mut lanes = HashSet::new();
         for raw in &self.deliver {
             let target =
-                parse_target(raw).map_err(|error| JobError::Target { job: job(), error })?;
+                parse_target(raw, known).map_err(|error| JobError::Target { job: job(), error })?;
             // Two spellings of one chat would deliver the same brief twice.
             if !lanes.insert(target.lane_key()) {
                 return Err(JobError::DuplicateTarget {

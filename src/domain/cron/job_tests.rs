@@ -3,6 +3,7 @@
 use figment::providers::{Format, Toml};
 use figment::Figment;
 
+use super::super::target::test_known;
 use super::*;
 
 fn spec(name: &str, schedule: &str, deliver: &[&str]) -> JobSpec {
@@ -43,7 +44,7 @@ fn config_table_deserializes_with_defaults() {
     let cron: Cron = Figment::from(Toml::string(toml_text))
         .extract()
         .expect("config parses");
-    let brief = cron.jobs[0].validate().expect("valid job");
+    let brief = cron.jobs[0].validate(&test_known()).expect("valid job");
     assert_eq!(brief.lane().as_str(), "cron:morning-brief");
     assert_eq!(brief.catch_up, CatchUp::Skip);
     assert!(brief.enabled);
@@ -53,7 +54,7 @@ fn config_table_deserializes_with_defaults() {
         .map(|t| t.lane_key().to_string())
         .collect();
     assert_eq!(lanes, ["telegram:-1001234567890:7", "web:main"]);
-    let ping = cron.jobs[1].validate().expect("valid job");
+    let ping = cron.jobs[1].validate(&test_known()).expect("valid job");
     assert_eq!(ping.catch_up, CatchUp::Once, "once is the default");
     assert!(!ping.enabled);
 
@@ -125,17 +126,17 @@ fn validation_table() {
         (no_prompt, "cron job \"brief\": the prompt is empty"),
     ];
     for (job, want) in cases {
-        let err = job.validate().expect_err(want).to_string();
+        let err = job.validate(&test_known()).expect_err(want).to_string();
         assert!(err.contains(want), "got {err:?}, want {want:?}");
     }
-    let good = spec(&"a".repeat(64), "every 1h", &ok).validate();
+    let good = spec(&"a".repeat(64), "every 1h", &ok).validate(&test_known());
     assert!(good.is_ok(), "{good:?}");
     let good = spec(
         "Ops.brief_2-b",
         "every 1h",
         &["web:main", "telegram:42:1", "telegram:42"],
     );
-    assert_eq!(good.validate().map(|j| j.targets.len()), Ok(3));
+    assert_eq!(good.validate(&test_known()).map(|j| j.targets.len()), Ok(3));
 }
 
 #[test]

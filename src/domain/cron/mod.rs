@@ -18,4 +18,9 @@ pub use catchup::{
 pub use check::{check_job, check_jobs, CheckError};
 pub use job::{is_silent, JobError, JobSpec, ValidJob, MAX_JOB_NAME_LEN, SILENT_REPLY};
 pub use schedule::{parse_schedule, CronExpr, Schedule, ScheduleError, MAX_INTERVAL, MIN_INTERVAL};
-pub use target::{deserialize_targets, parse_target, Target, TargetError};
+#[cfg(test)]
+pub(crate) use target::test_known;
+pub use target::{
+    deserialize_targets, parse_target, split_chat_thread, Deliverable, DeliverablePlatform, Target,
+    TargetError, TargetSyntax,
+};

@@ -2,149 +2,140 @@
 //!
 //! Parsing is strict because a wrong id does not fail loudly later: a brief sent to the wrong
 //! chat, or to none, looks like success to the scheduler. This module only names a
-//! destination and its lane; it must not send anything or name a platform crate.
+//! destination and its lane; it must not send anything or name a platform crate. Which ids a
+//! platform accepts is that platform's fact ([`TargetSyntax`]), handed in by the caller.
 //!
-//! A target (de)serializes as its string form (`telegram:-100:7`), which is how inbox events
-//! written by older versions hold `deliver_to`, so those rows still read.
+//! A target is stored as its parts; the string form (`telegram:-100:7`) older releases stored
+//! in inbox events' `deliver_to` still reads.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::domain::{LaneKey, Platform};
 
-/// Longest web lane name accepted; web lanes are named by the web chat, never by a person.
-const MAX_WEB_LANE_LEN: usize = 100;
+/// A delivery destination: a chat on a platform, optionally a thread in it. The same three
+/// parts an incoming message from there carries, so the lane is the same.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Target {
+    pub platform: Platform,
+    pub chat: String,
+    pub thread: Option<String>,
+}
 
-/// A delivery destination of a cron job.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// A Telegram chat (negative for groups and channels), optionally a forum topic.
-    Telegram {
-        chat: String,
-        thread: Option<String>,
-    },
-    /// A Discord channel, optionally a thread in it.
-    Discord {
-        channel: String,
-        thread: Option<String>,
-    },
-    /// A web chat lane.
-    Web { lane: String },
+/// How one platform spells `chat[:thread]` after `platform:`, and what it accepts: Telegram
+/// chats are numbers, a Matrix room id holds a `:`. Each platform declares its own.
+pub type TargetSyntax = fn(&str) -> Result<(String, Option<String>), String>;
+
+/// The platforms a deployment knows, as the target parser needs them: each one's syntax,
+/// whether it is configured here, and how to turn it on. Built from the platform registry
+/// (`crate::config::registry`); the domain only reads it.
+#[derive(Debug, Clone, Default)]
+pub struct Deliverable {
+    pub platforms: Vec<DeliverablePlatform>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DeliverablePlatform {
+    pub platform: Platform,
+    pub syntax: TargetSyntax,
+    /// The adapter runs in this deployment (its token is set).
+    pub configured: bool,
+    /// What to set to turn it on (`set telegram.token or TELEGRAM_BOT_TOKEN`).
+    pub how_to_enable: &'static str,
+}
+
+impl Deliverable {
+    pub fn get(&self, p: Platform) -> Option<&DeliverablePlatform> {
+        self.platforms.iter().find(|d| d.platform == p)
+    }
+
+    /// The configured platforms only (a test's or a CLI's narrower view).
+    pub fn configured(&self) -> Vec<Platform> {
+        self.platforms
+            .iter()
+            .filter(|d| d.configured)
+            .map(|d| d.platform)
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
-    #[error(
-        "unknown platform {platform:?} in delivery target {target:?} (expected telegram:<chat>[:<thread>], discord:<channel>[:<thread>] or web:<lane>)"
-    )]
-    UnknownPlatform { target: String, platform: String },
+    #[error("unknown platform {platform:?} in delivery target {target:?} (known: {known})")]
+    UnknownPlatform {
+        target: String,
+        platform: String,
+        known: String,
+    },
     #[error("invalid delivery target {target:?}: {reason}")]
     Invalid { target: String, reason: String },
 }
 
-/// Parses `telegram:<chat>[:<thread>]`, `discord:<channel>[:<thread>]` or `web:<lane>`.
-pub fn parse_target(s: &str) -> Result<Target, TargetError> {
+/// Parses `<platform>:<chat>[:<thread>]` with the platform's own syntax for the rest.
+pub fn parse_target(s: &str, known: &Deliverable) -> Result<Target, TargetError> {
     let target = s.trim();
     let invalid = |reason: &str| TargetError::Invalid {
         target: target.to_string(),
         reason: reason.to_string(),
     };
-    let parts: Vec<&str> = target.split(':').collect();
-    let platform = parts[0].to_ascii_lowercase();
-    let (id, thread) = match parts.as_slice() {
-        [_, id] => (*id, None),
-        [_, id, thread] => (*id, Some(*thread)),
-        [_] => return Err(invalid("expected <platform>:<id>")),
-        _ => return Err(invalid("too many ':'-separated parts")),
+    let Some((name, rest)) = target.split_once(':') else {
+        return Err(invalid("expected <platform>:<id>"));
     };
-    match platform.as_str() {
-        "telegram" => {
-            if !is_integer(id, true) {
-                return Err(invalid(
-                    "telegram chat id must be a number (negative for groups and channels)",
-                ));
-            }
-            if thread.is_some_and(|t| !is_integer(t, false)) {
-                return Err(invalid(
-                    "telegram topic (thread) id must be a positive number",
-                ));
-            }
-            Ok(Target::Telegram {
-                chat: id.to_string(),
-                thread: thread.map(str::to_string),
-            })
-        }
-        "discord" => {
-            if !is_integer(id, false) {
-                return Err(invalid("discord channel id must be a number (a snowflake)"));
-            }
-            if thread.is_some_and(|t| !is_integer(t, false)) {
-                return Err(invalid("discord thread id must be a number (a snowflake)"));
-            }
-            Ok(Target::Discord {
-                channel: id.to_string(),
-                thread: thread.map(str::to_string),
-            })
-        }
-        "web" => {
-            if thread.is_some() {
-                return Err(invalid("web targets take no thread: use web:<lane>"));
-            }
-            let valid = !id.is_empty()
-                && id.len() <= MAX_WEB_LANE_LEN
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-            if !valid {
-                return Err(invalid(
-                    "web lane must be 1-100 characters from A-Z a-z 0-9 . _ -",
-                ));
-            }
-            Ok(Target::Web {
-                lane: id.to_string(),
-            })
-        }
-        _ => Err(TargetError::UnknownPlatform {
+    let platform = Platform::parse(&name.to_ascii_lowercase());
+    let Some(rule) = platform.and_then(|p| known.get(p)) else {
+        let mut names: Vec<&str> = known
+            .platforms
+            .iter()
+            .map(|d| d.platform.as_str())
+            .collect();
+        names.sort_unstable();
+        return Err(TargetError::UnknownPlatform {
             target: target.to_string(),
-            platform: parts[0].to_string(),
-        }),
-    }
+            platform: name.to_string(),
+            known: names.join(", "),
+        });
+    };
+    let (chat, thread) = (rule.syntax)(rest).map_err(|reason| invalid(&reason))?;
+    Ok(Target {
+        platform: rule.platform,
+        chat,
+        thread,
+    })
 }
 
-/// A decimal id that fits in 64 bits; zero is never a real chat, channel or topic.
-fn is_integer(s: &str, allow_negative: bool) -> bool {
-    let digits = match s.strip_prefix('-') {
-        Some(rest) if allow_negative => rest,
-        Some(_) => return false,
-        None => s,
-    };
-    !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && s.parse::<i128>()
-            .is_ok_and(|n| n != 0 && n >= i64::MIN as i128 && n <= u64::MAX as i128)
+/// `chat[:thread]` where neither part holds a `:` (Telegram, Discord, Slack): the common case,
+/// for a platform's syntax to call before it checks the parts.
+pub fn split_chat_thread(rest: &str) -> Result<(&str, Option<&str>), String> {
+    let mut parts = rest.split(':');
+    let chat = parts.next().unwrap_or("");
+    let thread = parts.next();
+    if parts.next().is_some() {
+        return Err("too many ':'-separated parts".into());
+    }
+    Ok((chat, thread))
 }
 
 impl Target {
-    pub fn platform(&self) -> Platform {
-        match self {
-            Target::Telegram { .. } => Platform::Telegram,
-            Target::Discord { .. } => Platform::Discord,
-            Target::Web { .. } => Platform::Web,
+    pub fn new(platform: Platform, chat: impl Into<String>, thread: Option<String>) -> Target {
+        Target {
+            platform,
+            chat: chat.into(),
+            thread,
         }
     }
 
     /// The lane a delivery lands in: the same key an incoming message from there gets, so a
     /// brief and the person's reply to it share one conversation.
     pub fn lane_key(&self) -> LaneKey {
-        let platform = self.platform().as_str();
-        match self {
-            Target::Telegram { chat, thread } => {
-                LaneKey::from_parts(platform, chat, thread.as_deref())
-            }
-            Target::Discord { channel, thread } => {
-                LaneKey::from_parts(platform, channel, thread.as_deref())
-            }
-            Target::Web { lane } => LaneKey::from_parts(platform, lane, None),
-        }
+        LaneKey::from_parts(self.platform.as_str(), &self.chat, self.thread.as_deref())
+    }
+
+    /// A target as stored by releases that wrote the string form (`telegram:-100:7`): only
+    /// Telegram, Discord and web targets were written so, and none of their ids holds a `:`.
+    fn from_stored_string(s: &str) -> Option<Target> {
+        let (name, rest) = s.trim().split_once(':')?;
+        let (chat, thread) = split_chat_thread(rest).ok()?;
+        let platform = Platform::parse(&name.to_ascii_lowercase())?;
+        (!chat.is_empty()).then(|| Target::new(platform, chat, thread.map(str::to_string)))
     }
 }
 
@@ -154,154 +145,161 @@ impl std::fmt::Display for Target {
     }
 }
 
-impl std::str::FromStr for Target {
-    type Err = TargetError;
-    fn from_str(s: &str) -> Result<Target, TargetError> {
-        parse_target(s)
-    }
-}
-
-impl Serialize for Target {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
+/// Reads the stored form: today's `{platform, chat, thread}` or an older release's string.
 impl<'de> Deserialize<'de> for Target {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Target, D::Error> {
-        let s = String::deserialize(d)?;
-        parse_target(&s).map_err(serde::de::Error::custom)
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Stored {
+            Parts {
+                platform: Platform,
+                chat: String,
+                #[serde(default)]
+                thread: Option<String>,
+            },
+            Text(String),
+        }
+        match Stored::deserialize(d)? {
+            Stored::Parts {
+                platform,
+                chat,
+                thread,
+            } => Ok(Target::new(platform, chat, thread)),
+            Stored::Text(s) => Target::from_stored_string(&s)
+                .ok_or_else(|| serde::de::Error::custom(format!("invalid target {s:?}"))),
+        }
     }
 }
 
-/// Reads a stored `deliver_to` list, skipping (with a warning) an entry that no longer parses,
-/// as the lane worker did when the list was plain strings: one bad target must not make the
-/// whole inbox event unreadable.
+/// Reads a stored `deliver_to` list, skipping (with a warning) an entry that no longer parses:
+/// one bad target must not make the whole inbox event unreadable.
 pub fn deserialize_targets<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Target>, D::Error> {
-    let raw = Vec::<String>::deserialize(d)?;
+    let raw = Vec::<serde_json::Value>::deserialize(d)?;
     Ok(raw
-        .iter()
-        .filter_map(|spec| match parse_target(spec) {
+        .into_iter()
+        .filter_map(|v| match serde_json::from_value::<Target>(v.clone()) {
             Ok(t) => Some(t),
             Err(e) => {
-                tracing::warn!(target = %spec, error = %e, "skipping an invalid delivery target");
+                tracing::warn!(target = %v, error = %e, "skipping an invalid delivery target");
                 None
             }
         })
         .collect())
 }
 
+/// The three platforms the domain's own tests deliver to, with the id rules their adapters
+/// declare (numbers for Telegram and Discord, a plain lane name for the web chat), all
+/// configured. The real rules live with each adapter.
+#[cfg(test)]
+pub(crate) fn test_known() -> Deliverable {
+    fn number(rest: &str, signed: bool) -> Result<(String, Option<String>), String> {
+        let (chat, thread) = split_chat_thread(rest)?;
+        let digits = chat.strip_prefix('-').filter(|_| signed).unwrap_or(chat);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || chat == "0" {
+            return Err("chat id must be a number".into());
+        }
+        if thread.is_some_and(|t| t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit())) {
+            return Err("thread id must be a positive number".into());
+        }
+        Ok((chat.into(), thread.map(str::to_string)))
+    }
+    fn web(rest: &str) -> Result<(String, Option<String>), String> {
+        match split_chat_thread(rest)? {
+            (lane, None) if !lane.is_empty() => Ok((lane.into(), None)),
+            _ => Err("web targets take no thread: use web:<lane>".into()),
+        }
+    }
+    let entry = |name, syntax, how_to_enable| DeliverablePlatform {
+        platform: Platform::named(name),
+        syntax,
+        configured: true,
+        how_to_enable,
+    };
+    Deliverable {
+        platforms: vec![
+            entry("telegram", |r| number(r, true), "set telegram.token"),
+            entry("discord", |r| number(r, false), "set discord.token"),
+            entry("web", web, "set web.enabled = true"),
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn target_parse_table() {
-        let tg = |chat: &str, thread: Option<&str>| Target::Telegram {
-            chat: chat.into(),
-            thread: thread.map(Into::into),
-        };
-        let dc = |channel: &str, thread: Option<&str>| Target::Discord {
-            channel: channel.into(),
-            thread: thread.map(Into::into),
-        };
-        let good: &[(&str, Target, &str)] = &[
-            ("telegram:12345", tg("12345", None), "telegram:12345"),
-            (
-                "telegram:-1001234567890",
-                tg("-1001234567890", None),
-                "telegram:-1001234567890",
-            ),
-            (
-                "telegram:-1001234567890:7",
-                tg("-1001234567890", Some("7")),
-                "telegram:-1001234567890:7",
-            ),
-            (" Telegram:42 ", tg("42", None), "telegram:42"),
-            (
-                "discord:1234567890123456789",
-                dc("1234567890123456789", None),
-                "discord:1234567890123456789",
-            ),
-            ("discord:111:222", dc("111", Some("222")), "discord:111:222"),
-            (
-                "web:main",
-                Target::Web {
-                    lane: "main".into(),
-                },
-                "web:main",
-            ),
-            (
-                "web:ops-brief_2.x",
-                Target::Web {
-                    lane: "ops-brief_2.x".into(),
-                },
-                "web:ops-brief_2.x",
-            ),
-        ];
-        for (input, want, lane) in good {
-            let got = parse_target(input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
-            assert_eq!(&got, want, "{input:?}");
-            assert_eq!(got.lane_key().as_str(), *lane, "{input:?}");
+    fn digits(rest: &str) -> Result<(String, Option<String>), String> {
+        let (chat, thread) = split_chat_thread(rest)?;
+        if chat.is_empty() || !chat.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("chat id must be a number".into());
         }
+        Ok((chat.into(), thread.map(str::to_string)))
+    }
 
-        let bad: &[(&str, &str)] = &[
-            (
-                "slack:C123",
-                "unknown platform \"slack\" in delivery target \"slack:C123\"",
-            ),
-            (
-                "telegram",
-                "invalid delivery target \"telegram\": expected <platform>:<id>",
-            ),
-            ("telegram:", "telegram chat id must be a number"),
-            ("telegram:@mychannel", "telegram chat id must be a number"),
-            ("telegram:12a", "telegram chat id must be a number"),
-            ("telegram:0", "telegram chat id must be a number"),
-            ("telegram:-", "telegram chat id must be a number"),
-            (
-                "telegram:-100:",
-                "telegram topic (thread) id must be a positive number",
-            ),
-            (
-                "telegram:-100:-5",
-                "telegram topic (thread) id must be a positive number",
-            ),
-            ("telegram:1:2:3", "too many ':'-separated parts"),
-            ("discord:-123", "discord channel id must be a number"),
-            ("discord:general", "discord channel id must be a number"),
-            (
-                "discord:99999999999999999999",
-                "discord channel id must be a number",
-            ),
-            ("discord:1:x", "discord thread id must be a number"),
-            ("web:", "web lane must be 1-100 characters"),
-            ("web:a b", "web lane must be 1-100 characters"),
-            ("web:a:b", "web targets take no thread"),
-        ];
-        for (input, want) in bad {
-            let err = parse_target(input).expect_err(input).to_string();
-            assert!(err.contains(want), "{input:?}: got {err:?}, want {want:?}");
+    fn room(rest: &str) -> Result<(String, Option<String>), String> {
+        // A room id holds one `:` (`!abc:example.org`); a thread follows after another.
+        let mut parts = rest.splitn(3, ':');
+        let (a, b, t) = (parts.next(), parts.next(), parts.next());
+        match (a, b) {
+            (Some(a), Some(b)) if a.starts_with('!') => {
+                Ok((format!("{a}:{b}"), t.map(str::to_string)))
+            }
+            _ => Err("room id must look like !id:server".into()),
+        }
+    }
+
+    fn known() -> Deliverable {
+        let entry = |name, syntax| DeliverablePlatform {
+            platform: Platform::named(name),
+            syntax,
+            configured: true,
+            how_to_enable: "",
+        };
+        Deliverable {
+            platforms: vec![entry("chat", digits), entry("matrix", room)],
         }
     }
 
     #[test]
-    fn platform_matches_target_kind() {
-        for (input, want) in [
-            ("telegram:1", Platform::Telegram),
-            ("discord:1", Platform::Discord),
-            ("web:x", Platform::Web),
+    fn each_platform_parses_its_own_ids() {
+        let t = parse_target(" Chat:42:7 ", &known()).unwrap();
+        assert_eq!(
+            t,
+            Target::new(Platform::named("chat"), "42", Some("7".into()))
+        );
+        assert_eq!(t.lane_key().as_str(), "chat:42:7");
+        let m = parse_target("matrix:!abc:example.org:$root", &known()).unwrap();
+        assert_eq!(m.chat, "!abc:example.org");
+        assert_eq!(m.thread.as_deref(), Some("$root"));
+        for (bad, want) in [
+            ("chat", "expected <platform>:<id>"),
+            ("chat:x", "chat id must be a number"),
+            ("chat:1:2:3", "too many ':'-separated parts"),
+            (
+                "irc:1",
+                "unknown platform \"irc\" in delivery target \"irc:1\" (known: chat, matrix)",
+            ),
+            ("matrix:abc", "room id must look like"),
         ] {
-            assert_eq!(parse_target(input).map(|t| t.platform()), Ok(want));
+            let err = parse_target(bad, &known()).expect_err(bad).to_string();
+            assert!(err.contains(want), "{bad:?}: {err}");
         }
     }
 
     #[test]
-    fn serde_reads_and_writes_the_string_form() {
-        let t = parse_target("telegram:-100:7").unwrap();
-        assert_eq!(serde_json::to_string(&t).unwrap(), "\"telegram:-100:7\"");
-        let back: Target = serde_json::from_str("\"telegram:-100:7\"").unwrap();
-        assert_eq!(back, t);
-        assert!(serde_json::from_str::<Target>("\"slack:1\"").is_err());
+    fn serde_writes_parts_and_reads_the_older_string_form() {
+        let t = Target::new(Platform::named("matrix"), "!a:b.org", None);
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(
+            json,
+            r#"{"platform":"matrix","chat":"!a:b.org","thread":null}"#
+        );
+        assert_eq!(serde_json::from_str::<Target>(&json).unwrap(), t);
+        let old: Target = serde_json::from_str("\"telegram:-100:7\"").unwrap();
+        assert_eq!(
+            old,
+            Target::new(Platform::named("telegram"), "-100", Some("7".into()))
+        );
+        assert!(serde_json::from_str::<Target>("\"nothing\"").is_err());
     }
 }

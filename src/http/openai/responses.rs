@@ -154,7 +154,7 @@ async fn previous_conversation(
         }
     };
     let ev = row.event;
-    if ev.platform != Platform::Api || ev.chat_id != caller.name {
+    if ev.platform != Platform::API || ev.chat_id != caller.name {
         return Err(missing());
     }
     ev.thread_id.ok_or_else(missing)

@@ -140,7 +140,7 @@ pub(super) async fn submit(
         MessageKind::Media
     };
     let mut ev = MessageEvent::new(
-        Platform::Api,
+        Platform::API,
         &caller.name,
         &caller.name,
         &ask.input.text,

@@ -174,7 +174,7 @@ impl ApprovalGate for TurnGate<'_> {
             tracing::info!(tool = %req.tool, reason = %reason, "tool call denied");
             Decision::Denied { reason }
         };
-        if self.ev.platform == Platform::Cron || self.ev.is_internal() {
+        if self.ev.platform == Platform::CRON || self.ev.is_internal() {
             return deny("there is no one to ask in a scheduled run".into());
         }
         let row = match self.open(ctx, req).await {

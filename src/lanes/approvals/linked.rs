@@ -1,10 +1,12 @@
 //! Where a call's question is asked. In a chat, in that chat. An API client has no buttons, so
 //! a call in an API conversation is asked in its person's linked chat instead: the private
-//! Telegram chat of a `telegram:<id>` identity in the person's `[[people]]` entry, answered only
+//! chat of an identity in the person's `[[people]]` entry on a platform with buttons whose
+//! private chats are addressed by the person's id (Telegram's `telegram:<id>`), answered only
 //! by that identity. Without one the call is denied with a line saying so.
 
 use super::Approvals;
-use crate::domain::{MessageEvent, Platform};
+use crate::config::{spec, Admit};
+use crate::domain::{MessageEvent, Person, Platform};
 
 /// A chat to ask in, and the identity whose answer counts (the requester).
 pub(super) struct Place {
@@ -17,7 +19,7 @@ pub(super) struct Place {
 impl Approvals {
     /// Where a call of `ev` (by the sender identity `person`) is asked, if anywhere.
     pub(super) fn place(&self, ev: &MessageEvent, person: &str) -> Option<Place> {
-        if ev.platform != Platform::Api {
+        if spec(ev.platform).is_none_or(|s| s.admit != Admit::Keyed) {
             return Some(Place {
                 platform: ev.platform,
                 chat_id: ev.chat_id.clone(),
@@ -29,12 +31,16 @@ impl Approvals {
             .people
             .iter()
             .find(|p| p.ids.iter().any(|i| i == person))?;
-        self.outbounds.get(Platform::Telegram)?;
         linked.ids.iter().find_map(|id| {
-            let user = id.strip_prefix("telegram:").filter(|u| !u.is_empty())?;
-            Some(Place {
-                platform: Platform::Telegram,
-                chat_id: user.to_string(),
+            let Person { platform, id: user } = Person::parse(id)?;
+            let facts = spec(platform)?;
+            let reachable = facts.dm_by_person_id
+                && facts.caps.buttons
+                && matches!(facts.admit, Admit::Allowlist { .. })
+                && self.outbounds.get(platform).is_some();
+            reachable.then(|| Place {
+                platform,
+                chat_id: user,
                 thread_id: None,
                 person: id.clone(),
             })

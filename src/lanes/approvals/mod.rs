@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::config::{spec, Admit};
 use crate::delivery::Outbounds;
-use crate::domain::{ChatType, MessageEvent, MessageKind, Origin, Platform};
+use crate::domain::{ChatType, MessageEvent, MessageKind, Origin, Person, Platform};
 use crate::hooks::Authorizer;
 use crate::store::{now_ms, ApprovalRow, Store};
 
@@ -138,11 +139,7 @@ impl Approvals {
     /// The name the requester goes by in the chat (their message's sender name), for the
     /// answer another member gets; the sender id when the message cannot be read.
     async fn requester_name(&self, row: &ApprovalRow) -> String {
-        let id = row
-            .person
-            .split_once(':')
-            .map_or("", |(_, s)| s)
-            .to_string();
+        let id = Person::parse(&row.person).map_or(String::new(), |p| p.id);
         match self.store.inbox_get(row.inbox_id).await {
             Ok(Some(inbox)) if !inbox.event.sender_name.trim().is_empty() => {
                 crate::telemetry::escape(inbox.event.sender_name.trim())
@@ -154,7 +151,7 @@ impl Approvals {
     /// Answers a request when the presser may; the first answer wins.
     pub async fn press(&self, p: &Press) -> PressOutcome {
         let outcome = self.press_inner(p).await;
-        metrics::counter!("herald_approval_presses_total", "platform" => p.platform.as_str(), "outcome" => outcome.as_str()).increment(1);
+        metrics::counter!("herald_approval_presses_total", "platform" => p.platform.to_string(), "outcome" => outcome.as_str()).increment(1);
         tracing::info!(approval = %p.approval_id, platform = %p.platform, sender = %p.sender_id,
             outcome = outcome.as_str(), "approval button pressed");
         outcome
@@ -170,10 +167,12 @@ impl Approvals {
             }
         };
         // Only the approval's own chat, and only someone allowed to talk to the agent there.
-        // A Discord button in a thread reports the thread (snowflakes are unique, so the
-        // thread id cannot name another chat).
+        // Where threads are chats of their own (Discord), a button in a thread reports the
+        // thread (its id is unique, so it cannot name another chat).
+        let facts = spec(p.platform);
+        let thread_is_chat = facts.is_some_and(|s| s.thread_is_chat);
         let same_chat = row.chat_id == p.chat_id
-            || (p.platform == Platform::Discord && row.thread_id.as_deref() == Some(&p.chat_id));
+            || (thread_is_chat && row.thread_id.as_deref() == Some(&p.chat_id));
         if row.platform != p.platform.as_str() || !same_chat {
             return PressOutcome::NotYours;
         }
@@ -181,9 +180,10 @@ impl Approvals {
         ev.chat_type = ChatType::Group;
         ev.sender_roles = p.sender_roles.clone();
         // The web chat has no sender identity of its own: its callers passed the HTTP guard.
+        let local = facts.is_some_and(|s| s.admit == Admit::Local);
         ev.origin = Origin::Person {
             kind: MessageKind::Text,
-            from_loopback: p.platform == Platform::Web,
+            from_loopback: local,
         };
         if !self
             .auth
@@ -192,12 +192,12 @@ impl Approvals {
         {
             return PressOutcome::NotYours;
         }
-        let by = format!("{}:{}", p.platform.as_str(), p.sender_id);
+        let by = Person::new(p.platform, &*p.sender_id).to_string();
         if row.tool == super::budget_events::BUDGET_TOOL {
             return self.press_budget(&row, p, &by).await;
         }
         // The web chat has no per-person identity to compare; its callers passed the guard.
-        if self.only_requester && p.platform != Platform::Web && row.person != by {
+        if self.only_requester && !local && row.person != by {
             return PressOutcome::OnlyRequester(self.requester_name(&row).await);
         }
         match self
@@ -242,7 +242,7 @@ impl Approvals {
         };
         for row in rows {
             self.wake(&row.id);
-            let platform = crate::domain::Platform::parse(&row.platform);
+            let platform = Platform::parse(&row.platform);
             let (Some(msg), Some(out)) = (
                 row.prompt_message_id.as_deref(),
                 platform.and_then(|p| self.outbounds.get(p)),

@@ -64,7 +64,7 @@ impl Worker {
         commit.note = Some("attachments could not be read".into());
         store.turn_commit(lease, &commit).await?;
         self.router.deps.outbox_wake.notify_one();
-        metrics::counter!("herald_media_unread_total", "platform" => ev.platform.as_str())
+        metrics::counter!("herald_media_unread_total", "platform" => ev.platform.to_string())
             .increment(1);
         Ok(())
     }

@@ -142,8 +142,8 @@ impl Worker {
         self.land(lease, &context, prepared, settled, &span).await?;
 
         let secs = started.elapsed().as_secs_f64();
-        metrics::counter!("herald_turns_total", "platform" => ev.platform.as_str(), "status" => status.as_str()).increment(1);
-        metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.as_str())
+        metrics::counter!("herald_turns_total", "platform" => ev.platform.to_string(), "status" => status.as_str()).increment(1);
+        metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.to_string())
             .record(secs);
         tracing::info!(parent: &span, status = status.as_str(), duration_ms = (secs * 1000.0) as u64, "turn finished");
         Ok(())

@@ -85,7 +85,7 @@ impl Worker {
         };
         let tool_ctx = ToolContext {
             lane: self.lane.clone(),
-            person: format!("{}:{}", ev.platform.as_str(), ev.sender_id),
+            person: ev.person().to_string(),
             session_id: p.session.id.clone(),
             turn_id: Some(p.turn_id),
             inbox_id: Some(row.id),

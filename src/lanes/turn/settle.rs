@@ -55,7 +55,7 @@ impl Worker {
         commit.billed = spent.billed;
         commit.cost = spent.cost.filter(|_| spent.calls > 0);
         self.plan_reply(row, ev, &answer, &mut commit, span);
-        if ev.platform == Platform::Cron {
+        if ev.platform == Platform::CRON {
             // Each scheduled fire is its own session.
             commit.close_session = Some("cron_fire".into());
         }

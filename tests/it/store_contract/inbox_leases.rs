@@ -79,7 +79,7 @@ pub async fn inbox_dedup(store: Arc<dyn Store>) {
 
     // The key is (platform, platform message id): the same id on another platform is new.
     let mut other = ev.clone();
-    other.platform = herald::domain::Platform::Telegram;
+    other.platform = herald::domain::Platform::named("telegram");
     assert!(matches!(
         store.inbox_insert(&other).await.unwrap(),
         InboxInsert::Inserted(other_id) if other_id != id

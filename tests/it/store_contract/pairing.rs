@@ -63,7 +63,7 @@ pub async fn pairing_lifecycle(store: Arc<dyn Store>) {
     // What the sender wrote while waiting was refused by the auth hook; another sender's too.
     let mut refused = Vec::new();
     for (sender, text) in [("42", "what is 2+2?"), ("43", "me too")] {
-        let ev = MessageEvent::text(Platform::Telegram, sender, sender, text);
+        let ev = MessageEvent::text(Platform::named("telegram"), sender, sender, text);
         let id = s.inbox_insert(&ev).await.unwrap().id();
         s.inbox_skip(id, "auth: unauthorized", &[]).await.unwrap();
         refused.push(id);
