@@ -24,6 +24,7 @@
 //!   (form or query only, as reported of Slack), so its arguments are missing then.
 
 mod actions;
+mod args;
 mod chat;
 mod control;
 mod conversations;
