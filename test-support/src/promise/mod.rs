@@ -6,14 +6,17 @@
 //! in `tests/it/`. It must not reach into the daemon's memory: it only sees
 //! what a client, a platform and the store see.
 //!
-//! Platforms plug in through [`load::Channel`]: the web chat API ([`load::WebChannel`]) and
+//! Platforms plug in through [`load::Channel`]: the web chat API ([`load::WebChannel`]),
 //! Telegram ([`telegram::TelegramChannel`]: updates pushed into the fake Bot API server,
-//! answers read from its recorded `sendMessage` calls); the census groups by platform.
+//! answers read from its recorded `sendMessage` calls) and Slack ([`slack::SlackChannel`]:
+//! Socket Mode envelopes from the fake Slack, answers read from its recorded
+//! `chat.postMessage` calls); the census groups by platform.
 
 pub mod census;
 pub mod crash;
 pub mod daemon;
 pub mod load;
+pub mod slack;
 pub mod telegram;
 
 /// Installs the TLS provider reqwest needs (tests and the example start no other way).
