@@ -64,6 +64,7 @@ mod e2e_web;
 mod e2e_web_page;
 mod failover_pg;
 mod fake_discord_selftest;
+mod fake_slack_selftest;
 mod fake_telegram_selftest;
 mod faults;
 mod fuzz_props;

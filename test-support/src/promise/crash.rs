@@ -18,6 +18,7 @@ use super::census::{self, Census, Kill};
 use super::daemon::{herald_bin, Backend, Daemon, Spec};
 use super::discord::DiscordChannel;
 use super::load::{self, Channel, LoadSpec, WebChannel};
+use super::slack::{SlackChannel, SlackReceipts};
 use super::telegram::{Receipts, TelegramChannel};
 
 /// The way the load comes in and the replies go out.
@@ -38,13 +39,15 @@ pub enum Via {
 /// settings that point the daemon at the platform's fake, and what the people saw there. A
 /// platform added to the conformance suite brings one (`run_on` takes any).
 pub trait Side: Channel {
+    /// What the people saw, in the platform's own terms.
+    type Receipts: PeopleSaw;
     /// `HERALD_*` settings for a daemon talking to this side.
     fn daemon_env(&self) -> Vec<(String, String)>;
     /// Told the daemon's base URL before the load starts (the web posts to it).
     fn attach(&mut self, _base_url: &str) {}
     /// What the people saw, counted from the fake's records; `None` where the answer is the
     /// client's own response (the web).
-    fn receipts(&self, _kills: &[Kill]) -> Option<Receipts> {
+    fn receipts(&self, _kills: &[Kill]) -> Option<Self::Receipts> {
         None
     }
     /// Anything else the run's report should carry about this side.
@@ -53,7 +56,50 @@ pub trait Side: Channel {
     }
 }
 
+/// The people's view of a run, as any platform's receipts give it.
+pub trait PeopleSaw: serde::Serialize {
+    /// Every message answered, and no extra copy beyond what the platform's contract allows.
+    fn promise_held(&self) -> bool;
+    /// Messages the people sent.
+    fn messages(&self) -> usize;
+    fn unanswered(&self) -> usize;
+    /// Extra copies explained by a kill (a platform without an idempotency key).
+    fn resends_across_a_kill(&self) -> usize;
+}
+
+impl PeopleSaw for Receipts {
+    fn promise_held(&self) -> bool {
+        Receipts::promise_held(self)
+    }
+    fn messages(&self) -> usize {
+        self.updates
+    }
+    fn unanswered(&self) -> usize {
+        self.unanswered
+    }
+    fn resends_across_a_kill(&self) -> usize {
+        self.resends_across_a_kill
+    }
+}
+
+impl PeopleSaw for SlackReceipts {
+    fn promise_held(&self) -> bool {
+        SlackReceipts::promise_held(self)
+    }
+    fn messages(&self) -> usize {
+        self.messages
+    }
+    fn unanswered(&self) -> usize {
+        self.unanswered
+    }
+    fn resends_across_a_kill(&self) -> usize {
+        self.resends_across_a_kill
+    }
+}
+
 impl Side for WebChannel {
+    type Receipts = Receipts;
+
     fn daemon_env(&self) -> Vec<(String, String)> {
         Vec::new()
     }
@@ -64,6 +110,8 @@ impl Side for WebChannel {
 }
 
 impl Side for TelegramChannel {
+    type Receipts = Receipts;
+
     fn daemon_env(&self) -> Vec<(String, String)> {
         TelegramChannel::daemon_env(self)
     }
@@ -74,6 +122,8 @@ impl Side for TelegramChannel {
 }
 
 impl Side for DiscordChannel {
+    type Receipts = Receipts;
+
     fn daemon_env(&self) -> Vec<(String, String)> {
         DiscordChannel::daemon_env(self)
     }
@@ -84,6 +134,18 @@ impl Side for DiscordChannel {
 
     fn report(&self) -> Value {
         json!({"replays": self.replays()})
+    }
+}
+
+impl Side for SlackChannel {
+    type Receipts = SlackReceipts;
+
+    fn daemon_env(&self) -> Vec<(String, String)> {
+        SlackChannel::daemon_env(self)
+    }
+
+    fn receipts(&self, kills: &[Kill]) -> Option<SlackReceipts> {
+        Some(SlackChannel::receipts(self, kills))
     }
 }
 
@@ -99,16 +161,16 @@ pub struct CrashSpec {
     pub via: Via,
 }
 
-pub struct CrashRun {
+pub struct CrashRun<R = Receipts> {
     pub census: Census,
-    /// What the people saw (Telegram and Discord runs).
-    pub receipts: Option<Receipts>,
+    /// What the people saw (platforms with a fake: not the web).
+    pub receipts: Option<R>,
     pub report: Value,
 }
 
-impl CrashRun {
+impl<R: PeopleSaw> CrashRun<R> {
     pub fn promise_held(&self) -> bool {
-        self.census.promise_held() && self.receipts.as_ref().is_none_or(Receipts::promise_held)
+        self.census.promise_held() && self.receipts.as_ref().is_none_or(R::promise_held)
     }
 }
 
@@ -123,7 +185,7 @@ pub async fn run(spec: &CrashSpec) -> CrashRun {
 }
 
 /// Runs `spec` over `side` (`spec.via` is not read).
-pub async fn run_on<S: Side>(spec: &CrashSpec, mut side: S) -> CrashRun {
+pub async fn run_on<S: Side>(spec: &CrashSpec, mut side: S) -> CrashRun<S::Receipts> {
     super::init();
     let llm = FakeLlm::start().await;
     llm.set_jitter(spec.model_jitter);
@@ -179,7 +241,7 @@ pub async fn run_on<S: Side>(spec: &CrashSpec, mut side: S) -> CrashRun {
     let census = census::take(&backend.url, platform, &sent, &kills).await;
     backend.cleanup().await;
     let receipts = side.receipts(&kills);
-    let held = census.promise_held() && receipts.as_ref().is_none_or(Receipts::promise_held);
+    let held = census.promise_held() && receipts.as_ref().is_none_or(PeopleSaw::promise_held);
     if !held {
         eprintln!("last daemon log lines:\n{log}");
     }

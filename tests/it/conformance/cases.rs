@@ -9,7 +9,7 @@ use std::time::Duration;
 use herald::adapters::split::split_message;
 use herald_test_support::fake_llm::Step;
 use herald_test_support::harness::{quiet, wait_for, wait_until};
-use herald_test_support::promise::crash::{run_on, CrashSpec, Via};
+use herald_test_support::promise::crash::{run_on, CrashSpec, PeopleSaw, Via};
 use serde_json::json;
 
 use super::{Rig, Seen, Who};
@@ -78,10 +78,10 @@ pub async fn sigkills<R: Rig>() {
             r.promise_held(),
             "the people saw a broken promise: {report}"
         );
-        assert_eq!(r.updates, c.client_messages);
-        assert_eq!(r.unanswered, 0, "{report}");
+        assert_eq!(r.messages(), c.client_messages);
+        assert_eq!(r.unanswered(), 0, "{report}");
         assert!(
-            r.resends_across_a_kill <= 3,
+            r.resends_across_a_kill() <= 3,
             "at most one per kill: {report}"
         );
     }
