@@ -40,6 +40,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     edit_interval: |_| None,
     dm_by_person_id: false,
     thread_is_chat: false,
+    files: None,
     section: None,
 };
 

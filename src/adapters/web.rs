@@ -26,7 +26,8 @@ pub static SPEC: PlatformSpec = PlatformSpec {
         edits: false,
         buttons: true,
         threads: false,
-        files_in: true,
+        // `POST /api/v1/chat` and the page take text only.
+        files_in: false,
         files_out: true,
         typing: false,
     },
@@ -41,6 +42,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     edit_interval: |_| None,
     dm_by_person_id: true,
     thread_is_chat: false,
+    files: None,
     section: None,
 };
 

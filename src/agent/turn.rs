@@ -202,14 +202,7 @@ pub async fn run_turn(
         if let Some(sink) = input.sink {
             sink.restart();
         }
-        let mut assistant =
-            NewMessage::new(Role::Assistant, resp.content.clone().unwrap_or_default());
-        assistant.tool_calls = resp.tool_calls.clone();
-        out.messages.push(assistant);
-        wire.push(ChatMessage::tool_calls(
-            resp.content,
-            resp.tool_calls.clone(),
-        ));
+        push_tool_calls(&mut out, &mut wire, resp.content, &resp.tool_calls);
         batch
             .run(
                 &resp.tool_calls,
@@ -225,6 +218,19 @@ pub async fn run_turn(
     }
     // Budget spent while the model still wanted tools: one last call without tools forces text.
     final_call(chain, wire, out, &input).await
+}
+
+/// Records the model's tool-call message in the transcript and in the request in flight.
+fn push_tool_calls(
+    out: &mut TurnOutput,
+    wire: &mut Vec<ChatMessage>,
+    content: Option<String>,
+    calls: &[crate::domain::ToolCall],
+) {
+    let mut assistant = NewMessage::new(Role::Assistant, content.clone().unwrap_or_default());
+    assistant.tool_calls = calls.to_vec();
+    out.messages.push(assistant);
+    wire.push(ChatMessage::tool_calls(content, calls.to_vec()));
 }
 
 /// The in-turn check between tool iterations: shrinks the in-flight request when it has

@@ -44,7 +44,7 @@ pub use mid_turn::MidTurn;
 pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use queues::{InboxConfig, OutboxConfig};
-pub use registry::{spec, specs, Access, Admit, Capabilities, PlatformSpec, Section};
+pub use registry::{spec, specs, Access, Admit, Capabilities, FileAuth, PlatformSpec, Section};
 pub use secret::{redact_url, same_secret, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};

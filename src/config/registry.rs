@@ -48,6 +48,8 @@ pub struct PlatformSpec {
     /// A button pressed in a thread reports the thread as its chat (Discord threads are
     /// channels), so a press there still belongs to the question asked in the thread.
     pub thread_is_chat: bool,
+    /// Files people send that are fetched with the platform's token (`MediaSource::Authorized`).
+    pub files: Option<FileAuth>,
     /// The config table this platform owns (`[slack]`), when it is not one of the core's.
     pub section: Option<Section>,
 }
@@ -93,6 +95,13 @@ pub struct Access {
     pub users: Vec<String>,
     /// Roles whose members are let in (only a message carries a sender's roles).
     pub roles: Vec<String>,
+}
+
+/// The token a platform's files are fetched with, and the only hosts it is sent to (with a
+/// port for a local server or a test fake: `127.0.0.1:8081`).
+pub struct FileAuth {
+    pub token: fn(&Config) -> Option<super::Secret>,
+    pub hosts: fn(&Config) -> Vec<String>,
 }
 
 /// A config table a platform owns, and its check at load.

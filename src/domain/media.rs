@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Platform;
+
 /// What kind of thing the file is, as far as reading it goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,6 +84,9 @@ pub enum MediaSource {
     /// Bytes Herald holds itself under the media cache, named by their SHA-256 (a tool's
     /// image, a web upload).
     Cached(String),
+    /// A URL fetched with the platform's own token (Slack's `url_private`), shown only to the
+    /// hosts the platform declares for its files (`PlatformSpec::files`).
+    Authorized { platform: Platform, url: String },
 }
 
 /// A file attached to a message, recorded by reference.

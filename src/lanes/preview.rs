@@ -179,12 +179,7 @@ impl Preview {
                 _ = self.stop.cancelled() => return,
             }
             loop {
-                let wait = self.pace.ready_in(self.platform, &self.chat_id);
-                if !wait.is_zero()
-                    && crate::tasks::sleep_or_cancel(wait, &self.stop)
-                        .await
-                        .is_err()
-                {
+                if !self.ready().await {
                     return;
                 }
                 let text = self.render();
@@ -257,6 +252,15 @@ impl Preview {
                 }
             }
         }
+    }
+
+    /// Sleeps until the chat's pace would let an edit go; false when the preview was stopped.
+    async fn ready(&self) -> bool {
+        let wait = self.pace.ready_in(self.platform, &self.chat_id);
+        wait.is_zero()
+            || crate::tasks::sleep_or_cancel(wait, &self.stop)
+                .await
+                .is_ok()
     }
 
     /// Stores the preview ids, retrying a brief store outage: an unrecorded preview becomes a

@@ -13,6 +13,7 @@
 //! message is redacted once more); buffer more than the cap; sniff a MIME type (the reader
 //! does).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,8 +21,8 @@ use serde::Deserialize;
 
 use super::{sha256_hex, MediaCache, MediaError};
 use crate::config::{Config, Secret};
-use crate::domain::{Attachment, MediaSource};
-use crate::net::{Guard, HostRule, NetError, Policy};
+use crate::domain::{Attachment, MediaSource, Platform};
+use crate::net::{Bearer, Guard, HostRule, NetError, Policy};
 
 /// Hosts Discord serves attachments from: a CDN URL may redirect between them.
 const DISCORD_FILE_HOSTS: &[&str] = &["cdn.discordapp.com", "media.discordapp.net"];
@@ -47,6 +48,8 @@ struct Inner {
     telegram: Option<Telegram>,
     /// Where a URL's redirect may go besides its own host: Discord's file hosts.
     url_hosts: Vec<HostRule>,
+    /// The platforms whose files are fetched with their token, and the hosts it may go to.
+    authorized: HashMap<Platform, Bearer>,
     max_bytes: u64,
     timeout: Duration,
     cache: MediaCache,
@@ -88,6 +91,24 @@ impl Fetcher {
             })
         });
         let timeout = Duration::from_secs(config.media.fetch_timeout_secs.max(1));
+        let authorized: HashMap<Platform, Bearer> = crate::config::specs()
+            .iter()
+            .filter_map(|s| {
+                let files = s.files.as_ref()?;
+                let token = (files.token)(config)?;
+                let hosts = (files.hosts)(config)
+                    .iter()
+                    .filter_map(|h| HostRule::parse(h))
+                    .collect();
+                Some((
+                    s.name,
+                    Bearer {
+                        token: token.expose().to_string(),
+                        hosts,
+                    },
+                ))
+            })
+            .collect();
         let discord_api = HostRule::of_url(config.discord.api_url.url());
         // The platform APIs the operator configured are reached wherever they are (the test
         // fakes and self-hosted Bot API servers run on private addresses), and so are the
@@ -97,6 +118,7 @@ impl Fetcher {
             .and_then(|t| HostRule::of_url(&t.api_url))
             .into_iter()
             .chain(discord_api.clone())
+            .chain(authorized.values().flat_map(|b| b.hosts.clone()))
             .chain(
                 config
                     .media
@@ -115,6 +137,7 @@ impl Fetcher {
                 guard: Guard::new(exempt, timeout),
                 telegram,
                 url_hosts,
+                authorized,
                 max_bytes: config.media.max_bytes,
                 timeout,
                 cache,
@@ -158,6 +181,7 @@ impl Fetcher {
         let key = match &a.source {
             MediaSource::Telegram(id) => format!("telegram:{id}"),
             MediaSource::Url(url) => format!("url:{url}"),
+            MediaSource::Authorized { platform, url } => format!("{platform}:{url}"),
             MediaSource::DiscordSticker(_) => return Err(MediaError::NoSource("Discord stickers")),
             MediaSource::Cached(sha) => {
                 let bytes = self.inner.cache.get(sha).await.ok_or_else(gone)?;
@@ -171,6 +195,7 @@ impl Fetcher {
             match &a.source {
                 MediaSource::Telegram(id) => self.telegram(id).await,
                 MediaSource::Url(url) => self.get(url.as_str(), &self.inner.url_hosts).await,
+                MediaSource::Authorized { platform, url } => self.authorized(*platform, url).await,
                 _ => Err(gone()),
             }
         };
@@ -258,6 +283,37 @@ impl Fetcher {
         result.map_err(|e| redact(e, token))
     }
 
+    /// A platform file behind its token: only on the platform's file hosts (a URL elsewhere is
+    /// refused before any request), the token sent to those hosts alone and redacted from
+    /// every error.
+    async fn authorized(
+        &self,
+        platform: Platform,
+        url: &str,
+    ) -> Result<(Vec<u8>, Option<String>), MediaError> {
+        let bearer = self
+            .inner
+            .authorized
+            .get(&platform)
+            .ok_or(MediaError::NoSource("a platform without a file token"))?;
+        let parsed = url::Url::parse(url).map_err(|_| MediaError::Refused("not a URL".into()))?;
+        if !bearer.hosts.iter().any(|h| h.matches(&parsed)) {
+            return Err(MediaError::Refused(format!(
+                "not one of {platform}'s file hosts"
+            )));
+        }
+        let policy = Policy {
+            redirect_hosts: bearer.hosts.clone(),
+            bearer: Some(bearer.clone()),
+            ..self.policy(&[])
+        };
+        let result = match self.inner.guard.fetch(url, &policy).await {
+            Ok(body) => Ok((body.bytes, body.content_type)),
+            Err(e) => Err(net_error(e)),
+        };
+        result.map_err(|e| redact(e, &bearer.token))
+    }
+
     /// GETs `url` through the guard under the cap: a `Content-Length` over it fails before
     /// the body is read, a body that grows past it fails at the chunk that does. A redirect may
     /// lead to `url`'s own host or to one of `redirect_hosts`.
@@ -280,6 +336,7 @@ impl Fetcher {
             max_bytes: self.inner.max_bytes,
             timeout: self.inner.timeout,
             redirect_hosts: redirect_hosts.to_vec(),
+            bearer: None,
         }
     }
 }
@@ -342,6 +399,7 @@ fn platform(source: &MediaSource) -> &'static str {
         MediaSource::Url(_) => "url",
         MediaSource::DiscordSticker(_) => "discord_sticker",
         MediaSource::Cached(_) => "cache",
+        MediaSource::Authorized { .. } => "platform_file",
     }
 }
 

@@ -105,11 +105,15 @@ impl Guard {
         let mut redirects = 0;
         loop {
             let client = self.client_for(&current)?;
-            let response = client
-                .get(current.clone())
-                .send()
-                .await
-                .map_err(transport)?;
+            let mut request = client.get(current.clone());
+            if let Some(b) = policy
+                .bearer
+                .as_ref()
+                .filter(|b| b.hosts.iter().any(|h| h.matches(&current)))
+            {
+                request = request.bearer_auth(&b.token);
+            }
+            let response = request.send().await.map_err(transport)?;
             let location = response
                 .status()
                 .is_redirection()

@@ -34,6 +34,25 @@ pub struct Policy {
     pub timeout: Duration,
     /// Hosts a redirect may lead to besides the one asked for: the platform's own file hosts.
     pub redirect_hosts: Vec<HostRule>,
+    /// A platform token sent as `Authorization: Bearer` to these hosts only (a Slack file on
+    /// `files.slack.com`); a hop to any other host goes without it.
+    pub bearer: Option<Bearer>,
+}
+
+/// A token and the hosts it may be shown to.
+#[derive(Clone)]
+pub struct Bearer {
+    pub token: String,
+    pub hosts: Vec<HostRule>,
+}
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bearer")
+            .field("token", &"***")
+            .field("hosts", &self.hosts)
+            .finish()
+    }
 }
 
 /// A host, with a port or for every port: `files.example.com`, `127.0.0.1:8081`, `[::1]:9`.

@@ -4,8 +4,7 @@
 //! message answered exactly once, no reply row twice and no two turns of a lane at once.
 //! The load comes through the web chat API, and again through the fake Telegram Bot API so
 //! the poller's stored offset, the outbox send and `mark_sent` are crashed too; there the
-//! users' own view (replies recorded by the fake) must agree; and through the fake Slack in
-//! Socket Mode, where the acknowledgement and the metadata look-up before a resend are crashed.
+//! users' own view (replies recorded by the fake) must agree.
 //! `cargo run --example crash_loop` runs the long version and writes a report.
 
 use std::time::Duration;
@@ -66,42 +65,4 @@ async fn five_sigkills_while_polling_telegram_answer_every_update_once() {
         r.updates + r.resends_across_a_kill,
         "one reply per update; the only extra sends are resends across a kill"
     );
-}
-
-/// Slack's Socket Mode under SIGKILLs: 200 messages across 8 direct messages, the daemon
-/// killed three times. Every message answered exactly once, and no outbox row posted twice:
-/// a row in flight at a kill is found again by the key in its metadata.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_sigkills_on_slack_socket_mode_answer_every_message_once() {
-    let outcome = run(&CrashSpec {
-        lanes: 8,
-        min_per_lane: 25,
-        kills: 3,
-        life_ms: (1500, 4000),
-        model_jitter: Duration::from_millis(100),
-        via: Via::Slack,
-    })
-    .await;
-    println!("{}", serde_json::to_string_pretty(&outcome.report).unwrap());
-    outcome.census.assert_promise();
-    let r = outcome
-        .slack_receipts
-        .as_ref()
-        .expect("a Slack run counts receipts");
-    assert!(
-        r.promise_held(),
-        "the users saw a broken promise: {}",
-        serde_json::to_string_pretty(r).unwrap()
-    );
-    assert!(
-        r.messages >= 200,
-        "every DM sent its messages: {}",
-        r.messages
-    );
-    assert_eq!(r.messages, outcome.census.client_messages);
-    assert_eq!(
-        outcome.census.inbox_rows, r.messages,
-        "one inbox row per message"
-    );
-    assert_eq!(r.resends, 0, "no outbox row posted twice");
 }

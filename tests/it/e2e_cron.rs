@@ -183,13 +183,16 @@ async fn cron_commands_check_targets_and_manage_jobs() {
         catch_up: None,
         budget: None,
     };
-    let err = execute(store, &config, add("slack:C123"), t0())
+    let err = execute(store, &config, add("irc:C123"), t0())
         .await
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "cannot add the job (--deliver): cron job \"brief\": unknown platform \"slack\" in delivery \
-         target \"slack:C123\" (expected telegram:<chat>[:<thread>], discord:<channel>[:<thread>] or web:<lane>)"
+        format!(
+            "cannot add the job (--deliver): cron job \"brief\": unknown platform \"irc\" in delivery \
+             target \"irc:C123\" (known: {})",
+            known_targets()
+        )
     );
     let err = execute(store, &config, add("telegram:42"), t0())
         .await
@@ -350,4 +353,15 @@ async fn a_claim_whose_scheduler_died_before_queuing_is_taken_over_once() {
     assert_eq!(fires[0].claimed_by.as_deref(), Some("test/cron"));
     assert_eq!(llm.request_count(), 1);
     app.shutdown().await;
+}
+
+/// The platforms a delivery target may name in this build, as the error lists them.
+fn known_targets() -> String {
+    let mut names: Vec<&str> = herald::PLATFORMS
+        .iter()
+        .filter(|s| s.target.is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.join(", ")
 }

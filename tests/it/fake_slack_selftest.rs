@@ -108,7 +108,7 @@ async fn ack(ws: &mut Socket, envelope_id: &str) {
 #[tokio::test]
 async fn hello_then_an_unacked_envelope_comes_back_until_acked_once() {
     let fake = start().await;
-    fake.set_ack_timeout(Duration::from_millis(300));
+    fake.set_ack_timeout(Duration::from_secs(1));
     let (mut ws, hello) = connect(&fake).await;
     assert_eq!(hello["type"], "hello");
     assert_eq!(hello["num_connections"], 1);
@@ -144,7 +144,7 @@ async fn hello_then_an_unacked_envelope_comes_back_until_acked_once() {
     let acks = fake.wait_for_acks(1, WAIT).await;
     assert!(acks[0].known && acks[0].first);
     // Acked: nothing more within several timeouts.
-    let more = next_frame(&mut ws, Duration::from_millis(1200)).await;
+    let more = next_frame(&mut ws, Duration::from_millis(2500)).await;
     assert!(more.is_none(), "acked envelope sent again: {more:?}");
     let view = fake.envelopes();
     assert_eq!(view.len(), 1);
@@ -212,4 +212,111 @@ async fn a_ticket_opens_one_connection_and_disconnect_says_why() {
         conns[1].close.as_deref(),
         Some("disconnect: refresh_requested")
     );
+}
+
+/// Reads envelopes until one of `kind` arrives (echoes of other events are skipped).
+async fn next_of(ws: &mut Socket, kind: &str, event_type: Option<&str>) -> Value {
+    loop {
+        let f = next_frame(ws, WAIT).await.expect("an envelope");
+        let t = f["payload"]["event"]["type"].as_str();
+        if f["type"] == kind && (event_type.is_none() || t == event_type) {
+            return f;
+        }
+    }
+}
+
+#[tokio::test]
+async fn people_bots_clicks_and_commands_arrive_in_slacks_shapes() {
+    let fake = start().await;
+    fake.set_ack_timeout(Duration::from_secs(1));
+    fake.add_channel("C0GENERAL", "general");
+    let (mut ws, _) = connect(&fake).await;
+
+    // A mention in a channel is two events about one message.
+    let ts = fake.mention("C0GENERAL", "U0JACK", "help");
+    let message = next_of(&mut ws, "events_api", Some("message")).await;
+    let mention = next_of(&mut ws, "events_api", Some("app_mention")).await;
+    for f in [&message, &mention] {
+        assert_eq!(f["payload"]["event"]["ts"], ts.as_str());
+        assert_eq!(f["payload"]["event"]["text"], "<@UBOT0001> help");
+        ack(&mut ws, f["envelope_id"].as_str().unwrap()).await;
+    }
+    assert_eq!(message["payload"]["event"]["channel_type"], "channel");
+    assert_ne!(
+        message["payload"]["event_id"],
+        mention["payload"]["event_id"]
+    );
+
+    fake.edit_message("C0GENERAL", &ts, "<@UBOT0001> help, please");
+    let changed = next_of(&mut ws, "events_api", None).await;
+    let e = &changed["payload"]["event"];
+    assert_eq!(
+        (e["subtype"].as_str(), e["hidden"].as_bool()),
+        (Some("message_changed"), Some(true))
+    );
+    assert_eq!(e["message"]["ts"], ts.as_str());
+    assert_eq!(e["message"]["text"], "<@UBOT0001> help, please");
+    assert_eq!(e["previous_message"]["text"], "<@UBOT0001> help");
+    ack(&mut ws, changed["envelope_id"].as_str().unwrap()).await;
+
+    let other = fake.bot_message("C0GENERAL", "B0OTHER", "beep");
+    let bot = next_of(&mut ws, "events_api", None).await;
+    assert_eq!(bot["payload"]["event"]["subtype"], "bot_message");
+    assert_eq!(bot["payload"]["event"]["bot_id"], "B0OTHER");
+    assert_eq!(bot["payload"]["event"]["ts"], other.as_str());
+    ack(&mut ws, bot["envelope_id"].as_str().unwrap()).await;
+
+    fake.delete_message("C0GENERAL", &ts);
+    let deleted = next_of(&mut ws, "events_api", None).await;
+    assert_eq!(deleted["payload"]["event"]["subtype"], "message_deleted");
+    assert_eq!(deleted["payload"]["event"]["deleted_ts"], ts.as_str());
+    ack(&mut ws, deleted["envelope_id"].as_str().unwrap()).await;
+
+    // A click on the bot's button, and a slash command answered in its ack.
+    let token = fake.config().bot_token.clone();
+    let blocks = json!([{"type": "actions", "block_id": "b1", "elements": [
+        {"type": "button", "action_id": "deny", "value": "no-7", "text": {"type": "plain_text", "text": "Deny"}},
+    ]}]);
+    let args =
+        json!({"channel": "C0GENERAL", "text": "allow?", "blocks": blocks, "thread_ts": other});
+    let asked = call(&fake, "chat.postMessage", Some(&token), args).await;
+    let asked_ts = asked.body["ts"].as_str().unwrap().to_string();
+    fake.click("C0GENERAL", &asked_ts, "U0JACK", "deny", "no-7");
+    let click = next_of(&mut ws, "interactive", None).await;
+    let p = &click["payload"];
+    assert_eq!(p["type"], "block_actions");
+    assert_eq!(p["user"]["id"], "U0JACK");
+    assert_eq!(p["actions"][0]["action_id"], "deny");
+    assert_eq!(p["actions"][0]["value"], "no-7");
+    assert_eq!(p["message"]["thread_ts"], other.as_str());
+    assert_eq!(p["container"]["message_ts"], asked_ts.as_str());
+    fake.slash("/herald", "usage", "U0JACK", "C0GENERAL");
+    let slash = next_of(&mut ws, "slash_commands", None).await;
+    assert_eq!(slash["accepts_response_payload"], true);
+    assert_eq!(slash["payload"]["command"], "/herald");
+    assert_eq!(slash["payload"]["text"], "usage");
+    assert_eq!(slash["payload"]["user_id"], "U0JACK");
+    let reply = json!({"envelope_id": slash["envelope_id"], "payload": {"text": "42 tokens"}});
+    ws.send(Message::Text(reply.to_string())).await.unwrap();
+    let acks = fake
+        .wait_for("the slash ack", WAIT, |f| {
+            let a = f.acks();
+            a.iter().any(|a| a.payload.is_some()).then_some(a)
+        })
+        .await;
+    assert_eq!(
+        acks.last().unwrap().payload,
+        Some(json!({"text": "42 tokens"}))
+    );
+
+    // The unacked click is not sent again: Slack shows the person an error instead.
+    let click_view = fake
+        .wait_for("the click to time out", WAIT, |f| {
+            let views = f.envelopes();
+            views
+                .into_iter()
+                .find(|v| v.kind == "interactive" && v.given_up)
+        })
+        .await;
+    assert_eq!(click_view.deliveries, 1);
 }

@@ -33,6 +33,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     },
     dm_by_person_id: false,
     thread_is_chat: true,
+    files: None,
     section: None,
 };
 

@@ -155,6 +155,37 @@ impl SlackApi {
         Ok(())
     }
 
+    /// Answers a press or a command on its `response_url` (no token: the URL is the
+    /// credential). Only Slack's hook host or the API's own host is called.
+    pub async fn respond(&self, url: &str, body: &Value) -> Result<(), ApiError> {
+        let method = "response_url";
+        let parsed = url::Url::parse(url).ok();
+        let host = parsed.as_ref().and_then(|u| u.host_str());
+        let api_host = url::Url::parse(&self.base).ok();
+        let ours = host == Some("hooks.slack.com")
+            || (host.is_some() && host == api_host.as_ref().and_then(|u| u.host_str()));
+        if !ours {
+            return Err(ApiError::Refused {
+                method: method.into(),
+                code: "response_url_not_slacks".into(),
+            });
+        }
+        let res = self
+            .http
+            .post(url)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| unavailable(method, &e))?;
+        if !res.status().is_success() {
+            return Err(ApiError::Unavailable {
+                method: method.into(),
+                detail: format!("HTTP {}", res.status()),
+            });
+        }
+        Ok(())
+    }
+
     fn request(&self, method: &str, token: &str) -> reqwest::RequestBuilder {
         self.http
             .post(format!("{}/{method}", self.base))

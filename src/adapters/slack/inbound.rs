@@ -1,7 +1,7 @@
 //! Slack event → `MessageEvent`, and the rule for which events reach the core at all.
 //!
 //! One decision per event, the same for Socket Mode and the Events API: ingest it (with the
-//! lane, the text the model should see and the files to fetch), record a button press, or
+//! lane, the text the model should see and the files to fetch later), record a button press, or
 //! ignore it with a reason. Lanes: a DM (`channel_type: im`) is `slack:<channel>`; in a channel
 //! Herald answers only when mentioned (or in a free-response channel, or with
 //! `require_mention = false`), always in the message's thread, and each thread is its own lane
@@ -23,7 +23,9 @@ use slack_morphism::events::{SlackEventCallbackBody, SlackMessageEvent, SlackMes
 use slack_morphism::{SlackFile, SlackMessageContent, SlackMessageSender};
 
 use super::SLACK;
-use crate::domain::{ChatType, MessageEvent, MessageKind, Origin};
+use crate::domain::{
+    Attachment, ChatType, MediaKind, MediaSource, MessageEvent, MessageKind, Origin,
+};
 use crate::lanes::Press;
 
 /// Who the bot is (from `auth.test`): its user id for mentions, its bot id for its own posts.
@@ -39,23 +41,10 @@ pub struct Rules<'a> {
     pub free_response_channels: &'a HashSet<String>,
 }
 
-/// A file a person shared, to fetch with the bot token before the event is ingested.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileRef {
-    pub id: String,
-    pub name: String,
-    pub mime: Option<String>,
-    pub size: Option<u64>,
-    pub url: Option<String>,
-}
-
 /// What to do with one event (or button press, or slash command: `interactions.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    Ingest {
-        event: Box<MessageEvent>,
-        files: Vec<FileRef>,
-    },
+    Ingest(Box<MessageEvent>),
     /// An approval button was pressed.
     Press(Press),
     /// Not for the core; the reason goes to the debug log.
@@ -66,7 +55,7 @@ pub enum Decision {
 pub fn decide_event(event: &Value, rules: &Rules<'_>) -> Result<Decision, serde_json::Error> {
     let body: SlackEventCallbackBody = serde_json::from_value(event.clone())?;
     Ok(match body {
-        SlackEventCallbackBody::Message(m) => message(&m, rules, false),
+        SlackEventCallbackBody::Message(m) => message(&m, event, rules, false),
         SlackEventCallbackBody::AppMention(m) => {
             let msg = SlackMessageEvent {
                 origin: {
@@ -89,7 +78,7 @@ pub fn decide_event(event: &Value, rules: &Rules<'_>) -> Result<Decision, serde_
                 previous_message: None,
                 deleted_ts: None,
             };
-            message(&msg, rules, true)
+            message(&msg, event, rules, true)
         }
         SlackEventCallbackBody::Unknown(_) if is_message_type(event) => {
             // A type we handle that did not read as that type: malformed, not merely unknown.
@@ -108,7 +97,12 @@ fn is_message_type(event: &Value) -> bool {
     )
 }
 
-fn message(m: &SlackMessageEvent, rules: &Rules<'_>, mentioned: bool) -> Decision {
+fn message(
+    m: &SlackMessageEvent,
+    event_json: &Value,
+    rules: &Rules<'_>,
+    mentioned: bool,
+) -> Decision {
     let Some(channel) = m.origin.channel.as_ref().map(|c| c.0.clone()) else {
         return Decision::Ignore("message without a channel");
     };
@@ -138,7 +132,7 @@ fn message(m: &SlackMessageEvent, rules: &Rules<'_>, mentioned: bool) -> Decisio
     }
     let ts = m.origin.ts.0.clone();
     let text = model_text(&raw, rules.me);
-    let files = file_refs(content.files.as_deref().unwrap_or_default());
+    let files = attachments(content.files.as_deref().unwrap_or_default(), event_json);
     let kind = if text.trim_start().starts_with('/') {
         MessageKind::Command
     } else if text.trim().is_empty() && !files.is_empty() {
@@ -164,10 +158,8 @@ fn message(m: &SlackMessageEvent, rules: &Rules<'_>, mentioned: bool) -> Decisio
     ev.reply_to = Some(ts.clone());
     ev.timestamp = ts_time(&ts);
     ev.origin = Origin::person(kind);
-    Decision::Ingest {
-        event: Box::new(ev),
-        files,
-    }
+    ev.attachments = files;
+    Decision::Ingest(Box::new(ev))
 }
 
 /// An edit of a person's message: recorded as `Edited` in the lane it belongs to.
@@ -263,10 +255,7 @@ fn record(
     ev.reply_to = about;
     ev.timestamp = ts_time(event_ts);
     ev.origin = Origin::person(kind);
-    Decision::Ingest {
-        event: Box::new(ev),
-        files: Vec::new(),
-    }
+    Decision::Ingest(Box::new(ev))
 }
 
 /// The inbox key of a message: `<channel>/<ts>`.
@@ -326,43 +315,36 @@ pub fn model_text(raw: &str, me: &BotIdentity) -> String {
         .replace("&amp;", "&")
 }
 
-fn file_refs(files: &[SlackFile]) -> Vec<FileRef> {
+/// The files of a message, fetched later by the media path with the bot token
+/// (`MediaSource::Authorized`, only from the hosts `SPEC.files` names). slack-morphism's
+/// `SlackFile` has no `size`: it is read from the raw event (`files[i].size`, by id), so a file
+/// over `media.max_bytes` is refused by its announced size without a download.
+fn attachments(files: &[SlackFile], raw: &Value) -> Vec<Attachment> {
+    let sizes = raw.get("files").and_then(Value::as_array);
     files
         .iter()
-        .map(|f| FileRef {
-            id: f.id.0.clone(),
-            name: f
-                .name
-                .clone()
-                .or_else(|| f.title.clone())
-                .unwrap_or_else(|| f.id.0.clone()),
-            mime: f.mimetype.as_ref().map(|m| m.0.clone()),
-            size: None,
-            url: f
-                .url_private_download
-                .as_ref()
-                .or(f.url_private.as_ref())
-                .map(|u| u.to_string()),
+        .filter_map(|f| {
+            let url = f.url_private_download.as_ref().or(f.url_private.as_ref())?;
+            let mime = f.mimetype.as_ref().map(|m| m.0.clone());
+            let kind = mime
+                .as_deref()
+                .map_or(MediaKind::Document, MediaKind::from_mime);
+            let source = MediaSource::Authorized {
+                platform: SLACK,
+                url: url.to_string(),
+            };
+            let mut a = Attachment::new(kind, source);
+            a.name = f.name.clone().or_else(|| f.title.clone());
+            a.mime = mime;
+            a.size = sizes
+                .into_iter()
+                .flatten()
+                .find(|r| r.get("id").and_then(Value::as_str) == Some(f.id.0.as_str()))
+                .and_then(|r| r.get("size"))
+                .and_then(Value::as_u64);
+            Some(a)
         })
         .collect()
-}
-
-/// Files' announced sizes: slack-morphism's `SlackFile` has no `size`, so it is read from the
-/// raw event (`files[i].size`, by id).
-pub fn with_sizes(mut files: Vec<FileRef>, event: &Value) -> Vec<FileRef> {
-    let raw = event
-        .get("files")
-        .or_else(|| event.pointer("/message/files"))
-        .and_then(Value::as_array);
-    for f in &mut files {
-        f.size = raw
-            .into_iter()
-            .flatten()
-            .find(|r| r.get("id").and_then(Value::as_str) == Some(f.id.as_str()))
-            .and_then(|r| r.get("size"))
-            .and_then(Value::as_u64);
-    }
-    files
 }
 
 fn empty_content() -> SlackMessageContent {

@@ -29,13 +29,13 @@ fn decide(event: Value, free: &[&str], require_mention: bool) -> Decision {
 /// (lane, kind, text, platform id) of an ingested event, or the ignore reason.
 fn summary(d: &Decision) -> String {
     match d {
-        Decision::Ingest { event, files } => format!(
+        Decision::Ingest(event) => format!(
             "{} {:?} {:?} {} files={}",
             event.lane().as_str(),
             event.kind().unwrap(),
             event.text,
             event.platform_message_id,
-            files.len()
+            event.attachments.len()
         ),
         Decision::Press(p) => format!("press {} {} by {}", p.approval_id, p.approve, p.sender_id),
         Decision::Ignore(why) => format!("ignore: {why}"),
@@ -176,7 +176,7 @@ fn translation_table() {
 
 #[test]
 fn dm_and_thread_shapes() {
-    let Decision::Ingest { event, .. } =
+    let Decision::Ingest(event) =
         decide(msg("D1", "im", "U1", "hi", "1700000000.000100"), &[], true)
     else {
         panic!("ingested")
@@ -186,7 +186,7 @@ fn dm_and_thread_shapes() {
     assert_eq!(event.sender_id, "U1");
     assert_eq!(event.timestamp.timestamp(), 1_700_000_000);
     assert!(event.can_start_turn());
-    let Decision::Ingest { event, .. } = decide(
+    let Decision::Ingest(event) = decide(
         msg("C1", "channel", "U1", "<@UBOT0001>", "1700000001.000100"),
         &[],
         true,

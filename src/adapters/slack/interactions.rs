@@ -69,8 +69,5 @@ pub fn decide_command(payload: &Value) -> Decision {
     ev.sender_name = field("user_name").unwrap_or(user).to_string();
     ev.platform_message_id = format!("command/{trigger}");
     ev.origin = Origin::person(kind);
-    Decision::Ingest {
-        event: Box::new(ev),
-        files: Vec::new(),
-    }
+    Decision::Ingest(Box::new(ev))
 }

@@ -17,7 +17,6 @@ mod ask;
 pub mod config;
 mod doctor;
 mod events;
-mod files_in;
 mod files_out;
 mod history;
 pub mod inbound;
@@ -145,20 +144,6 @@ impl Start {
             return;
         };
         tracing::info!(bot_user = %me.user_id, mode = ?self.config.mode, "slack adapter starting");
-        let core = &self.edge.config;
-        let cache = crate::media::MediaCache::under(&core.server.data_dir, core.media.cache_hours);
-        let files = match files_in::FileFetch::new(
-            self.config.api_url.url(),
-            core.media.max_bytes,
-            Duration::from_secs(core.media.fetch_timeout_secs.max(1)),
-            cache,
-        ) {
-            Ok(f) => f,
-            Err(e) => {
-                tracing::error!(error = %e, "slack adapter cannot build its file client; not started");
-                return;
-            }
-        };
         let receiver = Arc::new(Receiver {
             ingest: self.edge.ingest.clone(),
             approvals: self.edge.approvals.clone(),
@@ -172,7 +157,6 @@ impl Start {
                 .iter()
                 .cloned()
                 .collect::<HashSet<_>>(),
-            files,
         });
         let _ = self.receiver.set(receiver.clone());
         if self.config.mode == SlackMode::Socket {

@@ -13,7 +13,6 @@ use std::panic::AssertUnwindSafe;
 use serde_json::Value;
 
 use super::api::SlackApi;
-use super::files_in::FileFetch;
 use super::inbound::{self, BotIdentity, Decision, Rules};
 use crate::lanes::{Approvals, Ingest};
 use crate::store::{InboxInsert, StoreError};
@@ -26,7 +25,6 @@ pub struct Receiver {
     pub me: BotIdentity,
     pub require_mention: bool,
     pub free_response_channels: HashSet<String>,
-    pub files: FileFetch,
 }
 
 /// What kind of payload arrived (Socket Mode's envelope `type`, or the HTTP route).
@@ -91,28 +89,14 @@ impl Receiver {
                 // Recorded in the store before the payload is acknowledged; telling the presser
                 // is best effort (a press answered here and lost there is still answered).
                 let outcome = self.approvals.press(&press).await;
-                self.tell_presser(&press.chat_id, &press.sender_id, &outcome.text())
-                    .await;
+                let respond = payload.get("response_url").and_then(Value::as_str);
+                self.tell_presser(respond, &press, &outcome.text()).await;
                 Ok(Received::Pressed)
             }
-            Decision::Ingest { mut event, files } => {
-                if !files.is_empty() {
-                    let files = inbound::with_sizes(files, payload.get("event").unwrap_or(payload));
-                    let (attachments, notes) =
-                        self.files.attachments(&files, &self.bot_token).await;
-                    event.attachments = attachments;
-                    for note in notes {
-                        if !event.text.is_empty() {
-                            event.text.push('\n');
-                        }
-                        event.text.push_str(&note);
-                    }
-                }
-                Ok(match self.ingest.ingest(&event).await? {
-                    InboxInsert::Inserted(_) => Received::Ingested,
-                    InboxInsert::Duplicate(_) => Received::Duplicate,
-                })
-            }
+            Decision::Ingest(event) => Ok(match self.ingest.ingest(&event).await? {
+                InboxInsert::Inserted(_) => Received::Ingested,
+                InboxInsert::Duplicate(_) => Received::Duplicate,
+            }),
         }
     }
 
@@ -148,13 +132,28 @@ impl Receiver {
         }
     }
 
-    /// Tells the presser, and only them, what their press did.
-    async fn tell_presser(&self, channel: &str, user: &str, text: &str) {
-        let body = serde_json::json!({ "channel": channel, "user": user, "text": text });
-        let res: Result<Value, _> = self
-            .api
-            .post("chat.postEphemeral", &self.bot_token, &body)
-            .await;
+    /// Tells the presser, and only them, what their press did: an ephemeral answer on the
+    /// press's `response_url`, else `chat.postEphemeral`.
+    async fn tell_presser(&self, respond: Option<&str>, press: &crate::lanes::Press, text: &str) {
+        let res = match respond {
+            Some(url) => {
+                let body = serde_json::json!({
+                    "response_type": "ephemeral",
+                    "replace_original": false,
+                    "text": text,
+                });
+                self.api.respond(url, &body).await
+            }
+            None => {
+                let body = serde_json::json!({
+                    "channel": press.chat_id, "user": press.sender_id, "text": text,
+                });
+                self.api
+                    .post::<Value>("chat.postEphemeral", &self.bot_token, &body)
+                    .await
+                    .map(|_| ())
+            }
+        };
         if let Err(e) = res {
             tracing::debug!(error = %e, "could not tell the presser the outcome");
         }

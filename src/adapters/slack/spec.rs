@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::config::SlackConfig;
 use super::SLACK;
+use crate::config::FileAuth;
 use crate::config::{Access, Admit, Capabilities, Config, ConfigError, PlatformSpec, Section};
 use crate::delivery::pace::{Bucket, Limits, Window};
 use crate::domain::cron::split_chat_thread;
@@ -32,6 +33,10 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     edit_interval: |_| Some(super::outbound::EDIT_INTERVAL),
     dm_by_person_id: false,
     thread_is_chat: false,
+    files: Some(FileAuth {
+        token: |c| section(c).and_then(|s| s.bot_token),
+        hosts: file_hosts,
+    }),
     section: Some(Section {
         name: "slack",
         check,
@@ -41,6 +46,21 @@ pub static SPEC: PlatformSpec = PlatformSpec {
 /// The `[slack]` section, when there is one that reads (`check` reported it otherwise).
 pub fn section(c: &Config) -> Option<SlackConfig> {
     c.section::<SlackConfig>("slack").ok().flatten()
+}
+
+/// Where people's files are fetched from with the bot token: Slack's file host, and the
+/// `api_url` host (a proxy, or the test fake, serves them there).
+fn file_hosts(c: &Config) -> Vec<String> {
+    let mut hosts = vec!["files.slack.com".to_string()];
+    if let Some(url) = section(c).map(|s| s.api_url.url().clone()) {
+        if let Some(host) = url.host_str() {
+            hosts.push(match url.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_string(),
+            });
+        }
+    }
+    hosts
 }
 
 fn access(c: &Config) -> Access {

@@ -29,6 +29,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     edit_interval: |c| c.streaming.telegram_edit_interval_ms.map(Duration::from_millis),
     dm_by_person_id: true,
     thread_is_chat: false,
+    files: None,
     section: None,
 };
 

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::args::Args;
 use super::envelopes::send_event;
 use super::payloads;
 use super::records::{Delete, Edit, Post};
 use super::state::{Msg, State};
-use super::web::{err, ok, Args};
+use super::web::{err, ok};
 use super::Shared;
 
 /// Slack's limit on a message's `text`.

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::args::Args;
 use super::payloads::{channel_json, user_json};
 use super::state::Msg;
-use super::web::{err, ok, Args};
+use super::web::{err, ok};
 use super::Shared;
 
 /// A `ts` as (seconds, microseconds), so `"1700000000.5"` and `"1700000000.500000"` compare

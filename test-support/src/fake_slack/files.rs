@@ -13,11 +13,12 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use super::args::Args;
 use super::envelopes::send_event;
 use super::payloads::{file_json, in_channel};
 use super::records::{FileFetch, Upload};
 use super::state::{Msg, PendingUpload, State, StoredFile};
-use super::web::{err, ok, Args};
+use super::web::{err, ok};
 use super::Shared;
 
 /// The page Slack serves a browser (or a client) that is not signed in.

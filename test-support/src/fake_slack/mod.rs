@@ -24,6 +24,7 @@
 //!   (form or query only, as reported of Slack), so its arguments are missing then.
 
 mod actions;
+mod args;
 mod chat;
 mod control;
 mod conversations;
@@ -153,6 +154,8 @@ impl Drop for FakeSlack {
         for t in &self.tasks {
             t.abort();
         }
+        // A client still connected must see Slack go away, not a socket that stays silent.
+        self.drop_connections();
     }
 }
 

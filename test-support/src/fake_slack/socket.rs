@@ -15,8 +15,9 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::Message;
 
+use super::args::Args;
 use super::records::Connection;
-use super::web::{ok, Args};
+use super::web::ok;
 use super::{envelopes, FakeSlack, Shared};
 
 pub(crate) enum ConnCmd {

@@ -1,6 +1,6 @@
 //! The fake's HTTP side: routes the Web API (`/api/<method>`), the upload URLs, the private
-//! file host, `response_url`s and the control endpoints; decodes query, form and JSON
-//! arguments; checks the token, its type and the method's scope; applies queued faults; and
+//! file host, `response_url`s and the control endpoints; reads each call's arguments (`args.rs`);
+//! checks the token, its type and the method's scope; applies queued faults; and
 //! records every call with the time it arrived.
 //!
 //! Must not: answer an unknown method with success, or an `ok:false` with anything but HTTP 200
@@ -13,9 +13,10 @@ use axum::extract::State as AxState;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
+use super::args::{parse_args, Args};
 use super::records::Call;
 use super::state::State;
 use super::{Fault, Shared};
@@ -46,87 +47,6 @@ async fn handle(
         return super::control::control(&shared, &method, &path, &body);
     }
     (StatusCode::NOT_FOUND, "not found").into_response()
-}
-
-/// The arguments of one call, from the query string and a form or JSON body.
-pub(crate) struct Args {
-    pub map: Map<String, Value>,
-    /// The body was JSON (values keep their JSON types).
-    pub json: bool,
-}
-
-impl Args {
-    /// A string argument; numbers and booleans as their text, an empty string as absent.
-    pub fn str(&self, key: &str) -> Option<String> {
-        match self.map.get(key)? {
-            Value::String(s) if s.is_empty() => None,
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        }
-    }
-
-    /// `true`, `"true"` and `"1"` are true.
-    pub fn bool(&self, key: &str) -> Option<bool> {
-        match self.map.get(key)? {
-            Value::Bool(b) => Some(*b),
-            Value::String(s) => Some(matches!(s.as_str(), "true" | "1")),
-            Value::Number(n) => Some(n.as_i64() != Some(0)),
-            _ => None,
-        }
-    }
-
-    /// A structured argument (`blocks`, `metadata`, `files`): a JSON value, or a string that
-    /// holds JSON (how a form carries it).
-    pub fn json(&self, key: &str) -> Result<Option<Value>, ()> {
-        match self.map.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.is_empty() => Ok(None),
-            Some(Value::String(s)) => serde_json::from_str(s).map(Some).map_err(|_| ()),
-            Some(v) => Ok(Some(v.clone())),
-        }
-    }
-
-    /// What the call record keeps: everything but the token.
-    pub fn recorded(&self) -> Value {
-        let mut m = self.map.clone();
-        m.remove("token");
-        Value::Object(m)
-    }
-}
-
-/// `form_only`: the method does not read a JSON body (its arguments are then missing).
-fn parse_args(
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-    form_only: bool,
-) -> Result<Args, &'static str> {
-    let mut map = Map::new();
-    for (k, v) in url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()) {
-        map.insert(k.into_owned(), Value::String(v.into_owned()));
-    }
-    let ctype = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let mut json = false;
-    if ctype.starts_with("application/json") && !body.is_empty() {
-        let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(body) else {
-            return Err("invalid_json");
-        };
-        if !form_only {
-            map.extend(o);
-        }
-        json = true;
-    } else if ctype.starts_with("application/x-www-form-urlencoded") {
-        for (k, v) in url::form_urlencoded::parse(body) {
-            map.insert(k.into_owned(), Value::String(v.into_owned()));
-        }
-    }
-    Ok(Args { map, json })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -283,6 +203,12 @@ async fn api(
             }
         }
     };
+    let mut answer = answer;
+    if answer["ok"] == true && json_without_charset(headers) {
+        // Slack serves the call but says so, as it does.
+        answer["warning"] = json!("missing_charset");
+        answer["response_metadata"]["warnings"] = json!(["missing_charset"]);
+    }
     let mut resp = (StatusCode::OK, axum::Json(answer.clone())).into_response();
     let h = resp.headers_mut();
     h.insert(
@@ -296,6 +222,15 @@ async fn api(
         call.error = answer["error"].as_str().map(str::to_string);
     }
     finish(shared, call, resp)
+}
+
+fn json_without_charset(headers: &HeaderMap) -> bool {
+    let ctype = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    ctype.starts_with("application/json") && !ctype.contains("charset=utf-8")
 }
 
 fn finish(shared: &Shared, mut call: Call, resp: Response) -> Response {

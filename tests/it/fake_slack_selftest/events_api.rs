@@ -143,9 +143,9 @@ async fn an_event_post_is_signed_over_its_exact_bytes() {
 #[tokio::test]
 async fn a_failed_post_is_retried_with_its_number_and_reason() {
     let fake = start().await;
-    fake.set_ack_timeout(Duration::from_millis(300));
+    fake.set_ack_timeout(Duration::from_secs(1));
     fake.set_http_retry_delays(&[Duration::from_millis(50)]);
-    let plan = vec![Plan::Status(500), Plan::Slow(Duration::from_millis(900))];
+    let plan = vec![Plan::Status(500), Plan::Slow(Duration::from_millis(2500))];
     let (url, seen) = capture(plan).await;
     fake.events_target(&url);
     fake.dm("U0HANK", "try again");

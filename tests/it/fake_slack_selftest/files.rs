@@ -85,6 +85,35 @@ async fn the_upload_flow_shares_the_bytes_in_the_channel_and_thread() {
     assert_eq!(shared["files"][0]["id"], file_id.as_str());
     assert_eq!(shared["text"], "here it is");
 
+    // `files` as a JSON array in a JSON body, shared nowhere (a private file).
+    let slot = call_form(
+        &fake,
+        "files.getUploadURLExternal",
+        &[("token", &bot), ("filename", "notes.txt"), ("length", "5")],
+    )
+    .await;
+    let second = slot.body["file_id"].as_str().unwrap().to_string();
+    let url = slot.body["upload_url"].as_str().unwrap();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(b"notes".to_vec()).file_name("notes.txt"),
+    );
+    let sent = reqwest::Client::new()
+        .post(url)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let args = json!({"files": [{"id": second}]});
+    let done = call(&fake, "files.completeUploadExternal", Some(&bot), args).await;
+    assert_eq!(done.body["ok"], true, "{}", done.body);
+    let u = &fake.uploads()[1];
+    assert_eq!(
+        (u.bytes.as_slice(), u.channel.as_deref()),
+        (&b"notes"[..], None)
+    );
+
     // The served copy is the uploaded bytes.
     let url = shared["files"][0]["url_private"].as_str().unwrap();
     let got = reqwest::Client::new()

@@ -53,6 +53,25 @@ async fn tokens_are_checked_as_slack_checks_them() {
     let calls = fake.all_calls();
     assert_eq!(calls.len(), 9);
     assert_eq!(calls[1].error.as_deref(), Some("invalid_auth"));
+
+    // JSON without a charset is served with Slack's warning.
+    let bare: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/auth.test", fake.api_url()))
+        .bearer_auth(&bot)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(bare["ok"], true);
+    assert_eq!(
+        bare["response_metadata"]["warnings"],
+        json!(["missing_charset"])
+    );
+    assert!(good.body.get("warning").is_none());
 }
 
 #[tokio::test]
@@ -236,4 +255,49 @@ async fn history_shows_metadata_only_when_asked_and_threads_in_order() {
     )
     .await;
     assert_eq!(info.body["channel"]["name"], "general");
+}
+
+#[tokio::test]
+async fn the_control_endpoints_inject_and_list() {
+    let fake = start().await;
+    let bot = fake.config().bot_token.clone();
+    let http = reqwest::Client::new();
+    let injected: serde_json::Value = http
+        .post(format!("{}/_fake/events", fake.base_url()))
+        .json(&json!({"channel": "C0RANDOM", "user": "U0KIM", "text": "from outside"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(injected["ok"], true);
+    let ts = injected["ts"].as_str().unwrap();
+    assert_eq!(
+        fake.channel_view("C0RANDOM"),
+        [(
+            ts.to_string(),
+            "U0KIM".to_string(),
+            "from outside".to_string()
+        )]
+    );
+    assert_eq!(
+        fake.pending_envelopes(),
+        1,
+        "delivered like a person's message"
+    );
+
+    let args = json!({"channel": "C0RANDOM", "text": "seen", "thread_ts": ts});
+    call(&fake, "chat.postMessage", Some(&bot), args).await;
+    let posted: serde_json::Value = http
+        .get(format!("{}/_fake/posted", fake.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(posted["posts"][0]["text"], "seen");
+    assert_eq!(posted["posts"][0]["thread_ts"], ts);
+    assert_eq!(posted["edits"], json!([]));
 }
