@@ -129,16 +129,8 @@ impl FakeDiscord {
         timeout: Duration,
         mut probe: impl FnMut(&FakeDiscord) -> Option<T>,
     ) -> T {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if let Some(v) = probe(self) {
-                return v;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                panic!("fake discord: timed out after {timeout:?} waiting for {what}");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let what = format!("fake discord: {what}");
+        crate::harness::wait_for(&what, timeout, async || probe(self)).await
     }
 
     /// Waits until at least `n` messages were sent; returns all sent so far.

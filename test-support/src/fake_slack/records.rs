@@ -326,16 +326,8 @@ impl FakeSlack {
         timeout: Duration,
         mut probe: impl FnMut(&FakeSlack) -> Option<T>,
     ) -> T {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if let Some(v) = probe(self) {
-                return v;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                panic!("fake slack: timed out after {timeout:?} waiting for {what}");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let what = format!("fake slack: {what}");
+        crate::harness::wait_for(&what, timeout, async || probe(self)).await
     }
 
     /// Waits until at least `n` messages were posted; returns all posted so far.

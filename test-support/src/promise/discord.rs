@@ -11,63 +11,55 @@
 //! is under test is the inbox's dedupe on Discord's message id and the outbox's exactly-once,
 //! not the gateway's delivery, which Discord does not promise.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use super::super::fake_discord::{payloads, FakeDiscord};
+use super::super::fake_discord::{payloads, FakeDiscord, SentMessage};
+use super::attempt::{await_reply, daemon_env, Pushed};
 use super::census::Kill;
-use super::load::{Answer, Channel, UNRESOLVED};
+use super::load::{Answer, Channel};
 use super::receipts::Receipts;
+use super::stamps::Clock;
 
 pub const TOKEN: &str = "promise-discord-token";
 /// DM channels (and their users) start here; lane `i` is channel `FIRST_CHANNEL + i`.
 const FIRST_CHANNEL: u64 = 7000;
 const FIRST_USER: u64 = 17000;
-/// How long one delivery attempt waits for the reply before the client looks again.
-const ATTEMPT_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Clone)]
 pub struct DiscordChannel {
     fake: Arc<FakeDiscord>,
     /// client id → (channel, message id) of the message dispatched for it.
-    pushed: Arc<Mutex<HashMap<String, (u64, u64)>>>,
+    pushed: Pushed<(u64, u64)>,
     next_id: Arc<AtomicU64>,
     /// MESSAGE_CREATEs dispatched, first ones and replays.
     dispatches: Arc<AtomicUsize>,
-    /// The instant and epoch-ms of the start, to place the fake's send instants against kills.
-    epoch: (Instant, i64),
+    /// The start, to place the fake's send instants against kills.
+    clock: Clock,
 }
 
 impl DiscordChannel {
     pub async fn start() -> DiscordChannel {
         DiscordChannel {
             fake: Arc::new(FakeDiscord::start(TOKEN).await),
-            pushed: Arc::default(),
+            pushed: Pushed::default(),
             // Far above the fake's own ids, so the two never meet.
             next_id: Arc::new(AtomicU64::new(1 << 60)),
             dispatches: Arc::default(),
-            epoch: (Instant::now(), chrono::Utc::now().timestamp_millis()),
+            clock: Clock::now(),
         }
     }
 
     /// Settings for a daemon connected to this fake.
     pub fn daemon_env(&self) -> Vec<(String, String)> {
-        [
+        daemon_env(vec![
             ("HERALD_DISCORD__TOKEN", TOKEN.to_string()),
             ("HERALD_DISCORD__API_URL", self.fake.api_url()),
             // serenity's ratelimiter ignores the proxy (see the fake's header).
             ("HERALD_DISCORD__RATELIMITER", "false".into()),
             ("HERALD_DISCORD__ALLOW_ALL_USERS", "true".into()),
-            ("HERALD_PAIRING__ENABLED", "false".into()),
-            // The receipts count one sent message per answer: unstreamed.
-            ("HERALD_STREAMING__ENABLED", "false".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+        ])
     }
 
     pub fn fake(&self) -> &FakeDiscord {
@@ -80,7 +72,7 @@ impl DiscordChannel {
             .strip_prefix("discord:")
             .and_then(|c| c.parse().ok())
             .ok_or_else(|| format!("not a DM lane: {lane}"))?;
-        let mut pushed = self.pushed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pushed = self.pushed.lock();
         let next = || (channel, self.next_id.fetch_add(1, Ordering::Relaxed));
         Ok(*pushed.entry(client_id.to_string()).or_insert_with(next))
     }
@@ -102,7 +94,7 @@ impl DiscordChannel {
 
     /// Dispatches beyond the first of each message: the replays this channel stood in for.
     pub fn replays(&self) -> usize {
-        let pushed = self.pushed.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let pushed = self.pushed.lock().len();
         self.dispatches
             .load(Ordering::Relaxed)
             .saturating_sub(pushed)
@@ -110,24 +102,9 @@ impl DiscordChannel {
 
     /// Counts what the people saw: replies per message, resends and where they fell.
     pub fn receipts(&self, kills: &[Kill]) -> Receipts {
-        let pushed: Vec<(u64, u64)> = self
-            .pushed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .copied()
-            .collect();
-        let (at, ms) = self.epoch;
-        let sends: Vec<(Option<(u64, u64)>, i64)> = self
-            .fake
-            .sent_with_times()
-            .into_iter()
-            .map(|(m, t)| {
-                let stamp = ms + t.saturating_duration_since(at).as_millis() as i64;
-                (m.reference.map(|r| (m.channel_id, r)), stamp)
-            })
-            .collect();
-        Receipts::count(&pushed, &sends, kills)
+        let quotes = |m: &SentMessage| m.reference.map(|r| (m.channel_id, r));
+        let sent = self.fake.sent_with_times();
+        self.clock.receipts(&self.pushed.all(), sent, quotes, kills)
     }
 }
 
@@ -141,11 +118,8 @@ impl Channel for DiscordChannel {
     }
 
     fn platform_id(&self, client_id: &str) -> String {
-        let pushed = self.pushed.lock().unwrap_or_else(|e| e.into_inner());
-        match pushed.get(client_id) {
-            Some((_, message)) => message.to_string(),
-            None => client_id.to_string(),
-        }
+        self.pushed
+            .platform_id(client_id, |(_, message)| message.to_string())
     }
 
     fn deliver(
@@ -170,20 +144,7 @@ impl Channel for DiscordChannel {
                 }
                 me.dispatch((channel, id), &text);
             }
-            let deadline = tokio::time::Instant::now() + ATTEMPT_WAIT;
-            loop {
-                if let Some(m) = reply() {
-                    return Ok(Answer {
-                        inbox_id: UNRESOLVED,
-                        status: String::new(),
-                        reply: m.content,
-                    });
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(format!("no reply yet to {channel}:{id}"));
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            await_reply(format!("{channel}:{id}"), || reply().map(|m| m.content)).await
         }
     }
 }

@@ -13,6 +13,7 @@
 //! Slack ([`slack::SlackChannel`]: Socket Mode envelopes from the fake Slack, answers read from
 //! its recorded `chat.postMessage` calls); the census groups by platform.
 
+pub mod attempt;
 pub mod census;
 pub mod crash;
 pub mod daemon;
@@ -20,6 +21,7 @@ pub mod discord;
 pub mod load;
 pub mod receipts;
 pub mod slack;
+pub mod stamps;
 pub mod telegram;
 
 /// Installs the TLS provider reqwest needs (tests and the example start no other way).

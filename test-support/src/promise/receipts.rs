@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::census::Kill;
 
-/// How late a watcher may stamp a send that happened just before a kill.
+/// How far past a kill's stamp a send that went out before it may be stamped (the fake
+/// records a send when its handler runs, the clocks are read apart).
 const STAMP_SLACK_MS: i64 = 50;
 
 #[derive(Debug, Default, Serialize)]

@@ -12,17 +12,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::super::fake_slack::{FakeSlack, FakeSlackConfig};
+use super::attempt::{await_reply, daemon_env, Pushed};
 use super::census::Kill;
-use super::load::{Answer, Channel, UNRESOLVED};
-
-/// How long one delivery attempt waits for the reply before the client looks again.
-const ATTEMPT_WAIT: Duration = Duration::from_secs(2);
+use super::load::{Answer, Channel};
 
 /// The person of lane `index`.
 pub fn lane_user(index: usize) -> String {
@@ -40,7 +37,7 @@ pub fn platform_message_id(channel: &str, ts: &str) -> String {
 pub struct SlackChannel {
     fake: Arc<FakeSlack>,
     /// client id → (channel, ts) of the message injected for it.
-    pushed: Arc<Mutex<HashMap<String, (String, String)>>>,
+    pushed: Pushed<(String, String)>,
 }
 
 impl SlackChannel {
@@ -50,27 +47,21 @@ impl SlackChannel {
         fake.set_max_retries(None);
         SlackChannel {
             fake: Arc::new(fake),
-            pushed: Arc::new(Mutex::new(HashMap::new())),
+            pushed: Pushed::default(),
         }
     }
 
     /// Settings for a daemon on this fake, in Socket Mode, answering everyone.
     pub fn daemon_env(&self) -> Vec<(String, String)> {
         let cfg = self.fake.config();
-        [
+        daemon_env(vec![
             ("HERALD_SLACK__BOT_TOKEN", cfg.bot_token.clone()),
             ("HERALD_SLACK__APP_TOKEN", cfg.app_token.clone()),
             ("HERALD_SLACK__SIGNING_SECRET", cfg.signing_secret.clone()),
             ("HERALD_SLACK__API_URL", self.fake.api_url()),
             ("HERALD_SLACK__MODE", "socket".into()),
             ("HERALD_SLACK__ALLOW_ALL_USERS", "true".into()),
-            ("HERALD_PAIRING__ENABLED", "false".into()),
-            // The receipts count one post per answer: unstreamed.
-            ("HERALD_STREAMING__ENABLED", "false".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+        ])
     }
 
     pub fn fake(&self) -> &FakeSlack {
@@ -88,7 +79,7 @@ impl SlackChannel {
             .strip_prefix("slack:DLANE")
             .and_then(|i| i.parse().ok())
             .ok_or_else(|| format!("not a lane of this channel: {lane}"))?;
-        let mut pushed = self.pushed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pushed = self.pushed.lock();
         if let Some(ids) = pushed.get(client_id) {
             return Ok(ids.clone());
         }
@@ -102,11 +93,7 @@ impl SlackChannel {
     /// Counts what the people saw: replies per message, resends by metadata key, envelopes.
     pub fn receipts(&self, kills: &[Kill]) -> SlackReceipts {
         let posts = self.fake.posted();
-        let pushed = self
-            .pushed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let pushed = self.pushed.lock().clone();
         // (channel, text) → the message it answers: each lane waits for one answer at a time,
         // so a lane's texts are distinct.
         let mut texts: HashMap<(String, String), (String, String)> = HashMap::new();
@@ -197,11 +184,8 @@ impl Channel for SlackChannel {
     }
 
     fn platform_id(&self, client_id: &str) -> String {
-        let pushed = self.pushed.lock().unwrap_or_else(|e| e.into_inner());
-        match pushed.get(client_id) {
-            Some((channel, ts)) => platform_message_id(channel, ts),
-            None => client_id.to_string(),
-        }
+        let show = |(channel, ts): &(String, String)| platform_message_id(channel, ts);
+        self.pushed.platform_id(client_id, show)
     }
 
     fn deliver(
@@ -215,23 +199,13 @@ impl Channel for SlackChannel {
         let expected = format!("reply to: {text}");
         async move {
             let (channel, ts) = pushed?;
-            let deadline = tokio::time::Instant::now() + ATTEMPT_WAIT;
-            loop {
+            await_reply(format!("{channel}/{ts}"), || {
                 let reply = fake.posted_in(&channel).into_iter().find(|p| {
                     p.thread_ts.as_deref() == Some(ts.as_str()) || p.text.trim() == expected
                 });
-                if let Some(p) = reply {
-                    return Ok(Answer {
-                        inbox_id: UNRESOLVED,
-                        status: String::new(),
-                        reply: p.text,
-                    });
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(format!("no reply yet to {channel}/{ts}"));
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+                reply.map(|p| p.text)
+            })
+            .await
         }
     }
 }

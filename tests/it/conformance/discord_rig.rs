@@ -3,16 +3,15 @@
 //! the allowlist, each conversation a DM channel. A person sees the bot's messages of their
 //! channel (`channel_view`: edits applied, deletes gone) and the files attached to them.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use herald::adapters::split::Measure;
-use herald::app::App;
 use herald::config::{Config, Secret};
 use herald_test_support::fake_discord::{FakeDiscord, Fault};
-use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::harness::{init, test_config, wait_for};
 use herald_test_support::promise::discord::DiscordChannel;
 
+use super::rig_support::{press_answer, Core, WAIT};
 use super::{Caps, Rig, Seen, Who};
 
 const TOKEN: &str = "conformance-token";
@@ -22,29 +21,18 @@ const STRANGER: u64 = 77;
 /// The owner's DM channel, and the stranger's.
 const DM: u64 = 900;
 const STRANGER_DM: u64 = 901;
-const WAIT: Duration = Duration::from_secs(20);
 
 pub struct DiscordRig {
     fake: FakeDiscord,
-    llm: FakeLlm,
-    app: App,
-    _data: tempfile::TempDir,
+    core: Core,
 }
 
 fn user(who: Who) -> u64 {
-    match who {
-        Who::Owner => OWNER,
-        Who::Other => OTHER,
-        Who::Stranger => STRANGER,
-    }
+    who.pick(OWNER, OTHER, STRANGER)
 }
 
 fn channel(who: Who) -> u64 {
-    if who == Who::Stranger {
-        STRANGER_DM
-    } else {
-        DM
-    }
+    who.pick(DM, DM, STRANGER_DM)
 }
 
 /// An approval question: a message carrying buttons.
@@ -59,12 +47,7 @@ impl Rig for DiscordRig {
     const LANE: &'static str = "discord:900";
 
     fn caps() -> Caps {
-        Caps {
-            declared: herald::adapters::discord::SPEC.caps,
-            measure: Measure::Chars,
-            rate_limits: true,
-            people: true,
-        }
+        Caps::platform(herald::adapters::discord::SPEC.caps, Measure::Chars)
     }
 
     async fn crash_side() -> DiscordChannel {
@@ -74,31 +57,22 @@ impl Rig for DiscordRig {
     async fn start(tune: impl FnOnce(&mut Config)) -> DiscordRig {
         init();
         let fake = FakeDiscord::start(TOKEN).await;
-        let llm = FakeLlm::start().await;
-        let data = tempfile::tempdir().expect("temp dir");
-        let mut c = test_config(&llm, &data);
-        c.discord.token = Some(Secret::new(TOKEN));
-        c.discord.api_url = fake.api_url().parse().expect("the fake's URL");
-        // serenity's ratelimiter ignores the proxy (see the fake's header).
-        c.discord.ratelimiter = false;
-        c.discord.allowed_users = vec![OWNER.to_string(), OTHER.to_string()];
-        tune(&mut c);
-        let app = App::start(c).await.expect("herald starts");
+        let config = |llm: &_, data: &_| {
+            let mut c = test_config(llm, data);
+            c.discord.token = Some(Secret::new(TOKEN));
+            c.discord.api_url = fake.api_url().parse().expect("the fake's URL");
+            // serenity's ratelimiter ignores the proxy (see the fake's header).
+            c.discord.ratelimiter = false;
+            c.discord.allowed_users = vec![OWNER.to_string(), OTHER.to_string()];
+            c
+        };
+        let core = Core::start(config, tune).await;
         fake.wait_ready(WAIT).await;
-        DiscordRig {
-            fake,
-            llm,
-            app,
-            _data: data,
-        }
+        DiscordRig { fake, core }
     }
 
-    fn llm(&self) -> &FakeLlm {
-        &self.llm
-    }
-
-    fn app(&self) -> &App {
-        &self.app
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     async fn say(&self, who: Who, text: &str) {
@@ -143,13 +117,14 @@ impl Rig for DiscordRig {
         let before = self.fake.interaction_callbacks().len();
         self.fake
             .dispatch_button_press(DM, None, user(who), &[], q.message_id, &custom_id);
-        wait_for("the press to be answered", WAIT, async || {
-            let callbacks = self.fake.interaction_callbacks();
-            callbacks.get(before).map(|cb| {
+        press_answer(
+            before,
+            || self.fake.interaction_callbacks(),
+            |cb| {
                 let data = cb.data.clone().unwrap_or_default();
                 data["content"].as_str().unwrap_or_default().to_string()
-            })
-        })
+            },
+        )
         .await
     }
 
@@ -198,6 +173,6 @@ impl Rig for DiscordRig {
     }
 
     async fn stop(self) {
-        self.app.shutdown().await;
+        self.core.stop().await;
     }
 }

@@ -16,6 +16,7 @@
 mod cases;
 mod cases_files;
 mod discord_rig;
+mod rig_support;
 mod slack_rig;
 mod telegram_rig;
 mod web_rig;
@@ -27,6 +28,7 @@ use herald::app::App;
 use herald::config::{Capabilities, Config};
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::promise::crash::Side;
+use rig_support::Core;
 
 /// The people of a conformance run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +39,17 @@ pub enum Who {
     Other,
     /// Someone off the allowlist, writing in a conversation of their own.
     Stranger,
+}
+
+impl Who {
+    /// The one of `owner`, `other` and `stranger` that is this person's.
+    pub fn pick<T>(self, owner: T, other: T, stranger: T) -> T {
+        match self {
+            Who::Owner => owner,
+            Who::Other => other,
+            Who::Stranger => stranger,
+        }
+    }
 }
 
 /// One thing a person sees in their conversation, in order.
@@ -74,6 +87,18 @@ pub struct Caps {
     pub people: bool,
 }
 
+impl Caps {
+    /// A chat platform's: it rate-limits sends and tells its people apart.
+    pub fn platform(declared: Capabilities, measure: Measure) -> Caps {
+        Caps {
+            declared,
+            measure,
+            rate_limits: true,
+            people: true,
+        }
+    }
+}
+
 /// A platform's fixture: its wire fake and the real core, as one person of the platform sees
 /// them. Each case starts its own.
 #[allow(async_fn_in_trait)]
@@ -87,8 +112,14 @@ pub trait Rig: Sized {
     fn caps() -> Caps;
     /// The fake, the fake model and the core, started with the rig's settings and then `tune`.
     async fn start(tune: impl FnOnce(&mut Config)) -> Self;
-    fn llm(&self) -> &FakeLlm;
-    fn app(&self) -> &App;
+    /// The core the rig started.
+    fn core(&self) -> &Core;
+    fn llm(&self) -> &FakeLlm {
+        self.core().llm()
+    }
+    fn app(&self) -> &App {
+        self.core().app()
+    }
     /// A text from `who`, in the owner's conversation (the stranger: in their own).
     async fn say(&self, who: Who, text: &str);
     /// A PNG photo from the owner with `caption`.

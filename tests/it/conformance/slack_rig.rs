@@ -5,36 +5,28 @@
 //! shared there, in Slack's message order; an approval's presser reads the ephemeral answer
 //! posted to the press's `response_url`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use herald::adapters::split::Measure;
-use herald::app::App;
 use herald::config::Config;
-use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::fake_slack::{FakeSlack, FakeSlackConfig};
 use herald_test_support::harness::{init, test_config, wait_for};
 use herald_test_support::promise::slack::SlackChannel;
 
+use super::rig_support::{press_answer, Core, WAIT};
 use super::{Caps, Rig, Seen, Who};
 
 const OWNER: &str = "UOWNER001";
 const OTHER: &str = "UOTHER002";
 const STRANGER: &str = "USTRANGE3";
-const WAIT: Duration = Duration::from_secs(20);
 
 pub struct SlackRig {
     fake: FakeSlack,
-    llm: FakeLlm,
-    app: App,
-    _data: tempfile::TempDir,
+    core: Core,
 }
 
 fn user(who: Who) -> &'static str {
-    match who {
-        Who::Owner => OWNER,
-        Who::Other => OTHER,
-        Who::Stranger => STRANGER,
-    }
+    who.pick(OWNER, OTHER, STRANGER)
 }
 
 impl SlackRig {
@@ -62,12 +54,7 @@ impl Rig for SlackRig {
     const LANE: &'static str = "slack:DOWNER001";
 
     fn caps() -> Caps {
-        Caps {
-            declared: herald::adapters::slack::SPEC.caps,
-            measure: Measure::Chars,
-            rate_limits: true,
-            people: true,
-        }
+        Caps::platform(herald::adapters::slack::SPEC.caps, Measure::Chars)
     }
 
     async fn crash_side() -> SlackChannel {
@@ -77,8 +64,6 @@ impl Rig for SlackRig {
     async fn start(tune: impl FnOnce(&mut Config)) -> SlackRig {
         init();
         let fake = FakeSlack::start(FakeSlackConfig::default()).await;
-        let llm = FakeLlm::start().await;
-        let data = tempfile::tempdir().expect("temp dir");
         let cfg = fake.config();
         let toml = format!(
             "[slack]\nbot_token = \"{}\"\napp_token = \"{}\"\napi_url = \"{}\"\n\
@@ -88,26 +73,19 @@ impl Rig for SlackRig {
             fake.api_url()
         );
         let mut section = herald::config::from_toml(&toml).expect("a [slack] section");
-        let mut c = test_config(&llm, &data);
-        let table = section.sections.remove("slack").expect("the slack table");
-        c.sections.insert("slack".into(), table);
-        tune(&mut c);
-        let app = App::start(c).await.expect("herald starts");
+        let config = |llm: &_, data: &_| {
+            let mut c = test_config(llm, data);
+            let table = section.sections.remove("slack").expect("the slack table");
+            c.sections.insert("slack".into(), table);
+            c
+        };
+        let core = Core::start(config, tune).await;
         fake.wait_connected(WAIT).await;
-        SlackRig {
-            fake,
-            llm,
-            app,
-            _data: data,
-        }
+        SlackRig { fake, core }
     }
 
-    fn llm(&self) -> &FakeLlm {
-        &self.llm
-    }
-
-    fn app(&self) -> &App {
-        &self.app
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     async fn say(&self, who: Who, text: &str) {
@@ -148,12 +126,11 @@ impl Rig for SlackRig {
         let value = button.value.clone().unwrap_or_default();
         self.fake
             .click(&dm, &q.ts, user(who), &button.action_id, &value);
-        wait_for("the press to be answered", WAIT, async || {
-            let posts = self.fake.response_url_posts();
-            posts
-                .get(before)
-                .map(|p| p.body["text"].as_str().unwrap_or_default().to_string())
-        })
+        press_answer(
+            before,
+            || self.fake.response_url_posts(),
+            |p| p.body["text"].as_str().unwrap_or_default().to_string(),
+        )
         .await
     }
 
@@ -200,6 +177,6 @@ impl Rig for SlackRig {
     }
 
     async fn stop(self) {
-        self.app.shutdown().await;
+        self.core.stop().await;
     }
 }

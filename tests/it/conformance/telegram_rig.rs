@@ -3,38 +3,30 @@
 //! A person sees the bot's messages of their private chat (`chat_view`: edits applied) and the
 //! files it uploaded there, in Telegram's message order.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use herald::adapters::split::Measure;
-use herald::app::App;
 use herald::config::Config;
-use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::fake_telegram::{FakeTelegram, Fault, Media};
-use herald_test_support::harness::wait_for;
+use herald_test_support::harness::{init, wait_for};
 use herald_test_support::promise::telegram::TelegramChannel;
-use herald_test_support::telegram::{fakes, tg_config, USER};
+use herald_test_support::telegram::{tg_config, TOKEN, USER};
 
+use super::rig_support::{press_answer, Core, WAIT};
 use super::{Caps, Rig, Seen, Who};
 
 /// The second allowed person.
 const OTHER: i64 = 2002;
 /// Someone off the allowlist.
 const STRANGER: i64 = 777;
-const WAIT: Duration = Duration::from_secs(20);
 
 pub struct TelegramRig {
     tg: FakeTelegram,
-    llm: FakeLlm,
-    app: App,
-    _data: tempfile::TempDir,
+    core: Core,
 }
 
 fn user(who: Who) -> i64 {
-    match who {
-        Who::Owner => USER,
-        Who::Other => OTHER,
-        Who::Stranger => STRANGER,
-    }
+    who.pick(USER, OTHER, STRANGER)
 }
 
 impl Rig for TelegramRig {
@@ -42,12 +34,7 @@ impl Rig for TelegramRig {
     const LANE: &'static str = "telegram:1001";
 
     fn caps() -> Caps {
-        Caps {
-            declared: herald::adapters::telegram::SPEC.caps,
-            measure: Measure::Utf16,
-            rate_limits: true,
-            people: true,
-        }
+        Caps::platform(herald::adapters::telegram::SPEC.caps, Measure::Utf16)
     }
 
     async fn crash_side() -> TelegramChannel {
@@ -55,25 +42,19 @@ impl Rig for TelegramRig {
     }
 
     async fn start(tune: impl FnOnce(&mut Config)) -> TelegramRig {
-        let (tg, llm, data) = fakes().await;
-        let mut c = tg_config(&tg, &llm, &data);
-        c.telegram.allowed_users.push(OTHER.to_string());
-        tune(&mut c);
-        let app = App::start(c).await.expect("app starts");
-        TelegramRig {
-            tg,
-            llm,
-            app,
-            _data: data,
-        }
+        init();
+        let tg = FakeTelegram::start(TOKEN).await;
+        let config = |llm: &_, data: &_| {
+            let mut c = tg_config(&tg, llm, data);
+            c.telegram.allowed_users.push(OTHER.to_string());
+            c
+        };
+        let core = Core::start(config, tune).await;
+        TelegramRig { tg, core }
     }
 
-    fn llm(&self) -> &FakeLlm {
-        &self.llm
-    }
-
-    fn app(&self) -> &App {
-        &self.app
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     async fn say(&self, who: Who, text: &str) {
@@ -116,12 +97,11 @@ impl Rig for TelegramRig {
         let data = if approve { &q.approve } else { &q.deny };
         self.tg
             .push_button_press(USER, user(who), q.message_id, data);
-        wait_for("the press to be answered", WAIT, async || {
-            let answers = self.tg.calls("answerCallbackQuery");
-            answers
-                .get(before)
-                .map(|a| a["text"].as_str().unwrap_or_default().to_string())
-        })
+        press_answer(
+            before,
+            || self.tg.calls("answerCallbackQuery"),
+            |a| a["text"].as_str().unwrap_or_default().to_string(),
+        )
         .await
     }
 
@@ -163,6 +143,6 @@ impl Rig for TelegramRig {
     }
 
     async fn stop(self) {
-        self.app.shutdown().await;
+        self.core.stop().await;
     }
 }

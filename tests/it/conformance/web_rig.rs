@@ -11,31 +11,28 @@
 //! platform between the core and the page that could answer 429, and no file input.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use herald::adapters::split::Measure;
-use herald::app::App;
 use herald::config::{Config, Secret};
-use herald_test_support::fake_llm::FakeLlm;
-use herald_test_support::harness::{init, test_config, wait_for};
+use herald_test_support::harness::{test_config, wait_for};
 use herald_test_support::promise::load::WebChannel;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
+use super::rig_support::{Core, WAIT};
 use super::{Caps, Rig, Seen, Who};
 
 const TOKEN: &str = "conformance-web-token";
 const LANE: &str = "web:conf";
 const STRANGER_LANE: &str = "web:stranger";
-const WAIT: Duration = Duration::from_secs(20);
 
 /// A posted message's conversation and what it was answered (or refused with); `None` while
 /// waiting.
 type Answer = (Who, Option<String>);
 
 pub struct WebRig {
-    llm: FakeLlm,
-    app: App,
+    core: Core,
     base: String,
     http: reqwest::Client,
     /// The chat requests still waiting for their answers.
@@ -45,15 +42,10 @@ pub struct WebRig {
     /// What each posted message was answered (or refused with), by conversation, in the
     /// order they were posted; `None` while waiting.
     answers: Arc<Mutex<Vec<Answer>>>,
-    _data: tempfile::TempDir,
 }
 
 fn sender(who: Who) -> &'static str {
-    match who {
-        Who::Owner => "ana",
-        Who::Other => "bob",
-        Who::Stranger => "eve",
-    }
+    who.pick("ana", "bob", "eve")
 }
 
 impl WebRig {
@@ -126,31 +118,24 @@ impl Rig for WebRig {
     }
 
     async fn start(tune: impl FnOnce(&mut Config)) -> WebRig {
-        init();
-        let llm = FakeLlm::start().await;
-        let data = tempfile::tempdir().expect("temp dir");
-        let mut c = test_config(&llm, &data);
-        c.web.token = Some(Secret::new(TOKEN));
-        tune(&mut c);
-        let app = App::start(c).await.expect("app starts");
+        let config = |llm: &_, data: &_| {
+            let mut c = test_config(llm, data);
+            c.web.token = Some(Secret::new(TOKEN));
+            c
+        };
+        let core = Core::start(config, tune).await;
         WebRig {
-            llm,
-            base: format!("http://{}", app.addr),
-            app,
+            base: format!("http://{}", core.app().addr),
+            core,
             http: reqwest::Client::new(),
             pending: Mutex::new(Vec::new()),
             answered_at: Arc::default(),
             answers: Arc::default(),
-            _data: data,
         }
     }
 
-    fn llm(&self) -> &FakeLlm {
-        &self.llm
-    }
-
-    fn app(&self) -> &App {
-        &self.app
+    fn core(&self) -> &Core {
+        &self.core
     }
 
     /// Posts without waiting: the answer is recorded when the request returns.
@@ -272,6 +257,6 @@ impl Rig for WebRig {
         for task in pending {
             let _ = tokio::time::timeout(WAIT, task).await;
         }
-        self.app.shutdown().await;
+        self.core.stop().await;
     }
 }
