@@ -80,9 +80,14 @@ pub async fn sigkills<R: Rig>() {
         );
         assert_eq!(r.messages(), c.client_messages);
         assert_eq!(r.unanswered(), 0, "{report}");
+        // A platform without an idempotency key may show a chunk again when a kill falls
+        // between its acceptance and our record of it (each such resend straddles a kill:
+        // `promise_held`). A lane has one chunk in flight at a time, so a kill can repeat at
+        // most one per lane.
+        let bound = spec.lanes * spec.kills;
         assert!(
-            r.resends_across_a_kill() <= 3,
-            "at most one per kill: {report}"
+            r.resends_across_a_kill() <= bound,
+            "at most one per lane per kill ({bound}): {report}"
         );
     }
 }
