@@ -176,7 +176,7 @@ mod tests {
             discord = { replace = "Discord only." , append = "ignored" }
             web = { append = "Also web." }
             cron = { mode = "replace", text = "Cron." }
-            slack = "x"
+            irc = "x"
         "#;
         let c = crate::config::from_toml(toml).expect("malformed hints never fail the load");
         let a = &c.agent;
@@ -194,7 +194,7 @@ mod tests {
         );
         let problems = a.hint_problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].contains("platform_hints.slack"), "{problems:?}");
+        assert!(problems[0].contains("platform_hints.irc"), "{problems:?}");
         for bad in [
             "telegram = 42",
             "telegram = { color = \"red\" }",

@@ -109,6 +109,9 @@ pub struct Section {
     pub name: &'static str,
     /// Reads the table (when present) and names the key at fault.
     pub check: fn(&Config) -> Result<(), ConfigError>,
+    /// The table's defaults as `Config` serializes them (the example file and the docs are
+    /// checked against them).
+    pub defaults: fn() -> serde_json::Value,
 }
 
 /// Every platform this binary knows.

@@ -40,6 +40,10 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     section: Some(Section {
         name: "slack",
         check,
+        defaults: || {
+            serde_json::to_value(super::config::SlackConfig::default())
+                .expect("the slack section serializes")
+        },
     }),
 };
 

@@ -78,20 +78,17 @@ pub fn config_key_paths() -> Vec<String> {
     out
 }
 
-/// The sections platforms own (`[slack]`): `Config` keeps them as unread tables, so their
-/// defaults come from the owning adapter's own type.
-type SectionDefault = fn() -> Value;
-const PLATFORM_SECTIONS: &[(&str, SectionDefault)] = &[("slack", || {
-    serde_json::to_value(herald::adapters::slack::config::SlackConfig::default())
-        .expect("the slack section serializes")
-})];
-
 /// `Config::default()` as JSON, with the platform sections' defaults in place.
 fn defaults() -> Value {
     let mut root = serde_json::to_value(Config::default()).expect("config serializes");
     let table = root.as_object_mut().expect("config is a table");
-    for (name, default) in PLATFORM_SECTIONS {
-        table.insert((*name).to_string(), default());
+    // The sections platforms own (`[slack]`): `Config` keeps them as unread tables, so their
+    // defaults come from the owner.
+    for section in herald::config::specs()
+        .iter()
+        .filter_map(|s| s.section.as_ref())
+    {
+        table.insert(section.name.to_string(), (section.defaults)());
     }
     root
 }
