@@ -26,7 +26,8 @@ pub static SPEC: PlatformSpec = PlatformSpec {
         edits: false,
         buttons: true,
         threads: false,
-        files_in: true,
+        // `POST /api/v1/chat` and the page take text only.
+        files_in: false,
         files_out: true,
         typing: false,
     },

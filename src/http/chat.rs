@@ -241,7 +241,12 @@ pub(super) async fn reply(
             "this sender is not allowed to talk to the agent",
         ));
     }
-    let text: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
+    // A file goes out as a row of its own with no text: it is not a line of the reply.
+    let text: Vec<&str> = rows
+        .iter()
+        .map(|r| r.text.as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
     Ok(Json(ChatReply {
         reply: text.join("\n"),
         session_id,

@@ -169,3 +169,48 @@ impl HttpSdk {
         }
     }
 }
+
+/// The bytes `shop__chart` answers for `label`: a PNG signature and the label.
+pub fn chart(label: &str) -> Vec<u8> {
+    let mut b = b"\x89PNG\r\n\x1a\n".to_vec();
+    b.extend(format!("chart:{label}").as_bytes());
+    b
+}
+
+/// The short id the model is told for a file of `bytes`.
+pub fn short_id(bytes: &[u8]) -> String {
+    herald::media::sha256_hex(bytes)[..12].to_string()
+}
+
+/// The shop server over stdio, writing a line to `<dir>/starts` each time it lists its tools.
+pub fn shop_with_starts(dir: &Path) -> McpServer {
+    let starts = dir.join("starts").display().to_string();
+    stdio_server("shop", "normal", &["--starts", &starts])
+}
+
+/// Waits (up to 30 s) for [`shop_with_starts`]'s server to have listed its tools (the daemon
+/// connects in the background).
+pub async fn shop_ready(dir: &Path) {
+    let starts = dir.join("starts");
+    crate::harness::wait_until(
+        "the shop server lists its tools",
+        std::time::Duration::from_secs(30),
+        || async { std::fs::read_to_string(&starts).is_ok_and(|s| !s.is_empty()) },
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+}
+
+/// Scripts the fake model to draw a chart of `label`, attach it, and answer `text`.
+pub fn chart_then_attach(llm: &crate::fake_llm::FakeLlm, label: &str, text: &str) {
+    use crate::fake_llm::Step;
+    llm.push(Step::ToolCall(
+        "shop__chart".into(),
+        format!(r#"{{"label":"{label}"}}"#),
+    ));
+    llm.push(Step::ToolCall(
+        "attach_file".into(),
+        format!(r#"{{"file":"{}"}}"#, short_id(&chart(label))),
+    ));
+    llm.push(Step::Reply(text.into()));
+}

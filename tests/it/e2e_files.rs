@@ -16,35 +16,12 @@ use herald_test_support::fake_telegram::Fault;
 use herald_test_support::harness::Client;
 use herald_test_support::harness::{free_port, init, quiet, quiet_at, test_config, wait_until};
 use herald_test_support::herald::{write_config, Herald};
-use herald_test_support::mcp::stdio_server;
+use herald_test_support::mcp::{
+    chart, chart_then_attach, shop_ready, shop_with_starts, short_id as short,
+};
 use herald_test_support::telegram::{fakes, tg_config, TOKEN, USER};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// The bytes `shop__chart` answers for `label`.
-fn chart(label: &str) -> Vec<u8> {
-    let mut b = b"\x89PNG\r\n\x1a\n".to_vec();
-    b.extend(format!("chart:{label}").as_bytes());
-    b
-}
-
-/// The short id the model is told for `bytes`.
-fn short(bytes: &[u8]) -> String {
-    herald::media::sha256_hex(bytes)[..12].to_string()
-}
-
-/// The model draws a chart of `label`, attaches it, and answers `text`.
-fn script(llm: &FakeLlm, label: &str, text: &str) {
-    llm.push(Step::ToolCall(
-        "shop__chart".into(),
-        format!(r#"{{"label":"{label}"}}"#),
-    ));
-    llm.push(Step::ToolCall(
-        "attach_file".into(),
-        format!(r#"{{"file":"{}"}}"#, short(&chart(label))),
-    ));
-    llm.push(Step::Reply(text.into()));
-}
 
 /// Whether a request carries an image part (a user message with an `image_url` content part).
 fn carries_image(r: &Recorded) -> bool {
@@ -66,22 +43,6 @@ fn tool_text(r: &Recorded, n: usize) -> String {
         .to_string()
 }
 
-/// The shop server, writing a line to `<data>/starts` each time it lists its tools.
-fn shop(data: &tempfile::TempDir) -> herald::config::McpServer {
-    let starts = data.path().join("starts").display().to_string();
-    stdio_server("shop", "normal", &["--starts", &starts])
-}
-
-/// Waits for the shop server to have listed its tools (it connects in the background).
-async fn shop_ready(data: &tempfile::TempDir) {
-    let starts = data.path().join("starts");
-    wait_until("the shop server lists its tools", WAIT, || async {
-        std::fs::read_to_string(&starts).is_ok_and(|s| !s.is_empty())
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-}
-
 /// The body of a GET, as bytes.
 async fn get_bytes(client: &Client, path: &str) -> (u16, Vec<u8>) {
     let r = reqwest::get(format!("{}{path}", client.base))
@@ -93,12 +54,12 @@ async fn get_bytes(client: &Client, path: &str) -> (u16, Vec<u8>) {
 async fn telegram_photo_turn(vision: bool) {
     let (tg, llm, data) = fakes().await;
     let mut c = tg_config(&tg, &llm, &data);
-    c.mcp.servers = vec![shop(&data)];
+    c.mcp.servers = vec![shop_with_starts(data.path())];
     c.llm.vision = vision;
     let app = App::start(c).await.expect("app starts");
-    shop_ready(&data).await;
+    shop_ready(data.path()).await;
 
-    script(&llm, "sales", "Here is your chart.");
+    chart_then_attach(&llm, "sales", "Here is your chart.");
     tg.push_private_text(USER, USER, "chart my sales");
     let sent = tg.wait_for_sent(1, WAIT).await;
     wait_until("the photo", WAIT, || async { !tg.uploads().is_empty() }).await;
@@ -162,12 +123,12 @@ async fn a_tool_image_arrives_as_one_discord_attachment() {
     c.discord.api_url = fake.api_url().parse().unwrap();
     c.discord.ratelimiter = false;
     c.discord.allowed_users = vec!["42".into()];
-    c.mcp.servers = vec![shop(&data)];
+    c.mcp.servers = vec![shop_with_starts(data.path())];
     let app = App::start(c).await.expect("app starts");
     fake.wait_ready(WAIT).await;
-    shop_ready(&data).await;
+    shop_ready(data.path()).await;
 
-    script(&llm, "q3", "Your chart.");
+    chart_then_attach(&llm, "q3", "Your chart.");
     fake.dispatch_message_create(900, None, 42, "chart q3", false, None);
     fake.wait_for_sent(2, WAIT).await;
     quiet(app.store.as_ref()).await;
@@ -190,12 +151,12 @@ async fn another_lanes_file_cannot_be_attached_and_the_web_serves_a_file_to_its_
     let llm = FakeLlm::start().await;
     let data = tempfile::tempdir().unwrap();
     let mut c = test_config(&llm, &data);
-    c.mcp.servers = vec![shop(&data)];
+    c.mcp.servers = vec![shop_with_starts(data.path())];
     let app = App::start(c).await.expect("app starts");
-    shop_ready(&data).await;
+    shop_ready(data.path()).await;
     let client = Client::new(&app);
 
-    script(&llm, "alice", "Alice's chart.");
+    chart_then_attach(&llm, "alice", "Alice's chart.");
     let (status, body) = client.chat("web:alice", "chart").await;
     assert_eq!(status, 200, "{body}");
     let sha = herald::media::sha256_hex(&chart("alice"));
@@ -262,8 +223,8 @@ async fn a_sigkill_between_the_upload_and_mark_sent_resends_the_file_at_most_onc
     first.wait_ready(WAIT).await;
     // The upload is taken, and the answer never comes while this process lives.
     tg.fail_next("sendPhoto", Fault::AnswerLate(Duration::from_secs(120)));
-    shop_ready(&data).await;
-    script(&llm, "kill", "Chart coming.");
+    shop_ready(data.path()).await;
+    chart_then_attach(&llm, "kill", "Chart coming.");
     tg.push_private_text(USER, USER, "chart, then die");
     wait_until("the upload reached Telegram", WAIT, || async {
         !tg.uploads().is_empty()

@@ -14,6 +14,7 @@
 
 mod compaction_fidelity;
 mod compaction_golden;
+mod conformance;
 mod context_store;
 mod crash_loop;
 mod crash_restart;

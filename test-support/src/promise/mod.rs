@@ -8,14 +8,17 @@
 //!
 //! Platforms plug in through [`load::Channel`]: the web chat API ([`load::WebChannel`]),
 //! Telegram ([`telegram::TelegramChannel`]: updates pushed into the fake Bot API server,
-//! answers read from its recorded `sendMessage` calls) and Slack ([`slack::SlackChannel`]:
-//! Socket Mode envelopes from the fake Slack, answers read from its recorded
-//! `chat.postMessage` calls); the census groups by platform.
+//! answers read from its recorded `sendMessage` calls), Discord ([`discord::DiscordChannel`]:
+//! MESSAGE_CREATEs on the fake gateway, answers read from its recorded channel messages) and
+//! Slack ([`slack::SlackChannel`]: Socket Mode envelopes from the fake Slack, answers read from
+//! its recorded `chat.postMessage` calls); the census groups by platform.
 
 pub mod census;
 pub mod crash;
 pub mod daemon;
+pub mod discord;
 pub mod load;
+pub mod receipts;
 pub mod slack;
 pub mod telegram;
 

@@ -14,20 +14,18 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::super::fake_telegram::{message_json, FakeTelegram};
 use super::census::Kill;
 use super::load::{Answer, Channel, UNRESOLVED};
+pub use super::receipts::Receipts;
 
 pub const TOKEN: &str = "4242:promise-token";
 /// Private chats (and their users) start here; lane `i` is chat `FIRST_CHAT + i`.
 const FIRST_CHAT: i64 = 7000;
 /// How long one delivery attempt waits for the reply before the client looks again.
 const ATTEMPT_WAIT: Duration = Duration::from_secs(2);
-/// How late the watcher may stamp a send that happened just before a kill.
-const STAMP_SLACK_MS: i64 = 50;
 
 #[derive(Clone)]
 pub struct TelegramChannel {
@@ -121,58 +119,22 @@ impl TelegramChannel {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let stamp = |i: usize| stamps.get(i).copied().unwrap_or(i64::MAX);
-        let pushed = self
+        let pushed: Vec<(i64, i64)> = self
             .pushed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let mut r = Receipts {
-            updates: pushed.len(),
-            sends: sent.len(),
-            ..Receipts::default()
-        };
-        let mut replies: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
-        for (i, m) in sent.iter().enumerate() {
-            match m.reply_to {
-                Some(to) if pushed.values().any(|&ids| ids == (m.chat_id, to)) => {
-                    replies.entry((m.chat_id, to)).or_default().push(i)
-                }
-                _ => r.sends_not_replies += 1,
-            }
-        }
-        for ids in pushed.values() {
-            let copies = replies.get(ids).map(Vec::as_slice).unwrap_or_default();
-            match copies {
-                [] => r.unanswered += 1,
-                [_] => r.answered_exactly_once += 1,
-                [first, rest @ ..] => {
-                    r.answered_more_than_once += 1;
-                    for &again in rest {
-                        // A resend is explained by the documented window when the first copy
-                        // went out before some kill and the copy after it.
-                        let straddles = kills.iter().any(|k| {
-                            stamp(*first) <= k.at_ms + STAMP_SLACK_MS && stamp(again) >= k.at_ms
-                        });
-                        if straddles {
-                            r.resends_across_a_kill += 1;
-                        } else {
-                            r.resends_without_a_kill += 1;
-                            if r.details.len() < 20 {
-                                r.details.push(format!(
-                                    "chat {} message {} answered again at {} (first at {})",
-                                    ids.0,
-                                    ids.1,
-                                    stamp(again),
-                                    stamp(*first)
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        r
+            .values()
+            .copied()
+            .collect();
+        let sends: Vec<(Option<(i64, i64)>, i64)> = sent
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let stamp = stamps.get(i).copied().unwrap_or(i64::MAX);
+                (m.reply_to.map(|to| (m.chat_id, to)), stamp)
+            })
+            .collect();
+        Receipts::count(&pushed, &sends, kills)
     }
 }
 
@@ -222,34 +184,5 @@ impl Channel for TelegramChannel {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
-    }
-}
-
-/// What the users of the fake Telegram saw.
-#[derive(Debug, Default, Serialize)]
-pub struct Receipts {
-    pub updates: usize,
-    /// `sendMessage` calls the fake accepted.
-    pub sends: usize,
-    pub answered_exactly_once: usize,
-    pub unanswered: usize,
-    /// Updates the user saw answered twice or more (each extra copy is a resend below).
-    pub answered_more_than_once: usize,
-    /// Extra copies whose first copy went out before a kill and which came after it: the
-    /// documented window between Telegram's acceptance and our `mark_sent`.
-    pub resends_across_a_kill: usize,
-    /// Extra copies no kill explains: a broken promise.
-    pub resends_without_a_kill: usize,
-    /// Sends that quote no pushed update (later chunks, stray messages).
-    pub sends_not_replies: usize,
-    pub details: Vec<String>,
-}
-
-impl Receipts {
-    /// Every update answered, and any resend explained by a kill.
-    pub fn promise_held(&self) -> bool {
-        self.unanswered == 0
-            && self.resends_without_a_kill == 0
-            && self.answered_exactly_once + self.answered_more_than_once == self.updates
     }
 }
