@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod discord;
+pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod web;
@@ -57,11 +58,12 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &web::SPEC,
     &telegram::SPEC,
     &discord::SPEC,
+    &slack::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
 ];
 
-/// The adapters this configuration turns on, in a fixed order: web, Telegram, Discord.
+/// The adapters this configuration turns on, in a fixed order: web, Telegram, Discord, Slack.
 pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
     fn build<A: Adapter + 'static>(config: &Config) -> anyhow::Result<Option<Box<dyn Adapter>>> {
         Ok(A::from_config(config)?.map(|a| Box::new(a) as Box<dyn Adapter>))
@@ -70,6 +72,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<web::WebAdapter>,
         build::<telegram::TelegramAdapter>,
         build::<discord::DiscordAdapter>,
+        build::<slack::SlackAdapter>,
         build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();

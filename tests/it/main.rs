@@ -54,6 +54,7 @@ mod e2e_payer;
 mod e2e_prompt;
 mod e2e_screen;
 mod e2e_security;
+mod e2e_slack;
 mod e2e_slow_body;
 mod e2e_steer;
 mod e2e_store_text;

@@ -16,6 +16,7 @@
 mod cases;
 mod cases_files;
 mod discord_rig;
+mod slack_rig;
 mod telegram_rig;
 mod web_rig;
 
@@ -162,3 +163,4 @@ macro_rules! conformance {
 conformance!(telegram, telegram_rig::TelegramRig);
 conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
+conformance!(slack, slack_rig::SlackRig);

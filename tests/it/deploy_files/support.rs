@@ -42,7 +42,7 @@ pub fn yaml_docs(rel: &str) -> Vec<Value> {
 /// list and map items (`llm.fallbacks[].model`, `agent.platform_hints.<platform>.text`).
 pub fn config_key_paths() -> Vec<String> {
     let mut out = Vec::new();
-    let root = serde_json::to_value(Config::default()).expect("config serializes");
+    let root = defaults();
     for (section, body) in root.as_object().expect("config is a table") {
         // A top-level list of tables (`[[people]]`): its item keys are added below.
         if body.is_array() {
@@ -78,9 +78,27 @@ pub fn config_key_paths() -> Vec<String> {
     out
 }
 
+/// The sections platforms own (`[slack]`): `Config` keeps them as unread tables, so their
+/// defaults come from the owning adapter's own type.
+type SectionDefault = fn() -> Value;
+const PLATFORM_SECTIONS: &[(&str, SectionDefault)] = &[("slack", || {
+    serde_json::to_value(herald::adapters::slack::config::SlackConfig::default())
+        .expect("the slack section serializes")
+})];
+
+/// `Config::default()` as JSON, with the platform sections' defaults in place.
+fn defaults() -> Value {
+    let mut root = serde_json::to_value(Config::default()).expect("config serializes");
+    let table = root.as_object_mut().expect("config is a table");
+    for (name, default) in PLATFORM_SECTIONS {
+        table.insert((*name).to_string(), default());
+    }
+    root
+}
+
 /// The default of a top-level key, written as the configuration reference writes it.
 pub fn default_text(path: &str) -> Option<String> {
-    let root = serde_json::to_value(Config::default()).ok()?;
+    let root = defaults();
     let mut v = &root;
     for part in path.split('.') {
         v = v.get(part)?;
