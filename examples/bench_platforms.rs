@@ -10,7 +10,8 @@
 //! `<target>/release/herald` whatever this example was built as) or `--bin PATH`.
 //! The store is SQLite in a temp dir (`DATABASE_URL` set: a fresh Postgres schema).
 //! Telegram runs with `telegram.pacing = false`; Slack has no such switch (its adapter always
-//! paces), see docs/BENCHMARKS.md. Prints a table and writes `bench-results/platforms.json`.
+//! paces), see docs/BENCHMARKS.md. Prints a table and writes `bench-results/platforms.json` (another size:
+//! `platforms-<lanes>x<messages>.json`).
 
 #[path = "support/platform_run.rs"]
 mod platform_run;
@@ -147,7 +148,18 @@ async fn main() {
     );
     println!(
         "{:<9} {:>6} {:>6} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>5} {:>5} {:>8}",
-        "platform", "msgs", "lanes", "wall s", "turns/s", "p50", "p90", "p99", "max", "lost", "dup", "cpu ms/t"
+        "platform",
+        "msgs",
+        "lanes",
+        "wall s",
+        "turns/s",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+        "lost",
+        "dup",
+        "cpu ms/t"
     );
     let mut medians = serde_json::Map::new();
     for (platform, done) in &runs {
@@ -181,7 +193,10 @@ async fn main() {
         "runs": runs.iter().map(|(p, r)| (p.name().to_string(), json!(r))).collect::<serde_json::Map<_, _>>(),
     });
     std::fs::create_dir_all("bench-results").expect("bench-results");
-    let path = "bench-results/platforms.json";
-    std::fs::write(path, serde_json::to_string_pretty(&report).expect("json")).expect("write");
+    let path = match (a.size.lanes, a.size.messages) {
+        (20, 20) => "bench-results/platforms.json".to_string(),
+        (l, m) => format!("bench-results/platforms-{l}x{m}.json"),
+    };
+    std::fs::write(&path, serde_json::to_string_pretty(&report).expect("json")).expect("write");
     println!("wrote {path}");
 }

@@ -134,7 +134,11 @@ impl Fake {
         }
     }
 
-    async fn load(&self, spec: LoadSpec, handed: &Arc<Mutex<HashMap<String, Instant>>>) -> Vec<Sent> {
+    async fn load(
+        &self,
+        spec: LoadSpec,
+        handed: &Arc<Mutex<HashMap<String, Instant>>>,
+    ) -> Vec<Sent> {
         let handed = handed.clone();
         match self {
             Fake::Telegram { channel, .. } => {
@@ -261,7 +265,10 @@ pub async fn run(platform: Platform, bin: &Path, size: Load) -> Value {
     let (given, lost, duplicated, receipts) = fake.receipts();
     let unanswered = sent.iter().filter(|s| s.inbox_id < 0).count();
     if lost + duplicated + unanswered + unmatched > 0 {
-        eprintln!("{} run broke the promise; daemon log tail:\n{log}", platform.name());
+        eprintln!(
+            "{} run broke the promise; daemon log tail:\n{log}",
+            platform.name()
+        );
     }
     json!({
         "platform": platform.name(),
