@@ -96,12 +96,14 @@ impl<C: Channel> Channel for Timed<C> {
     }
 }
 
+/// (chat, message replied to) → when the fake recorded each reply to it.
+type Replies = Arc<Mutex<HashMap<(i64, i64), Vec<Instant>>>>;
+
 /// The platform's fake, started, with the settings a daemon needs to use it.
 enum Fake {
     Telegram {
         channel: TelegramChannel,
-        /// (chat, message replied to) → when the fake recorded each reply.
-        replies: Arc<Mutex<HashMap<(i64, i64), Vec<Instant>>>>,
+        replies: Replies,
     },
     Slack(SlackChannel),
 }
@@ -113,14 +115,14 @@ impl Fake {
                 let channel = TelegramChannel::start().await;
                 let mut env = channel.daemon_env();
                 env.push(("HERALD_TELEGRAM__PACING".into(), "false".into()));
-                let replies = Arc::new(Mutex::new(HashMap::new()));
+                let replies: Replies = Arc::new(Mutex::new(HashMap::new()));
                 let mut sent = channel.fake().subscribe_sent();
                 let into = replies.clone();
                 tokio::spawn(async move {
                     while let Some((m, at)) = sent.recv().await {
                         if let Some(to) = m.reply_to {
                             let mut r = into.lock().unwrap_or_else(|e| e.into_inner());
-                            r.entry((m.chat_id, to)).or_insert_with(Vec::new).push(at);
+                            r.entry((m.chat_id, to)).or_default().push(at);
                         }
                     }
                 });
@@ -184,7 +186,15 @@ impl Fake {
             }
             Fake::Slack(channel) => {
                 let r = channel.receipts(&[]);
-                let v = serde_json::to_value(&r).expect("receipts");
+                let mut v = serde_json::to_value(&r).expect("receipts");
+                // Web API calls by method over the whole run (warm-up included): what each
+                // message costs on Slack's side.
+                let mut calls = serde_json::Map::new();
+                for c in channel.fake().all_calls() {
+                    let n = calls.get(&c.method).and_then(Value::as_u64).unwrap_or(0);
+                    calls.insert(c.method, json!(n + 1));
+                }
+                v["web_api_calls"] = Value::Object(calls);
                 let dup = r.answered_more_than_once.max(r.resends);
                 (r.messages, r.unanswered, dup, v)
             }
