@@ -67,6 +67,9 @@ impl App {
         let chain = build::model_chain(&config)?;
         let mut tools = build::tool_catalog(&config)?;
         let adapters = crate::adapters::configured(&config)?;
+        for check in adapters.iter().filter_map(|a| a.preflight()) {
+            check.await.map_err(anyhow::Error::msg)?;
+        }
         let outbounds = build::outbounds(&config, &adapters);
         let (tracker, cancel) = (TaskTracker::new(), CancellationToken::new());
         // MCP servers connect in the background: readiness never waits for one.

@@ -42,6 +42,13 @@ pub trait Adapter: Send {
         None
     }
 
+    /// A check run once before the daemon reports ready: a token the platform refuses stops
+    /// the start with the key's name. Only a refusal fails it; a platform that cannot be
+    /// reached is retried by the adapter once it runs.
+    fn preflight(&self) -> Option<futures::future::BoxFuture<'static, Result<(), String>>> {
+        None
+    }
+
     /// Extra HTTP routes merged into the daemon's server (Telegram's webhook).
     fn routes(&self) -> Option<axum::Router> {
         None

@@ -119,7 +119,28 @@ pub async fn run(opts: &LoadOptions) -> Report {
         let c = check_discord(&http, config.discord.api_url.as_str(), token).await;
         report.0.push(("discord", scrubbed(c, &scrub)));
     }
+    slack(&config, &mut report).await;
     report
+}
+
+/// The Slack section's checks (`adapters::slack::doctor`), when a bot token is set.
+async fn slack(config: &Config, report: &mut Report) {
+    use crate::adapters::slack::{config::SlackConfig, doctor};
+    match config.section::<SlackConfig>("slack") {
+        Ok(Some(section)) if section.bot_token.is_some() => {
+            for (label, result) in doctor(&section).await {
+                report.0.push((
+                    label,
+                    match result {
+                        Ok(found) => Check::Ok(found),
+                        Err(why) => Check::Fail(why),
+                    },
+                ));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => report.0.push(("slack", Check::Fail(e.to_string()))),
+    }
 }
 
 fn secrets(c: &Config) -> Vec<String> {

@@ -39,6 +39,9 @@ pub struct SlackConfig {
     pub require_mention: bool,
     /// Channel ids (`C…`) where every message is answered, mention or not.
     pub free_response_channels: Vec<String>,
+    /// Pace posts and edits within Slack's published limits. Off only against a local fake
+    /// (benchmarks): the pace holds a channel to about one message a second.
+    pub pacing: bool,
 }
 
 impl Default for SlackConfig {
@@ -53,6 +56,7 @@ impl Default for SlackConfig {
             allow_all_users: false,
             require_mention: true,
             free_response_channels: Vec::new(),
+            pacing: true,
         }
     }
 }

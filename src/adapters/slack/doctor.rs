@@ -25,19 +25,19 @@ pub const BOT_SCOPES: &[&str] = &[
 ];
 
 /// One line of the doctor's report: what was checked, and what it found.
-pub type Check = (String, Result<String, String>);
+pub type Check = (&'static str, Result<String, String>);
 
 /// Runs the checks that apply to this section.
 pub async fn doctor(config: &SlackConfig) -> Vec<Check> {
     let mut out = Vec::new();
     if let Err(e) = config.check() {
-        out.push(("slack config".to_string(), Err(e.to_string())));
+        out.push(("slack config", Err(e.to_string())));
         return out;
     }
     let api = match SlackApi::new(config.api_url.as_str()) {
         Ok(api) => api,
         Err(e) => {
-            out.push(("slack.api_url".to_string(), Err(e.to_string())));
+            out.push(("slack.api_url", Err(e.to_string())));
             return out;
         }
     };
@@ -55,14 +55,11 @@ pub async fn doctor(config: &SlackConfig) -> Vec<Check> {
                     .clone()
                     .unwrap_or(answer.body.user_id.0.clone())
             );
-            out.push(("slack.bot_token".to_string(), Ok(who)));
-            out.push((
-                "slack bot scopes".to_string(),
-                scopes(answer.scopes.as_deref()),
-            ));
+            out.push(("slack.bot_token", Ok(who)));
+            out.push(("slack bot scopes", scopes(answer.scopes.as_deref())));
         }
         Err(e) => out.push((
-            "slack.bot_token".to_string(),
+            "slack.bot_token",
             Err(format!("auth.test refused the bot token: {e}")),
         )),
     }
@@ -81,10 +78,10 @@ pub async fn doctor(config: &SlackConfig) -> Vec<Check> {
                     "apps.connections.open refused the app-level token: {e}"
                 )),
             };
-            out.push(("slack.app_token".to_string(), result));
+            out.push(("slack.app_token", result));
         }
         SlackMode::Events => out.push((
-            "slack.signing_secret".to_string(),
+            "slack.signing_secret",
             Ok("set; requests to /slack/events are checked with it".to_string()),
         )),
     }

@@ -36,7 +36,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
-use slack_morphism::api::SlackApiAuthTestResponse;
+use slack_morphism::api::{SlackApiAppsConnectionOpenResponse, SlackApiAuthTestResponse};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -106,7 +106,42 @@ impl Adapter for SlackAdapter {
     }
 
     fn pace(&self, _config: &Config) -> Option<crate::delivery::pace::Limits> {
-        Some(spec::limits())
+        self.config.pacing.then(spec::limits)
+    }
+
+    /// The tokens tried once before ready: a token Slack refuses stops the start naming its key.
+    fn preflight(&self) -> Option<futures::future::BoxFuture<'static, Result<(), String>>> {
+        let api = self.api.clone();
+        let bot = self.config.bot().to_string();
+        let app = (self.config.mode == SlackMode::Socket).then(|| self.config.app().to_string());
+        Some(Box::pin(async move {
+            let refused = |key: &str, e: &api::ApiError| {
+                format!("{key} was refused by Slack ({e}); replace it (herald doctor checks it)")
+            };
+            match api
+                .form::<SlackApiAuthTestResponse>("auth.test", &bot, &[])
+                .await
+            {
+                Err(e) if e.is_auth() => return Err(refused("slack.bot_token", &e)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "slack auth.test failed at start; the adapter retries")
+                }
+                Ok(_) => {}
+            }
+            if let Some(app) = app {
+                let opened = api
+                    .form::<SlackApiAppsConnectionOpenResponse>("apps.connections.open", &app, &[])
+                    .await;
+                match opened {
+                    Err(e) if e.is_auth() => return Err(refused("slack.app_token", &e)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "slack apps.connections.open failed at start; the adapter retries")
+                    }
+                    Ok(_) => {}
+                }
+            }
+            Ok(())
+        }))
     }
 
     /// The Events API routes, in events mode.

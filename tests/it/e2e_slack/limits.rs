@@ -52,7 +52,7 @@ async fn doctor_names_a_bad_token_and_a_missing_scope() {
     let report = herald::adapters::slack::doctor(&section).await;
     let scopes = report
         .iter()
-        .find(|(l, _)| l == "slack bot scopes")
+        .find(|(l, _)| *l == "slack bot scopes")
         .unwrap();
     assert!(
         scopes.1.as_ref().unwrap_err().contains("files:write"),
@@ -64,7 +64,7 @@ async fn doctor_names_a_bad_token_and_a_missing_scope() {
     wrong.app_token = Some(herald::config::Secret::new("xapp-not-the-token"));
     let report = herald::adapters::slack::doctor(&wrong).await;
     for key in ["slack.bot_token", "slack.app_token"] {
-        let (_, r) = report.iter().find(|(l, _)| l == key).unwrap();
+        let (_, r) = report.iter().find(|(l, _)| *l == key).unwrap();
         assert!(
             r.as_ref().unwrap_err().contains("invalid_auth"),
             "{key}: {r:?}"
@@ -84,4 +84,40 @@ async fn doctor_names_a_bad_token_and_a_missing_scope() {
     .expect_err("a wrong kind of token is refused")
     .to_string();
     assert!(err.contains("slack.bot_token"), "{err}");
+}
+
+#[tokio::test]
+async fn a_token_slack_refuses_stops_the_start_naming_its_key() {
+    let (fake, llm, data) = fakes().await;
+    let cfg = fake.config().clone();
+    for (key, bot, app) in [
+        (
+            "slack.bot_token",
+            "xoxb-revoked-bot",
+            cfg.app_token.as_str(),
+        ),
+        (
+            "slack.app_token",
+            cfg.bot_token.as_str(),
+            "xapp-revoked-app",
+        ),
+    ] {
+        let toml = format!(
+            "[slack]\nbot_token = \"{bot}\"\napp_token = \"{app}\"\napi_url = \"{}\"\n\
+             allowed_users = [\"{USER}\"]\n",
+            fake.api_url()
+        );
+        let mut section = herald::config::from_toml(&toml).expect("a [slack] section");
+        let mut c = herald_test_support::harness::test_config(&llm, &data);
+        c.sections
+            .insert("slack".into(), section.sections.remove("slack").unwrap());
+        let err = match herald::app::App::start(c).await {
+            Ok(_) => panic!("{key}: the daemon started with a refused token"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(key), "{key}: {err}");
+        assert!(err.contains("invalid_auth"), "{key}: {err}");
+        assert!(!err.contains("revoked-"), "no token in the error: {err}");
+    }
+    assert!(fake.posted().is_empty());
 }

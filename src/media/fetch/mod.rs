@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+mod platform;
+
 use super::{sha256_hex, MediaCache, MediaError};
 use crate::config::{Config, Secret};
 use crate::domain::{Attachment, MediaSource, Platform};
@@ -91,24 +93,7 @@ impl Fetcher {
             })
         });
         let timeout = Duration::from_secs(config.media.fetch_timeout_secs.max(1));
-        let authorized: HashMap<Platform, Bearer> = crate::config::specs()
-            .iter()
-            .filter_map(|s| {
-                let files = s.files.as_ref()?;
-                let token = (files.token)(config)?;
-                let hosts = (files.hosts)(config)
-                    .iter()
-                    .filter_map(|h| HostRule::parse(h))
-                    .collect();
-                Some((
-                    s.name,
-                    Bearer {
-                        token: token.expose().to_string(),
-                        hosts,
-                    },
-                ))
-            })
-            .collect();
+        let authorized = platform::bearers(config);
         let discord_api = HostRule::of_url(config.discord.api_url.url());
         // The platform APIs the operator configured are reached wherever they are (the test
         // fakes and self-hosted Bot API servers run on private addresses), and so are the
@@ -281,37 +266,6 @@ impl Fetcher {
         }
         .await;
         result.map_err(|e| redact(e, token))
-    }
-
-    /// A platform file behind its token: only on the platform's file hosts (a URL elsewhere is
-    /// refused before any request), the token sent to those hosts alone and redacted from
-    /// every error.
-    async fn authorized(
-        &self,
-        platform: Platform,
-        url: &str,
-    ) -> Result<(Vec<u8>, Option<String>), MediaError> {
-        let bearer = self
-            .inner
-            .authorized
-            .get(&platform)
-            .ok_or(MediaError::NoSource("a platform without a file token"))?;
-        let parsed = url::Url::parse(url).map_err(|_| MediaError::Refused("not a URL".into()))?;
-        if !bearer.hosts.iter().any(|h| h.matches(&parsed)) {
-            return Err(MediaError::Refused(format!(
-                "not one of {platform}'s file hosts"
-            )));
-        }
-        let policy = Policy {
-            redirect_hosts: bearer.hosts.clone(),
-            bearer: Some(bearer.clone()),
-            ..self.policy(&[])
-        };
-        let result = match self.inner.guard.fetch(url, &policy).await {
-            Ok(body) => Ok((body.bytes, body.content_type)),
-            Err(e) => Err(net_error(e)),
-        };
-        result.map_err(|e| redact(e, &bearer.token))
     }
 
     /// GETs `url` through the guard under the cap: a `Content-Length` over it fails before
