@@ -114,7 +114,7 @@ impl Fake {
             Platform::Telegram => {
                 let channel = TelegramChannel::start().await;
                 let mut env = channel.daemon_env();
-                env.push(("HERALD_TELEGRAM__PACING".into(), "false".into()));
+                env.extend(unpaced("HERALD_TELEGRAM__PACING"));
                 let replies: Replies = Arc::new(Mutex::new(HashMap::new()));
                 let mut sent = channel.fake().subscribe_sent();
                 let into = replies.clone();
@@ -130,7 +130,8 @@ impl Fake {
             }
             Platform::Slack => {
                 let channel = SlackChannel::start().await;
-                let env = channel.daemon_env();
+                let mut env = channel.daemon_env();
+                env.extend(unpaced("HERALD_SLACK__PACING"));
                 (Fake::Slack(channel), env)
             }
         }
@@ -200,6 +201,14 @@ impl Fake {
             }
         }
     }
+}
+
+/// The platform's pacing switched off, unless the caller's environment sets it (then
+/// `Spec::new` passes the caller's value on): `HERALD_SLACK__PACING=true` measures the pace.
+fn unpaced(key: &str) -> Option<(String, String)> {
+    std::env::var_os(key)
+        .is_none()
+        .then(|| (key.to_string(), "false".to_string()))
 }
 
 /// CPU seconds (user + system) the process has used, from `/proc/<pid>/stat`.
