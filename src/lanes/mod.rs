@@ -41,7 +41,9 @@ use crate::hooks::{HookChain, PreLlmChain};
 use crate::llm::ProviderChain;
 use crate::store::Store;
 
-pub use approvals::{Approvals, Press, PressOutcome};
+pub use approvals::{
+    answer_in_words, question_in_words, Approvals, Press, PressOutcome, WordReply, ASK_IN_WORDS,
+};
 pub use ingest::{Ingest, Wakes};
 pub use router::{LaneRouter, LaneView};
 pub use send_message::SendMessage;

@@ -33,8 +33,10 @@ mod budget;
 mod gate;
 mod kept;
 mod linked;
+mod words;
 
 pub use gate::TurnGate;
+pub use words::{answer_in_words, question_in_words, WordReply, ASK_IN_WORDS};
 
 /// One press of an approval button, translated at the platform edge.
 #[derive(Debug, Clone, PartialEq, Eq)]
