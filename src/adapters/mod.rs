@@ -10,6 +10,7 @@ pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod web;
+pub mod whatsapp;
 
 use std::sync::Arc;
 
@@ -66,6 +67,7 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &telegram::SPEC,
     &discord::SPEC,
     &slack::SPEC,
+    &whatsapp::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
 ];
@@ -80,6 +82,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<telegram::TelegramAdapter>,
         build::<discord::DiscordAdapter>,
         build::<slack::SlackAdapter>,
+        build::<whatsapp::WhatsAppAdapter>,
         build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();
