@@ -124,15 +124,15 @@ impl FakeWhatsApp {
     /// Meta's verification request: `GET <url>?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`.
     /// Returns the status and body.
     pub async fn verify(&self, url: &str, token: &str, challenge: &str) -> (u16, String) {
+        let query = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("hub.mode", "subscribe")
+            .append_pair("hub.verify_token", token)
+            .append_pair("hub.challenge", challenge)
+            .finish();
         let res = self
             .shared
             .http
-            .get(url)
-            .query(&[
-                ("hub.mode", "subscribe"),
-                ("hub.verify_token", token),
-                ("hub.challenge", challenge),
-            ])
+            .get(format!("{url}?{query}"))
             .send()
             .await
             .expect("the daemon answers");

@@ -23,6 +23,7 @@ pub mod receipts;
 pub mod slack;
 pub mod stamps;
 pub mod telegram;
+pub mod whatsapp;
 
 /// Installs the TLS provider reqwest needs (tests and the example start no other way).
 pub fn init() {

@@ -20,6 +20,7 @@ mod rig_support;
 mod slack_rig;
 mod telegram_rig;
 mod web_rig;
+mod whatsapp_rig;
 
 use std::time::Instant;
 
@@ -195,3 +196,4 @@ conformance!(telegram, telegram_rig::TelegramRig);
 conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
+conformance!(whatsapp, whatsapp_rig::WhatsAppRig);
