@@ -15,7 +15,9 @@ pub struct WhatsAppConfig {
     /// A system user's access token with `whatsapp_business_messaging`. The adapter runs when
     /// it is set.
     pub access_token: Option<Secret>,
-    /// The id of the business phone number Herald sends from (not the number itself).
+    /// The id of the business phone number Herald sends from (not the number itself). Digits;
+    /// an environment variable's digits read as a number, taken as the same text.
+    #[serde(deserialize_with = "digits")]
     pub phone_number_id: Option<String>,
     /// The Meta app's secret: every webhook POST is checked against `X-Hub-Signature-256`.
     pub app_secret: Option<Secret>,
@@ -118,6 +120,20 @@ impl WhatsAppConfig {
     }
 }
 
+/// An id that may come as a string or as the number an environment variable's digits parse to.
+fn digits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Text(String),
+        Number(u64),
+    }
+    Ok(Option::<Id>::deserialize(d)?.map(|id| match id {
+        Id::Text(s) => s,
+        Id::Number(n) => n.to_string(),
+    }))
+}
+
 /// `+4915112345678` → `4915112345678`: WhatsApp's id of a number (its `wa_id`). Spaces and
 /// dashes an operator copies from a contact card are dropped; anything else is not a number.
 pub fn wa_id(e164: &str) -> Option<String> {
@@ -188,6 +204,10 @@ mod tests {
     #[test]
     fn defaults() {
         let c: WhatsAppConfig = serde_json::from_str(r#"{"access_token":"t"}"#).unwrap();
+        assert_eq!(c.phone_number_id, None);
+        let n: WhatsAppConfig =
+            serde_json::from_str(r#"{"phone_number_id":106540352242922}"#).unwrap();
+        assert_eq!(n.phone_number_id.as_deref(), Some("106540352242922"));
         assert_eq!(c.webhook_path, "/whatsapp/webhook");
         assert_eq!(
             c.api_url.as_str().trim_end_matches('/'),

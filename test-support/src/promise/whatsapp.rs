@@ -52,7 +52,10 @@ impl WhatsAppChannel {
         let cfg = self.fake.config();
         daemon_env(vec![
             ("HERALD_WHATSAPP__ACCESS_TOKEN", cfg.access_token.clone()),
-            ("HERALD_WHATSAPP__PHONE_NUMBER_ID", cfg.phone_number_id.clone()),
+            (
+                "HERALD_WHATSAPP__PHONE_NUMBER_ID",
+                cfg.phone_number_id.clone(),
+            ),
             ("HERALD_WHATSAPP__APP_SECRET", cfg.app_secret.clone()),
             ("HERALD_WHATSAPP__VERIFY_TOKEN", cfg.verify_token.clone()),
             ("HERALD_WHATSAPP__API_URL", self.fake.api_url()),
@@ -60,7 +63,12 @@ impl WhatsAppChannel {
         ])
     }
 
-    fn push_once(&self, lane: &str, client_id: &str, text: &str) -> Result<(String, String), String> {
+    fn push_once(
+        &self,
+        lane: &str,
+        client_id: &str,
+        text: &str,
+    ) -> Result<(String, String), String> {
         let person = lane
             .strip_prefix("whatsapp:")
             .filter(|p| p.starts_with("4915"))

@@ -84,7 +84,10 @@ impl Rig for WhatsAppRig {
         let mut parsed = section(&fake, "");
         let config = |llm: &_, data: &_| {
             let mut c = test_config(llm, data);
-            let table = parsed.sections.remove("whatsapp").expect("the whatsapp table");
+            let table = parsed
+                .sections
+                .remove("whatsapp")
+                .expect("the whatsapp table");
             c.sections.insert("whatsapp".into(), table);
             c
         };
