@@ -164,7 +164,8 @@ mod tests {
     fn check_names_the_key_at_fault() {
         use WhatsAppConfigError as E;
         assert_eq!(full().check(), Ok(()));
-        let cases: [(fn(&mut WhatsAppConfig), E); 6] = [
+        type Case = (fn(&mut WhatsAppConfig), E);
+        let cases: [Case; 6] = [
             (|c| c.access_token = None, E::NoToken),
             (
                 |c| c.phone_number_id = Some("+49".into()),

@@ -12,7 +12,7 @@
 //!
 //! Must not: do I/O, or let a Cloud API field name cross into the event past this file.
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{TimeZone, Utc};
 use serde_json::Value;
 
 use super::WHATSAPP;
@@ -186,10 +186,13 @@ fn event(
         .map_or_else(|| format!("+{from}"), |(_, n)| n.clone());
     ev.platform_message_id = wamid.to_string();
     ev.reply_to = Some(wamid.to_string());
-    ev.timestamp = str_at(m, "/timestamp")
+    // Meta's send time; the stamp of arrival when it does not read.
+    if let Some(at) = str_at(m, "/timestamp")
         .and_then(|t| t.parse::<i64>().ok())
         .and_then(|t| Utc.timestamp_opt(t, 0).single())
-        .unwrap_or_else(|| DateTime::<Utc>::UNIX_EPOCH);
+    {
+        ev.timestamp = at;
+    }
     ev
 }
 

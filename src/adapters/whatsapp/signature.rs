@@ -77,7 +77,8 @@ mod tests {
         let body = br#"{"object":"whatsapp_business_account","entry":[]}"#;
         let good = sign(secret, body);
         let upper = format!("sha256={}", good[7..].to_uppercase());
-        let cases: [(Option<&str>, &[u8], Result<(), Refused>); 8] = [
+        type Case<'a> = (Option<&'a str>, &'a [u8], Result<(), Refused>);
+        let cases: [Case<'_>; 8] = [
             (Some(&good), body, Ok(())),
             (Some(&upper), body, Ok(())),
             (None, body, Err(Refused::Missing)),

@@ -31,6 +31,28 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// A refusal on its way to becoming Graph's error answer (small, for `Result`s).
+pub struct Refusal {
+    status: u16,
+    code: i64,
+    message: String,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        error(self.status, self.code, &self.message)
+    }
+}
+
+/// A refusal with Graph's status, code and message.
+pub fn refuse(status: u16, code: i64, message: &str) -> Refusal {
+    Refusal {
+        status,
+        code,
+        message: message.to_string(),
+    }
+}
+
 /// Graph's error answer.
 pub fn error(status: u16, code: i64, message: &str) -> Response {
     let body = json!({"error": {
@@ -43,13 +65,13 @@ pub fn error(status: u16, code: i64, message: &str) -> Response {
     (StatusCode::from_u16(status).expect("a status"), Json(body)).into_response()
 }
 
-fn authorized(shared: &Shared, headers: &HeaderMap) -> Result<(), Response> {
+fn authorized(shared: &Shared, headers: &HeaderMap) -> Result<(), Refusal> {
     let want = format!("Bearer {}", shared.cfg.access_token);
     let given = headers.get("authorization").and_then(|v| v.to_str().ok());
     if given == Some(want.as_str()) {
         Ok(())
     } else {
-        Err(error(
+        Err(refuse(
             401,
             190,
             "Invalid OAuth access token - Cannot parse access token",
@@ -57,11 +79,11 @@ fn authorized(shared: &Shared, headers: &HeaderMap) -> Result<(), Response> {
     }
 }
 
-fn check_phone(shared: &Shared, phone: &str) -> Result<(), Response> {
+fn check_phone(shared: &Shared, phone: &str) -> Result<(), Refusal> {
     if phone == shared.cfg.phone_number_id {
         Ok(())
     } else {
-        Err(error(400, 100, &format!(
+        Err(refuse(400, 100, &format!(
             "Unsupported post request. Object with ID '{phone}' does not exist, cannot be loaded due to missing permissions, or does not support this operation."
         )))
     }
@@ -94,7 +116,7 @@ async fn messages(
     Json(body): Json<Value>,
 ) -> Response {
     if let Err(r) = authorized(&shared, &headers).and_then(|_| check_phone(&shared, &phone)) {
-        return r;
+        return r.into_response();
     }
     if body["messaging_product"] != "whatsapp" {
         return error(
@@ -141,7 +163,7 @@ async fn messages(
         at_ms: chrono::Utc::now().timestamp_millis(),
     };
     if let Err(r) = super::messages::read_message(&mut sent, &body, &st) {
-        return r;
+        return r.into_response();
     }
     if kind != "template" && !st.in_window(&to) {
         return error(400, 131047, "(#131047) Re-engagement message");
@@ -187,7 +209,7 @@ async fn upload(
     mut form: Multipart,
 ) -> Response {
     if let Err(r) = authorized(&shared, &headers).and_then(|_| check_phone(&shared, &phone)) {
-        return r;
+        return r.into_response();
     }
     let (mut product, mut mime, mut file) = (None, None, None);
     while let Ok(Some(field)) = form.next_field().await {
@@ -233,7 +255,7 @@ async fn node(
     headers: HeaderMap,
 ) -> Response {
     if let Err(r) = authorized(&shared, &headers) {
-        return r;
+        return r.into_response();
     }
     if node == shared.cfg.phone_number_id {
         return Json(json!({

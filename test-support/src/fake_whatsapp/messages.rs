@@ -3,18 +3,17 @@
 //! with one to three reply buttons (titles of at most 20 characters, distinct ids) and a body
 //! of at most 1,024, a template that was approved in its language.
 
-use axum::response::Response;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::graph::error;
+use super::graph::{refuse as error, Refusal};
 use super::state::{Sent, State};
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn too_long(what: &str, max: usize) -> Response {
+fn too_long(what: &str, max: usize) -> Refusal {
     error(
         400,
         100,
@@ -23,7 +22,7 @@ fn too_long(what: &str, max: usize) -> Response {
 }
 
 /// Fills `sent` from the body, or refuses it.
-pub fn read_message(sent: &mut Sent, body: &Value, st: &State) -> Result<(), Response> {
+pub fn read_message(sent: &mut Sent, body: &Value, st: &State) -> Result<(), Refusal> {
     let str_at = |p: &str| body.pointer(p).and_then(Value::as_str);
     match sent.kind.as_str() {
         "text" => {
@@ -77,7 +76,7 @@ pub fn read_message(sent: &mut Sent, body: &Value, st: &State) -> Result<(), Res
     Ok(())
 }
 
-fn interactive(sent: &mut Sent, body: &Value) -> Result<(), Response> {
+fn interactive(sent: &mut Sent, body: &Value) -> Result<(), Refusal> {
     if body.pointer("/interactive/type").and_then(Value::as_str) != Some("button") {
         return Err(error(
             400,
