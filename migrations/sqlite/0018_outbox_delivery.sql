@@ -2,4 +2,4 @@
 -- `delivered`, `read` or `failed`, only ever moving forward; NULL where the platform reports
 -- nothing. Callbacks name the message by its platform id, hence the index.
 ALTER TABLE outbox ADD COLUMN delivery TEXT;
-CREATE INDEX outbox_platform_message ON outbox (platform, platform_message_id);
+CREATE INDEX outbox_platform_message ON outbox (platform_message_id);

@@ -106,6 +106,7 @@ fn fault_answer(f: Fault) -> Response {
             "Error validating access token: Session has expired",
         ),
         Fault::InvalidParameter => error(400, 100, "(#100) Invalid parameter"),
+        Fault::AcceptedButLost => error(500, 1, "An unknown error occurred"),
     }
 }
 
@@ -130,9 +131,11 @@ async fn messages(
     }
     let mut st = shared.lock();
     st.calls.push(("messages".into(), Instant::now()));
-    if let Some(f) = st.faults.pop_front() {
-        return fault_answer(f);
-    }
+    let lost = match st.faults.pop_front() {
+        Some(Fault::AcceptedButLost) => true,
+        Some(f) => return fault_answer(f),
+        None => false,
+    };
     let to = body["to"]
         .as_str()
         .unwrap_or_default()
@@ -178,6 +181,9 @@ async fn messages(
         for status in ["sent", "delivered"] {
             webhooks::status(&shared, &wamid, &to, status, callback.as_deref(), None);
         }
+    }
+    if lost {
+        return error(500, 1, "An unknown error occurred");
     }
     Json(json!({
         "messaging_product": "whatsapp",

@@ -73,6 +73,9 @@ pub enum Fault {
     InvalidToken,
     /// HTTP 400, code 100.
     InvalidParameter,
+    /// The message is taken (recorded, its statuses sent) but the answer is lost: HTTP 500,
+    /// code 1, as when Meta's front end fails after the send went through.
+    AcceptedButLost,
 }
 
 pub struct State {
