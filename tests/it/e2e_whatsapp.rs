@@ -231,3 +231,40 @@ async fn an_unknown_type_gets_a_polite_answer_and_a_location_reaches_the_model()
         .all(|m| m.text != herald::adapters::whatsapp::CANNOT_READ));
     s.app.shutdown().await;
 }
+
+#[tokio::test]
+async fn doctor_names_a_refused_token_and_a_wrong_phone_number_id() {
+    use herald::adapters::whatsapp::config::WhatsAppConfig;
+    use herald::config::Secret;
+    let fake = FakeWhatsApp::start(FakeWhatsAppConfig::default()).await;
+    let cfg = fake.config();
+    let good = WhatsAppConfig {
+        access_token: Some(Secret::new(cfg.access_token.clone())),
+        phone_number_id: Some(cfg.phone_number_id.clone()),
+        app_secret: Some(Secret::new(cfg.app_secret.clone())),
+        verify_token: Some(Secret::new(cfg.verify_token.clone())),
+        api_url: fake.api_url().parse().unwrap(),
+        ..WhatsAppConfig::default()
+    };
+    let report = herald::adapters::whatsapp::doctor(&good).await;
+    assert_eq!(report[1].0, "whatsapp.phone_number_id");
+    assert_eq!(report[1].1, Ok("+1 555-000-1111 (Herald Test)".to_string()));
+    let bad_token = WhatsAppConfig {
+        access_token: Some(Secret::new("EAAGrevoked")),
+        ..good.clone()
+    };
+    let report = herald::adapters::whatsapp::doctor(&bad_token).await;
+    assert_eq!(report[0].0, "whatsapp.access_token");
+    let why = report[0].1.clone().unwrap_err();
+    assert!(why.contains("190") && !why.contains("EAAGrevoked"), "{why}");
+    let bad_phone = WhatsAppConfig {
+        phone_number_id: Some("999".into()),
+        ..good
+    };
+    let report = herald::adapters::whatsapp::doctor(&bad_phone).await;
+    assert_eq!(report[1].0, "whatsapp.phone_number_id");
+    assert!(
+        report[1].1.clone().unwrap_err().contains("100"),
+        "{report:?}"
+    );
+}
