@@ -20,6 +20,9 @@ mod status;
 mod webhook;
 mod window;
 
+#[cfg(test)]
+mod inbound_tests;
+
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;

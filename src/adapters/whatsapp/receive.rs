@@ -110,9 +110,18 @@ impl Receiver {
                     r.presses += 1;
                     if self.first_tap(&wamid) {
                         let outcome = self.approvals.press(&press).await;
-                        self.outbound
-                            .tell(&press.chat_id, Some(&wamid), &outcome.text())
-                            .await;
+                        // Told to the presser, quoting the tap; a stranger is not answered.
+                        let who =
+                            MessageEvent::text(WHATSAPP, &press.chat_id, &press.sender_id, "");
+                        if self
+                            .auth
+                            .is_allowed_or_paired(&who, self.store.as_ref())
+                            .await
+                        {
+                            self.outbound
+                                .tell(&press.chat_id, Some(&wamid), &outcome.text())
+                                .await;
+                        }
                     }
                 }
                 Item::Unreadable { chat, wamid, what } => {
