@@ -118,9 +118,18 @@ fn message(m: &Value, names: &[(String, String)], api_url: &str) -> Option<Item>
     let text = match kind {
         "text" => str_at(m, "/text/body").unwrap_or_default().to_string(),
         "image" | "audio" | "video" | "document" | "sticker" => {
-            let media = m.get(kind)?;
-            files.push(attachment(kind, media, api_url)?);
-            str_at(media, "/caption").unwrap_or_default().to_string()
+            let media = m.get(kind).unwrap_or(&Value::Null);
+            let caption = str_at(media, "/caption").unwrap_or_default().to_string();
+            match attachment(kind, media, api_url) {
+                Some(a) => {
+                    files.push(a);
+                    caption
+                }
+                // No usable media id: the message is kept, and says what could not be read.
+                None => format!("{caption} [a {kind} that could not be fetched]")
+                    .trim()
+                    .to_string(),
+            }
         }
         "location" => location(m.get("location")?),
         "contacts" => contacts(m),

@@ -74,6 +74,7 @@ fn media_is_fetched_later_by_its_id() {
         panic!("an event")
     };
     assert!(ev.attachments.is_empty());
+    assert_eq!(ev.text, "[a document that could not be fetched]");
 }
 
 #[test]
