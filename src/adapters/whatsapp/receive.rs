@@ -174,6 +174,9 @@ impl Receiver {
         ev.platform_message_id = wamid.to_string();
         ev.reply_to = Some(wamid.to_string());
         ev.origin = Origin::person(MessageKind::Service);
+        // Any message opens the person's 24-hour window (an answer to them may follow).
+        let now = chrono::Utc::now().timestamp().to_string();
+        self.store.kv_set(&heard_key(chat), &now).await?;
         let new = matches!(self.ingest.ingest(&ev).await?, InboxInsert::Inserted(_));
         if new
             && self
