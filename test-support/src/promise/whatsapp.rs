@@ -35,8 +35,13 @@ pub struct WhatsAppChannel {
 }
 
 impl WhatsAppChannel {
+    /// Starts the fake. `WHATSAPP_FAKE_STATUSES=off` in the environment stops its status
+    /// callbacks, to measure the crash window without them.
     pub async fn start() -> WhatsAppChannel {
         let fake = FakeWhatsApp::start(FakeWhatsAppConfig::default()).await;
+        if std::env::var("WHATSAPP_FAKE_STATUSES").is_ok_and(|v| v == "off") {
+            fake.set_auto_status(false);
+        }
         WhatsAppChannel {
             fake: Arc::new(fake),
             pushed: Pushed::default(),
