@@ -6,7 +6,7 @@
 //! seconds, written before the inbox so a redelivery rewrites it); each send asks [`Window`]
 //! first. Outside the window a row goes out as `whatsapp.brief_template` with its text as the
 //! template's one body parameter, or, without a template, fails at once with the reason
-//! (`SendError::Permanent`, which `herald cron log` and the outbox row show): never a retry
+//! (`SendError::Permanent`: the outbox row and `herald inbox dead` show it): never a retry
 //! loop against a refusal that cannot change.
 //!
 //! Must not: send a free-form message it knows WhatsApp will refuse.
