@@ -352,7 +352,7 @@ impl<S: Pools> OutboxStore for S {
                 _ => {
                     let sql = format!(
                         "UPDATE outbox SET delivery = $1 WHERE platform = $2 \
-                         AND platform_message_id = $3 AND {rank} < $4"
+                         AND platform_message_id = $3 AND {rank} < CAST($4 AS BIGINT)"
                     );
                     db::query(sqlx::AssertSqlSafe(sql))
                         .bind(report.as_str())
