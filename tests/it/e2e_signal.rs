@@ -174,3 +174,32 @@ async fn a_file_over_the_limit_is_not_fetched() {
     assert!(user.contains("look"), "{user}");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn doctor_checks_the_daemon_and_the_account() {
+    init();
+    let fake = FakeSignal::start().await;
+    let section = |url: &str| {
+        let toml = format!(
+            "[signal]\nurl = \"{url}\"\naccount = \"{}\"\n",
+            fake.bot().number
+        );
+        let c = herald::config::from_toml(&toml).unwrap();
+        c.section::<herald::adapters::signal::config::SignalConfig>("signal")
+            .unwrap()
+            .unwrap()
+    };
+    let ok = herald::adapters::signal::doctor(&section(&fake.url())).await;
+    assert_eq!(ok.len(), 2, "{ok:?}");
+    assert!(ok.iter().all(|(_, r)| r.is_ok()), "{ok:?}");
+    fake.set_registered(false);
+    let unregistered = herald::adapters::signal::doctor(&section(&fake.url())).await;
+    assert_eq!(unregistered[1].0, "signal.account");
+    assert!(unregistered[1].1.is_err(), "{unregistered:?}");
+    let down = herald::adapters::signal::doctor(&section("http://127.0.0.1:9")).await;
+    assert_eq!(down[0].0, "signal.url");
+    assert!(
+        down[0].1.as_ref().unwrap_err().contains("does not answer"),
+        "{down:?}"
+    );
+}

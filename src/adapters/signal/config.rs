@@ -17,8 +17,10 @@ pub struct SignalConfig {
     /// The adapter runs when it and `account` are set.
     pub url: Option<ConfigUrl>,
     /// The bot's number on Signal, E.164 (`+4915…`), registered with signal-cli.
+    #[serde(deserialize_with = "number_opt")]
     pub account: Option<String>,
     /// Numbers (`+4915…`) or account uuids allowed to talk to the agent (deny by default).
+    #[serde(deserialize_with = "numbers")]
     pub allowed_users: Vec<String>,
     /// Explicitly allow everyone who writes to the number (warned about at start).
     pub allow_all_users: bool,
@@ -46,6 +48,35 @@ impl Default for SignalConfig {
             files_dir: None,
         }
     }
+}
+
+/// A number as the environment may spell it: `HERALD_SIGNAL__ACCOUNT=+4915…` reads as an
+/// integer (its `+` taken for a sign), so an integer is a number with its `+` put back.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumberOrText {
+    Text(String),
+    Integer(u64),
+}
+
+impl NumberOrText {
+    fn text(self) -> String {
+        match self {
+            NumberOrText::Text(t) => t,
+            NumberOrText::Integer(n) => format!("+{n}"),
+        }
+    }
+}
+
+fn number_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(Option::<NumberOrText>::deserialize(d)?.map(NumberOrText::text))
+}
+
+fn numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(Vec::<NumberOrText>::deserialize(d)?
+        .into_iter()
+        .map(NumberOrText::text)
+        .collect())
 }
 
 /// What is wrong with a section, named by its key (start exits with this text).
@@ -174,6 +205,12 @@ mod tests {
         assert!(c.wanted());
         assert_eq!(c.account(), "+15550100000");
         assert!(!SignalConfig::default().wanted());
+        // The environment reads `+4915…` as an integer.
+        let env: SignalConfig =
+            serde_json::from_str(r#"{"account":15550100000,"allowed_users":[15550100001]}"#)
+                .unwrap();
+        assert_eq!(env.account(), "+15550100000");
+        assert_eq!(env.allowed_users, ["+15550100001"]);
         let bad = serde_json::from_str::<SignalConfig>(r#"{"token":"x"}"#);
         assert!(bad.is_err(), "unknown keys are refused");
     }

@@ -7,8 +7,8 @@
 //!
 //! What the stream cannot promise: it has no acknowledgement, so an envelope signal-cli wrote
 //! just before Herald died, and that never reached the inbox, is not written again by the
-//! daemon. Run signal-cli with `--receive-mode=manual` so that it receives from Signal's
-//! server only while a stream is open (docs/platforms/signal.md).
+//! daemon. Run signal-cli with `--receive-mode=on-connection` so that it receives from
+//! Signal's server only while a stream is open (docs/platforms/signal.md).
 //!
 //! Must not: log an event's data (it holds what people wrote).
 

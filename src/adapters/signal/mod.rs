@@ -22,6 +22,8 @@ mod receive;
 pub mod rpc;
 pub mod spec;
 
+mod journal;
+
 #[cfg(test)]
 mod inbound_tests;
 
@@ -69,7 +71,8 @@ impl SignalAdapter {
             .files_dir
             .clone()
             .unwrap_or_else(|| data_dir.join("signal-files"));
-        let outbound = SignalOutbound::new(rpc.clone(), files_dir, config.edits);
+        let journal = journal::Journal::open(&data_dir.join("signal-sent.journal"));
+        let outbound = SignalOutbound::new(rpc.clone(), files_dir, config.edits, journal);
         Ok(SignalAdapter {
             config,
             rpc,

@@ -4,9 +4,10 @@
 //!
 //! Exactly once: signal-cli has no idempotency key and no way to look up what was sent, so
 //! the window between the daemon taking a message and our record of it cannot be closed, only
-//! kept short: the answer's timestamp is the only thing read from it, and it is returned at
-//! once for the sender's `mark_sent`. A kill inside that window sends the chunk again after
-//! the restart (docs/platforms/signal.md says so; the conformance kill case measures it).
+//! kept short: the answer's timestamp is written to the sent journal (`journal.rs`) the moment
+//! it is read, before the sender's `mark_sent`, and a row tried again after an unclean attempt
+//! is looked up there first. A kill while the answer is on its way back still sends the chunk
+//! again after the restart (docs/platforms/signal.md; the conformance kill case measures it).
 //!
 //! Errors map once onto the sender's classes: -5 → `RetryAfter` (its `retryAfterSeconds`); a
 //! user error (-1: unregistered recipient, unknown group) or a call the daemon does not
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
 use super::ids::{parse_message_key, to};
+use super::journal::Journal;
 use super::rpc::{sent_timestamp, RpcError, SignalRpc};
 use super::spec::SIGNAL_CHUNK;
 use super::SIGNAL;
@@ -39,16 +41,23 @@ pub struct SignalOutbound {
     /// Where files are written for the daemon to read.
     pub(super) files_dir: PathBuf,
     edits_on: bool,
+    journal: Journal,
     /// Preview edits made per message (pruned as previews end).
     edits: Mutex<HashMap<String, u32>>,
 }
 
 impl SignalOutbound {
-    pub fn new(rpc: SignalRpc, files_dir: PathBuf, edits_on: bool) -> SignalOutbound {
+    pub fn new(
+        rpc: SignalRpc,
+        files_dir: PathBuf,
+        edits_on: bool,
+        journal: Journal,
+    ) -> SignalOutbound {
         SignalOutbound {
             rpc,
             files_dir,
             edits_on,
+            journal,
             edits: Mutex::new(HashMap::new()),
         }
     }
@@ -67,6 +76,25 @@ impl SignalOutbound {
         sent_timestamp("send", &result)
             .map(|ts| ts.to_string())
             .map_err(|e| classify(&e))
+    }
+
+    /// The timestamp of a row an unclean attempt already got out, from the journal.
+    fn already_sent(&self, row: &OutboxRow) -> Option<String> {
+        if row.attempts == 0 {
+            return None;
+        }
+        let ts = self.journal.find(&row.idem_key)?;
+        tracing::info!(outbox_id = row.id, lane = %row.lane,
+            "signal-cli took this chunk before (found in the sent journal); not sending again");
+        metrics::counter!("herald_signal_resends_avoided_total").increment(1);
+        Some(ts)
+    }
+
+    /// `send_in` for an outbox row: written down in the journal as soon as it is answered.
+    async fn send_row(&self, row: &OutboxRow, params: Value) -> Result<String, SendError> {
+        let ts = self.send_in(&row.chat_id, params).await?;
+        self.journal.record(&row.idem_key, &ts);
+        Ok(ts)
     }
 
     fn edit_count(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
@@ -115,23 +143,29 @@ impl Outbound for SignalOutbound {
     }
 
     async fn send(&self, row: &OutboxRow) -> Result<String, SendError> {
+        if let Some(ts) = self.already_sent(row) {
+            return Ok(ts);
+        }
         let mut params = json!({"message": row.text});
         if row.chunk_index == 0 {
             if let Value::Object(q) = quote(row.reply_to.as_deref()) {
                 params.as_object_mut().expect("an object").extend(q);
             }
         }
-        self.send_in(&row.chat_id, params).await
+        self.send_row(row, params).await
     }
 
     async fn send_file(&self, row: &OutboxRow, file: &OutFile) -> Result<String, SendError> {
+        if let Some(ts) = self.already_sent(row) {
+            return Ok(ts);
+        }
         let path = super::files_out::write(&self.files_dir, row.id, file)
             .await
             .map_err(|e| {
                 SendError::Transient(format!("cannot write the file for signal-cli: {e}"))
             })?;
         let params = json!({"message": "", "attachments": [path.to_string_lossy()]});
-        let sent = self.send_in(&row.chat_id, params).await;
+        let sent = self.send_row(row, params).await;
         super::files_out::remove(&path).await;
         sent
     }

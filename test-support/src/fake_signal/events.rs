@@ -1,8 +1,8 @@
 //! The daemon's `GET /api/v1/events`: a Server-Sent Events stream, one `event:receive` per
 //! envelope whose `data:` line is `{"envelope":{…},"account":"+…"}` as signal-cli writes it,
 //! and a `:` keep-alive line every 15 seconds. Envelopes that arrived while no stream was
-//! open are written first (signal-cli in manual receive mode leaves them on Signal's server
-//! until a client listens).
+//! open are written first (signal-cli receiving `on-connection` leaves them on Signal's
+//! server until a client listens).
 //!
 //! Must not: buffer an event past a flush (the adapter must see each as it is written), or
 //! keep a stream open after the fake dropped it.

@@ -13,9 +13,9 @@
 //! acknowledgement and no replay of its own.
 //!
 //! Deliberate differences from signal-cli, to keep tests fast and deterministic:
-//! - Envelopes injected while no stream is open wait for the next one (signal-cli in
-//!   `--receive-mode=manual` leaves them on Signal's server; in the default mode it would
-//!   drop them). [`FakeSignal::replay`] writes one again, as a test's stand-in for the
+//! - Envelopes injected while no stream is open wait for the next one (signal-cli with
+//!   `--receive-mode=on-connection` leaves them on Signal's server; in the default mode it
+//!   would drop them). [`FakeSignal::replay`] writes one again, as a test's stand-in for the
 //!   redelivery Signal's server makes of a message it never got the receipt for.
 //! - Timestamps come from one counter (strictly increasing milliseconds).
 //! - Groups are whatever the test adds; any member may be named, nobody is invited.

@@ -75,8 +75,8 @@ pub struct Stored {
 
 pub struct State {
     next_ts: u64,
-    /// Envelopes (their `data:` lines) not yet written to a stream: signal-cli in manual
-    /// receive mode leaves them on Signal's server while nobody listens.
+    /// Envelopes (their `data:` lines) not yet written to a stream: signal-cli receiving
+    /// `on-connection` leaves them on Signal's server while nobody listens.
     pub pending: VecDeque<String>,
     /// Every envelope injected, by the sender's address and timestamp, for replays.
     pub injected: HashMap<(String, u64), String>,
