@@ -203,3 +203,69 @@ async fn doctor_checks_the_daemon_and_the_account() {
         "{down:?}"
     );
 }
+
+#[tokio::test]
+async fn a_reaction_on_the_question_answers_it_and_the_question_shows_the_outcome() {
+    use herald_test_support::fake_llm::Step;
+    let skills = tempfile::tempdir().unwrap();
+    let dir = skills.path().to_path_buf();
+    let (fake, llm, app, _data) = start_with("", |c| {
+        c.agent.skills_dir = Some(dir);
+        c.tools.require_approval = vec!["skill_manage".into()];
+    })
+    .await;
+    let args = serde_json::json!({"action": "create", "name": "reacttriage",
+        "description": "Sort bug reports", "body": "1. Label it."});
+    llm.push(Step::ToolCall("skill_manage".into(), args.to_string()));
+    fake.dm(&alice(), "make a triage skill");
+    let question = herald_test_support::harness::wait_for("the question", WAIT, async || {
+        fake.sent_to("+15550100001")
+            .into_iter()
+            .find(|s| s.message.contains(herald::lanes::ASK_IN_WORDS))
+            .map(|s| s.timestamp)
+    })
+    .await;
+    fake.react(None, &alice(), "✅", &fake.bot(), question);
+    wait_until("the reply", WAIT, || {
+        let done = fake
+            .view("+15550100001")
+            .iter()
+            .any(|m| m.1 == "reply to: make a triage skill");
+        async move { done }
+    })
+    .await;
+    assert!(skills.path().join(".proposed").join("reacttriage").exists());
+    let texts: Vec<String> = fake.view("+15550100001").into_iter().map(|m| m.1).collect();
+    assert!(texts.contains(&"Approved.".to_string()), "{texts:?}");
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.contains(herald::lanes::ASK_IN_WORDS)),
+        "the question was edited into its outcome: {texts:?}"
+    );
+    assert_eq!(
+        llm.request_count(),
+        2,
+        "the reaction was no message for the agent"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_edits_off_a_streamed_answer_arrives_whole() {
+    use herald_test_support::fake_llm::Step;
+    let (fake, llm, app, _data) = start_with("edits = false\n", |c| {
+        c.streaming.enabled = Some(true);
+        c.streaming.edit_interval_ms = 300;
+    })
+    .await;
+    let answer: Vec<String> = (0..120).map(|i| format!("word{i}")).collect();
+    let answer = answer.join(" ");
+    llm.push(Step::stream(&answer, 20, Duration::from_millis(30)));
+    fake.dm(&alice(), "tell me a story");
+    assert_eq!(shown(&fake, "+15550100001", 1).await, [answer]);
+    quiet(app.store.as_ref()).await;
+    assert_eq!(fake.edits(), 0, "nothing edited");
+    assert_eq!(fake.view("+15550100001").len(), 1);
+    app.shutdown().await;
+}
