@@ -210,7 +210,12 @@ impl Outbound for SignalOutbound {
     }
 
     async fn preview_send(&self, to: &PreviewTarget<'_>, text: &str) -> Result<String, SendError> {
-        let ts = self.send_in(to.chat_id, json!({"message": text})).await?;
+        // The first preview message quotes the person's message, as a reply's first chunk does.
+        let mut params = json!({"message": text});
+        if let Value::Object(q) = quote(to.reply_to) {
+            params.as_object_mut().expect("an object").extend(q);
+        }
+        let ts = self.send_in(to.chat_id, params).await?;
         self.edit_count().insert(ts.clone(), 0);
         Ok(ts)
     }
