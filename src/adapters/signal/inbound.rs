@@ -158,7 +158,7 @@ pub fn decide(data: &Value, rules: &Rules<'_>) -> Result<Decision, serde_json::E
     let Some(env) = received.envelope else {
         return Ok(Decision::Ignore("an event without an envelope"));
     };
-    let Some(dm) = env.data_message else {
+    let Some(dm) = &env.data_message else {
         return Ok(Decision::Ignore(
             "not a data message (receipt, typing, sync, call, story or edit)",
         ));
@@ -211,6 +211,31 @@ pub fn decide(data: &Value, rules: &Rules<'_>) -> Result<Decision, serde_json::E
     if !addressed {
         return Ok(Decision::Ignore("a group message not addressed to the bot"));
     }
+    let from = Sender {
+        author,
+        sender_id,
+        chat_id,
+    };
+    Ok(message(&env, dm, from, rules))
+}
+
+/// Who wrote an addressed message, and where.
+struct Sender {
+    /// The uuid (or number) that, with the timestamp, names the message.
+    author: String,
+    sender_id: String,
+    chat_id: String,
+}
+
+/// An addressed data message → the event to ingest, or the refusal of what cannot be read.
+fn message(env: &Envelope, dm: &DataMessage, from: Sender, rules: &Rules<'_>) -> Decision {
+    let Sender {
+        author,
+        sender_id,
+        chat_id,
+    } = from;
+    let group = dm.group_info.as_ref();
+    let mentions = dm.mentions.as_deref().unwrap_or_default();
     let raw = dm.message.clone().unwrap_or_default();
     let text = model_text(&raw, mentions, rules);
     let files: Vec<FileRef> = dm
@@ -250,7 +275,7 @@ pub fn decide(data: &Value, rules: &Rules<'_>) -> Result<Decision, serde_json::E
     if text.trim().is_empty() && files.is_empty() {
         ev.text = "[a message Herald cannot read yet]".into();
         ev.origin = Origin::person(MessageKind::Service);
-        return Ok(Decision::Unreadable(Box::new(ev)));
+        return Decision::Unreadable(Box::new(ev));
     }
     let kind = if text.trim_start().starts_with('/') {
         MessageKind::Command
@@ -264,12 +289,12 @@ pub fn decide(data: &Value, rules: &Rules<'_>) -> Result<Decision, serde_json::E
         Some(g) => ("groupId", g.group_id.clone()),
         None => ("recipient", env.source_number.clone().unwrap_or(author)),
     };
-    Ok(Decision::Ingest(Box::new(Inbound {
+    Decision::Ingest(Box::new(Inbound {
         event: ev,
         files,
         source,
         quotes: dm.quote.as_ref().map(|q| q.id.to_string()),
-    })))
+    }))
 }
 
 fn is_bot(rules: &Rules<'_>, number: &Option<String>, uuid: &Option<String>) -> bool {
