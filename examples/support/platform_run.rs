@@ -20,6 +20,7 @@ use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::promise::crash::Side;
 use herald_test_support::promise::daemon::{Backend, Daemon, Spec};
 use herald_test_support::promise::load::{self, Answer, Channel, LoadSpec, Sent};
+use herald_test_support::promise::signal::SignalChannel;
 use herald_test_support::promise::slack::SlackChannel;
 use herald_test_support::promise::telegram::TelegramChannel;
 use herald_test_support::promise::whatsapp::WhatsAppChannel;
@@ -29,6 +30,7 @@ use serde_json::{json, Value};
 pub enum Platform {
     Telegram,
     Slack,
+    Signal,
     WhatsApp,
 }
 
@@ -37,6 +39,7 @@ impl Platform {
         match self {
             Platform::Telegram => "telegram",
             Platform::Slack => "slack",
+            Platform::Signal => "signal",
             Platform::WhatsApp => "whatsapp",
         }
     }
@@ -111,6 +114,7 @@ enum Fake {
         replies: Replies,
     },
     Slack(SlackChannel),
+    Signal(SignalChannel),
     WhatsApp(WhatsAppChannel),
 }
 
@@ -139,6 +143,12 @@ impl Fake {
                 let mut env = channel.daemon_env();
                 env.extend(unpaced("HERALD_SLACK__PACING"));
                 (Fake::Slack(channel), env)
+            }
+            // signal-cli paces nothing itself; Herald honours Signal's rate limits as they come.
+            Platform::Signal => {
+                let channel = SignalChannel::start().await;
+                let env = channel.daemon_env();
+                (Fake::Signal(channel), env)
             }
             Platform::WhatsApp => {
                 let channel = WhatsAppChannel::start().await;
@@ -171,6 +181,10 @@ impl Fake {
                 let inner = channel.clone();
                 load::run(Timed { inner, handed }, spec).await
             }
+            Fake::Signal(channel) => {
+                let inner = channel.clone();
+                load::run(Timed { inner, handed }, spec).await
+            }
             Fake::WhatsApp(channel) => {
                 let inner = channel.clone();
                 load::run(Timed { inner, handed }, spec).await
@@ -196,6 +210,16 @@ impl Fake {
                     .into_iter()
                     .find(|p| p.thread_ts.as_deref() == Some(ts) || p.text.trim() == expected)
                     .map(|p| p.at)
+            }
+            Fake::Signal(channel) => {
+                // `<author>/<timestamp>`: the first send quoting that timestamp.
+                let ts: u64 = platform_id.rsplit_once('/')?.1.parse().ok()?;
+                channel
+                    .fake()
+                    .sent()
+                    .into_iter()
+                    .find(|s| s.edit_of.is_none() && s.quote.as_ref().is_some_and(|q| q.0 == ts))
+                    .map(|s| s.at)
             }
             Fake::WhatsApp(channel) => channel
                 .fake()
@@ -227,6 +251,11 @@ impl Fake {
                 v["web_api_calls"] = Value::Object(calls);
                 let dup = r.answered_more_than_once.max(r.resends);
                 (r.messages, r.unanswered, dup, v)
+            }
+            Fake::Signal(channel) => {
+                let r = channel.receipts(&[]);
+                let v = serde_json::to_value(&r).expect("receipts");
+                (r.updates, r.unanswered, r.answered_more_than_once, v)
             }
             Fake::WhatsApp(channel) => {
                 let r = channel.receipts(&[]);

@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod discord;
+pub mod signal;
 pub mod slack;
 pub mod split;
 pub mod telegram;
@@ -67,6 +68,7 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &telegram::SPEC,
     &discord::SPEC,
     &slack::SPEC,
+    &signal::SPEC,
     &whatsapp::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
@@ -82,6 +84,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<telegram::TelegramAdapter>,
         build::<discord::DiscordAdapter>,
         build::<slack::SlackAdapter>,
+        build::<signal::SignalAdapter>,
         build::<whatsapp::WhatsAppAdapter>,
         build::<api::ApiAdapter>,
     ];

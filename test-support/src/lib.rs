@@ -23,6 +23,8 @@ pub mod fake_discord;
 #[cfg(feature = "fakes")]
 pub mod fake_llm;
 #[cfg(feature = "fakes")]
+pub mod fake_signal;
+#[cfg(feature = "fakes")]
 pub mod fake_slack;
 #[cfg(feature = "fakes")]
 pub mod fake_stt;

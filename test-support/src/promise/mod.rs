@@ -20,6 +20,7 @@ pub mod daemon;
 pub mod discord;
 pub mod load;
 pub mod receipts;
+pub mod signal;
 pub mod slack;
 pub mod stamps;
 pub mod telegram;
