@@ -11,6 +11,7 @@ pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod web;
+pub mod whatsapp;
 
 use std::sync::Arc;
 
@@ -68,6 +69,7 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &discord::SPEC,
     &slack::SPEC,
     &signal::SPEC,
+    &whatsapp::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
 ];
@@ -83,6 +85,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<discord::DiscordAdapter>,
         build::<slack::SlackAdapter>,
         build::<signal::SignalAdapter>,
+        build::<whatsapp::WhatsAppAdapter>,
         build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();

@@ -21,6 +21,7 @@ mod signal_rig;
 mod slack_rig;
 mod telegram_rig;
 mod web_rig;
+mod whatsapp_rig;
 
 use std::time::Instant;
 
@@ -203,3 +204,4 @@ conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
 conformance!(signal, signal_rig::SignalRig);
+conformance!(whatsapp, whatsapp_rig::WhatsAppRig);
