@@ -109,5 +109,21 @@ async fn without_a_template_the_brief_fails_at_once_with_the_reason() {
         0,
         "nothing sent free-form for WhatsApp to refuse"
     );
+    // The operator reads the reason where cron runs are listed.
+    let log = herald::cli::cron::execute(
+        s.app.store.as_ref(),
+        &herald::config::Config::default(),
+        herald::cli::cron::CronCmd::Log {
+            name: None,
+            limit: 5,
+        },
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        log.contains("delivery to whatsapp:") && log.contains("24-hour window"),
+        "{log}"
+    );
     s.app.shutdown().await;
 }
