@@ -16,6 +16,7 @@
 mod cases;
 mod cases_files;
 mod discord_rig;
+mod email_rig;
 mod rig_support;
 mod slack_rig;
 mod telegram_rig;
@@ -195,3 +196,4 @@ conformance!(telegram, telegram_rig::TelegramRig);
 conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
+conformance!(email, email_rig::EmailRig);
