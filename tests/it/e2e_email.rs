@@ -3,6 +3,8 @@
 //! Herald sends, keeping a copy in the Sent folder (`test-support/src/fake_email`). Each test
 //! asserts what the person finds in their mailbox: the reply, its thread headers, its parts.
 
+mod more;
+
 use std::time::Duration;
 
 use herald::app::App;
@@ -23,12 +25,18 @@ struct Setup {
 }
 
 async fn start(tune: impl FnOnce(&mut Config)) -> Setup {
+    start_with("", tune).await
+}
+
+/// `extra` lines go into the `[email]` section.
+async fn start_with(extra: &str, tune: impl FnOnce(&mut Config)) -> Setup {
     init();
     let mail = MailServers::start().await;
     let llm = FakeLlm::start().await;
     let data = tempfile::tempdir().unwrap();
     let mut c = test_config(&llm, &data);
-    let mut section = herald::config::from_toml(&mail.toml(&[ALICE, "@corp.test"])).unwrap();
+    let toml = format!("{}{extra}", mail.toml(&[ALICE, "@corp.test"]));
+    let mut section = herald::config::from_toml(&toml).unwrap();
     c.sections
         .insert("email".into(), section.sections.remove("email").unwrap());
     tune(&mut c);
