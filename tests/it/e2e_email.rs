@@ -31,7 +31,12 @@ async fn start(tune: impl FnOnce(&mut Config)) -> Setup {
 /// `extra` lines go into the `[email]` section.
 async fn start_with(extra: &str, tune: impl FnOnce(&mut Config)) -> Setup {
     init();
-    let mail = MailServers::start().await;
+    start_on(MailServers::start().await, extra, tune).await
+}
+
+/// Herald on `mail`, with `extra` lines in its `[email]` section.
+async fn start_on(mail: MailServers, extra: &str, tune: impl FnOnce(&mut Config)) -> Setup {
+    init();
     let llm = FakeLlm::start().await;
     let data = tempfile::tempdir().unwrap();
     let mut c = test_config(&llm, &data);

@@ -26,6 +26,11 @@ pub struct Dovecot {
 impl Dovecot {
     /// Starts Dovecot with these (login, password) users; each has an INBOX and a Sent folder.
     pub fn start(users: &[(&str, &str)]) -> Dovecot {
+        Dovecot::start_with(users, "")
+    }
+
+    /// As [`Dovecot::start`], with `extra` lines at the end of its config.
+    pub fn start_with(users: &[(&str, &str)], extra: &str) -> Dovecot {
         let bin = which_dovecot().unwrap_or_else(|| {
             panic!(
                 "dovecot is not installed: run scripts/test (it installs dovecot-imapd through \
@@ -49,7 +54,7 @@ impl Dovecot {
         let (login_user, mail_user) = users_to_run_as();
         std::fs::write(
             root.join("dovecot.conf"),
-            config(root, port, &login_user, &mail_user),
+            config(root, port, &login_user, &mail_user) + extra,
         )
         .expect("dovecot.conf");
         if is_root() {
@@ -73,6 +78,23 @@ impl Dovecot {
         let mut d = Dovecot { child, dir, port };
         d.wait_listening();
         d
+    }
+
+    /// Kills the server (every open connection drops) and starts it again on the same port,
+    /// config and mail.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let bin = which_dovecot().expect("dovecot was installed a moment ago");
+        self.child = Command::new(bin)
+            .args(["-F", "-c"])
+            .arg(self.dir.path().join("dovecot.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("dovecot starts again");
+        self.wait_listening();
     }
 
     fn wait_listening(&mut self) {

@@ -75,3 +75,19 @@ pub async fn read(
     let _ = s.logout().await;
     Ok(out)
 }
+
+/// The capabilities the server announces after login.
+pub async fn capabilities(
+    port: u16,
+    login_name: &str,
+    password: &str,
+) -> Result<Vec<String>, String> {
+    let mut s = login(port, login_name, password).await?;
+    let caps = s
+        .capabilities()
+        .await
+        .map_err(|e| format!("capability: {e}"))?;
+    let names = caps.iter().map(|c| format!("{c:?}")).collect();
+    let _ = s.logout().await;
+    Ok(names)
+}

@@ -29,7 +29,12 @@ pub struct MailServers {
 
 impl MailServers {
     pub async fn start() -> MailServers {
-        let dovecot = Dovecot::start(&[(ADDRESS, PASSWORD)]);
+        MailServers::start_with("").await
+    }
+
+    /// As [`MailServers::start`], with `dovecot_conf` lines added to Dovecot's config.
+    pub async fn start_with(dovecot_conf: &str) -> MailServers {
+        let dovecot = Dovecot::start_with(&[(ADDRESS, PASSWORD)], dovecot_conf);
         let smtp = SmtpSink::start(Some(SentCopy {
             port: dovecot.port,
             login: ADDRESS.into(),

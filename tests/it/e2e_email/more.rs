@@ -159,3 +159,65 @@ async fn a_row_already_in_the_sent_folder_is_not_mailed_again() {
     assert_eq!(s.llm.request_count(), 1);
     s.stop().await;
 }
+
+/// The IMAP server goes away under an open IDLE and comes back: the reader reconnects,
+/// selects the mailbox again and reads what arrived meanwhile.
+#[tokio::test]
+async fn the_reader_reconnects_after_the_server_restarts() {
+    let mut s = start(|_| {}).await;
+    s.mail
+        .deliver(&Letter::new(
+            ALICE,
+            "Before",
+            "Before the restart.",
+            "rc1@example.org",
+        ))
+        .await;
+    s.settled(1).await;
+    s.mail.dovecot.restart();
+    s.mail
+        .deliver(&Letter::new(
+            ALICE,
+            "After",
+            "After the restart.",
+            "rc2@example.org",
+        ))
+        .await;
+    let sent = s.settled(2).await;
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1].in_reply_to.as_deref(), Some("rc2@example.org"));
+    assert_eq!(
+        s.llm.request_count(),
+        2,
+        "the first mail was not read again"
+    );
+    s.stop().await;
+}
+
+/// A server without IDLE is looked at every `poll_secs`.
+#[tokio::test]
+async fn without_idle_the_mailbox_is_polled() {
+    // Dovecot announces no IDLE after login with this capability list.
+    let conf = "protocol imap {\n  imap_capability = IMAP4rev1 LITERAL+ SASL-IR ID ENABLE UIDPLUS MOVE\n}\n";
+    let mail = herald_test_support::fake_email::MailServers::start_with(conf).await;
+    let caps = herald_test_support::fake_email::mailbox::capabilities(
+        mail.dovecot.port,
+        herald_test_support::fake_email::ADDRESS,
+        herald_test_support::fake_email::PASSWORD,
+    )
+    .await
+    .unwrap();
+    assert!(!caps.iter().any(|c| c.contains("IDLE")), "{caps:?}");
+    let s = super::start_on(mail, "", |_| {}).await;
+    s.mail
+        .deliver(&Letter::new(
+            ALICE,
+            "Poll",
+            "Found by a poll.",
+            "pl1@example.org",
+        ))
+        .await;
+    let sent = s.settled(1).await;
+    assert_eq!(sent[0].in_reply_to.as_deref(), Some("pl1@example.org"));
+    s.stop().await;
+}
