@@ -35,12 +35,15 @@ impl MailServers {
     /// As [`MailServers::start`], with `dovecot_conf` lines added to Dovecot's config.
     pub async fn start_with(dovecot_conf: &str) -> MailServers {
         let dovecot = Dovecot::start_with(&[(ADDRESS, PASSWORD)], dovecot_conf);
-        let smtp = SmtpSink::start(Some(SentCopy {
-            port: dovecot.port,
-            login: ADDRESS.into(),
-            password: PASSWORD.into(),
-            folder: "Sent".into(),
-        }))
+        let smtp = SmtpSink::start(
+            (ADDRESS, PASSWORD),
+            Some(SentCopy {
+                port: dovecot.port,
+                login: ADDRESS.into(),
+                password: PASSWORD.into(),
+                folder: "Sent".into(),
+            }),
+        )
         .await;
         MailServers { dovecot, smtp }
     }

@@ -1,6 +1,6 @@
 //! A small SMTP server (RFC 5321 submission, enough of it for a real client: EHLO, AUTH PLAIN
-//! and LOGIN, MAIL, RCPT, DATA with dot-unstuffing, RSET, NOOP, QUIT) that keeps every message
-//! it accepts instead of relaying it. Written here rather than run from PyPI (aiosmtpd) because
+//! and LOGIN for one login (535 for any other), MAIL, RCPT, DATA with dot-unstuffing, RSET,
+//! NOOP, QUIT) that keeps every message it accepts instead of relaying it. Written here rather than run from PyPI (aiosmtpd) because
 //! it needs no venv, starts in microseconds, and the tests need two things a stock sink does
 //! not do: refuse the next message with a 4xx reply naming a wait, and put an accepted
 //! message's copy into the user's Sent folder on the Dovecot of the test, before it answers
@@ -42,6 +42,15 @@ struct State {
     refuse: AtomicU32,
     refuse_secs: AtomicU64,
     copy: Mutex<Option<SentCopy>>,
+    /// The one (login, password) AUTH accepts.
+    login: Mutex<(String, String)>,
+}
+
+impl State {
+    fn login_ok(&self, login: &str, password: &str) -> bool {
+        let want = self.login.lock().unwrap();
+        want.0 == login && want.1 == password
+    }
 }
 
 pub struct SmtpSink {
@@ -51,11 +60,13 @@ pub struct SmtpSink {
 }
 
 impl SmtpSink {
-    pub async fn start(copy: Option<SentCopy>) -> SmtpSink {
+    /// A server accepting AUTH by `login` (login, password) only.
+    pub async fn start(login: (&str, &str), copy: Option<SentCopy>) -> SmtpSink {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind smtp");
         let port = listener.local_addr().expect("addr").port();
         let state = Arc::new(State::default());
         *state.copy.lock().unwrap() = copy;
+        *state.login.lock().unwrap() = (login.0.to_string(), login.1.to_string());
         let s = state.clone();
         let task = tokio::spawn(async move {
             while let Ok((sock, _)) = listener.accept().await {
@@ -106,24 +117,32 @@ async fn serve(sock: TcpStream, state: Arc<State>) -> std::io::Result<()> {
         } else if upper.starts_with("HELO") {
             "250 sink.test\r\n".into()
         } else if upper.starts_with("AUTH PLAIN") {
-            if cmd.split_whitespace().count() < 3 {
+            let mut token = cmd.split_whitespace().nth(2).map(str::to_string);
+            if token.is_none() {
                 w.write_all(b"334 \r\n").await?;
                 line.clear();
                 r.read_line(&mut line).await?;
+                token = Some(line.trim().to_string());
             }
-            authed = true;
-            "235 2.7.0 Authentication successful\r\n".into()
+            // `\0login\0password`
+            let plain = decode(token.as_deref().unwrap_or(""));
+            let mut parts = plain.split('\0').skip(1);
+            let (login, password) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            authed = state.login_ok(login, password);
+            auth_reply(authed)
         } else if upper.starts_with("AUTH LOGIN") {
-            if cmd.split_whitespace().count() < 3 {
+            let mut login = cmd.split_whitespace().nth(2).map(decode);
+            if login.is_none() {
                 w.write_all(b"334 VXNlcm5hbWU6\r\n").await?;
                 line.clear();
                 r.read_line(&mut line).await?;
+                login = Some(decode(line.trim()));
             }
             w.write_all(b"334 UGFzc3dvcmQ6\r\n").await?;
             line.clear();
             r.read_line(&mut line).await?;
-            authed = true;
-            "235 2.7.0 Authentication successful\r\n".into()
+            authed = state.login_ok(login.as_deref().unwrap_or(""), &decode(line.trim()));
+            auth_reply(authed)
         } else if upper.starts_with("MAIL FROM:") {
             from = angle(&cmd[10..]);
             to.clear();
@@ -202,6 +221,22 @@ async fn accept(state: &State, from: &str, to: &[String], data: Vec<u8>, authed:
         at_ms: chrono::Utc::now().timestamp_millis(),
     });
     "250 2.0.0 Ok: queued\r\n".into()
+}
+
+fn decode(b64: &str) -> String {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn auth_reply(ok: bool) -> String {
+    if ok {
+        "235 2.7.0 Authentication successful\r\n".into()
+    } else {
+        "535 5.7.8 Authentication credentials invalid\r\n".into()
+    }
 }
 
 fn angle(s: &str) -> String {

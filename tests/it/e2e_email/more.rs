@@ -221,3 +221,58 @@ async fn without_idle_the_mailbox_is_polled() {
     assert_eq!(sent[0].in_reply_to.as_deref(), Some("pl1@example.org"));
     s.stop().await;
 }
+
+/// `herald doctor` logs in to both servers, and names a refused password without printing it.
+#[tokio::test]
+async fn doctor_logs_in_to_both_servers() {
+    use herald_test_support::fake_email::{MailServers, PASSWORD};
+    use herald_test_support::herald::Herald;
+
+    herald_test_support::harness::init();
+    let mail = MailServers::start().await;
+    let llm = herald_test_support::fake_llm::FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let run = |password: &str| {
+        let mut env = mail.env("[\"alice@example.org\"]");
+        env.retain(|(k, _)| k != "HERALD_EMAIL__PASSWORD");
+        env.push(("HERALD_EMAIL__PASSWORD".into(), password.into()));
+        env.push(("HERALD_LLM__BASE_URL".into(), llm.base_url()));
+        env.push(("HERALD_LLM__MODEL".into(), "fake-model".into()));
+        let d = data.path().to_str().unwrap().to_string();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let out = Herald::new()
+                    .args(["doctor", "--data-dir", &d])
+                    .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    .output();
+                let text = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                (out.status.code().unwrap_or(-1), text)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let (code, out) = run(PASSWORD).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("✓ email imap: IMAP login to 127.0.0.1:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("✓ email smtp: SMTP login to 127.0.0.1:"),
+        "{out}"
+    );
+    assert!(!out.contains(PASSWORD), "{out}");
+
+    let (code, out) = run("wrong-password-9").await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("✗ email imap:") && out.contains("refused"),
+        "{out}"
+    );
+    assert!(!out.contains("wrong-password-9"), "{out}");
+}
