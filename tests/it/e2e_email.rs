@@ -130,6 +130,19 @@ async fn a_reply_continues_the_session_without_its_quoted_history() {
     let second = &sent[1];
     let asked = s.llm.last_request();
     assert_eq!(asked.last_user(), "And a return on Sunday.");
+    // The stored event keeps the whole body, quote and all.
+    let row = s
+        .app
+        .store
+        .inbox_get(2)
+        .await
+        .unwrap()
+        .expect("the reply's row");
+    let whole = row.event.full_text.unwrap_or_default();
+    assert!(
+        whole.contains("> reply to: Book the 9:40 train."),
+        "{whole}"
+    );
     let seen: String = asked
         .messages()
         .iter()

@@ -83,6 +83,8 @@ pub fn decide(mail: &Mail, rules: &Rules<'_>, fallback_id: &str, now: DateTime<U
     ev.thread_id = thread;
     ev.sender_name = mail.from_name.clone().unwrap_or_else(|| from.to_string());
     ev.reply_to = mail.in_reply_to.clone();
+    // The model reads the new words; the stored event keeps the whole body.
+    ev.full_text = (ev.text != mail.body).then(|| mail.body.clone());
     // A sender's domain stands for the group `@domain` allowlist entries name.
     if let Some((_, domain)) = from.rsplit_once('@') {
         ev.sender_roles = vec![format!("@{domain}")];
@@ -140,6 +142,7 @@ mod tests {
         reply.body = "Yes.\n\nOn Monday Herald wrote:\n> ok?".into();
         let r = ingest(&reply);
         assert_eq!(r.text, "Yes.");
+        assert_eq!(r.full_text.as_deref(), Some(reply.body.as_str()));
         assert_eq!(r.lane(), ev.lane());
     }
 
