@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::promise::daemon::{Backend, Daemon, Spec};
 use herald_test_support::promise::load::{self, Answer, Channel, LoadSpec, Sent};
+use herald_test_support::promise::signal::SignalChannel;
 use herald_test_support::promise::slack::SlackChannel;
 use herald_test_support::promise::telegram::TelegramChannel;
 use serde_json::{json, Value};
@@ -26,6 +27,7 @@ use serde_json::{json, Value};
 pub enum Platform {
     Telegram,
     Slack,
+    Signal,
 }
 
 impl Platform {
@@ -33,6 +35,7 @@ impl Platform {
         match self {
             Platform::Telegram => "telegram",
             Platform::Slack => "slack",
+            Platform::Signal => "signal",
         }
     }
 }
@@ -106,6 +109,7 @@ enum Fake {
         replies: Replies,
     },
     Slack(SlackChannel),
+    Signal(SignalChannel),
 }
 
 impl Fake {
@@ -134,6 +138,12 @@ impl Fake {
                 env.extend(unpaced("HERALD_SLACK__PACING"));
                 (Fake::Slack(channel), env)
             }
+            // signal-cli paces nothing itself; Herald honours Signal's rate limits as they come.
+            Platform::Signal => {
+                let channel = SignalChannel::start().await;
+                let env = channel.daemon_env();
+                (Fake::Signal(channel), env)
+            }
         }
     }
 
@@ -149,6 +159,10 @@ impl Fake {
                 load::run(Timed { inner, handed }, spec).await
             }
             Fake::Slack(channel) => {
+                let inner = channel.clone();
+                load::run(Timed { inner, handed }, spec).await
+            }
+            Fake::Signal(channel) => {
                 let inner = channel.clone();
                 load::run(Timed { inner, handed }, spec).await
             }
@@ -174,6 +188,16 @@ impl Fake {
                     .find(|p| p.thread_ts.as_deref() == Some(ts) || p.text.trim() == expected)
                     .map(|p| p.at)
             }
+            Fake::Signal(channel) => {
+                // `<author>/<timestamp>`: the first send quoting that timestamp.
+                let ts: u64 = platform_id.rsplit_once('/')?.1.parse().ok()?;
+                channel
+                    .fake()
+                    .sent()
+                    .into_iter()
+                    .find(|s| s.edit_of.is_none() && s.quote.as_ref().is_some_and(|q| q.0 == ts))
+                    .map(|s| s.at)
+            }
         }
     }
 
@@ -198,6 +222,11 @@ impl Fake {
                 v["web_api_calls"] = Value::Object(calls);
                 let dup = r.answered_more_than_once.max(r.resends);
                 (r.messages, r.unanswered, dup, v)
+            }
+            Fake::Signal(channel) => {
+                let r = channel.receipts(&[]);
+                let v = serde_json::to_value(&r).expect("receipts");
+                (r.updates, r.unanswered, r.answered_more_than_once, v)
             }
         }
     }

@@ -8,6 +8,7 @@
 pub mod api;
 pub mod discord;
 pub mod email;
+pub mod signal;
 pub mod slack;
 pub mod split;
 pub mod telegram;
@@ -69,6 +70,7 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &discord::SPEC,
     &slack::SPEC,
     &email::SPEC,
+    &signal::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
 ];
@@ -85,6 +87,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<discord::DiscordAdapter>,
         build::<slack::SlackAdapter>,
         build::<email::EmailAdapter>,
+        build::<signal::SignalAdapter>,
         build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();

@@ -125,7 +125,26 @@ pub async fn run(opts: &LoadOptions) -> Report {
             .0
             .push((label, result.map_or_else(Check::Fail, Check::Ok)));
     }
+    signal(&config, &mut report).await;
     report
+}
+
+/// The Signal section's checks (`adapters::signal::doctor`), when the section asks for it.
+async fn signal(config: &Config, report: &mut Report) {
+    use crate::adapters::signal::{config::SignalConfig, doctor};
+    match config.section::<SignalConfig>("signal") {
+        Ok(Some(section)) if section.wanted() => {
+            for (label, result) in doctor(&section).await {
+                let check = match result {
+                    Ok(found) => Check::Ok(found),
+                    Err(why) => Check::Fail(why),
+                };
+                report.0.push((label, check));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => report.0.push(("signal", Check::Fail(e.to_string()))),
+    }
 }
 
 /// The Slack section's checks (`adapters::slack::doctor`), when a bot token is set.

@@ -25,6 +25,8 @@ pub mod fake_email;
 #[cfg(feature = "fakes")]
 pub mod fake_llm;
 #[cfg(feature = "fakes")]
+pub mod fake_signal;
+#[cfg(feature = "fakes")]
 pub mod fake_slack;
 #[cfg(feature = "fakes")]
 pub mod fake_stt;

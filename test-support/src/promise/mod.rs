@@ -22,6 +22,7 @@ pub mod discord;
 pub mod email;
 pub mod load;
 pub mod receipts;
+pub mod signal;
 pub mod slack;
 pub mod stamps;
 pub mod telegram;

@@ -18,6 +18,7 @@ mod cases_files;
 mod discord_rig;
 mod email_rig;
 mod rig_support;
+mod signal_rig;
 mod slack_rig;
 mod telegram_rig;
 mod web_rig;
@@ -111,6 +112,12 @@ pub trait Rig: Sized {
     /// The lane key of the owner's conversation.
     const LANE: &'static str;
     fn caps() -> Caps;
+    /// A platform without buttons whose people answer a question in words (a `yes`/`no` reply
+    /// or a reaction, `Approvals::answer_in_words`): `press` is such an answer, and the
+    /// approval case runs as it does with buttons.
+    fn answers_in_words() -> bool {
+        false
+    }
     /// The fake, the fake model and the core, started with the rig's settings and then `tune`.
     async fn start(tune: impl FnOnce(&mut Config)) -> Self;
     /// The core the rig started.
@@ -197,3 +204,4 @@ conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
 conformance!(email, email_rig::EmailRig);
+conformance!(signal, signal_rig::SignalRig);
