@@ -13,6 +13,7 @@ pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod web;
+pub mod whatsapp;
 
 use std::sync::Arc;
 
@@ -71,6 +72,7 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &slack::SPEC,
     &email::SPEC,
     &signal::SPEC,
+    &whatsapp::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
 ];
@@ -88,6 +90,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<slack::SlackAdapter>,
         build::<email::EmailAdapter>,
         build::<signal::SignalAdapter>,
+        build::<whatsapp::WhatsAppAdapter>,
         build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();

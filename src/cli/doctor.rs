@@ -126,6 +126,7 @@ pub async fn run(opts: &LoadOptions) -> Report {
             .push((label, result.map_or_else(Check::Fail, Check::Ok)));
     }
     signal(&config, &mut report).await;
+    whatsapp(&config, &mut report).await;
     report
 }
 
@@ -164,6 +165,26 @@ async fn slack(config: &Config, report: &mut Report) {
         }
         Ok(_) => {}
         Err(e) => report.0.push(("slack", Check::Fail(e.to_string()))),
+    }
+}
+
+/// The WhatsApp section's checks (`adapters::whatsapp::doctor`), when an access token is set.
+async fn whatsapp(config: &Config, report: &mut Report) {
+    use crate::adapters::whatsapp::{config::WhatsAppConfig, doctor};
+    match config.section::<WhatsAppConfig>("whatsapp") {
+        Ok(Some(section)) if section.access_token.is_some() => {
+            for (label, result) in doctor(&section).await {
+                report.0.push((
+                    label,
+                    match result {
+                        Ok(found) => Check::Ok(found),
+                        Err(why) => Check::Fail(why),
+                    },
+                ));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => report.0.push(("whatsapp", Check::Fail(e.to_string()))),
     }
 }
 

@@ -33,6 +33,8 @@ pub mod fake_stt;
 #[cfg(feature = "fakes")]
 pub mod fake_telegram;
 #[cfg(feature = "fakes")]
+pub mod fake_whatsapp;
+#[cfg(feature = "fakes")]
 pub mod fidelity;
 #[cfg(feature = "fakes")]
 pub mod handoff;

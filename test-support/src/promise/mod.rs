@@ -26,6 +26,7 @@ pub mod signal;
 pub mod slack;
 pub mod stamps;
 pub mod telegram;
+pub mod whatsapp;
 
 /// Installs the TLS provider reqwest needs (tests and the example start no other way).
 pub fn init() {

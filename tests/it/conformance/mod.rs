@@ -22,6 +22,7 @@ mod signal_rig;
 mod slack_rig;
 mod telegram_rig;
 mod web_rig;
+mod whatsapp_rig;
 
 use std::time::Instant;
 
@@ -205,3 +206,4 @@ conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
 conformance!(email, email_rig::EmailRig);
 conformance!(signal, signal_rig::SignalRig);
+conformance!(whatsapp, whatsapp_rig::WhatsAppRig);
