@@ -120,6 +120,11 @@ pub async fn run(opts: &LoadOptions) -> Report {
         report.0.push(("discord", scrubbed(c, &scrub)));
     }
     slack(&config, &mut report).await;
+    for (label, result) in crate::adapters::email::doctor(&config).await {
+        report
+            .0
+            .push((label, result.map_or_else(Check::Fail, Check::Ok)));
+    }
     signal(&config, &mut report).await;
     whatsapp(&config, &mut report).await;
     report

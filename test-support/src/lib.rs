@@ -21,6 +21,8 @@ pub mod fake_anthropic;
 #[cfg(feature = "fakes")]
 pub mod fake_discord;
 #[cfg(feature = "fakes")]
+pub mod fake_email;
+#[cfg(feature = "fakes")]
 pub mod fake_llm;
 #[cfg(feature = "fakes")]
 pub mod fake_signal;

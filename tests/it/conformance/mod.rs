@@ -16,6 +16,7 @@
 mod cases;
 mod cases_files;
 mod discord_rig;
+mod email_rig;
 mod rig_support;
 mod signal_rig;
 mod slack_rig;
@@ -203,5 +204,6 @@ conformance!(telegram, telegram_rig::TelegramRig);
 conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
+conformance!(email, email_rig::EmailRig);
 conformance!(signal, signal_rig::SignalRig);
 conformance!(whatsapp, whatsapp_rig::WhatsAppRig);
