@@ -132,7 +132,8 @@ impl Core {
         )
         .only_requester(config.approvals.only_requester)
         .people(config.people.clone())
-        .budget_approvers(approver_identities(&config));
+        .budget_approvers(approver_identities(&config))
+        .tracker(tracker.clone());
         let budget = crate::budget::Budget::new(&config, store.clone());
         let outbox_wake = Arc::new(Notify::new());
         budget.set_events(Arc::new(BudgetNotices::new(

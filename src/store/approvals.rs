@@ -187,8 +187,15 @@ pub trait ApprovalStore: Send + Sync {
     /// the same call (whatever its state now).
     async fn approval_open(&self, a: &NewApproval) -> StoreResult<ApprovalRow>;
     async fn approval_get(&self, id: &str) -> StoreResult<Option<ApprovalRow>>;
-    /// Records the platform message that carries the buttons.
-    async fn approval_prompted(&self, id: &str, message_id: &str) -> StoreResult<()>;
+    /// Records the platform message that carries the buttons, and returns the request's state
+    /// as of that write: a request closed while its question was on the way (a stopped turn,
+    /// [`ApprovalStore::approvals_abandon`]) is no longer pending, and whoever recorded the id
+    /// closes the question. `None` when there is no such request.
+    async fn approval_prompted(
+        &self,
+        id: &str,
+        message_id: &str,
+    ) -> StoreResult<Option<ApprovalStatus>>;
     /// Answers a pending request before its deadline; `false` when it was not pending any
     /// more (answered, expired) — the first answer wins.
     async fn approval_answer(
@@ -259,13 +266,18 @@ impl<S: Pools> ApprovalStore for S {
         raw.map(Raw::typed).transpose()
     }
 
-    async fn approval_prompted(&self, id: &str, message_id: &str) -> StoreResult<()> {
-        db::query("UPDATE approvals SET prompt_message_id = $1 WHERE id = $2")
-            .bind(message_id)
-            .bind(id)
-            .execute(self.writer())
-            .await?;
-        Ok(())
+    async fn approval_prompted(
+        &self,
+        id: &str,
+        message_id: &str,
+    ) -> StoreResult<Option<ApprovalStatus>> {
+        let status: Option<(String,)> =
+            db::query("UPDATE approvals SET prompt_message_id = $1 WHERE id = $2 RETURNING status")
+                .bind(message_id)
+                .bind(id)
+                .fetch_optional(self.writer())
+                .await?;
+        status.map(|(s,)| ApprovalStatus::parse(&s)).transpose()
     }
 
     async fn approval_answer(
@@ -334,16 +346,21 @@ impl<S: Pools> ApprovalStore for S {
             .fetch_all(self.writer())
             .await?;
         let mut out = Vec::new();
-        for raw in raws {
-            let r = db::query(
+        for mut raw in raws {
+            // The message id as of the closing write, not as of the read above: a question
+            // recorded in between is closed here; one recorded after sees `expired` and is
+            // closed by its recorder (`approval_prompted`). Exactly one of the two edits it.
+            let closed: Option<(Option<String>,)> = db::query(
                 "UPDATE approvals SET status = 'expired', decided_at = $1 \
-                 WHERE id = $2 AND status = 'pending'",
+                 WHERE id = $2 AND status = 'pending' RETURNING prompt_message_id",
             )
             .bind(now)
             .bind(raw.id.as_str())
-            .execute(self.writer())
+            .fetch_optional(self.writer())
             .await?;
-            if r == 1 {
+            if let Some((prompt,)) = closed {
+                raw.prompt_message_id = prompt;
+                raw.status = "expired".into();
                 out.push(raw.typed()?);
             }
         }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use herald::app::App;
 use herald_test_support::fake_llm::Step;
-use herald_test_support::fake_telegram::FakeTelegram;
+use herald_test_support::fake_telegram::{FakeTelegram, Fault};
 use herald_test_support::harness::wait_until;
 use herald_test_support::herald::{Herald, Running};
 use herald_test_support::telegram::{fakes, tg_config, USER};
@@ -351,6 +351,33 @@ async fn the_web_chat_answers_its_own_approvals_and_no_other_conversations() {
     assert!(proposed(data.path(), "webby"));
     let (status, _) = answer("web:alice").await;
     assert_eq!(status, 409, "answered once");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stop_during_the_questions_send_still_closes_the_question() {
+    let (tg, llm, data) = fakes().await;
+    let app = start(&tg, &llm, &data, 60).await;
+    llm.push(Step::ToolCall("skill_manage".into(), create_args("cut")));
+    // The question reaches the chat, but the answer carrying its message id comes late, so
+    // the /stop lands while the send is still under way and the turn is cut off mid-send.
+    tg.fail_next("sendMessage", Fault::AnswerLate(Duration::from_secs(3)));
+    tg.push_private_text(USER, USER, "make a skill then wait");
+    let (qid, _, approve, _) = wait_question(&tg, 0).await;
+    tg.push_private_text(USER, USER, "/stop");
+    until(15, || {
+        tg.calls("editmessagetext").iter().any(|e| {
+            e["message_id"] == json!(qid) && e["text"].as_str().unwrap_or("").starts_with("⏹")
+        })
+    })
+    .await;
+    tg.push_button_press(USER, USER, qid, &approve);
+    until(10, || !tg.calls("answercallbackquery").is_empty()).await;
+    assert_eq!(
+        tg.calls("answercallbackquery")[0]["text"],
+        "This request is no longer open."
+    );
+    assert!(!proposed(data.path(), "cut"));
     app.shutdown().await;
 }
 

@@ -28,6 +28,8 @@ enum AskError {
     NotConnected,
     #[error("the question could not be shown ({0})")]
     NotShown(#[source] SendError),
+    #[error("the question's send was cut off ({0})")]
+    Cut(String),
     #[error("the request disappeared")]
     Disappeared,
     #[error(
@@ -88,35 +90,32 @@ impl<'a> TurnGate<'a> {
             .map_err(AskError::NotRecorded)
     }
 
-    /// Sends the question unless an earlier attempt did.
+    /// Sends the question unless an earlier attempt did. The send and the recording of its
+    /// message id run as one task on the app's tracker, so a turn stopped in between (its
+    /// future dropped mid-send) still records the id, and a question whose request was closed
+    /// meanwhile is closed at once instead of keeping buttons nobody can use.
     async fn ask(&self, row: &ApprovalRow, req: &ApprovalRequest) -> Result<(), AskError> {
         if row.prompt_message_id.is_some() {
             return Ok(());
         }
-        let platform = Platform::parse(&row.platform);
-        let Some(out) = platform.and_then(|p| self.desk.outbounds.get(p)) else {
+        let Some((platform, out)) = Platform::parse(&row.platform)
+            .and_then(|p| Some((p, self.desk.outbounds.get(p)?.clone())))
+        else {
             return Err(AskError::NotConnected);
         };
-        let text = question(req, self.desk.timeout);
-        // The person waits on the question: it may spend the chat's burst.
+        let question = Question {
+            desk: self.desk.clone(),
+            out,
+            platform,
+            row: row.clone(),
+            tool: req.tool.clone(),
+            text: question(req, self.desk.timeout),
+        };
         self.desk
-            .outbounds
-            .pace
-            .wait(self.ev.platform, &row.chat_id, Urgency::Person)
-            .await;
-        let id = out
-            .ask(&Ask {
-                chat_id: &row.chat_id,
-                thread_id: row.thread_id.as_deref(),
-                approval_id: &row.id,
-                text: &text,
-            })
+            .tracker
+            .spawn(question.send())
             .await
-            .map_err(AskError::NotShown)?;
-        if let Err(e) = self.desk.store.approval_prompted(&row.id, &id).await {
-            tracing::warn!(error = %e, "cannot record the approval question's message id");
-        }
-        Ok(())
+            .unwrap_or_else(|e| Err(AskError::Cut(e.to_string())))
     }
 
     /// Waits until the row leaves `pending` or its deadline passes (then expires it).
@@ -267,6 +266,53 @@ impl ApprovalGate for TurnGate<'_> {
             tracing::warn!(error = %e, "cannot record an approved call's result");
         }
         result
+    }
+}
+
+/// One question on its way: owned, so its task outlives the turn that asked.
+struct Question {
+    desk: Approvals,
+    out: std::sync::Arc<dyn crate::delivery::Outbound>,
+    platform: Platform,
+    row: ApprovalRow,
+    tool: String,
+    text: String,
+}
+
+impl Question {
+    async fn send(self) -> Result<(), AskError> {
+        let row = &self.row;
+        // The person waits on the question: it may spend the chat's burst.
+        self.desk
+            .outbounds
+            .pace
+            .wait(self.platform, &row.chat_id, Urgency::Person)
+            .await;
+        let id = self
+            .out
+            .ask(&Ask {
+                chat_id: &row.chat_id,
+                thread_id: row.thread_id.as_deref(),
+                approval_id: &row.id,
+                text: &self.text,
+            })
+            .await
+            .map_err(AskError::NotShown)?;
+        match self.desk.store.approval_prompted(&row.id, &id).await {
+            // Closed by a stopped turn before its id was known (`Approvals::abandon` could not
+            // edit it): nobody else will, so close it here.
+            Ok(Some(ApprovalStatus::Expired)) => {
+                let text = format!("⏹ No longer open: {}", self.tool);
+                self.out
+                    .ask_closed(&row.chat_id, row.thread_id.as_deref(), &id, &text)
+                    .await;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot record the approval question's message id")
+            }
+        }
+        Ok(())
     }
 }
 

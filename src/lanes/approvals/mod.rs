@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::task::TaskTracker;
 
 use crate::config::{spec, Admit};
 use crate::delivery::Outbounds;
@@ -99,6 +100,8 @@ pub struct Approvals {
     /// `[[people]]`: an API conversation's questions go to its person's linked chat.
     people: Arc<Vec<crate::config::Person>>,
     waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
+    /// Where a question's send runs (`gate.rs`): the app's, so shutdown waits for it.
+    tracker: TaskTracker,
 }
 
 impl Approvals {
@@ -117,7 +120,14 @@ impl Approvals {
             budget_approvers: Arc::default(),
             people: Arc::default(),
             waiting: Arc::default(),
+            tracker: TaskTracker::new(),
         }
+    }
+
+    /// The app's task tracker, for the sends of questions that outlive their turn.
+    pub fn tracker(mut self, tracker: TaskTracker) -> Approvals {
+        self.tracker = tracker;
+        self
     }
 
     /// `approvals.only_requester`: whether only the requester may answer their own request.

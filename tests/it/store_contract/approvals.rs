@@ -48,7 +48,11 @@ pub async fn approval_lifecycle(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(other.id, "b1");
 
-    s.approval_prompted("a1", "777").await.unwrap();
+    assert_eq!(
+        s.approval_prompted("a1", "777").await.unwrap(),
+        Some(ApprovalStatus::Pending)
+    );
+    assert_eq!(s.approval_prompted("nope", "1").await.unwrap(), None);
     let pending = s
         .approvals_pending(Some(&LaneKey::new("telegram:1")))
         .await
@@ -122,4 +126,35 @@ pub async fn approval_lifecycle(store: Arc<dyn Store>) {
         s.approval_get("d1").await.unwrap().unwrap().status,
         ApprovalStatus::Pending
     );
+
+    // A stop racing a question's send: whichever write comes second learns of the first, so
+    // exactly one side closes the question. Stopped before the id is recorded: the stop
+    // returns no id, and the recorder is told the request is closed.
+    s.approval_open(&new("e1", "telegram:1", 13, 0, "h", 50_000))
+        .await
+        .unwrap();
+    let closed = s
+        .approvals_abandon(&LaneKey::new("telegram:1"), 13, 6_000)
+        .await
+        .unwrap();
+    assert_eq!(closed.len(), 1);
+    assert_eq!(closed[0].prompt_message_id, None);
+    assert_eq!(closed[0].status, ApprovalStatus::Expired);
+    assert_eq!(
+        s.approval_prompted("e1", "901").await.unwrap(),
+        Some(ApprovalStatus::Expired)
+    );
+    // Recorded first: the stop returns the id, so it closes the question itself.
+    s.approval_open(&new("f1", "telegram:1", 14, 0, "h", 50_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.approval_prompted("f1", "902").await.unwrap(),
+        Some(ApprovalStatus::Pending)
+    );
+    let closed = s
+        .approvals_abandon(&LaneKey::new("telegram:1"), 14, 6_000)
+        .await
+        .unwrap();
+    assert_eq!(closed[0].prompt_message_id.as_deref(), Some("902"));
 }
