@@ -108,33 +108,30 @@ pub async fn holds(cfg: &EmailConfig, folder: &str, message_id: &str) -> Result<
     Ok(!found.is_empty())
 }
 
-/// The raw bytes of message `uid` of the selected mailbox (not marked \Seen).
+/// The whole of message `uid` of the selected mailbox (not marked \Seen).
 pub async fn fetch(s: &mut Session, uid: u32) -> Result<Option<Vec<u8>>, MailError> {
-    let failed = |e: async_imap::error::Error| MailError::Failed(format!("IMAP fetch: {e}"));
-    let stream = s
-        .uid_fetch(uid.to_string(), "(UID BODY.PEEK[])")
-        .await
-        .map_err(failed)?;
-    let fetched: Vec<_> = stream.try_collect().await.map_err(failed)?;
-    Ok(fetched
-        .iter()
-        .find(|f| f.uid == Some(uid))
-        .and_then(|f| f.body())
-        .map(<[u8]>::to_vec))
+    fetch_item(s, uid, "(UID BODY.PEEK[])", |f| f.body()).await
 }
 
 /// The header of message `uid` of the selected mailbox (not marked \Seen).
 pub async fn fetch_header(s: &mut Session, uid: u32) -> Result<Option<Vec<u8>>, MailError> {
+    fetch_item(s, uid, "(UID BODY.PEEK[HEADER])", |f| f.header()).await
+}
+
+/// One UID FETCH of `items` for message `uid`, and the part `pick` reads from its answer.
+async fn fetch_item(
+    s: &mut Session,
+    uid: u32,
+    items: &str,
+    pick: impl Fn(&async_imap::types::Fetch) -> Option<&[u8]>,
+) -> Result<Option<Vec<u8>>, MailError> {
     let failed = |e: async_imap::error::Error| MailError::Failed(format!("IMAP fetch: {e}"));
-    let stream = s
-        .uid_fetch(uid.to_string(), "(UID BODY.PEEK[HEADER])")
-        .await
-        .map_err(failed)?;
+    let stream = s.uid_fetch(uid.to_string(), items).await.map_err(failed)?;
     let fetched: Vec<_> = stream.try_collect().await.map_err(failed)?;
     Ok(fetched
         .iter()
         .find(|f| f.uid == Some(uid))
-        .and_then(|f| f.header())
+        .and_then(pick)
         .map(<[u8]>::to_vec))
 }
 
