@@ -8,6 +8,7 @@ pub mod cache;
 pub mod decode;
 pub mod document;
 pub mod fetch;
+pub mod html;
 pub mod images;
 pub mod read;
 pub mod reading;
