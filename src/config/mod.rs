@@ -23,6 +23,7 @@ mod shards;
 mod streaming;
 mod tools;
 mod validate;
+mod voice;
 mod web_tools;
 
 use std::net::SocketAddr;
@@ -51,6 +52,7 @@ pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
 pub use validate::validate;
+pub use voice::{ReplyWithVoice, VoiceConfig};
 pub use web_tools::{SearchProvider, WebToolsConfig};
 
 /// The whole configuration. Unknown fields are refused section by section; a table that is no
@@ -88,6 +90,8 @@ pub struct Config {
     pub budget: BudgetConfig,
     /// The built-in web tools' limits and search provider (`web_tools.rs`).
     pub web_tools: WebToolsConfig,
+    /// Spoken replies through a speech API (`voice.rs`).
+    pub voice: VoiceConfig,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

@@ -35,6 +35,8 @@ pub mod fake_stt;
 #[cfg(feature = "fakes")]
 pub mod fake_telegram;
 #[cfg(feature = "fakes")]
+pub mod fake_tts;
+#[cfg(feature = "fakes")]
 pub mod fake_web;
 #[cfg(feature = "fakes")]
 pub mod fake_whatsapp;

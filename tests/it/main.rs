@@ -63,6 +63,7 @@ mod e2e_store_text;
 mod e2e_stream;
 mod e2e_telegram;
 mod e2e_user;
+mod e2e_voice;
 mod e2e_web;
 mod e2e_web_fetch;
 mod e2e_web_page;
