@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use herald::app::App;
-use herald::config::{Config, ConfigUrl, ReplyWithVoice};
+use herald::config::{Config, ConfigUrl, PriceConfig, ReplyWithVoice};
 use herald_test_support::db::Db;
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::fake_stt::{FakeStt, SttStep};
@@ -62,6 +62,14 @@ async fn a_voice_note_is_answered_by_a_voice_message_with_its_text(db: Db) {
     let (tg, llm, data) = fakes().await;
     let (stt, tts) = (FakeStt::start().await, FakeTts::start().await);
     let mut c = config(&tg, &llm, &stt, &tts, &data);
+    // Speech priced per character: 15 per million characters spoken.
+    c.budget.prices = vec![PriceConfig {
+        model: "tts-*".into(),
+        input: Some(15.0),
+        output: None,
+        cache_read: None,
+        cache_write: None,
+    }];
     db.apply(&mut c);
     let app = App::start(c).await.unwrap();
 
@@ -84,6 +92,21 @@ async fn a_voice_note_is_answered_by_a_voice_message_with_its_text(db: Db) {
     assert_eq!(asked[0].body["response_format"], "opus");
     assert_eq!(asked[0].body["model"], "tts-1");
     assert_eq!(asked[0].body["voice"], "nova");
+    // The speech is in the ledger, priced by the characters spoken, paid by the person.
+    let rows = app.store.spend_rows(0).await.unwrap();
+    let speech: Vec<_> = rows.iter().filter(|r| r.model == "tts-1").collect();
+    assert_eq!(speech.len(), 1, "{rows:?}");
+    let chars = reply.chars().count() as i64;
+    assert_eq!(speech[0].fresh_input, chars);
+    assert_eq!(
+        speech[0].cost,
+        Some(chars * 15_000),
+        "15 per million characters"
+    );
+    assert_eq!(
+        speech[0].person.as_deref(),
+        Some(format!("telegram-{USER}").as_str())
+    );
 
     // A typed message is answered with text only.
     tg.push_private_text(USER, USER, "and in winter?");
