@@ -19,6 +19,8 @@ use serde_json::{json, Value};
 pub enum TtsStep {
     /// An error status with OpenAI's error body.
     Status(u16, String),
+    /// Audio, after this long (a speech API slower than Herald waits).
+    Delay(std::time::Duration),
 }
 
 /// One request the fake received.
@@ -98,10 +100,14 @@ async fn speech(
         });
         inner.script.pop_front()
     };
-    if let Some(TtsStep::Status(code, message)) = step {
-        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let error = json!({"error": {"message": message, "type": "server_error"}});
-        return (status, Json(error)).into_response();
+    match step {
+        Some(TtsStep::Status(code, message)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let error = json!({"error": {"message": message, "type": "server_error"}});
+            return (status, Json(error)).into_response();
+        }
+        Some(TtsStep::Delay(d)) => tokio::time::sleep(d).await,
+        None => {}
     }
     let input = body["input"].as_str().unwrap_or_default();
     ([(header::CONTENT_TYPE, "audio/ogg")], audio_for(input)).into_response()

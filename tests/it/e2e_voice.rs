@@ -164,9 +164,9 @@ async fn never_means_text_only_and_a_failing_speech_api_falls_back_to_text() {
     let (tg, llm, data) = fakes().await;
     let (stt, tts) = (FakeStt::start().await, FakeTts::start().await);
     tts.push(TtsStep::Status(500, "the voice model is overloaded".into()));
-    let app = App::start(config(&tg, &llm, &stt, &tts, &data))
-        .await
-        .unwrap();
+    let mut c = config(&tg, &llm, &stt, &tts, &data);
+    c.voice.timeout_secs = 1;
+    let app = App::start(c).await.unwrap();
     voice_note(&tg, &stt, "v1", "say it");
     let sent = tg.wait_for_sent(1, WAIT).await;
     assert_eq!(
@@ -177,5 +177,17 @@ async fn never_means_text_only_and_a_failing_speech_api_falls_back_to_text() {
     assert_eq!(tts.requests().len(), 1, "asked once");
     assert!(tg.uploads().is_empty(), "no voice file after a failure");
     assert_eq!(tg.sent_messages().len(), 1);
+
+    // A speech API slower than voice.timeout_secs: the text goes alone, as soon as it gives up.
+    tts.push(TtsStep::Delay(Duration::from_secs(20)));
+    voice_note(&tg, &stt, "v2", "say it slowly");
+    let sent = tg.wait_for_sent(2, Duration::from_secs(10)).await;
+    assert_eq!(
+        sent[1].text,
+        "reply to: [a voice message, transcribed]: say it slowly"
+    );
+    quiet(app.store.as_ref()).await;
+    assert_eq!(tts.requests().len(), 2);
+    assert!(tg.uploads().is_empty(), "no voice file after a timeout");
     app.shutdown().await;
 }
