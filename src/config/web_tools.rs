@@ -137,3 +137,50 @@ impl WebToolsConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Tweak<'a> = &'a dyn Fn(&mut WebToolsConfig);
+
+    #[test]
+    fn each_rule_names_its_key() {
+        let check = |f: Tweak| {
+            let mut c = WebToolsConfig::default();
+            f(&mut c);
+            c.check().err().map(|(key, _)| key)
+        };
+        assert_eq!(check(&|_| {}), None);
+        let cases: &[(&str, Tweak)] = &[
+            ("web_tools.allow_private", &|c| {
+                c.allow_private = vec!["http://x/".into()]
+            }),
+            ("web_tools.max_bytes", &|c| c.max_bytes = 0),
+            ("web_tools.timeout_secs", &|c| c.timeout_secs = 0),
+            ("web_tools.max_chars", &|c| c.max_chars = 10),
+            ("web_tools.search_count", &|c| c.search_count = 11),
+            ("web_tools.search_url", &|c| {
+                c.search_provider = Some(SearchProvider::Searxng)
+            }),
+            ("web_tools.search_api_key", &|c| {
+                c.search_provider = Some(SearchProvider::Brave)
+            }),
+        ];
+        for (key, f) in cases {
+            assert_eq!(check(*f), Some(*key));
+        }
+        let mut brave = WebToolsConfig {
+            search_provider: Some(SearchProvider::Brave),
+            search_api_key: Some(Secret::new("k")),
+            ..WebToolsConfig::default()
+        };
+        assert_eq!(brave.check(), Ok(()));
+        assert_eq!(
+            brave.search_base().as_deref(),
+            Some("https://api.search.brave.com")
+        );
+        brave.search_url = Some("http://127.0.0.1:9/".parse().unwrap());
+        assert_eq!(brave.search_base().as_deref(), Some("http://127.0.0.1:9"));
+    }
+}

@@ -116,6 +116,9 @@ impl WebFetch {
             Kind::Document => JobKind::Document,
         };
         let name = file_name(url);
+        if kind == Kind::Page {
+            body = to_utf8(body, announced.as_deref());
+        }
         let outcome = self
             .decoder
             .decode(job, &body, mime.as_deref(), name.as_deref())
@@ -223,6 +226,23 @@ fn is_document(mime: &str) -> bool {
         )
 }
 
+/// A page in the charset its `Content-Type` names (`windows-1252`, `shift_jis`, …) as UTF-8,
+/// for the worker, which reads pages as UTF-8. Decoding is a table lookup per byte, not
+/// parsing, so it runs here.
+fn to_utf8(body: Vec<u8>, content_type: Option<&str>) -> Vec<u8> {
+    let label = content_type.and_then(|ct| {
+        ct.split(';')
+            .filter_map(|p| p.trim().split_once('='))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("charset"))
+            .map(|(_, v)| v.trim().trim_matches('"').to_string())
+    });
+    let encoding = label.and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()));
+    match encoding {
+        Some(e) if e != encoding_rs::UTF_8 => e.decode(&body).0.into_owned().into_bytes(),
+        _ => body,
+    }
+}
+
 /// `text/html; charset=utf-8` → `text/html`.
 fn base_type(content_type: &str) -> String {
     content_type
@@ -296,5 +316,8 @@ mod tests {
             Some("report.pdf")
         );
         assert_eq!(file_name("https://x.org/"), None);
+        let latin = to_utf8(b"caf\xe9".to_vec(), Some("text/html; charset=ISO-8859-1"));
+        assert_eq!(String::from_utf8(latin).unwrap(), "café");
+        assert_eq!(to_utf8(b"x".to_vec(), Some("text/html")), b"x");
     }
 }
