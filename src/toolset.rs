@@ -91,6 +91,15 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
             approval: approval("send_message"),
         }));
     }
+    // The web: `web_fetch` through the guarded client, `web_search` with a provider set.
+    if config.tools.web_fetch {
+        tools.push(Arc::new(crate::agent::tools::WebFetch::from_config(config)));
+    }
+    if config.tools.web_search {
+        if let Some(search) = crate::agent::tools::WebSearch::from_config(config) {
+            tools.push(Arc::new(search));
+        }
+    }
     if config.tools.delegate {
         tools.push(Arc::new(crate::agent::delegate::Delegate {
             limits: crate::agent::delegate::Limits {

@@ -23,6 +23,8 @@ mod shards;
 mod streaming;
 mod tools;
 mod validate;
+mod voice;
+mod web_tools;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,6 +52,8 @@ pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
 pub use validate::validate;
+pub use voice::{ReplyWithVoice, VoiceConfig};
+pub use web_tools::{SearchProvider, WebToolsConfig};
 
 /// The whole configuration. Unknown fields are refused section by section; a table that is no
 /// core section is kept in `sections` for the platform that owns it (`registry`), and one that
@@ -84,6 +88,10 @@ pub struct Config {
     /// The OpenAI-compatible API (`api.rs`).
     pub api: ApiConfig,
     pub budget: BudgetConfig,
+    /// The built-in web tools' limits and search provider (`web_tools.rs`).
+    pub web_tools: WebToolsConfig,
+    /// Spoken replies through a speech API (`voice.rs`).
+    pub voice: VoiceConfig,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

@@ -36,6 +36,10 @@ pub struct ToolsConfig {
     pub delegate_max_parallel: usize,
     /// Model turns one child agent may take before it must answer.
     pub delegate_max_iterations: u32,
+    /// The `web_fetch` tool: read a public web page or document (limits in `[web_tools]`).
+    pub web_fetch: bool,
+    /// The `web_search` tool (offered only when `web_tools.search_provider` is set).
+    pub web_search: bool,
 }
 
 impl Default for ToolsConfig {
@@ -48,6 +52,8 @@ impl Default for ToolsConfig {
             delegate: true,
             delegate_max_parallel: 3,
             delegate_max_iterations: 12,
+            web_fetch: true,
+            web_search: true,
         }
     }
 }

@@ -23,6 +23,12 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     if let Err((key, message)) = c.budget.check() {
         return Err(ConfigError::Key { key, message });
     }
+    if let Err((key, message)) = c.voice.check() {
+        return Err(ConfigError::Key { key, message });
+    }
+    if let Err((key, message)) = c.web_tools.check() {
+        return Err(ConfigError::Key { key, message });
+    }
     if let Err((key, message)) = c.memory.check() {
         return Err(ConfigError::Key { key, message });
     }

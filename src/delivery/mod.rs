@@ -143,6 +143,11 @@ impl std::fmt::Debug for OutFile {
 }
 
 impl OutFile {
+    /// Ogg/Opus audio: a spoken reply, which a platform with voice messages sends as one.
+    pub fn is_voice(&self) -> bool {
+        self.mime.eq_ignore_ascii_case("audio/ogg")
+    }
+
     pub fn is_image(&self) -> bool {
         self.mime.to_ascii_lowercase().starts_with("image/")
     }

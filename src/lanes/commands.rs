@@ -11,6 +11,8 @@ pub enum Command {
     Stop,
     Status,
     Usage,
+    /// `/voice on`, `/voice off` (spoken replies in this conversation), `/voice` (which).
+    Voice(Option<bool>),
 }
 
 /// Parses `/cmd` or `/cmd@BotName` (the suffix must name this bot when a name is known).
@@ -33,13 +35,25 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "stop" => Some(Command::Stop),
         "status" => Some(Command::Status),
         "usage" => Some(Command::Usage),
+        "voice" => Some(Command::Voice(
+            match text
+                .split_whitespace()
+                .nth(1)
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+            {
+                Some("on") => Some(true),
+                Some("off") => Some(false),
+                _ => None,
+            },
+        )),
         _ => None,
     }
 }
 
 pub const HELP_TEXT: &str = "Talk to me in plain words. Commands: /new starts a fresh session, \
 /stop cancels the answer in progress, /status shows this conversation's state, /usage shows \
-what you have spent, /wrapup (or the \
+what you have spent, /voice on or /voice off switches spoken replies, /wrapup (or the \
 single word handoff) writes a handoff note for the next session.";
 
 /// A group member's `/stop` while another member's turn runs (see `approvals.admins`).
@@ -65,6 +79,9 @@ mod tests {
             ("/start", None, Some(Command::Start)),
             ("/usage", None, Some(Command::Usage)),
             ("/reset", None, Some(Command::New)),
+            ("/voice on", None, Some(Command::Voice(Some(true)))),
+            ("/voice OFF", None, Some(Command::Voice(Some(false)))),
+            ("/voice", None, Some(Command::Voice(None))),
             ("/newer", None, None),
             ("new", None, None),
             ("/unknown", None, None),

@@ -28,6 +28,7 @@ mod steer;
 mod stream_hub;
 mod turn;
 mod usage;
+mod voice;
 mod worker;
 
 use std::sync::Arc;

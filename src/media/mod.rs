@@ -8,10 +8,12 @@ pub mod cache;
 pub mod decode;
 pub mod document;
 pub mod fetch;
+pub mod html;
 pub mod images;
 pub mod read;
 pub mod reading;
 pub mod sniff;
+pub mod speech;
 pub mod transcribe;
 
 #[cfg(test)]
@@ -24,6 +26,7 @@ pub use fetch::{Fetched, Fetcher};
 pub use read::MediaReader;
 pub use reading::{Item, Reading};
 pub use sniff::{is_text, sniff};
+pub use speech::Speaker;
 pub use transcribe::Transcriber;
 
 /// Why one attachment could not be read. Each turns into one line the person (or the model)
@@ -68,6 +71,9 @@ pub enum MediaError {
     NoTranscriber,
     #[error("the speech-to-text endpoint failed: {0}")]
     Transcription(String),
+    /// The text-to-speech API of `[voice]` failed (the reply goes as text only).
+    #[error("the speech API failed: {0}")]
+    Speech(String),
 }
 
 /// `512 bytes`, `14.2 KB`, `25.0 MB`, for a sentence.

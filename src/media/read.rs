@@ -30,6 +30,8 @@ pub struct MediaReader {
     /// Documents and images are decoded in `herald decode` child processes.
     decoder: Decoder,
     transcriber: Option<Transcriber>,
+    /// Spoken replies (`[voice]`); the turn's voice step reaches it through the reader.
+    speaker: Option<super::Speaker>,
     vision: bool,
     keep_images_turns: u32,
     /// The decoder's verdict on each image hash (`None`: passed), so history images are not
@@ -53,10 +55,16 @@ impl MediaReader {
             fetcher: Fetcher::from_config(config, cache),
             decoder,
             transcriber: Transcriber::from_config(config),
+            speaker: super::Speaker::from_config(config),
             vision: config.llm.vision,
             keep_images_turns: config.media.keep_images_turns,
             image_verdicts: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The speech API client, when `voice.tts_url` is set.
+    pub fn speaker(&self) -> Option<&super::Speaker> {
+        self.speaker.as_ref()
     }
 
     /// Reads every attachment of a message, in order.

@@ -135,8 +135,9 @@ impl Guard {
             if current.scheme() == "https" && next.scheme() == "http" {
                 return Err(Refusal::Downgrade.into());
             }
-            let allowed =
-                same_host(&first, &next) || policy.redirect_hosts.iter().any(|h| h.matches(&next));
+            let allowed = policy.follow_anywhere
+                || same_host(&first, &next)
+                || policy.redirect_hosts.iter().any(|h| h.matches(&next));
             if !allowed {
                 return Err(Refusal::OtherHost.into());
             }
@@ -187,6 +188,11 @@ impl Guard {
 impl Opened {
     pub fn status(&self) -> u16 {
         self.response.status().as_u16()
+    }
+
+    /// The length the server announced, if any.
+    pub fn content_length(&self) -> Option<u64> {
+        self.response.content_length()
     }
 
     pub fn content_type(&self) -> Option<String> {

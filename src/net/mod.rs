@@ -34,6 +34,9 @@ pub struct Policy {
     pub timeout: Duration,
     /// Hosts a redirect may lead to besides the one asked for: the platform's own file hosts.
     pub redirect_hosts: Vec<HostRule>,
+    /// A redirect may lead to any host (the `web_fetch` tool: a page moved elsewhere); each
+    /// hop is still checked like the first (scheme, address, no https to http).
+    pub follow_anywhere: bool,
     /// A platform token sent as `Authorization: Bearer` to these hosts only (a Slack file on
     /// `files.slack.com`); a hop to any other host goes without it.
     pub bearer: Option<Bearer>,

@@ -25,6 +25,8 @@ pub mod fake_email;
 #[cfg(feature = "fakes")]
 pub mod fake_llm;
 #[cfg(feature = "fakes")]
+pub mod fake_search;
+#[cfg(feature = "fakes")]
 pub mod fake_signal;
 #[cfg(feature = "fakes")]
 pub mod fake_slack;
@@ -32,6 +34,10 @@ pub mod fake_slack;
 pub mod fake_stt;
 #[cfg(feature = "fakes")]
 pub mod fake_telegram;
+#[cfg(feature = "fakes")]
+pub mod fake_tts;
+#[cfg(feature = "fakes")]
+pub mod fake_web;
 #[cfg(feature = "fakes")]
 pub mod fake_whatsapp;
 #[cfg(feature = "fakes")]

@@ -368,6 +368,7 @@ fn policy(redirect_hosts: &[&str]) -> Policy {
             .iter()
             .map(|h| HostRule::parse(h).unwrap())
             .collect(),
+        follow_anywhere: false,
         bearer: None,
     }
 }

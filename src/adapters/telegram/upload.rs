@@ -1,10 +1,11 @@
 //! Files out: a reply's file row becomes one `sendPhoto` (an image up to Telegram's 10 MB
-//! photo limit) or one `sendDocument` (anything else), uploaded from memory under the file's
+//! photo limit), one `sendVoice` (Ogg/Opus audio: a spoken reply) or one `sendDocument`
+//! (anything else), uploaded from memory under the file's
 //! name through the same paced client as text. The message id is recorded like a text chunk's.
 //!
 //! Must not: retry an upload itself after Telegram accepted it, or put the token in an error.
 
-use teloxide::payloads::{SendDocumentSetters, SendPhotoSetters};
+use teloxide::payloads::{SendDocumentSetters, SendPhotoSetters, SendVoiceSetters};
 use teloxide::requests::Requester;
 use teloxide::types::{ChatId, InputFile, Message, MessageId, ThreadId};
 use teloxide::RequestError;
@@ -48,6 +49,13 @@ where
     R: Requester<Err = RequestError>,
 {
     let input = InputFile::memory(file.data.clone()).file_name(file.name.clone());
+    if file.is_voice() {
+        let mut req = bot.send_voice(chat, input);
+        if let Some(t) = thread {
+            req = req.message_thread_id(t);
+        }
+        return req.await;
+    }
     if photo {
         let mut req = bot.send_photo(chat, input);
         if let Some(t) = thread {

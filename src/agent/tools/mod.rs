@@ -19,6 +19,7 @@ mod attach_file;
 mod builtins;
 pub mod policy;
 mod session_search;
+mod web;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub use builtins::approval_policy;
 pub use policy::{ApprovalGate, ApprovalRequest, Check, Decision, DenyAll, Policy};
 pub(crate) use session_search::page;
 pub use session_search::SessionSearch;
+pub use web::{WebFetch, WebSearch};
 
 /// Whom a tool call serves: the conversation it was made in, the person who asked, and the
 /// session and turn it belongs to. Built by the lane worker from the event it is answering,

@@ -50,6 +50,12 @@ impl Worker {
             .chain(std::mem::take(&mut answer.messages))
             .collect();
         commit.note = answer.note.take();
+        if answered {
+            let deps = &self.router.deps;
+            let spoken =
+                crate::lanes::voice::speak(deps, &self.lane, ev, &answer.reply, &p.meter).await;
+            answer.files.splice(0..0, spoken);
+        }
         p.meter.release_open().await;
         let spent = p.meter.spent();
         commit.billed = spent.billed;

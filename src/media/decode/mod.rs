@@ -83,6 +83,13 @@ impl Decoder {
         }
     }
 
+    /// The same decoder keeping at most `max_chars` of a document's text (`web_fetch`'s
+    /// `web_tools.max_chars` rather than `media.document_chars`).
+    pub fn with_max_chars(mut self, max_chars: usize) -> Decoder {
+        self.limits.max_chars = max_chars;
+        self
+    }
+
     /// Decodes `bytes` in a worker: `Ok` with a document, `NotRead`, or an image's size
     /// (never `Refused`: a refusal is the matching `MediaError`).
     pub async fn decode(

@@ -13,6 +13,8 @@ pub enum JobKind {
     Document,
     /// An image: only its header's dimensions, checked against the pixel cap.
     Image,
+    /// A web page (`web_fetch`): its main content as Markdown, cut at `max_chars`.
+    Html,
 }
 
 /// The caps a decoder works under, from `[media]`.

@@ -97,6 +97,22 @@ fn decode(job: &Job, bytes: &[u8]) -> Result<Outcome, MediaError> {
             let (width, height) = check_image(bytes, job.limits.max_image_pixels)?;
             Ok(Outcome::Image { width, height })
         }
+        JobKind::Html => {
+            let page = String::from_utf8_lossy(bytes);
+            let text = crate::media::html::to_markdown(&page);
+            let total_chars = text.chars().count();
+            let truncated = total_chars > job.limits.max_chars;
+            let text = match text.char_indices().nth(job.limits.max_chars) {
+                Some((at, _)) => text[..at].to_string(),
+                None => text,
+            };
+            Ok(Outcome::Document {
+                format: WireFormat::Markdown,
+                text,
+                truncated,
+                total_chars,
+            })
+        }
         JobKind::Document => {
             let doc =
                 decode_document(bytes, job.mime.as_deref(), job.name.as_deref(), &job.limits)?;

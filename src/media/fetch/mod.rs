@@ -290,6 +290,7 @@ impl Fetcher {
             max_bytes: self.inner.max_bytes,
             timeout: self.inner.timeout,
             redirect_hosts: redirect_hosts.to_vec(),
+            follow_anywhere: false,
             bearer: None,
         }
     }

@@ -46,7 +46,7 @@ async fn handle(
         Ok(params) => params,
         Err(description) => return error(400, &description),
     };
-    if matches!(method.as_str(), "sendphoto" | "senddocument") {
+    if matches!(method.as_str(), "sendphoto" | "senddocument" | "sendvoice") {
         super::uploads::add_file_bytes(&headers, &body, &mut params);
     }
     let fault = {
@@ -114,7 +114,9 @@ async fn answer(state: &State, method: &str, params: &Value) -> Response {
         "getme" => ok(super::json::me_json(&state.token)),
         "getupdates" => get_updates(state, params).await,
         "sendmessage" => send_message(state, params),
-        "sendphoto" | "senddocument" => super::uploads::send_upload(state, method, params),
+        "sendphoto" | "senddocument" | "sendvoice" => {
+            super::uploads::send_upload(state, method, params)
+        }
         "editmessagetext" => edit_message_text(state, params),
         "deletemessage" => delete_message(state, params),
         "getfile" => super::files::get_file(state, params),

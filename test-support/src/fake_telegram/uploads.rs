@@ -1,4 +1,4 @@
-//! Uploads: `sendPhoto` and `sendDocument` with a multipart file, recorded byte for byte with
+//! Uploads: `sendPhoto`, `sendDocument` and `sendVoice` with a multipart file, recorded byte for byte with
 //! the file name and caption, so a test can check what a person would have received.
 //!
 //! The multipart body is read here as bytes (the form decoder keeps text fields only); the
@@ -16,7 +16,7 @@ use super::{FakeTelegram, State};
 /// One file the bot sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upload {
-    /// `sendPhoto` or `sendDocument`.
+    /// `sendPhoto`, `sendDocument` or `sendVoice`.
     pub method: String,
     pub chat_id: i64,
     pub thread_id: Option<i64>,
@@ -63,12 +63,13 @@ pub(super) fn add_file_bytes(headers: &HeaderMap, body: &Bytes, params: &mut Val
     }
 }
 
-/// `sendPhoto` / `sendDocument`: records the upload, answers a message carrying it.
+/// `sendPhoto` / `sendDocument` / `sendVoice`: records the upload, answers a message
+/// carrying it.
 pub(super) fn send_upload(state: &State, method: &str, params: &Value) -> Response {
-    let field = if method == "sendphoto" {
-        "photo"
-    } else {
-        "document"
+    let field = match method {
+        "sendphoto" => "photo",
+        "sendvoice" => "voice",
+        _ => "document",
     };
     let Some(chat_id) = int_param(params, "chat_id") else {
         return error(400, "Bad Request: chat not found");
@@ -88,10 +89,10 @@ pub(super) fn send_upload(state: &State, method: &str, params: &Value) -> Respon
     let message_id = inner.next_message_id;
     inner.next_message_id += 1;
     inner.uploads.push(Upload {
-        method: if field == "photo" {
-            "sendPhoto"
-        } else {
-            "sendDocument"
+        method: match field {
+            "photo" => "sendPhoto",
+            "voice" => "sendVoice",
+            _ => "sendDocument",
         }
         .into(),
         chat_id,
@@ -109,7 +110,10 @@ pub(super) fn send_upload(state: &State, method: &str, params: &Value) -> Respon
         "date": super::json::now_unix(),
     });
     let unique = format!("up{message_id}");
-    if field == "photo" {
+    if field == "voice" {
+        message["voice"] = json!({ "file_id": unique, "file_unique_id": unique,
+            "duration": 1, "mime_type": "audio/ogg", "file_size": bytes.len() });
+    } else if field == "photo" {
         message["photo"] = json!([{ "file_id": unique, "file_unique_id": unique,
             "width": 1, "height": 1, "file_size": bytes.len() }]);
     } else {
