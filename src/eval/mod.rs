@@ -21,6 +21,8 @@ mod report;
 mod run;
 mod sandbox;
 mod suite;
+#[cfg(test)]
+mod tests;
 
 use crate::cli::eval::EvalArgs;
 use crate::config::{Config, LoadOptions};
