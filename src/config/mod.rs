@@ -8,6 +8,7 @@ mod address;
 mod agent;
 mod api;
 mod budget;
+mod eval;
 mod handoff;
 mod load;
 mod mcp;
@@ -33,6 +34,7 @@ pub use address::ConfigUrl;
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
+pub use eval::EvalConfig;
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
@@ -84,6 +86,8 @@ pub struct Config {
     /// The OpenAI-compatible API (`api.rs`).
     pub api: ApiConfig,
     pub budget: BudgetConfig,
+    /// `herald eval`'s judge model (`eval.rs`).
+    pub eval: EvalConfig,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

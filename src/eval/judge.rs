@@ -1,7 +1,7 @@
 //! `judge = "…"`: a question about a case's reply put to a model, passing on a "yes". The
-//! judge is the agent's own model chain of the configuration the case ran under (the one the
-//! operator's `[llm]` names, fallbacks included), asked outside any lane: its call is not
-//! part of the case's tokens or cost.
+//! judge is `[[eval.judge]]` of the configuration the case ran under, or that configuration's
+//! own `[llm]` chain when none is set, asked outside any lane: its call is not part of the
+//! case's tokens or cost.
 
 use crate::config::Config;
 use crate::domain::Role;
@@ -14,7 +14,7 @@ pub struct Judge {
 impl Judge {
     pub fn new(config: &Config) -> anyhow::Result<Judge> {
         Ok(Judge {
-            chain: crate::llm::main_chain(config)?,
+            chain: crate::llm::judge_chain(config)?,
         })
     }
 

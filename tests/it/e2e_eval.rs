@@ -164,8 +164,12 @@ fn script(llm: &FakeLlm) {
         "delegate the report",
         Step::ToolCall("delegate".into(), r#"{"goal":"write the report"}"#.into()),
     );
-    llm.push_when("Question: Is the reply polite?", Step::Reply("Yes.".into()));
-    llm.push_when(
+}
+
+/// The judge's answers, on its own endpoint (`[[eval.judge]]`).
+fn judge_script(judge: &FakeLlm) {
+    judge.push_when("Question: Is the reply polite?", Step::Reply("Yes.".into()));
+    judge.push_when(
         "Question: Is the reply in Spanish?",
         Step::Reply("No, French.".into()),
     );
@@ -185,8 +189,14 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
     let llm = FakeLlm::start().await;
     llm.set_billing(Billing::Fixed(120));
     script(&llm);
+    let judge = FakeLlm::start().await;
+    judge_script(&judge);
     let data = tempfile::tempdir().unwrap();
-    let extra = format!("[tools]\nrequire_approval = [\"delegate\"]\n\n{PRICED}");
+    let extra = format!(
+        "[tools]\nrequire_approval = [\"delegate\"]\n\n{PRICED}\
+         [[eval.judge]]\nbase_url = \"{}\"\nmodel = \"judge-model\"\n",
+        judge.base_url()
+    );
     let cfg = write_config(data.path(), "127.0.0.1:0", &llm.base_url(), &extra);
     let suite = data.path().join("suite.toml");
     std::fs::write(&suite, SUITE).unwrap();
@@ -258,6 +268,12 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
     assert_eq!(xml.matches("<failure ").count(), 7, "{xml}");
     assert!(xml.contains(r#"<testcase name="greets""#), "{xml}");
     assert!(xml.contains("capsule lacks &quot;ORD-9999&quot;"), "{xml}");
+    // The judge was asked on its own endpoint, twice, and the agent's model never.
+    assert_eq!(judge.request_count(), 2);
+    assert!(llm
+        .requests()
+        .iter()
+        .all(|r| !r.last_user().contains("Question: ")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
