@@ -91,6 +91,14 @@ approval_asked = true
 tool_called = "delegate"
 
 [[cases]]
+name = "memory is not allowed"
+[[cases.messages]]
+person = "ivy"
+text = "remember my notes"
+[cases.expect]
+tool_called = "memory"
+
+[[cases]]
 name = "asks nothing"
 [[cases.messages]]
 person = "dan"
@@ -161,6 +169,13 @@ fn script(llm: &FakeLlm) {
     llm.push_when("look up my receipt", call(r#"{"query":"receipt"}"#));
     llm.push_when("search for the parcel", call(r#"{"query":"parcel"}"#));
     llm.push_when(
+        "remember my notes",
+        Step::ToolCall(
+            "memory".into(),
+            r#"{"action":"add","target":"user","content":"n"}"#.into(),
+        ),
+    );
+    llm.push_when(
         "delegate the report",
         Step::ToolCall("delegate".into(), r#"{"goal":"write the report"}"#.into()),
     );
@@ -217,7 +232,7 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
     let (table, log) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{table}\n{log}");
     assert!(
-        table.contains("12 cases: 5 passed, 7 failed"),
+        table.contains("13 cases: 6 passed, 7 failed"),
         "{table}\n{log}"
     );
     let json: Value =
@@ -230,6 +245,7 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
         "asks before delegating",
         "capsule keeps the order",
         "judged polite",
+        "memory is not allowed",
     ] {
         assert!(passed(name), "{name}: {}", reason(name));
     }
@@ -261,13 +277,32 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
     assert!(caps.ends_with(" ms > 0 ms"), "{caps}");
     let xml = std::fs::read_to_string(reports.join("eval.xml")).unwrap();
     assert!(
-        xml.contains(r#"<testsuite name="herald eval" tests="12" failures="7""#),
+        xml.contains(r#"<testsuite name="herald eval" tests="13" failures="7""#),
         "{xml}"
     );
-    assert_eq!(xml.matches("<testcase ").count(), 12, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 13, "{xml}");
     assert_eq!(xml.matches("<failure ").count(), 7, "{xml}");
     assert!(xml.contains(r#"<testcase name="greets""#), "{xml}");
     assert!(xml.contains("capsule lacks &quot;ORD-9999&quot;"), "{xml}");
+    // A tool --allow-tools does not name was refused, and one that asks was denied: neither ran.
+    let told = |words: &str| llm.tool_results_for(words).join(" | ");
+    assert!(
+        told("remember my notes")
+            .starts_with("refused: the operator does not allow the tool \"memory\""),
+        "{}",
+        told("remember my notes")
+    );
+    assert!(
+        told("delegate the report")
+            .starts_with("denied: this chat's platform is not connected here"),
+        "{}",
+        told("delegate the report")
+    );
+    let ran = told("look up my invoice");
+    assert!(
+        !ran.is_empty() && !ran.starts_with("refused") && !ran.starts_with("denied"),
+        "{ran}"
+    );
     // The judge was asked on its own endpoint, twice, and the agent's model never.
     assert_eq!(judge.request_count(), 2);
     assert!(llm
