@@ -41,7 +41,8 @@ pub struct CaseMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<String>,
     pub text: String,
-    /// Local files sent with the message.
+    /// Local files sent with the message (a relative path is read from the case file's
+    /// folder).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<PathBuf>,
     /// What the agent answered when this was recorded (`herald export`); never checked.
@@ -166,7 +167,16 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<Loaded>, EvalError> {
         if parsed.cases.is_empty() {
             return Err(bad(file, "the file holds no [[cases]]"));
         }
-        for case in parsed.cases {
+        let here = file.parent().unwrap_or(Path::new("."));
+        for mut case in parsed.cases {
+            // An attachment is named relative to its case file, wherever eval runs from.
+            for m in &mut case.messages {
+                for a in &mut m.attachments {
+                    if a.is_relative() {
+                        *a = here.join(&*a);
+                    }
+                }
+            }
             check(&case).map_err(|why| bad(file, &format!("case {:?}: {why}", case.name)))?;
             if !names.insert(case.name.clone()) {
                 return Err(bad(

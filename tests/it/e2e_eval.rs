@@ -99,6 +99,15 @@ text = "remember my notes"
 tool_called = "memory"
 
 [[cases]]
+name = "reads the attachment"
+[[cases.messages]]
+person = "jo"
+text = "what does the file say?"
+attachments = ["notes.txt"]
+[cases.expect]
+reply_contains = "ZEBRA-42"
+
+[[cases]]
 name = "asks nothing"
 [[cases.messages]]
 person = "dan"
@@ -215,6 +224,7 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
     let cfg = write_config(data.path(), "127.0.0.1:0", &llm.base_url(), &extra);
     let suite = data.path().join("suite.toml");
     std::fs::write(&suite, SUITE).unwrap();
+    std::fs::write(data.path().join("notes.txt"), "The code is ZEBRA-42.\n").unwrap();
     let reports = data.path().join("reports");
     let out = herald(
         &cfg,
@@ -232,7 +242,7 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
     let (table, log) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{table}\n{log}");
     assert!(
-        table.contains("13 cases: 6 passed, 7 failed"),
+        table.contains("14 cases: 7 passed, 7 failed"),
         "{table}\n{log}"
     );
     let json: Value =
@@ -246,6 +256,7 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
         "capsule keeps the order",
         "judged polite",
         "memory is not allowed",
+        "reads the attachment",
     ] {
         assert!(passed(name), "{name}: {}", reason(name));
     }
@@ -277,10 +288,10 @@ async fn a_suite_passes_and_fails_each_expectation_with_reports_and_exit_status(
     assert!(caps.ends_with(" ms > 0 ms"), "{caps}");
     let xml = std::fs::read_to_string(reports.join("eval.xml")).unwrap();
     assert!(
-        xml.contains(r#"<testsuite name="herald eval" tests="13" failures="7""#),
+        xml.contains(r#"<testsuite name="herald eval" tests="14" failures="7""#),
         "{xml}"
     );
-    assert_eq!(xml.matches("<testcase ").count(), 13, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 14, "{xml}");
     assert_eq!(xml.matches("<failure ").count(), 7, "{xml}");
     assert!(xml.contains(r#"<testcase name="greets""#), "{xml}");
     assert!(xml.contains("capsule lacks &quot;ORD-9999&quot;"), "{xml}");
