@@ -84,10 +84,10 @@ pub async fn eval(config: &Config, args: EvalArgs) -> anyhow::Result<()> {
 }
 
 /// A second configuration file, loaded the way `--config` is (defaults, the file, `HERALD_*`).
-fn load_other(file: &std::path::Path, first: &Config) -> anyhow::Result<Config> {
+fn load_other(file: &std::path::Path, _first: &Config) -> anyhow::Result<Config> {
     let config = crate::config::load(&LoadOptions {
         file: Some(file.to_path_buf()),
-        data_dir: Some(first.server.data_dir.clone()),
+        data_dir: None,
         listen: None,
         use_env: true,
     })

@@ -78,7 +78,9 @@ pub async fn run_case(sandbox: &Sandbox, case: &Case) -> anyhow::Result<Observed
         .prefix("herald-eval-")
         .tempdir()
         .context("making a throwaway data dir")?;
-    let config = sandbox.on(dir.path());
+    let config = sandbox
+        .on(dir.path())
+        .context("copying the migrated store into the data dir")?;
     let turn_limit = Duration::from_secs(config.agent.turn_timeout_secs + 30);
     let media = crate::media::MediaCache::under(dir.path(), config.media.cache_hours);
     let app = App::start(config)

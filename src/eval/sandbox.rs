@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::agent::tools::{approval_policy, Check};
 use crate::config::Config;
@@ -18,6 +19,9 @@ use crate::toolset::ToolDeps;
 #[derive(Clone)]
 pub struct Sandbox {
     pub config: Config,
+    /// An empty SQLite store with every migration applied, copied into each case's data dir:
+    /// migrating once per run instead of once per case.
+    template: Arc<tempfile::TempDir>,
 }
 
 impl Sandbox {
@@ -51,15 +55,33 @@ impl Sandbox {
         c.approvals
             .deny
             .extend(denied_tools(&c, allow_tools).await?);
-        Ok(Sandbox { config: c })
+        let template = tempfile::Builder::new()
+            .prefix("herald-eval-template-")
+            .tempdir()?;
+        let store = crate::store::connect(&sqlite_url(template.path()), 1).await?;
+        let migrated = store.migrate().await;
+        store.close().await;
+        migrated?;
+        Ok(Sandbox {
+            config: c,
+            template: Arc::new(template),
+        })
     }
 
-    /// The configuration of one case, on `dir`.
-    pub fn on(&self, dir: &Path) -> Config {
+    /// The configuration of one case on `dir`, where the migrated store is copied first.
+    pub fn on(&self, dir: &Path) -> std::io::Result<Config> {
+        std::fs::copy(self.template.path().join(DB), dir.join(DB))?;
         let mut c = self.config.clone();
         c.server.data_dir = dir.to_path_buf();
-        c
+        Ok(c)
     }
+}
+
+/// The store file under a data dir when no `store.url` is set (`Config::store_url`).
+const DB: &str = "herald.db";
+
+fn sqlite_url(dir: &Path) -> String {
+    format!("sqlite://{}", dir.join(DB).display())
 }
 
 /// The built-in tools a call of which would run without asking and that `allow` does not
