@@ -12,6 +12,7 @@ pub mod config;
 pub mod cron;
 pub mod delivery;
 pub mod domain;
+pub mod eval;
 mod events;
 pub mod handoff;
 pub mod hooks;

@@ -93,6 +93,12 @@ enum Command {
     },
     /// What the model calls cost: by person, lane, cron job, model or day.
     Usage(cli::UsageArgs),
+    /// Run case files against the configured agent on throwaway stores (docs/evals.md).
+    Eval(cli::eval::EvalArgs),
+    /// Write a lane's recorded conversation as a case file for `herald eval`.
+    Export(cli::eval::ExportArgs),
+    /// Re-run a lane's recorded conversation against this configuration, turn by turn.
+    Replay(cli::eval::ReplayArgs),
     /// The isolated decode worker the daemon starts: one job on stdin, one answer on stdout.
     #[command(hide = true)]
     Decode,
@@ -133,7 +139,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     }
-    let (telemetry, _) = herald::telemetry::init(&config.log, &config.telemetry);
+    let mut log = config.log.clone();
+    if matches!(cli.command, Command::Eval(_) | Command::Replay(_)) {
+        // Each case starts a whole Herald: its start and stop lines would bury the table.
+        log.level = "warn".into();
+    }
+    let (telemetry, _) = herald::telemetry::init(&log, &config.telemetry);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -174,6 +185,9 @@ fn main() -> std::process::ExitCode {
             Command::Skills { command } => cli::skills(&config, command).await,
             Command::Tools { command } => cli::tools(&config, command).await,
             Command::Memory { command } => cli::memory(&config, command).await,
+            Command::Eval(args) => herald::eval::eval(&config, args).await,
+            Command::Export(args) => herald::eval::export(&config, args).await,
+            Command::Replay(args) => herald::eval::replay(&config, args).await,
         }
     });
     // Last: the spans of the shutdown itself are queued by now.

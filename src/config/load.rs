@@ -183,6 +183,7 @@ pub(crate) fn apply_conventional_env(
         .fallbacks
         .iter_mut()
         .chain(config.handoff.writer.iter_mut())
+        .chain(config.eval.judge.iter_mut())
     {
         super::providers::fill_endpoint(e, Some(get));
     }

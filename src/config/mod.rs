@@ -8,6 +8,7 @@ mod address;
 mod agent;
 mod api;
 mod budget;
+mod eval;
 mod handoff;
 mod load;
 mod mcp;
@@ -35,6 +36,7 @@ pub use address::ConfigUrl;
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
+pub use eval::EvalConfig;
 pub use handoff::HandoffConfig;
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
@@ -92,6 +94,8 @@ pub struct Config {
     pub web_tools: WebToolsConfig,
     /// Spoken replies through a speech API (`voice.rs`).
     pub voice: VoiceConfig,
+    /// `herald eval`'s judge model (`eval.rs`).
+    pub eval: EvalConfig,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

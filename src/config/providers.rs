@@ -279,6 +279,7 @@ pub(crate) fn apply_presets(config: &mut super::Config) {
         .fallbacks
         .iter_mut()
         .chain(config.handoff.writer.iter_mut())
+        .chain(config.eval.judge.iter_mut())
     {
         fill_endpoint(e, None);
     }

@@ -215,6 +215,7 @@ fn llm(c: &Config) -> Result<(), ConfigError> {
     for (key, list) in [
         ("llm.fallbacks", &c.llm.fallbacks),
         ("handoff.writer", &c.handoff.writer),
+        ("eval.judge", &c.eval.judge),
     ] {
         for (i, f) in list.iter().enumerate() {
             if f.base_url.is_none() || f.model.is_empty() {

@@ -49,6 +49,21 @@ fn endpoint(config: &Config, e: &Endpoint, key_key: &str) -> Result<Arc<dyn Prov
     })
 }
 
+/// The judge of `herald eval`: `[[eval.judge]]` in order, or the main chain when there is none.
+pub fn judge_chain(config: &Config) -> Result<ProviderChain, LlmError> {
+    if config.eval.judge.is_empty() {
+        return main_chain(config);
+    }
+    let providers = config
+        .eval
+        .judge
+        .iter()
+        .enumerate()
+        .map(|(i, e)| endpoint(config, e, &format!("eval.judge[{i}].api_key")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ProviderChain::new(providers, retry_policy(config)))
+}
+
 /// The main chain: `[llm]`'s provider, then `llm.fallbacks` in order.
 pub fn main_chain(config: &Config) -> Result<ProviderChain, LlmError> {
     let mut providers: Vec<Arc<dyn Provider>> = Vec::new();

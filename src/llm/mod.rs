@@ -27,7 +27,7 @@ use crate::domain::{Role, ToolCall};
 
 pub use anthropic::{AnthropicProvider, ANTHROPIC_VERSION};
 pub use anthropic_cache::CachePlan;
-pub use build::{main_chain, writer_chain};
+pub use build::{judge_chain, main_chain, writer_chain};
 pub use chain::{ProviderChain, RetryPolicy};
 pub use content::{Blob, Part, IMAGE_TOKENS};
 pub use echo::{EchoProvider, UnconfiguredProvider, NOT_CONFIGURED_REPLY};

@@ -162,6 +162,9 @@ struct Inner {
     /// Steps reserved for requests whose newest user message contains the needle, taken in
     /// order before the script (tests with turns in several lanes at once, e.g. cron fires).
     keyed: Vec<(String, Step)>,
+    /// Standing answers for requests whose system message contains the needle (never used
+    /// up): a model that answers by what its prompt says, for evals of a prompt change.
+    by_system: Vec<(String, String)>,
     /// Applied to default replies when the script is empty.
     default_delay: Duration,
     /// Default replies come in this many pieces spread over `default_delay` (0 or 1: whole,
@@ -239,6 +242,16 @@ impl FakeLlm {
             .unwrap()
             .keyed
             .push((needle.to_string(), step));
+    }
+
+    /// Every request whose system message contains `needle` is answered `text` (after any
+    /// keyed step of its own), until the end of the fake.
+    pub fn answer_when_system(&self, needle: &str, text: &str) {
+        self.inner
+            .lock()
+            .unwrap()
+            .by_system
+            .push((needle.to_string(), text.to_string()));
     }
 
     pub fn set_default_delay(&self, d: Duration) {
@@ -339,7 +352,18 @@ async fn completions(State(inner): State<Arc<Mutex<Inner>>>, Json(body): Json<Va
             .iter()
             .position(|(needle, _)| last_user.contains(needle.as_str()))
             .map(|i| g.keyed.remove(i).1);
+        let system = body["messages"]
+            .as_array()
+            .and_then(|ms| ms.iter().find(|m| m["role"] == "system"))
+            .map(text_of)
+            .unwrap_or_default();
+        let by_system = g
+            .by_system
+            .iter()
+            .find(|(needle, _)| system.contains(needle.as_str()))
+            .map(|(_, text)| Step::Reply(text.clone()));
         let step = keyed
+            .or(by_system)
             .or_else(|| g.script.pop_front())
             .or_else(|| g.sticky.clone());
         let mut delay = g.default_delay;

@@ -36,6 +36,7 @@ mod e2e_delivery;
 mod e2e_discord;
 mod e2e_discord_shards;
 mod e2e_email;
+mod e2e_eval;
 mod e2e_fetch_guard;
 mod e2e_files;
 mod e2e_group_commands;

@@ -41,6 +41,8 @@ const RANKS: &[(&str, u8)] = &[
     ("http", 8),
     ("cli", 9),
     ("app", 10),
+    // Evals start whole apps on throwaway stores (`eval/`), above the app they drive.
+    ("eval", 11),
 ];
 
 /// Files allowed to spawn a task that is not on the app's tracker, and why.
