@@ -25,6 +25,7 @@ pub mod store;
 pub mod tasks;
 pub mod telemetry;
 pub mod toolset;
+pub mod webhooks;
 
 /// The platform registry (`config::registry`) reads the adapters' list through the crate root.
 pub use adapters::PLATFORMS;

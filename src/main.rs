@@ -91,6 +91,11 @@ enum Command {
         #[command(subcommand)]
         command: cli::cron::CronCmd,
     },
+    /// Inbound webhooks (`[[hooks]]`): their runs, and a dry run of a saved payload.
+    Hooks {
+        #[command(subcommand)]
+        command: cli::hooks::HooksCmd,
+    },
     /// What the model calls cost: by person, lane, cron job, model or day.
     Usage(cli::UsageArgs),
     /// The isolated decode worker the daemon starts: one job on stdin, one answer on stdout.
@@ -169,6 +174,7 @@ fn main() -> std::process::ExitCode {
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
+            Command::Hooks { command } => cli::hooks::hooks(&config, command).await,
             Command::Usage(args) => cli::usage(&config, args).await,
             Command::Prompt { command } => cli::prompt(&config, command).await,
             Command::Skills { command } => cli::skills(&config, command).await,

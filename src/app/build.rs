@@ -330,6 +330,16 @@ impl Core {
             access: Arc::new(http::Access::from_config(config)),
             approvals: self.approvals.clone(),
             api_keys: http::openai::ApiKeys::new(api_keys, config.api.max_concurrent_per_key),
+            webhooks: Arc::new(
+                crate::webhooks::Inbound::new(
+                    config,
+                    self.ingest.clone(),
+                    self.store.clone(),
+                    &format!("{}/hooks", self.replica_id),
+                    self.cron_poke.clone(),
+                )
+                .map_err(anyhow::Error::msg)?,
+            ),
         };
         let app = http::routes(state, config, extra_routes);
         let limits = http::serve::Limits::from_config(config);

@@ -5,6 +5,7 @@ pub mod doctor;
 mod doctor_config;
 pub mod doctor_files;
 mod handoff;
+pub mod hooks;
 mod inbox;
 mod memory;
 mod pairing;

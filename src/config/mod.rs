@@ -9,6 +9,7 @@ mod agent;
 mod api;
 mod budget;
 mod handoff;
+mod hooks;
 mod load;
 mod mcp;
 mod media;
@@ -34,6 +35,7 @@ pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
 pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
 pub use handoff::HandoffConfig;
+pub use hooks::{check_hooks, job_name as hook_job, FilterRule, HookMode, HookSpec, SignatureKind};
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
 pub use media::MediaConfig;
@@ -84,6 +86,8 @@ pub struct Config {
     /// The OpenAI-compatible API (`api.rs`).
     pub api: ApiConfig,
     pub budget: BudgetConfig,
+    /// Inbound webhooks, one `[[hooks]]` table each (`hooks.rs`, `crate::webhooks`).
+    pub hooks: Vec<HookSpec>,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

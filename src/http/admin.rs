@@ -40,6 +40,7 @@ pub(super) fn api_rows() -> Vec<RouteRow> {
         api("/api/v1/admin/capsules", get(capsules)),
         api("/api/v1/admin/cron", get(cron)),
         api("/api/v1/admin/spend", get(super::admin_spend::spend)),
+        api("/api/v1/admin/hooks", get(super::admin_hooks::hooks)),
     ]
 }
 

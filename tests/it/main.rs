@@ -65,6 +65,7 @@ mod e2e_telegram;
 mod e2e_user;
 mod e2e_web;
 mod e2e_web_page;
+mod e2e_webhooks;
 mod e2e_whatsapp;
 mod failover_pg;
 mod fake_discord_selftest;

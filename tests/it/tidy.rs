@@ -37,6 +37,7 @@ const RANKS: &[(&str, u8)] = &[
     ("cron", 6),
     ("handoff", 7),
     ("toolset", 7),
+    ("webhooks", 7),
     ("adapters", 8),
     ("http", 8),
     ("cli", 9),
