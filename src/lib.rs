@@ -20,6 +20,7 @@ pub mod lanes;
 pub mod llm;
 pub mod media;
 pub mod net;
+pub mod reload;
 pub mod screen;
 pub mod store;
 pub mod tasks;

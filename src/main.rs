@@ -91,6 +91,8 @@ enum Command {
         #[command(subcommand)]
         command: cli::cron::CronCmd,
     },
+    /// Ask the running daemon to re-read its configuration (SIGHUP does the same).
+    Reload,
     /// Inbound webhooks (`[[hooks]]`): their runs, and a dry run of a saved payload.
     Hooks {
         #[command(subcommand)]
@@ -120,12 +122,13 @@ fn main() -> std::process::ExitCode {
         Command::Serve { listen } => listen.clone(),
         _ => None,
     };
-    let config = match config::load(&LoadOptions {
+    let source = LoadOptions {
         file: cli.config.clone(),
         data_dir: cli.data_dir.clone(),
         listen,
         use_env: true,
-    }) {
+    };
+    let config = match config::load(&source) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("herald: {e}");
@@ -155,7 +158,7 @@ fn main() -> std::process::ExitCode {
                 cli::doctor_files::log_at_start(&config);
                 // The signal is awaited next to the daemon, not in a task of its own.
                 let shutdown = CancellationToken::new();
-                let run = herald::app::run(config, shutdown.clone());
+                let run = herald::app::run_from(config, Some(source), shutdown.clone());
                 tokio::pin!(run);
                 tokio::select! {
                     r = &mut run => r,
@@ -174,6 +177,7 @@ fn main() -> std::process::ExitCode {
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
+            Command::Reload => cli::reload::reload(&config).await,
             Command::Hooks { command } => cli::hooks::hooks(&config, command).await,
             Command::Usage(args) => cli::usage(&config, args).await,
             Command::Prompt { command } => cli::prompt(&config, command).await,

@@ -11,6 +11,7 @@ mod memory;
 mod pairing;
 pub mod progress;
 mod prompt;
+pub mod reload;
 mod sessions_io;
 mod skills;
 mod tools;

@@ -19,6 +19,7 @@ mod platforms;
 mod providers;
 mod queues;
 pub mod registry;
+mod reload;
 mod secret;
 mod shards;
 mod streaming;
@@ -47,6 +48,7 @@ pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use queues::{InboxConfig, OutboxConfig};
 pub use registry::{spec, specs, Access, Admit, Capabilities, FileAuth, PlatformSpec, Section};
+pub use reload::ReloadConfig;
 pub use secret::{redact_url, same_secret, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
@@ -88,6 +90,8 @@ pub struct Config {
     pub budget: BudgetConfig,
     /// Inbound webhooks, one `[[hooks]]` table each (`hooks.rs`, `crate::webhooks`).
     pub hooks: Vec<HookSpec>,
+    /// How a running daemon takes a changed configuration (`reload.rs`, `crate::reload`).
+    pub reload: ReloadConfig,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

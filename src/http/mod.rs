@@ -8,6 +8,7 @@
 mod access;
 mod admin;
 mod admin_hooks;
+mod admin_reload;
 mod admin_spend;
 mod approvals;
 mod body;
@@ -78,6 +79,9 @@ pub struct HttpState {
     /// The `[[hooks]]` receivers (`hooks.rs`, `crate::webhooks`).
     #[from_ref(skip)]
     pub webhooks: Arc<crate::webhooks::Inbound>,
+    /// The live configuration reload (`admin_reload.rs`, `crate::reload`).
+    #[from_ref(skip)]
+    pub reload: Arc<crate::reload::Reloader>,
 }
 
 /// Largest request body accepted anywhere; a bigger one answers 413.

@@ -95,7 +95,8 @@ struct Hook {
 
 /// The receiving side of every `[[hooks]]` table, built once at start.
 pub struct Inbound {
-    hooks: HashMap<String, Hook>,
+    /// By name; a reload replaces the whole map ([`Inbound::replace`]).
+    hooks: std::sync::RwLock<Arc<HashMap<String, Arc<Hook>>>>,
     ingest: Ingest,
     store: Arc<dyn Store>,
     holder: String,
@@ -112,27 +113,8 @@ impl Inbound {
         holder: &str,
         poke: Arc<Notify>,
     ) -> Result<Inbound, String> {
-        let known = config.deliverable();
-        let mut hooks = HashMap::new();
-        for (i, spec) in config.hooks.iter().enumerate() {
-            let secret = spec
-                .resolve_secret()
-                .map_err(|e| format!("hooks[{i}].secret_env: {e}"))?;
-            let targets = spec
-                .deliver
-                .iter()
-                .map(|t| parse_target(t, &known).map_err(|e| format!("hooks[{i}].deliver: {e}")))
-                .collect::<Result<Vec<_>, _>>()?;
-            let hook = Hook {
-                rate: rate::Window::per_minute(spec.rate_per_min),
-                spec: spec.clone(),
-                secret,
-                targets,
-            };
-            hooks.insert(spec.name.clone(), hook);
-        }
         Ok(Inbound {
-            hooks,
+            hooks: std::sync::RwLock::new(Arc::new(build(config)?)),
             ingest,
             store,
             holder: holder.to_string(),
@@ -140,6 +122,42 @@ impl Inbound {
         })
     }
 
+    /// Takes the `[[hooks]]` of a reloaded `config`: deliveries from now on meet them (a
+    /// delivery being checked finishes with the hooks it started with). Nothing changes when
+    /// one is invalid.
+    pub fn replace(&self, config: &Config) -> Result<(), String> {
+        let fresh = Arc::new(build(config)?);
+        *self.hooks.write().expect("hooks lock") = fresh;
+        Ok(())
+    }
+}
+
+/// Each hook of `config`, its secret resolved (`secret_env` is read here) and its targets
+/// parsed; the error names the key.
+fn build(config: &Config) -> Result<HashMap<String, Arc<Hook>>, String> {
+    let known = config.deliverable();
+    let mut hooks = HashMap::new();
+    for (i, spec) in config.hooks.iter().enumerate() {
+        let secret = spec
+            .resolve_secret()
+            .map_err(|e| format!("hooks[{i}].secret_env: {e}"))?;
+        let targets = spec
+            .deliver
+            .iter()
+            .map(|t| parse_target(t, &known).map_err(|e| format!("hooks[{i}].deliver: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let hook = Hook {
+            rate: rate::Window::per_minute(spec.rate_per_min),
+            spec: spec.clone(),
+            secret,
+            targets,
+        };
+        hooks.insert(spec.name.clone(), Arc::new(hook));
+    }
+    Ok(hooks)
+}
+
+impl Inbound {
     /// Checks, filters and records one delivery; see the module's header for the order.
     pub async fn receive(
         &self,
@@ -175,7 +193,8 @@ impl Inbound {
         headers: &HeaderMap,
         body: &[u8],
     ) -> Result<Answer, StoreError> {
-        let Some(hook) = self.hooks.get(name) else {
+        let hooks = self.hooks.read().expect("hooks lock").clone();
+        let Some(hook) = hooks.get(name) else {
             return Ok(Answer::UnknownHook);
         };
         if body.len() > hook.spec.max_body_bytes {

@@ -27,6 +27,7 @@ const RANKS: &[(&str, u8)] = &[
     ("events", 1),
     ("telemetry", 2),
     ("store", 2),
+    ("reload", 2),
     ("llm", 2),
     ("media", 3),
     ("budget", 3),
