@@ -187,3 +187,62 @@ pub fn check_hooks(hooks: &[HookSpec], cron_on: bool, known: &Deliverable) -> Re
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(extra: serde_json::Value) -> HookSpec {
+        let mut v = serde_json::json!({"name": "ci", "secret": "0123456789abcdef",
+            "signature": "github", "prompt": "p", "deliver": ["web:a"]});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn each_bad_hook_is_refused_naming_its_key() {
+        let known = crate::config::Config::default().deliverable();
+        assert_eq!(
+            check_hooks(&[spec(serde_json::json!({}))], true, &known),
+            Ok(())
+        );
+        let cases = [
+            (serde_json::json!({"name": "a b"}), "hooks[0].name"),
+            (serde_json::json!({"secret": "short"}), "hooks[0].secret"),
+            (serde_json::json!({"secret_env": "X"}), "hooks[0].secret"),
+            (serde_json::json!({"deliver": []}), "hooks[0].deliver"),
+            (
+                serde_json::json!({"deliver": ["nowhere:1"]}),
+                "hooks[0].deliver",
+            ),
+            (
+                serde_json::json!({"max_body_bytes": 2_000_000}),
+                "hooks[0].max_body_bytes",
+            ),
+            (
+                serde_json::json!({"rate_per_min": 0}),
+                "hooks[0].rate_per_min",
+            ),
+            (
+                serde_json::json!({"filter": [{"path": "a"}]}),
+                "hooks[0].filter[0]",
+            ),
+            (
+                serde_json::json!({"filter": [{"path": "a", "header": "b", "equals": "c"}]}),
+                "hooks[0].filter[0]",
+            ),
+        ];
+        for (extra, key) in cases {
+            let err = check_hooks(&[spec(extra.clone())], true, &known).unwrap_err();
+            assert!(err.starts_with(key), "{extra}: {err}");
+        }
+        let twice = [spec(serde_json::json!({})), spec(serde_json::json!({}))];
+        assert!(check_hooks(&twice, true, &known)
+            .unwrap_err()
+            .starts_with("hooks[1].name"));
+        let err = check_hooks(&[spec(serde_json::json!({}))], false, &known).unwrap_err();
+        assert!(err.contains("cron.enabled"), "{err}");
+    }
+}

@@ -254,3 +254,90 @@ async fn a_hooks_new_prompt_is_used_by_the_next_delivery() {
     assert_eq!(view(&tg, USER), ["new: disk full"]);
     app.shutdown().await;
 }
+
+/// The real binary: SIGHUP and `herald reload` reload the daemon's own file; an invalid file
+/// leaves it running as it was, and `herald reload` exits non-zero naming the key.
+#[tokio::test]
+async fn sighup_and_herald_reload_reload_the_running_daemon() {
+    use herald_test_support::harness::free_port;
+    use herald_test_support::herald::{write_config, Herald};
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let file = write_config(data.path(), &listen, &llm.base_url(), "");
+    let log = data.path().join("herald.log");
+    let mut daemon = Herald::serve_config(&file, port).log_to(&log).spawn();
+    daemon.wait_ready(WAIT).await;
+    let generation = || async {
+        let v: Value = reqwest::get(format!("http://{listen}/api/v1/admin/config"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["config"]["generation"].as_u64().unwrap()
+    };
+    assert_eq!(generation().await, 1);
+
+    write_config(
+        data.path(),
+        &listen,
+        &llm.base_url(),
+        "[telegram]\nallowed_users = [\"42\"]\n",
+    );
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &daemon.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    daemon.wait_log("configuration reloaded", WAIT).await;
+    assert_eq!(generation().await, 2);
+
+    write_config(
+        data.path(),
+        &listen,
+        &llm.base_url(),
+        "[telegram]\nallowed_users = [\"42\", \"43\"]\n",
+    );
+    let out = Herald::new()
+        .arg("--config")
+        .arg(&file)
+        .arg("reload")
+        .output();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("applied: telegram.allowed_users"),
+        "{stdout}"
+    );
+    assert_eq!(generation().await, 3);
+
+    // An invalid file: `herald reload` refuses it with the key named; SIGHUP changes nothing.
+    write_config(
+        data.path(),
+        &listen,
+        &llm.base_url(),
+        "[lanes]\nlease_ttl_secs = 0\n",
+    );
+    let out = Herald::new()
+        .arg("--config")
+        .arg(&file)
+        .arg("reload")
+        .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("lanes."), "{stderr}");
+    std::process::Command::new("kill")
+        .args(["-HUP", &daemon.pid().to_string()])
+        .status()
+        .unwrap();
+    daemon.wait_log("configuration reload refused", WAIT).await;
+    assert_eq!(generation().await, 3, "nothing changed");
+    assert!(daemon.try_wait().is_none(), "still running");
+}

@@ -357,3 +357,83 @@ async fn a_bearer_hook_admits_its_token_and_refuses_past_its_rate() {
     assert_eq!(llm.request_count(), 0);
     app.shutdown().await;
 }
+
+/// A hook's own `budget` caps its runs like a cron job's: a run over it is skipped before the
+/// model and the log says why, while a hook without one runs under `budget.cron_run`.
+#[tokio::test]
+async fn a_hooks_budget_caps_its_runs() {
+    let (tg, llm, data) = fakes().await;
+    let mut tight = ci_hook();
+    tight.name = "tight".into();
+    tight.filter.clear();
+    tight.budget = Some(herald::domain::Amount::from_units(0.05).unwrap());
+    let mut roomy = tight.clone();
+    roomy.name = "roomy".into();
+    roomy.budget = None;
+    let mut c: Config = tg_config(&tg, &llm, &data);
+    c.hooks = vec![tight, roomy];
+    c.llm.max_tokens = 100;
+    c.budget.cron_run = Some(0.5);
+    c.budget.prices = vec![herald::config::PriceConfig {
+        model: "fake-*".into(),
+        input: Some(0.0),
+        output: Some(1000.0),
+        cache_read: Some(0.0),
+        cache_write: Some(0.0),
+    }];
+    herald::config::validate(&c).unwrap();
+    let app = App::start(c).await.unwrap();
+    let body = serde_json::to_vec(&run("failure")).unwrap();
+    for name in ["tight", "roomy"] {
+        let (status, a) = post(&app, name, &body, &github(&body, name, "workflow_run")).await;
+        assert_eq!(status, 202, "{a}");
+    }
+    wait_until("both runs are logged", Duration::from_secs(15), || async {
+        let mut done = 0;
+        for job in ["hook:tight", "hook:roomy"] {
+            let fires = app.store.cron_fires(Some(job), 10).await.unwrap();
+            done += fires
+                .iter()
+                .filter(|f| f.status != FireStatus::Claimed)
+                .count();
+        }
+        done == 2
+    })
+    .await;
+    let tight = app.store.cron_fires(Some("hook:tight"), 10).await.unwrap();
+    assert_eq!(tight[0].status, FireStatus::Skipped, "{tight:?}");
+    let note = tight[0].note.clone().unwrap_or_default();
+    assert!(note.contains("would pass its budget"), "{note}");
+    let roomy = app.store.cron_fires(Some("hook:roomy"), 10).await.unwrap();
+    assert_eq!(roomy[0].status, FireStatus::Ok, "{roomy:?}");
+    assert_eq!(
+        llm.request_count(),
+        1,
+        "only the roomy run reached the model"
+    );
+    app.shutdown().await;
+}
+
+/// `herald hooks test`: a saved payload's filter verdict and the exact message it would run.
+#[tokio::test]
+async fn hooks_test_renders_a_saved_payload_without_the_store() {
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("run.json");
+    std::fs::write(&file, serde_json::to_vec(&run("failure")).unwrap()).unwrap();
+    let c = Config {
+        hooks: vec![ci_hook()],
+        ..Config::default()
+    };
+    let event = ["X-GitHub-Event=workflow_run".to_string()];
+    let out = herald::cli::hooks::test(&c, "ci", &file, &event).unwrap();
+    assert!(out.contains("the filter keeps it"), "{out}");
+    assert!(out.contains("CI run tests on main failed."), "{out}");
+    assert!(out.contains("untrusted data"), "{out}");
+    let out = herald::cli::hooks::test(&c, "ci", &file, &[]).unwrap();
+    assert!(
+        out.contains("the filter drops it: X-GitHub-Event is absent"),
+        "{out}"
+    );
+    let err = herald::cli::hooks::test(&c, "nope", &file, &[]).unwrap_err();
+    assert!(err.to_string().contains("no hook named \"nope\""), "{err}");
+}
