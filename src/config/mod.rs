@@ -49,7 +49,7 @@ pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRE
 pub use queues::{InboxConfig, OutboxConfig};
 pub use registry::{spec, specs, Access, Admit, Capabilities, FileAuth, PlatformSpec, Section};
 pub use reload::ReloadConfig;
-pub use secret::{redact_url, same_secret, Secret};
+pub use secret::{comparing_secrets, redact_url, same_secret, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};

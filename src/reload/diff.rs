@@ -2,8 +2,8 @@
 //! `hooks`, `llm.model`), and which of them a running daemon can never take without a
 //! restart. Lists (`hooks`, `cron.jobs`, `people`) compare whole.
 //!
-//! Secrets serialize as `***`, so a changed token or secret is not seen here: such a change
-//! needs a restart, which the operating guide says.
+//! Secrets are compared by digest (`config::comparing_secrets`), so a changed token is named
+//! too; only key names leave this module, never a value.
 
 use std::collections::BTreeSet;
 
@@ -21,7 +21,7 @@ pub const RESTART_ONLY: &[&str] = &[
 
 /// The dotted paths whose values differ between `old` and `new`.
 pub fn changed(old: &Config, new: &Config) -> BTreeSet<String> {
-    let (a, b) = (to_value(old), to_value(new));
+    let (a, b) = crate::config::comparing_secrets(|| (to_value(old), to_value(new)));
     let mut out = BTreeSet::new();
     walk("", &a, &b, &mut out);
     out
@@ -69,5 +69,15 @@ mod tests {
         new.server.listen = "127.0.0.1:9".parse().unwrap();
         let keys: Vec<String> = changed(&old, &new).into_iter().collect();
         assert_eq!(keys, ["server.listen", "telegram.allowed_users"]);
+        // A changed secret is seen, and secrets print as `***` again afterwards.
+        let mut a = Config::default();
+        a.telegram.token = Some(crate::config::Secret::new("old-token"));
+        let mut b = a.clone();
+        b.telegram.token = Some(crate::config::Secret::new("new-token"));
+        let keys: Vec<String> = changed(&a, &b).into_iter().collect();
+        assert_eq!(keys, ["telegram.token"]);
+        assert!(changed(&a, &a.clone()).is_empty());
+        let shown = serde_json::to_value(&b).unwrap();
+        assert_eq!(shown["telegram"]["token"], "***");
     }
 }
