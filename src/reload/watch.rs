@@ -35,26 +35,36 @@ pub async fn on_sighup(reloader: Arc<Reloader>, cancel: CancellationToken) {
     cancel.cancelled().await;
 }
 
-fn modified(path: &std::path::Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+/// What tells a saved file from the one seen before: its modification time and length.
+fn stamp(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
 }
 
-/// Reloads when the source file's modification time changes, looking every `every`.
-pub async fn on_file_change(reloader: Arc<Reloader>, every: Duration, cancel: CancellationToken) {
-    let Some(path) = reloader.source().and_then(|s| s.file) else {
-        return;
-    };
-    let mut seen = modified(&path);
-    loop {
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(every) => {}
-        }
-        let now = modified(&path);
-        if now != seen && now.is_some() {
-            seen = now;
-            tracing::info!(file = %path.display(), "the config file changed: reloading");
-            let _ = reloader.reload().await;
+/// Reloads when the source file's modification time (or length) changes, looking every
+/// `every`. The file as it is now, when this is called, is the one already running.
+pub fn on_file_change(
+    reloader: Arc<Reloader>,
+    every: Duration,
+    cancel: CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send {
+    let path = reloader.source().and_then(|s| s.file);
+    let mut seen = path.as_deref().and_then(stamp);
+    async move {
+        let Some(path) = path else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            let now = stamp(&path);
+            if now != seen && now.is_some() {
+                seen = now;
+                tracing::info!(file = %path.display(), "the config file changed: reloading");
+                let _ = reloader.reload().await;
+            }
         }
     }
 }

@@ -341,3 +341,39 @@ async fn sighup_and_herald_reload_reload_the_running_daemon() {
     assert_eq!(generation().await, 3, "nothing changed");
     assert!(daemon.try_wait().is_none(), "still running");
 }
+
+/// `reload.watch`: saving the file reloads it (the watcher task alone: a SIGHUP handler
+/// would be process-global state in this shared test binary).
+#[tokio::test]
+async fn a_saved_config_file_is_reloaded_when_watched() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let app = App::start(test_config(&llm, &data)).await.unwrap();
+    let file = data.path().join("herald.toml");
+    std::fs::write(&file, "[reload]\nwatch = true\n").unwrap();
+    app.reload.set_source(LoadOptions {
+        file: Some(file.clone()),
+        ..LoadOptions::default()
+    });
+    let cancel = tokio_util::sync::CancellationToken::new();
+    // The file as it is when the watcher is made is the running one.
+    let task = tokio::spawn(herald::reload::watch::on_file_change(
+        app.reload.clone(),
+        Duration::from_millis(100),
+        cancel.clone(),
+    ));
+    std::fs::write(
+        &file,
+        "[reload]\nwatch = true\n\n[telegram]\nallowed_users = [\"42\"]\n",
+    )
+    .unwrap();
+    wait_until("the saved file is reloaded", WAIT, || async {
+        app.reload.status().generation == 2
+    })
+    .await;
+    assert_eq!(app.reload.current().telegram.allowed_users, ["42"]);
+    cancel.cancel();
+    task.await.unwrap();
+    app.shutdown().await;
+}
