@@ -7,6 +7,7 @@
 //! leases, then closes the store. The steps of `start` are named builders in `build.rs`.
 
 mod build;
+mod live;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub struct App {
     /// The nightly handoff closer (its scheduled loop runs when `handoff.nightly` is set);
     /// tests and operators run a pass through it.
     pub nightly: Arc<NightlyCloser>,
+    /// Takes a changed configuration in place (`crate::reload`; `herald reload`, SIGHUP).
+    pub reload: Arc<crate::reload::Reloader>,
     cancel: CancellationToken,
     tracker: TaskTracker,
     grace: Duration,
@@ -45,8 +48,21 @@ pub struct App {
 
 /// Runs until `shutdown` is cancelled, then stops gracefully.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    run_from(config, None, shutdown).await
+}
+
+/// [`run`], reloading from `source` on SIGHUP, `herald reload` and (with `reload.watch`) a
+/// change of its file.
+pub async fn run_from(
+    config: Config,
+    source: Option<crate::config::LoadOptions>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     crate::http::serve::raise_fd_limit();
     let app = App::start(config).await?;
+    if let Some(source) = source {
+        app.watch_config(source);
+    }
     shutdown.cancelled().await;
     app.shutdown().await;
     Ok(())
@@ -81,10 +97,17 @@ impl App {
         let router = LaneRouter::new(deps.clone(), &core.tracker, wakes, &core.cancel);
         let nightly = Arc::new(NightlyCloser::new(handoff, &core.config.handoff)?);
         let cron = core.scheduler().await?;
+        let (webhooks, reload) = core.live(cron.clone())?;
         core.start_delivery(&router).await;
         let model = deps.chain.primary_name();
         let addr = core
-            .start_http(&router, model.clone(), metrics, &adapters)
+            .start_http(
+                &router,
+                model.clone(),
+                metrics,
+                &adapters,
+                (webhooks, &reload),
+            )
             .await?;
         core.start_schedules(cron, &nightly);
         core.start_adapters(adapters);
@@ -107,9 +130,28 @@ impl App {
             replica_id: core.replica_id,
             auth: core.auth,
             nightly,
+            reload,
             cancel: core.cancel,
             tracker: core.tracker,
         })
+    }
+
+    /// Reloads from `source` at SIGHUP and `herald reload`, and with `reload.watch` when its
+    /// file changes (tasks on the app's tracker).
+    pub fn watch_config(&self, source: crate::config::LoadOptions) {
+        use crate::reload::watch;
+        self.reload.set_source(source);
+        self.tracker.spawn(watch::on_sighup(
+            self.reload.clone(),
+            self.cancel.child_token(),
+        ));
+        if self.reload.current().reload.watch {
+            self.tracker.spawn(watch::on_file_change(
+                self.reload.clone(),
+                Duration::from_secs(1),
+                self.cancel.child_token(),
+            ));
+        }
     }
 
     /// A cron scheduler on this app's store and inbox (tests drive one with their own clock).

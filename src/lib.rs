@@ -21,11 +21,13 @@ pub mod lanes;
 pub mod llm;
 pub mod media;
 pub mod net;
+pub mod reload;
 pub mod screen;
 pub mod store;
 pub mod tasks;
 pub mod telemetry;
 pub mod toolset;
+pub mod webhooks;
 
 /// The platform registry (`config::registry`) reads the adapters' list through the crate root.
 pub use adapters::PLATFORMS;

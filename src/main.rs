@@ -91,6 +91,13 @@ enum Command {
         #[command(subcommand)]
         command: cli::cron::CronCmd,
     },
+    /// Ask the running daemon to re-read its configuration (SIGHUP does the same).
+    Reload,
+    /// Inbound webhooks (`[[hooks]]`): their runs, and a dry run of a saved payload.
+    Hooks {
+        #[command(subcommand)]
+        command: cli::hooks::HooksCmd,
+    },
     /// What the model calls cost: by person, lane, cron job, model or day.
     Usage(cli::UsageArgs),
     /// Run case files against the configured agent on throwaway stores (docs/evals.md).
@@ -121,12 +128,13 @@ fn main() -> std::process::ExitCode {
         Command::Serve { listen } => listen.clone(),
         _ => None,
     };
-    let config = match config::load(&LoadOptions {
+    let source = LoadOptions {
         file: cli.config.clone(),
         data_dir: cli.data_dir.clone(),
         listen,
         use_env: true,
-    }) {
+    };
+    let config = match config::load(&source) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("herald: {e}");
@@ -161,7 +169,7 @@ fn main() -> std::process::ExitCode {
                 cli::doctor_files::log_at_start(&config);
                 // The signal is awaited next to the daemon, not in a task of its own.
                 let shutdown = CancellationToken::new();
-                let run = herald::app::run(config, shutdown.clone());
+                let run = herald::app::run_from(config, Some(source), shutdown.clone());
                 tokio::pin!(run);
                 tokio::select! {
                     r = &mut run => r,
@@ -180,6 +188,8 @@ fn main() -> std::process::ExitCode {
             Command::Pairing { command } => cli::pairing(&config, command).await,
             Command::Handoff { command } => cli::handoff(&config, command).await,
             Command::Cron { command } => cli::cron::cron(&config, command).await,
+            Command::Reload => cli::reload::reload(&config).await,
+            Command::Hooks { command } => cli::hooks::hooks(&config, command).await,
             Command::Usage(args) => cli::usage(&config, args).await,
             Command::Prompt { command } => cli::prompt(&config, command).await,
             Command::Skills { command } => cli::skills(&config, command).await,

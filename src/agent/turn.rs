@@ -93,6 +93,17 @@ pub struct TurnOutput {
     pub files: Vec<crate::domain::Attachment>,
 }
 
+impl TurnOutput {
+    /// An answer that is `text` as it stands, without a model call (a `notify` webhook).
+    pub fn text(text: &str) -> TurnOutput {
+        TurnOutput {
+            messages: vec![NewMessage::new(Role::Assistant, text)],
+            reply: text.to_string(),
+            ..TurnOutput::default()
+        }
+    }
+}
+
 const EMPTY_REPLY: &str = "(The model returned an empty answer.)";
 
 /// The request's messages for the system prompt and the history, each row with the images it

@@ -216,6 +216,7 @@ impl Core {
         }
         let pre_dispatch = build_pre_dispatch(
             &self.config,
+            self.auth.clone(),
             self.store.clone(),
             vec![Arc::new(handoff_hook)],
         );
@@ -307,6 +308,7 @@ impl Core {
         model: String,
         metrics: PrometheusHandle,
         adapters: &[Box<dyn Adapter>],
+        (webhooks, reload): (Arc<crate::webhooks::Inbound>, &Arc<crate::reload::Reloader>),
     ) -> anyhow::Result<SocketAddr> {
         let config = &self.config;
         let (listener, addr) = http::bind(config.server.listen)
@@ -331,6 +333,8 @@ impl Core {
             access: Arc::new(http::Access::from_config(config)),
             approvals: self.approvals.clone(),
             api_keys: http::openai::ApiKeys::new(api_keys, config.api.max_concurrent_per_key),
+            webhooks,
+            reload: reload.clone(),
         };
         let app = http::routes(state, config, extra_routes);
         let limits = http::serve::Limits::from_config(config);

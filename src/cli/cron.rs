@@ -266,7 +266,7 @@ async fn list(store: &dyn Store, config: &Config, now: DateTime<Utc>) -> anyhow:
 /// pass — up to 30 s later, or longer for a manual run it never saw — so a `claimed` row whose
 /// inbox event is already settled is shown with that outcome, read the same way the
 /// scheduler will record it. Nothing is written.
-async fn live(store: &dyn Store, mut f: CronFire) -> anyhow::Result<CronFire> {
+pub(super) async fn live(store: &dyn Store, mut f: CronFire) -> anyhow::Result<CronFire> {
     if f.status != FireStatus::Claimed {
         return Ok(f);
     }
@@ -290,7 +290,10 @@ async fn live(store: &dyn Store, mut f: CronFire) -> anyhow::Result<CronFire> {
 /// The deliveries of a run that the platform refused for good (a closed WhatsApp window
 /// without a template, a chat the bot was removed from), one indented line each with the
 /// reason, so a brief that never arrived says why where the operator looks for it.
-async fn failed_deliveries(store: &dyn Store, inbox: Option<i64>) -> anyhow::Result<String> {
+pub(super) async fn failed_deliveries(
+    store: &dyn Store,
+    inbox: Option<i64>,
+) -> anyhow::Result<String> {
     let Some(inbox) = inbox else {
         return Ok(String::new());
     };
@@ -309,7 +312,7 @@ async fn failed_deliveries(store: &dyn Store, inbox: Option<i64>) -> anyhow::Res
     Ok(out)
 }
 
-fn fire_line(f: &CronFire) -> String {
+pub(super) fn fire_line(f: &CronFire) -> String {
     let duration = match (f.started_at, f.ended_at) {
         (Some(s), Some(e)) => format!("  {} ms", e - s),
         _ => String::new(),

@@ -10,6 +10,7 @@ mod api;
 mod budget;
 mod eval;
 mod handoff;
+mod hooks;
 mod load;
 mod mcp;
 mod media;
@@ -19,6 +20,7 @@ mod platforms;
 mod providers;
 mod queues;
 pub mod registry;
+mod reload;
 mod secret;
 mod shards;
 mod streaming;
@@ -38,6 +40,7 @@ pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
 pub use eval::EvalConfig;
 pub use handoff::HandoffConfig;
+pub use hooks::{check_hooks, job_name as hook_job, FilterRule, HookMode, HookSpec, SignatureKind};
 pub use load::{from_toml, load, ConfigError, LoadOptions, CLI_ENV};
 pub use mcp::{valid_server_name, McpConfig, McpServer, RequireApproval};
 pub use media::MediaConfig;
@@ -49,7 +52,8 @@ pub use platforms::{DiscordConfig, TelegramConfig, TelegramMode};
 pub use providers::{Endpoint, Preset, ProviderKind, Transport, WindowSource, PRESETS};
 pub use queues::{InboxConfig, OutboxConfig};
 pub use registry::{spec, specs, Access, Admit, Capabilities, FileAuth, PlatformSpec, Section};
-pub use secret::{redact_url, same_secret, Secret};
+pub use reload::ReloadConfig;
+pub use secret::{comparing_secrets, redact_url, same_secret, Secret};
 pub use shards::ShardCount;
 pub use streaming::{StreamChats, StreamingConfig, MIN_EDIT_INTERVAL_MS};
 pub use tools::{ApprovalsConfig, SendRoute, ToolsConfig, DEFAULT_HARDLINE};
@@ -96,6 +100,10 @@ pub struct Config {
     pub voice: VoiceConfig,
     /// `herald eval`'s judge model (`eval.rs`).
     pub eval: EvalConfig,
+    /// Inbound webhooks, one `[[hooks]]` table each (`hooks.rs`, `crate::webhooks`).
+    pub hooks: Vec<HookSpec>,
+    /// How a running daemon takes a changed configuration (`reload.rs`, `crate::reload`).
+    pub reload: ReloadConfig,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

@@ -48,8 +48,32 @@ impl std::fmt::Debug for Secret {
 
 impl Serialize for Secret {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if COMPARING.with(std::cell::Cell::get) {
+            use sha2::{Digest, Sha256};
+            return s.serialize_str(&hex::encode(Sha256::digest(self.0.as_bytes())));
+        }
         s.serialize_str("***")
     }
+}
+
+thread_local! {
+    static COMPARING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with secrets serializing as a SHA-256 digest instead of `***`, so that a
+/// comparison of two serialized configurations (a reload's key diff) sees a changed token.
+/// Only for values compared in memory and dropped: nothing serialized here may be shown.
+pub fn comparing_secrets<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts `***` back even when `f` panics.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            COMPARING.with(|c| c.set(false));
+        }
+    }
+    COMPARING.with(|c| c.set(true));
+    let _reset = Reset;
+    f()
 }
 
 impl<'de> Deserialize<'de> for Secret {

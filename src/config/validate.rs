@@ -49,6 +49,7 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
             e.key()
         )));
     }
+    super::check_hooks(&c.hooks, c.cron.enabled, &c.deliverable()).map_err(ConfigError::Invalid)?;
     mcp_servers(&c.mcp.servers)
 }
 

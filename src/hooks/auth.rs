@@ -16,8 +16,16 @@ use crate::store::{PairingAsk, PairingOutcome, Store};
 
 /// The allowlist decision, shared by the auth hook and any hook that must re-check it (the
 /// handoff trigger does).
+///
+/// Every clone shares one set of rules, which a configuration reload replaces in place
+/// ([`Authorizer::replace`]): each check reads the rules current at that moment.
 #[derive(Debug, Clone, Default)]
 pub struct Authorizer {
+    rules: Arc<std::sync::RwLock<Arc<Rules>>>,
+}
+
+#[derive(Debug, Default)]
+struct Rules {
     /// The allowlists of the platforms that admit people by id, by platform.
     lists: HashMap<Platform, Allowlist>,
     /// Non-loopback web requests are authenticated by the bearer token at the HTTP layer.
@@ -55,10 +63,22 @@ impl Authorizer {
             lists.insert(spec.name, list);
         }
         Authorizer {
-            lists,
-            web_token_set: c.web.token.is_some(),
-            admins: admin_identities(c),
+            rules: Arc::new(std::sync::RwLock::new(Arc::new(Rules {
+                lists,
+                web_token_set: c.web.token.is_some(),
+                admins: admin_identities(c),
+            }))),
         }
+    }
+
+    /// Replaces the rules of this authorizer and every clone with those of `c` (a reload).
+    pub fn replace(&self, c: &Config) {
+        let fresh = Authorizer::from_config(c).rules();
+        *self.rules.write().expect("auth rules lock") = fresh;
+    }
+
+    fn rules(&self) -> Arc<Rules> {
+        self.rules.read().expect("auth rules lock").clone()
     }
 
     /// Whether `ev` came from a chat several people share, where `/stop` and `/new` act only
@@ -70,16 +90,17 @@ impl Authorizer {
     /// The sender of `ev` is listed in `approvals.admins` (by identity or `[[people]]` name).
     /// The platform's own chat admins are not known here: events do not carry them.
     pub fn is_admin(&self, ev: &MessageEvent) -> bool {
-        self.admins.contains(&ev.person().to_string())
+        self.rules().admins.contains(&ev.person().to_string())
     }
 
     pub fn is_allowed(&self, ev: &MessageEvent) -> bool {
         if ev.is_internal() {
             return true;
         }
+        let rules = self.rules();
         match spec(ev.platform).map(|s| s.admit) {
-            Some(Admit::Local) => ev.from_loopback() || self.web_token_set,
-            Some(Admit::Allowlist { .. }) => self.lists.get(&ev.platform).is_some_and(|l| {
+            Some(Admit::Local) => ev.from_loopback() || rules.web_token_set,
+            Some(Admit::Allowlist { .. }) => rules.lists.get(&ev.platform).is_some_and(|l| {
                 l.all
                     || l.users.contains(&ev.sender_id)
                     || ev.sender_roles.iter().any(|r| l.roles.contains(r))
@@ -109,7 +130,8 @@ impl Authorizer {
     /// Whether `platform` lets people in by a role list, which only a message carries: a
     /// check without a message (a cron job's owner) cannot tell them apart.
     pub fn decides_by_roles(&self, platform: Platform) -> bool {
-        self.lists
+        self.rules()
+            .lists
             .get(&platform)
             .is_some_and(|l| !l.all && !l.roles.is_empty())
     }

@@ -101,14 +101,16 @@ impl HookChain {
     }
 }
 
-/// Builds the pre-dispatch chain in its fixed order: authorization first.
+/// Builds the pre-dispatch chain in its fixed order: authorization first, by `auth` (the
+/// app's one authorizer, whose rules a reload replaces).
 pub fn build_pre_dispatch(
     config: &Config,
+    auth: Authorizer,
     store: Arc<dyn Store>,
     extra: Vec<Arc<dyn PreDispatchHook>>,
 ) -> HookChain {
     let mut chain = HookChain::new(vec![Arc::new(AuthHook::new(
-        Authorizer::from_config(config),
+        auth,
         store,
         config.pairing.clone(),
     ))]);

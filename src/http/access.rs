@@ -43,6 +43,9 @@ pub enum Guard {
     /// One of the `[[api.keys]]` (the OpenAI-compatible API, `openai/keys.rs`); never the web
     /// token, never local trust.
     ApiKey,
+    /// The hook's own secret (`[[hooks]]`: a signature over the body or its bearer token),
+    /// checked by the handler in constant time; never the web token, never local trust.
+    Signed,
 }
 
 /// The access rule, resolved once from the configuration at start.

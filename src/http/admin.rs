@@ -40,6 +40,14 @@ pub(super) fn api_rows() -> Vec<RouteRow> {
         api("/api/v1/admin/capsules", get(capsules)),
         api("/api/v1/admin/cron", get(cron)),
         api("/api/v1/admin/spend", get(super::admin_spend::spend)),
+        api("/api/v1/admin/hooks", get(super::admin_hooks::hooks)),
+        api("/api/v1/admin/config", get(super::admin_reload::status)),
+        row(
+            Method::POST,
+            "/api/v1/admin/reload",
+            Guard::Api,
+            axum::routing::post(super::admin_reload::reload),
+        ),
     ]
 }
 
@@ -131,6 +139,7 @@ async fn overview(State(state): State<HttpState>) -> Answer {
         "replica": state.replica_id,
         "store": state.store.backend(),
         "model": state.model,
+        "config": state.reload.status(),
         "now": now_ms(),
         "lanes": lanes,
         "outbox": outbox,

@@ -7,6 +7,8 @@
 
 mod access;
 mod admin;
+mod admin_hooks;
+mod admin_reload;
 mod admin_spend;
 mod approvals;
 mod body;
@@ -19,6 +21,7 @@ mod error;
 mod gate;
 mod headers;
 mod health;
+mod hooks;
 mod inflight;
 mod media;
 pub mod openai;
@@ -73,6 +76,12 @@ pub struct HttpState {
     /// The `[[api.keys]]` of the OpenAI-compatible API (`openai/`), read at start.
     #[from_ref(skip)]
     pub api_keys: openai::ApiKeys,
+    /// The `[[hooks]]` receivers (`hooks.rs`, `crate::webhooks`).
+    #[from_ref(skip)]
+    pub webhooks: Arc<crate::webhooks::Inbound>,
+    /// The live configuration reload (`admin_reload.rs`, `crate::reload`).
+    #[from_ref(skip)]
+    pub reload: Arc<crate::reload::Reloader>,
 }
 
 /// Largest request body accepted anywhere; a bigger one answers 413.
@@ -127,6 +136,14 @@ pub fn table(config: &Config) -> Vec<RouteRow> {
         ),
     ];
     t.extend(admin::api_rows());
+    if !config.hooks.is_empty() {
+        t.push(row(
+            Method::POST,
+            "/hooks/{name}",
+            Guard::Signed,
+            post(hooks::receive),
+        ));
+    }
     if config.web.enabled {
         t.push(row(Method::GET, "/", Open, get(page::chat_page)));
         t.push(row(
@@ -199,7 +216,8 @@ pub fn routes(state: HttpState, config: &Config, extra: Vec<Router>) -> Router {
     let mut app = Router::new();
     for r in table(config) {
         let handler = match r.guard {
-            Guard::Open => r.handler,
+            // The hook's handler checks its signature itself (it needs the raw body).
+            Guard::Open | Guard::Signed => r.handler,
             Guard::Api => r.handler.route_layer(middleware::from_fn_with_state(
                 state.clone(),
                 access::require,

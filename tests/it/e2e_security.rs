@@ -219,6 +219,24 @@ fn config_for(shape: &Shape, llm: &FakeLlm, data: &tempfile::TempDir) -> Config 
         name: "probe".into(),
         ids: vec![],
     }];
+    // A hook delivers to the web chat, so only the shapes with it on mount `/hooks/{name}`.
+    c.hooks = shape
+        .web
+        .then(|| herald::config::HookSpec {
+            name: "probe-hook".into(),
+            secret: Some(Secret::new("a-hook-secret-0123456789")),
+            secret_env: None,
+            signature: herald::config::SignatureKind::Github,
+            mode: herald::config::HookMode::Notify,
+            prompt: "x".into(),
+            deliver: vec!["web:probe".into()],
+            budget: None,
+            filter: Vec::new(),
+            max_body_bytes: 1024,
+            rate_per_min: 1000,
+        })
+        .into_iter()
+        .collect();
     c.api.enabled = true;
     c.api.keys = vec![herald::config::ApiKeyConfig {
         name: "probe".into(),
@@ -357,7 +375,8 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
                 .path
                 .replace("{lane}", "web:probe")
                 .replace("{id}", "nope")
-                .replace("{sha}", "nope");
+                .replace("{sha}", "nope")
+                .replace("{name}", "probe-hook");
             for cred in [Cred::None, Cred::Wrong, Cred::Right, Cred::ApiKey] {
                 for via in Via::all() {
                     let mut req = http.request(r.method.clone(), format!("{base}{path}"));
@@ -401,6 +420,8 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
                         (Guard::Api, false, _) => trusted,
                         (Guard::ApiKey, _, Cred::ApiKey) => true,
                         (Guard::ApiKey, _, _) => false,
+                        // Only the hook's own signature, which no probe carries.
+                        (Guard::Signed, _, _) => false,
                     };
                     if admitted {
                         assert_ne!(status, 401, "{what}");

@@ -24,3 +24,14 @@ pub use target::{
     deserialize_targets, parse_target, split_chat_thread, Deliverable, DeliverablePlatform, Target,
     TargetError, TargetSyntax,
 };
+
+/// The sender of a webhook run in `notify` mode (`crate::webhooks`): its text is the brief,
+/// delivered to its targets as a scheduled run's reply would be, with no model call.
+pub const HOOK_NOTIFY_SENDER: &str = "hook-notify";
+
+/// Whether `ev` is such a run: only the webhook receiver writes scheduled events from this
+/// sender (no person's message is ever `Scheduled`).
+pub fn is_hook_notify(ev: &crate::domain::MessageEvent) -> bool {
+    matches!(ev.origin, crate::domain::Origin::Scheduled { .. })
+        && ev.sender_id == HOOK_NOTIFY_SENDER
+}

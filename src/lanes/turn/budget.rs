@@ -24,6 +24,17 @@ impl Worker {
                     charge.payer = budget.job_payer(&row);
                     charge.job_cap = row.spec.budget.map(|a| a.units());
                 }
+                // A webhook's run: its hook's own cap, paid by the system.
+                Ok(None) if job.starts_with("hook:") => {
+                    charge.payer = Payer::System;
+                    charge.job_cap = deps
+                        .config
+                        .hooks
+                        .iter()
+                        .find(|h| h.job() == job)
+                        .and_then(|h| h.budget)
+                        .map(|a| a.units());
+                }
                 Ok(None) => {
                     tracing::warn!(job = %job, "the job of this run is gone; the system pays for it");
                     charge.payer = Payer::System;

@@ -134,9 +134,13 @@ impl Worker {
         let mut prepared = self
             .prepare(lease, row, ev, user, meter, &context, &span)
             .await?;
-        let outcome = self
-            .run_agent(lease, row, ev, &context, &mut prepared, lost, &span)
-            .await;
+        let outcome = if crate::domain::cron::is_hook_notify(ev) {
+            // A `notify` webhook: its rendered text is the brief; no model call.
+            Outcome::Done(Ok(TurnOutput::text(&ev.text)))
+        } else {
+            self.run_agent(lease, row, ev, &context, &mut prepared, lost, &span)
+                .await
+        };
         let settled = self.settle(row, ev, &prepared, outcome, &span).await?;
         let status = settled.status;
         self.land(lease, &context, prepared, settled, &span).await?;

@@ -1,0 +1,95 @@
+//! The parts of a running app that take a reloaded configuration in place (`crate::reload`):
+//! the allowlists (every `Authorizer` clone shares its rules), the `[[hooks]]` receivers, and
+//! the cron jobs of the file (stored again, as at start, and the scheduler poked). Whatever
+//! else changed is reported as needing a restart by the reloader.
+
+use std::sync::Arc;
+
+use super::build::Core;
+use crate::cron::Scheduler;
+use crate::reload::{Part, Reloader};
+use crate::webhooks::Inbound;
+
+/// Whether `key` is an allowlist key (`telegram.allowed_users`, `discord.allowed_roles`,
+/// `<platform>.allow_all_users`, …) or `approvals.admins`: all read by the `Authorizer`.
+fn allowlist_key(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    key.contains('.') && last.starts_with("allow") || key == "approvals.admins"
+}
+
+impl Core {
+    /// The webhook receivers and the reloader with its parts.
+    pub(super) fn live(
+        &self,
+        cron: Option<Arc<Scheduler>>,
+    ) -> anyhow::Result<(Arc<Inbound>, Arc<Reloader>)> {
+        let hooks = Arc::new(
+            Inbound::new(
+                &self.config,
+                self.ingest.clone(),
+                self.store.clone(),
+                &format!("{}/hooks", self.replica_id),
+                self.cron_poke.clone(),
+            )
+            .map_err(anyhow::Error::msg)?,
+        );
+        let auth = self.auth.clone();
+        let mut parts = vec![Part {
+            name: "allowlists",
+            owns: Box::new(allowlist_key),
+            apply: Box::new(move |c| {
+                auth.replace(&c);
+                Box::pin(async { Ok(()) })
+            }),
+        }];
+        // The route `/hooks/{name}` is mounted at start only when hooks exist then.
+        if !self.config.hooks.is_empty() {
+            let inbound = hooks.clone();
+            parts.push(Part {
+                name: "hooks",
+                owns: Box::new(|k| k == "hooks"),
+                apply: Box::new(move |c| {
+                    let r = inbound.replace(&c);
+                    Box::pin(async move { r })
+                }),
+            });
+        }
+        if let Some(cron) = cron {
+            let poke = self.cron_poke.clone();
+            parts.push(Part {
+                name: "cron jobs",
+                owns: Box::new(|k| k == "cron.jobs"),
+                apply: Box::new(move |c| {
+                    let (cron, poke) = (cron.clone(), poke.clone());
+                    Box::pin(async move {
+                        cron.sync_config(&c.cron.jobs)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        poke.notify_one();
+                        Ok(())
+                    })
+                }),
+            });
+        }
+        let reloader = Arc::new(Reloader::new(self.config.clone(), parts));
+        Ok((hooks, reloader))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn allowlist_keys_are_the_authorizers() {
+        for k in [
+            "telegram.allowed_users",
+            "discord.allowed_roles",
+            "slack.allow_all_users",
+            "approvals.admins",
+        ] {
+            assert!(super::allowlist_key(k), "{k}");
+        }
+        for k in ["telegram.token", "hooks", "allow", "llm.model"] {
+            assert!(!super::allowlist_key(k), "{k}");
+        }
+    }
+}
