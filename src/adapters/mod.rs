@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod discord;
+pub mod matrix;
 pub mod slack;
 pub mod split;
 pub mod telegram;
@@ -66,6 +67,7 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &telegram::SPEC,
     &discord::SPEC,
     &slack::SPEC,
+    &matrix::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
 ];
@@ -80,6 +82,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<telegram::TelegramAdapter>,
         build::<discord::DiscordAdapter>,
         build::<slack::SlackAdapter>,
+        build::<matrix::MatrixAdapter>,
         build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();

@@ -11,7 +11,9 @@
 //! answers read from its recorded `sendMessage` calls), Discord ([`discord::DiscordChannel`]:
 //! MESSAGE_CREATEs on the fake gateway, answers read from its recorded channel messages) and
 //! Slack ([`slack::SlackChannel`]: Socket Mode envelopes from the fake Slack, answers read from
-//! its recorded `chat.postMessage` calls); the census groups by platform.
+//! its recorded `chat.postMessage` calls) and Matrix ([`matrix::MatrixChannel`]: messages a real
+//! client sends on a real Synapse, answers read from what that client sees); the census groups
+//! by platform.
 
 pub mod attempt;
 pub mod census;
@@ -19,6 +21,7 @@ pub mod crash;
 pub mod daemon;
 pub mod discord;
 pub mod load;
+pub mod matrix;
 pub mod receipts;
 pub mod slack;
 pub mod stamps;

@@ -16,6 +16,7 @@
 mod cases;
 mod cases_files;
 mod discord_rig;
+mod matrix_rig;
 mod rig_support;
 mod slack_rig;
 mod telegram_rig;
@@ -26,6 +27,7 @@ use std::time::Instant;
 use herald::adapters::split::Measure;
 use herald::app::App;
 use herald::config::{Capabilities, Config};
+use herald::domain::LaneKey;
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::promise::crash::Side;
 use rig_support::Core;
@@ -109,6 +111,11 @@ pub trait Rig: Sized {
     async fn crash_side() -> Self::Crash;
     /// The lane key of the owner's conversation.
     const LANE: &'static str;
+    /// The owner's lane as the store keys it: [`Rig::LANE`], unless the platform makes its
+    /// conversation ids at run time (Matrix room ids), when the started rig knows it.
+    fn lane(&self) -> String {
+        LaneKey::new(Self::LANE).as_str().to_string()
+    }
     fn caps() -> Caps;
     /// The fake, the fake model and the core, started with the rig's settings and then `tune`.
     async fn start(tune: impl FnOnce(&mut Config)) -> Self;
@@ -195,3 +202,4 @@ conformance!(telegram, telegram_rig::TelegramRig);
 conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
+conformance!(matrix, matrix_rig::MatrixRig);
