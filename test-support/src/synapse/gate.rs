@@ -22,6 +22,8 @@ struct Record {
     refuse: Vec<u64>,
     /// Message sends refused so far.
     refused: usize,
+    /// (room id, event id) of each accepted message send, in order.
+    accepted: Vec<(String, String)>,
 }
 
 #[derive(Clone)]
@@ -70,6 +72,11 @@ impl Gate {
         self.record.lock().unwrap().sends.clone()
     }
 
+    /// (room id, event id) of every message Synapse accepted from the bot, in order.
+    pub fn accepted(&self) -> Vec<(String, String)> {
+        self.record.lock().unwrap().accepted.clone()
+    }
+
     /// Message sends answered with 429 so far.
     pub fn refused(&self) -> usize {
         self.record.lock().unwrap().refused
@@ -80,6 +87,19 @@ impl Drop for Gate {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// The room id of a `/rooms/{roomId}/send/…` path, percent-decoded.
+fn room_of(path: &str) -> String {
+    let encoded = path
+        .split("/rooms/")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("");
+    url::form_urlencoded::parse(format!("r={encoded}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
 }
 
 fn is_message_send(method: &str, path: &str) -> bool {
@@ -132,9 +152,6 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
         return StatusCode::BAD_GATEWAY.into_response();
     };
     let status = answer.status();
-    if sending && status.is_success() {
-        s.record.lock().unwrap().sends.push(Instant::now());
-    }
     let mut response = Response::builder().status(status);
     for (name, value) in answer.headers() {
         if name != "content-length" && name != "transfer-encoding" {
@@ -142,6 +159,15 @@ async fn forward(State(s): State<Shared>, req: Request) -> Response {
         }
     }
     let bytes = answer.bytes().await.unwrap_or_default();
+    if sending && status.is_success() {
+        let event = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v["event_id"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let mut r = s.record.lock().unwrap();
+        r.sends.push(Instant::now());
+        r.accepted.push((room_of(&path), event));
+    }
     response
         .body(Body::from(bytes))
         .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())

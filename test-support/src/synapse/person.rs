@@ -197,6 +197,14 @@ impl Person {
         view(events.iter().filter(|(r, _)| r == room).map(|(_, e)| e))
     }
 
+    /// Whether this person's client has received the event `event_id` (any type).
+    pub fn knows(&self, event_id: &str) -> bool {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .any(|(_, e)| e["event_id"].as_str() == Some(event_id))
+    }
+
     /// What `sender` said in `room`, as shown.
     pub fn from(&self, room: &RoomId, sender: &str) -> Vec<Shown> {
         self.shown(room)

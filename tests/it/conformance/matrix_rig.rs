@@ -167,6 +167,19 @@ impl Rig for MatrixRig {
     async fn seen(&self, who: Who) -> Vec<Seen> {
         let room = self.room(who).room_id().to_owned();
         let person = self.person(who);
+        // Everything Synapse accepted from the bot in this room has reached the person's
+        // client (a sync is a moment behind the send).
+        let sent: Vec<String> = self
+            .gate
+            .accepted()
+            .into_iter()
+            .filter(|(r, _)| r == room.as_str())
+            .map(|(_, e)| e)
+            .collect();
+        wait_for("the person's client to catch up", WAIT, async || {
+            sent.iter().all(|e| person.knows(e)).then_some(())
+        })
+        .await;
         let mut seen = Vec::new();
         for s in person.from(&room, BOT) {
             match s.msgtype.as_str() {
