@@ -1,15 +1,16 @@
 //! Platforms side by side: the same closed-loop load through each platform's wire fake
-//! (Telegram's Bot API, Slack's Socket Mode and Web API) into the real `herald` binary, with
-//! the fake model answering instantly, so the figures are the gateway's platform path: turns
-//! per second, latency from the message handed to the platform to the reply recorded there,
-//! and what a person would have seen lost or twice.
+//! (Telegram's Bot API, Slack's Socket Mode and Web API, signal-cli's HTTP daemon, WhatsApp's
+//! Cloud API webhooks and Graph sends) into the
+//! real `herald` binary, with the fake model answering instantly, so the figures are the
+//! gateway's platform path: turns per second, latency from the message handed to the platform
+//! to the reply recorded there, and what a person would have seen lost or twice.
 //!
 //! Run: `cargo build --release && cargo run --release --example bench_platforms`.
 //! Options: `--lanes N` (20), `--messages M` per lane (20), `--runs R` per platform (3; the
-//! median run by turns/s is reported), `--platforms telegram,slack`, `--release` (use
+//! median run by turns/s is reported), `--platforms telegram,slack,signal,whatsapp`, `--release` (use
 //! `<target>/release/herald` whatever this example was built as) or `--bin PATH`.
 //! The store is SQLite in a temp dir (`DATABASE_URL` set: a fresh Postgres schema).
-//! Pacing is off on both (`telegram.pacing = false`, `slack.pacing = false`): with it on, Slack's
+//! Pacing is off on each (`telegram.pacing = false`, `slack.pacing = false`, `whatsapp.pacing = false`): with it on, Slack's
 //! one message a second per channel, not Herald, decides a many-message lane's figures.
 //! `HERALD_SLACK__PACING=true` (or `HERALD_TELEGRAM__PACING=true`) in the environment paces it.
 //! Prints a table and writes `bench-results/platforms.json` (another size:
@@ -38,7 +39,7 @@ fn args() -> Args {
             messages: 20,
         },
         runs: 3,
-        platforms: vec![Platform::Telegram, Platform::Slack],
+        platforms: vec![Platform::Telegram, Platform::Slack, Platform::Signal],
         bin: herald_bin(),
     };
     let mut it = std::env::args().skip(1);
@@ -64,7 +65,11 @@ fn args() -> Args {
                     .map(|p| match p {
                         "telegram" => Platform::Telegram,
                         "slack" => Platform::Slack,
-                        other => panic!("unknown platform {other}: telegram or slack"),
+                        "signal" => Platform::Signal,
+                        "whatsapp" => Platform::WhatsApp,
+                        other => {
+                            panic!("unknown platform {other}: telegram, slack, signal or whatsapp")
+                        }
                     })
                     .collect()
             }

@@ -5,7 +5,8 @@
 //! Kept apart from the driver so the driver holds only arguments, medians and the report. The
 //! latency counted here is the one a person feels: from the instant the message was handed to
 //! the fake platform to the instant the fake recorded the bot's reply (Telegram: the fake's
-//! `subscribe_sent` stamp; Slack: the `chat.postMessage` record's own instant). The client's
+//! `subscribe_sent` stamp; Slack: the `chat.postMessage` record's own instant; WhatsApp: the
+//! fake Cloud API's record of the message quoting the person's). The client's
 //! view (the harness polls the fake every 20 ms) is reported beside it.
 
 use std::collections::HashMap;
@@ -16,16 +17,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use herald_test_support::fake_llm::FakeLlm;
+use herald_test_support::promise::crash::Side;
 use herald_test_support::promise::daemon::{Backend, Daemon, Spec};
 use herald_test_support::promise::load::{self, Answer, Channel, LoadSpec, Sent};
+use herald_test_support::promise::signal::SignalChannel;
 use herald_test_support::promise::slack::SlackChannel;
 use herald_test_support::promise::telegram::TelegramChannel;
+use herald_test_support::promise::whatsapp::WhatsAppChannel;
 use serde_json::{json, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Platform {
     Telegram,
     Slack,
+    Signal,
+    WhatsApp,
 }
 
 impl Platform {
@@ -33,6 +39,8 @@ impl Platform {
         match self {
             Platform::Telegram => "telegram",
             Platform::Slack => "slack",
+            Platform::Signal => "signal",
+            Platform::WhatsApp => "whatsapp",
         }
     }
 }
@@ -106,6 +114,8 @@ enum Fake {
         replies: Replies,
     },
     Slack(SlackChannel),
+    Signal(SignalChannel),
+    WhatsApp(WhatsAppChannel),
 }
 
 impl Fake {
@@ -134,6 +144,25 @@ impl Fake {
                 env.extend(unpaced("HERALD_SLACK__PACING"));
                 (Fake::Slack(channel), env)
             }
+            // signal-cli paces nothing itself; Herald honours Signal's rate limits as they come.
+            Platform::Signal => {
+                let channel = SignalChannel::start().await;
+                let env = channel.daemon_env();
+                (Fake::Signal(channel), env)
+            }
+            Platform::WhatsApp => {
+                let channel = WhatsAppChannel::start().await;
+                let mut env = channel.daemon_env();
+                env.extend(unpaced("HERALD_WHATSAPP__PACING"));
+                (Fake::WhatsApp(channel), env)
+            }
+        }
+    }
+
+    /// Told the daemon's address before it starts (WhatsApp's webhooks go there).
+    fn attach(&mut self, base_url: &str) {
+        if let Fake::WhatsApp(channel) = self {
+            channel.attach(base_url);
         }
     }
 
@@ -149,6 +178,14 @@ impl Fake {
                 load::run(Timed { inner, handed }, spec).await
             }
             Fake::Slack(channel) => {
+                let inner = channel.clone();
+                load::run(Timed { inner, handed }, spec).await
+            }
+            Fake::Signal(channel) => {
+                let inner = channel.clone();
+                load::run(Timed { inner, handed }, spec).await
+            }
+            Fake::WhatsApp(channel) => {
                 let inner = channel.clone();
                 load::run(Timed { inner, handed }, spec).await
             }
@@ -174,6 +211,22 @@ impl Fake {
                     .find(|p| p.thread_ts.as_deref() == Some(ts) || p.text.trim() == expected)
                     .map(|p| p.at)
             }
+            Fake::Signal(channel) => {
+                // `<author>/<timestamp>`: the first send quoting that timestamp.
+                let ts: u64 = platform_id.rsplit_once('/')?.1.parse().ok()?;
+                channel
+                    .fake()
+                    .sent()
+                    .into_iter()
+                    .find(|s| s.edit_of.is_none() && s.quote.as_ref().is_some_and(|q| q.0 == ts))
+                    .map(|s| s.at)
+            }
+            Fake::WhatsApp(channel) => channel
+                .fake()
+                .sent()
+                .into_iter()
+                .find(|s| s.context.as_deref() == Some(platform_id))
+                .map(|s| s.at),
         }
     }
 
@@ -198,6 +251,16 @@ impl Fake {
                 v["web_api_calls"] = Value::Object(calls);
                 let dup = r.answered_more_than_once.max(r.resends);
                 (r.messages, r.unanswered, dup, v)
+            }
+            Fake::Signal(channel) => {
+                let r = channel.receipts(&[]);
+                let v = serde_json::to_value(&r).expect("receipts");
+                (r.updates, r.unanswered, r.answered_more_than_once, v)
+            }
+            Fake::WhatsApp(channel) => {
+                let r = channel.receipts(&[]);
+                let v = serde_json::to_value(&r).expect("receipts");
+                (r.updates, r.unanswered, r.answered_more_than_once, v)
             }
         }
     }
@@ -237,11 +300,12 @@ fn load_spec(lanes: usize, per_lane: usize, prefix: &str) -> LoadSpec {
 pub async fn run(platform: Platform, bin: &Path, size: Load) -> Value {
     let llm = FakeLlm::start().await;
     let backend = Backend::from_env().await;
-    let (fake, env) = Fake::start(platform).await;
+    let (mut fake, env) = Fake::start(platform).await;
     let mut spec = Spec::new(bin, platform.name(), &backend, &llm.base_url());
     for (k, v) in env {
         spec = spec.set(&k, &v);
     }
+    fake.attach(&spec.base_url());
     let daemon = Daemon::start(&spec, 0).await;
     let handed = Arc::new(Mutex::new(HashMap::new()));
     let warm = fake.load(load_spec(size.lanes, 1, WARM), &handed).await;

@@ -1,16 +1,20 @@
-//! Platform adapters: the only place platform crates (teloxide, serenity) appear. Each turns
-//! platform updates into `MessageEvent`s and registers an `Outbound` for its replies.
+//! Platform adapters: the only place platform crates (teloxide, serenity, slack-morphism, the mail
+//! crates) appear. Each turns platform updates into `MessageEvent`s and registers an `Outbound`
+//! for its replies.
 //!
 //! `app` sees a platform only as an [`Adapter`]: [`configured`] builds the ones the config
 //! turns on, and `App::start` registers, routes and starts them in one loop.
 
 pub mod api;
 pub mod discord;
+pub mod email;
 pub mod matrix;
+pub mod signal;
 pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod web;
+pub mod whatsapp;
 
 use std::sync::Arc;
 
@@ -68,11 +72,15 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &discord::SPEC,
     &slack::SPEC,
     &matrix::SPEC,
+    &email::SPEC,
+    &signal::SPEC,
+    &whatsapp::SPEC,
     &api::SPEC,
     &crate::cron::SPEC,
 ];
 
-/// The adapters this configuration turns on, in a fixed order: web, Telegram, Discord, Slack.
+/// The adapters this configuration turns on, in a fixed order: web, Telegram, Discord, Slack,
+/// email.
 pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
     fn build<A: Adapter + 'static>(config: &Config) -> anyhow::Result<Option<Box<dyn Adapter>>> {
         Ok(A::from_config(config)?.map(|a| Box::new(a) as Box<dyn Adapter>))
@@ -83,6 +91,9 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<discord::DiscordAdapter>,
         build::<slack::SlackAdapter>,
         build::<matrix::MatrixAdapter>,
+        build::<email::EmailAdapter>,
+        build::<signal::SignalAdapter>,
+        build::<whatsapp::WhatsAppAdapter>,
         build::<api::ApiAdapter>,
     ];
     let mut adapters = Vec::new();

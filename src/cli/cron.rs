@@ -13,7 +13,7 @@ use clap::Subcommand;
 use crate::config::Config;
 use crate::cron::{check_job, ledger, JobSpec};
 use crate::domain::Amount;
-use crate::store::{CronFire, CronJobRow, FireStatus, JobSource, Store};
+use crate::store::{CronFire, CronJobRow, FireStatus, JobSource, OutboxStatus, Store};
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum CronCmd {
@@ -171,8 +171,10 @@ pub async fn execute(
         CronCmd::Log { name, limit } => {
             let mut out = String::new();
             for f in store.cron_fires(name.as_deref(), limit).await? {
+                let inbox = f.inbox_id;
                 out.push_str(&fire_line(&live(store, f).await?));
                 out.push('\n');
+                out.push_str(&failed_deliveries(store, inbox).await?);
             }
             if out.is_empty() {
                 out.push_str("no cron runs\n");
@@ -283,6 +285,28 @@ async fn live(store: &dyn Store, mut f: CronFire) -> anyhow::Result<CronFire> {
         f.note = out.note;
     }
     Ok(f)
+}
+
+/// The deliveries of a run that the platform refused for good (a closed WhatsApp window
+/// without a template, a chat the bot was removed from), one indented line each with the
+/// reason, so a brief that never arrived says why where the operator looks for it.
+async fn failed_deliveries(store: &dyn Store, inbox: Option<i64>) -> anyhow::Result<String> {
+    let Some(inbox) = inbox else {
+        return Ok(String::new());
+    };
+    let mut out = String::new();
+    for row in store.outbox_for_inbox(inbox).await? {
+        if row.status != OutboxStatus::Failed {
+            continue;
+        }
+        let target = match &row.thread_id {
+            Some(t) => format!("{}:{}:{t}", row.platform, row.chat_id),
+            None => format!("{}:{}", row.platform, row.chat_id),
+        };
+        let why = row.last_error.as_deref().unwrap_or("no reason recorded");
+        out.push_str(&format!("    delivery to {target} failed: {why}\n"));
+    }
+    Ok(out)
 }
 
 fn fire_line(f: &CronFire) -> String {

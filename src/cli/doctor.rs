@@ -121,7 +121,32 @@ pub async fn run(opts: &LoadOptions) -> Report {
     }
     slack(&config, &mut report).await;
     matrix(&config, &mut report).await;
+    for (label, result) in crate::adapters::email::doctor(&config).await {
+        report
+            .0
+            .push((label, result.map_or_else(Check::Fail, Check::Ok)));
+    }
+    signal(&config, &mut report).await;
+    whatsapp(&config, &mut report).await;
     report
+}
+
+/// The Signal section's checks (`adapters::signal::doctor`), when the section asks for it.
+async fn signal(config: &Config, report: &mut Report) {
+    use crate::adapters::signal::{config::SignalConfig, doctor};
+    match config.section::<SignalConfig>("signal") {
+        Ok(Some(section)) if section.wanted() => {
+            for (label, result) in doctor(&section).await {
+                let check = match result {
+                    Ok(found) => Check::Ok(found),
+                    Err(why) => Check::Fail(why),
+                };
+                report.0.push((label, check));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => report.0.push(("signal", Check::Fail(e.to_string()))),
+    }
 }
 
 /// The Slack section's checks (`adapters::slack::doctor`), when a bot token is set.
@@ -160,6 +185,26 @@ async fn matrix(config: &Config, report: &mut Report) {
         }
         Ok(_) => {}
         Err(e) => report.0.push(("matrix", Check::Fail(e.to_string()))),
+    }
+}
+
+/// The WhatsApp section's checks (`adapters::whatsapp::doctor`), when an access token is set.
+async fn whatsapp(config: &Config, report: &mut Report) {
+    use crate::adapters::whatsapp::{config::WhatsAppConfig, doctor};
+    match config.section::<WhatsAppConfig>("whatsapp") {
+        Ok(Some(section)) if section.access_token.is_some() => {
+            for (label, result) in doctor(&section).await {
+                report.0.push((
+                    label,
+                    match result {
+                        Ok(found) => Check::Ok(found),
+                        Err(why) => Check::Fail(why),
+                    },
+                ));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => report.0.push(("whatsapp", Check::Fail(e.to_string()))),
     }
 }
 

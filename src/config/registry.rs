@@ -102,6 +102,9 @@ pub struct Access {
 pub struct FileAuth {
     pub token: fn(&Config) -> Option<super::Secret>,
     pub hosts: fn(&Config) -> Vec<String>,
+    /// The file's URL answers JSON whose field of this name is the download URL (WhatsApp's
+    /// `GET /{media-id}` names a short-lived `url`); `None`: the URL serves the bytes.
+    pub link: Option<&'static str>,
 }
 
 /// A config table a platform owns, and its check at load.

@@ -111,6 +111,11 @@ pub struct MessageEvent {
     #[serde(default)]
     pub sender_roles: Vec<String>,
     pub origin: Origin,
+    /// The message whole, as the person wrote it, when `text` is only what the model should
+    /// read of it (an email without its quoted history and signature). Kept with the stored
+    /// event; never shown to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_text: Option<String>,
 }
 
 impl MessageEvent {
@@ -141,6 +146,7 @@ impl MessageEvent {
             attachments: Vec::new(),
             sender_roles: Vec::new(),
             origin,
+            full_text: None,
         }
     }
 

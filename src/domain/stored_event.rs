@@ -49,6 +49,8 @@ pub(super) struct StoredEvent {
     control: Option<Control>,
     #[serde(default, deserialize_with = "deserialize_targets")]
     deliver_to: Vec<Target>,
+    #[serde(default)]
+    full_text: Option<String>,
 }
 
 impl StoredEvent {
@@ -99,6 +101,7 @@ impl From<StoredEvent> for MessageEvent {
             attachments: w.attachments,
             sender_roles: w.sender_roles,
             origin,
+            full_text: w.full_text,
         }
     }
 }
@@ -163,5 +166,27 @@ mod tests {
                 serde_json::from_str(&serde_json::to_string(&ev).unwrap()).unwrap();
             assert_eq!(again, ev, "{flags}");
         }
+    }
+
+    /// The whole text travels with the stored event when there is one, and rows without it
+    /// (every platform but email) are written exactly as before.
+    #[test]
+    fn the_full_text_is_kept_only_where_it_differs() {
+        let mut ev = MessageEvent::new(
+            crate::domain::Platform::named("email"),
+            "a@x",
+            "a@x",
+            "Yes.",
+            Origin::person(MessageKind::Text),
+            "m1@x".into(),
+            chrono::DateTime::UNIX_EPOCH,
+        );
+        let plain = serde_json::to_string(&ev).unwrap();
+        assert!(!plain.contains("full_text"), "{plain}");
+        ev.full_text = Some("Yes.\n\n> the question\n-- \nAlice".into());
+        let json = serde_json::to_string(&ev).unwrap();
+        let back: MessageEvent = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, ev);
+        assert_eq!(back.text, "Yes.");
     }
 }

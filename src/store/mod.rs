@@ -57,7 +57,7 @@ pub use kv::KvStore;
 pub use leases::{LeaseStore, ROLE_LEASE_TTL, ROLE_RENEW_EVERY, ROLE_TAKEOVER_BOUND};
 pub use migrations::MigrationStore;
 pub use nightly::{CandidateQuery, NightlyCandidate, NightlyStore};
-pub use outbox::OutboxStore;
+pub use outbox::{DeliveryReport, OutboxStore};
 pub use pairing::{
     ApprovedSender, PairingAsk, PairingOutcome, PairingRequest, PairingStatus, PairingStore,
     APPROVED_NOTICE, APPROVED_REQUEUED,

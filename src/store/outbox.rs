@@ -16,7 +16,38 @@ use super::text::clean;
 use super::tx::{check_lease, insert_outbox};
 use super::types::{Lease, NewOutbox, OutboxCounts, OutboxRow, ReplyKey};
 use super::{Pools, StoreResult};
-use crate::domain::{Attachment, LaneKey};
+use crate::domain::{Attachment, LaneKey, Platform};
+
+/// What a platform reported about a message it took ([`OutboxStore::outbox_report`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryReport {
+    Sent,
+    Delivered,
+    Read,
+    /// The platform gave up delivering it; the reason names its code.
+    Failed(String),
+}
+
+impl DeliveryReport {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DeliveryReport::Sent => "sent",
+            DeliveryReport::Delivered => "delivered",
+            DeliveryReport::Read => "read",
+            DeliveryReport::Failed(_) => "failed",
+        }
+    }
+
+    /// The order states move in (a late `delivered` never follows `read`).
+    pub fn rank(&self) -> i64 {
+        match self {
+            DeliveryReport::Sent => 1,
+            DeliveryReport::Delivered => 2,
+            DeliveryReport::Read => 3,
+            DeliveryReport::Failed(_) => 9,
+        }
+    }
+}
 
 #[async_trait]
 pub trait OutboxStore: Send + Sync {
@@ -72,6 +103,19 @@ pub trait OutboxStore: Send + Sync {
         reply_key: &ReplyKey,
         notice: Option<&NewOutbox>,
     ) -> StoreResult<u64>;
+    /// A platform's report on a message it took (`platform_message_id`; WhatsApp's status
+    /// callbacks), naming the row by its outbox key where the platform echoes one back: a row
+    /// of `key` not recorded as sent yet is marked sent with that id (a crash between the
+    /// platform's acceptance and `mark_sent` then sends nothing twice); the row's `delivery`
+    /// moves forward (`sent` < `delivered` < `read`); `Failed` fails the row with its reason,
+    /// sent or not. Only rows of `platform`. Returns whether a row changed.
+    async fn outbox_report(
+        &self,
+        platform: Platform,
+        key: Option<&str>,
+        platform_message_id: &str,
+        report: &DeliveryReport,
+    ) -> StoreResult<bool>;
 }
 
 #[async_trait]
@@ -266,5 +310,60 @@ impl<S: Pools> OutboxStore for S {
         }
         tx.commit().await?;
         Ok(stopped)
+    }
+
+    async fn outbox_report(
+        &self,
+        platform: Platform,
+        key: Option<&str>,
+        platform_message_id: &str,
+        report: &DeliveryReport,
+    ) -> StoreResult<bool> {
+        let mut tx = self.begin().await?;
+        let mut changed = 0;
+        if let Some(key) = key {
+            changed += db::query(
+                "UPDATE outbox SET status = 'sent', platform_message_id = $1, sent_at = $2, \
+                     claimed_by = NULL, claim_until = NULL \
+                     WHERE platform = $3 AND idem_key = $4 AND status IN ('pending', 'sending')",
+            )
+            .bind(platform_message_id)
+            .bind(self.now_ms())
+            .bind(platform.as_str())
+            .bind(key)
+            .execute(&mut tx)
+            .await?;
+        }
+        let rank = "COALESCE(CASE delivery WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 \
+                    WHEN 'read' THEN 3 WHEN 'failed' THEN 9 END, 0)";
+        changed +=
+            match report {
+                DeliveryReport::Failed(why) => db::query(
+                    "UPDATE outbox SET status = 'failed', delivery = 'failed', last_error = $1, \
+                         claimed_by = NULL, claim_until = NULL \
+                         WHERE platform = $2 AND platform_message_id = $3 \
+                         AND (delivery IS NULL OR delivery <> 'failed')",
+                )
+                .bind(clean(why))
+                .bind(platform.as_str())
+                .bind(platform_message_id)
+                .execute(&mut tx)
+                .await?,
+                _ => {
+                    let sql = format!(
+                        "UPDATE outbox SET delivery = $1 WHERE platform = $2 \
+                         AND platform_message_id = $3 AND {rank} < CAST($4 AS BIGINT)"
+                    );
+                    db::query(sqlx::AssertSqlSafe(sql))
+                        .bind(report.as_str())
+                        .bind(platform.as_str())
+                        .bind(platform_message_id)
+                        .bind(report.rank())
+                        .execute(&mut tx)
+                        .await?
+                }
+            };
+        tx.commit().await?;
+        Ok(changed > 0)
     }
 }

@@ -15,6 +15,7 @@ use herald::store::{InboxInsert, Lease, NewOutbox, OutboxKey, Session, Store, St
 use herald_test_support::contract;
 mod approvals;
 mod dead_letters;
+mod delivery;
 mod inbox_leases;
 mod outbox;
 mod pairing;
@@ -37,6 +38,11 @@ contract!(
     sqlite_outbox_send_attempts_count_before_the_send,
     postgres_outbox_send_attempts_count_before_the_send,
     dead_letters::outbox_send_attempts_count_before_the_send
+);
+contract!(
+    sqlite_delivery_reports,
+    postgres_delivery_reports,
+    delivery::delivery_reports
 );
 contract!(
     sqlite_inbox_public_id,

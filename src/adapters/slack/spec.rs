@@ -36,6 +36,7 @@ pub static SPEC: PlatformSpec = PlatformSpec {
     files: Some(FileAuth {
         token: |c| section(c).and_then(|s| s.bot_token),
         hosts: file_hosts,
+        link: None,
     }),
     section: Some(Section {
         name: "slack",

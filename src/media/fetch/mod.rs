@@ -24,7 +24,7 @@ mod platform;
 use super::{sha256_hex, MediaCache, MediaError};
 use crate::config::{Config, Secret};
 use crate::domain::{Attachment, MediaSource, Platform};
-use crate::net::{Bearer, Guard, HostRule, NetError, Policy};
+use crate::net::{Guard, HostRule, NetError, Policy};
 
 /// Hosts Discord serves attachments from: a CDN URL may redirect between them.
 const DISCORD_FILE_HOSTS: &[&str] = &["cdn.discordapp.com", "media.discordapp.net"];
@@ -51,7 +51,7 @@ struct Inner {
     /// Where a URL's redirect may go besides its own host: Discord's file hosts.
     url_hosts: Vec<HostRule>,
     /// The platforms whose files are fetched with their token, and the hosts it may go to.
-    authorized: HashMap<Platform, Bearer>,
+    authorized: HashMap<Platform, platform::PlatformFiles>,
     max_bytes: u64,
     timeout: Duration,
     cache: MediaCache,
@@ -103,7 +103,7 @@ impl Fetcher {
             .and_then(|t| HostRule::of_url(&t.api_url))
             .into_iter()
             .chain(discord_api.clone())
-            .chain(authorized.values().flat_map(|b| b.hosts.clone()))
+            .chain(authorized.values().flat_map(|f| f.bearer.hosts.clone()))
             .chain(
                 config
                     .media

@@ -18,6 +18,7 @@ use super::census::{self, Census, Kill};
 use super::daemon::{herald_bin, Backend, Daemon, Spec};
 use super::discord::DiscordChannel;
 use super::load::{self, Channel, LoadSpec, WebChannel};
+use super::signal::SignalChannel;
 use super::slack::{SlackChannel, SlackReceipts};
 use super::telegram::{Receipts, TelegramChannel};
 
@@ -146,6 +147,22 @@ impl Side for SlackChannel {
 
     fn receipts(&self, kills: &[Kill]) -> Option<SlackReceipts> {
         Some(SlackChannel::receipts(self, kills))
+    }
+}
+
+impl Side for SignalChannel {
+    type Receipts = Receipts;
+
+    fn daemon_env(&self) -> Vec<(String, String)> {
+        SignalChannel::daemon_env(self)
+    }
+
+    fn receipts(&self, kills: &[Kill]) -> Option<Receipts> {
+        Some(SignalChannel::receipts(self, kills))
+    }
+
+    fn report(&self) -> Value {
+        json!({"replays": self.replays()})
     }
 }
 

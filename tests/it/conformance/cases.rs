@@ -166,7 +166,7 @@ fn proposed(skills: &Path, name: &str) -> bool {
 pub async fn approval<R: Rig>() {
     let skills = tempfile::tempdir().unwrap();
     let dir = skills.path().to_path_buf();
-    let buttons = R::caps().declared.buttons;
+    let buttons = R::caps().declared.buttons || R::answers_in_words();
     let rig = R::start(|c| {
         c.agent.skills_dir = Some(dir);
         c.tools.require_approval = vec!["skill_manage".into()];

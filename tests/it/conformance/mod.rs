@@ -16,11 +16,14 @@
 mod cases;
 mod cases_files;
 mod discord_rig;
+mod email_rig;
 mod matrix_rig;
 mod rig_support;
+mod signal_rig;
 mod slack_rig;
 mod telegram_rig;
 mod web_rig;
+mod whatsapp_rig;
 
 use std::time::Instant;
 
@@ -117,6 +120,12 @@ pub trait Rig: Sized {
         LaneKey::new(Self::LANE).as_str().to_string()
     }
     fn caps() -> Caps;
+    /// A platform without buttons whose people answer a question in words (a `yes`/`no` reply
+    /// or a reaction, `Approvals::answer_in_words`): `press` is such an answer, and the
+    /// approval case runs as it does with buttons.
+    fn answers_in_words() -> bool {
+        false
+    }
     /// The fake, the fake model and the core, started with the rig's settings and then `tune`.
     async fn start(tune: impl FnOnce(&mut Config)) -> Self;
     /// The core the rig started.
@@ -247,3 +256,6 @@ mod matrix {
         cases_files::handoff::<R>().await
     }
 }
+conformance!(email, email_rig::EmailRig);
+conformance!(signal, signal_rig::SignalRig);
+conformance!(whatsapp, whatsapp_rig::WhatsAppRig);
