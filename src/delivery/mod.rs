@@ -34,6 +34,19 @@ pub enum SendError {
     Permanent(String),
 }
 
+impl SendError {
+    /// What the sender does with the row, as adapters' classification tests read it:
+    /// `retry <n>s`, `transient` or `permanent`.
+    #[cfg(test)]
+    pub(crate) fn class(&self) -> String {
+        match self {
+            SendError::RetryAfter(d) => format!("retry {}s", d.as_secs()),
+            SendError::Transient(_) => "transient".into(),
+            SendError::Permanent(_) => "permanent".into(),
+        }
+    }
+}
+
 #[async_trait]
 pub trait Outbound: Send + Sync {
     fn platform(&self) -> Platform;

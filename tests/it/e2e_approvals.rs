@@ -364,6 +364,9 @@ async fn stop_while_waiting_denies_the_request_and_closes_the_question() {
     ));
     tg.push_private_text(USER, USER, "make a skill then wait");
     let (qid, _, approve, _) = wait_question(&tg, 0).await;
+    // /stop after the question's id is recorded: a /stop between the send and the record
+    // closes the request but cannot edit a question it has no id for (a known window).
+    herald_test_support::harness::approval_questions_recorded(data.path(), 1).await;
     tg.push_private_text(USER, USER, "/stop");
     until(10, || {
         tg.calls("editmessagetext").iter().any(|e| {
