@@ -2,6 +2,7 @@
 //! the real core and the fake model, the bot logged in with matrix-sdk through the gate, and
 //! the people as real matrix-sdk clients with their own crypto stores. Every wait is bounded.
 
+mod gap;
 mod rooms;
 
 use herald::app::App;
@@ -20,6 +21,8 @@ pub struct World {
     pub gate: Gate,
     pub llm: FakeLlm,
     pub app: App,
+    /// What the core was started with, for a restart on the same data dir (`gap.rs`).
+    config: Config,
     _data: tempfile::TempDir,
 }
 
@@ -41,12 +44,13 @@ impl World {
         let mut c = test_config(&llm, &data);
         synapse::add_section(&mut c, section);
         tune(&mut c);
-        let app = App::start(c).await.expect("herald starts");
+        let app = App::start(c.clone()).await.expect("herald starts");
         World {
             synapse,
             gate,
             llm,
             app,
+            config: c,
             _data: data,
         }
     }

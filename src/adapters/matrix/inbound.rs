@@ -275,3 +275,34 @@ pub fn announced(content: &Value) -> Option<(MediaKind, String, Option<String>, 
     let size = content.pointer("/info/size").and_then(Value::as_u64);
     Some((kind, name, mime, size))
 }
+
+/// What an invite says of itself: who sent it, and whether the room is encrypted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invite {
+    pub inviter: String,
+    pub encrypted: bool,
+    /// The inviter made it a direct chat (`is_direct` on the invite).
+    pub direct: bool,
+}
+
+/// Reads an invite from its stripped state events (`invite_state` in `/sync`): the sender of
+/// the bot's own `invite` membership, and whether an `m.room.encryption` event is there.
+pub fn invite(invite_state: &[Value], me: &str) -> Option<Invite> {
+    let str_at = |e: &Value, ptr: &str| e.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+    let (inviter, direct) = invite_state.iter().find_map(|e| {
+        let mine = str_at(e, "/type").as_deref() == Some("m.room.member")
+            && str_at(e, "/state_key").as_deref() == Some(me)
+            && str_at(e, "/content/membership").as_deref() == Some("invite");
+        let direct = e.pointer("/content/is_direct").and_then(Value::as_bool) == Some(true);
+        mine.then(|| str_at(e, "/sender").map(|s| (s, direct)))
+            .flatten()
+    })?;
+    let encrypted = invite_state
+        .iter()
+        .any(|e| str_at(e, "/type").as_deref() == Some("m.room.encryption"));
+    Some(Invite {
+        inviter,
+        encrypted,
+        direct,
+    })
+}

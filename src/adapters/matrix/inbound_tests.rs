@@ -189,3 +189,39 @@ fn an_undecryptable_event_asks_the_sender() {
         }
     );
 }
+
+#[test]
+fn an_invite_names_its_sender_and_says_whether_the_room_is_encrypted() {
+    use super::inbound::{invite, Invite};
+    let member = |who: &str, membership: &str, sender: &str| {
+        json!({ "type": "m.room.member", "state_key": who, "sender": sender,
+                "content": { "membership": membership } })
+    };
+    let name = json!({ "type": "m.room.name", "state_key": "", "sender": "@alice:hs",
+                       "content": { "name": "Plans" } });
+    let plain = [
+        member("@alice:hs", "join", "@alice:hs"),
+        name.clone(),
+        member(ME, "invite", "@alice:hs"),
+    ];
+    assert_eq!(
+        invite(&plain, ME),
+        Some(Invite {
+            inviter: "@alice:hs".into(),
+            encrypted: false,
+            direct: false,
+        })
+    );
+    let mut dm = plain.to_vec();
+    dm[2]["content"]["is_direct"] = json!(true);
+    assert!(invite(&dm, ME).unwrap().direct, "a direct chat's invite");
+    let mut encrypted = plain.to_vec();
+    encrypted.push(
+        json!({ "type": "m.room.encryption", "state_key": "", "sender": "@alice:hs",
+                           "content": { "algorithm": "m.megolm.v1.aes-sha2" } }),
+    );
+    assert!(invite(&encrypted, ME).unwrap().encrypted);
+    // Someone else's invite in the same room is not the bot's.
+    let others = [member("@bob:hs", "invite", "@mallory:hs"), name];
+    assert_eq!(invite(&others, ME), None);
+}

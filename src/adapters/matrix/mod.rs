@@ -14,6 +14,7 @@
 pub mod config;
 mod doctor;
 mod format;
+mod gap;
 pub mod inbound;
 mod outbound;
 mod receive;

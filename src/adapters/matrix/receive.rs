@@ -19,14 +19,15 @@ use std::sync::Arc;
 
 use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
 use matrix_sdk::ruma::events::room::{EncryptedFile, MediaSource};
-use matrix_sdk::ruma::{OwnedMxcUri, RoomId};
+use matrix_sdk::ruma::{OwnedMxcUri, OwnedUserId, RoomId};
 use matrix_sdk::Client;
 use serde_json::Value;
 
 use super::inbound::{self, Decision, Rules, Words};
-use super::outbound::notice;
+use super::outbound::{classify, notice};
 use super::MATRIX;
 use crate::adapters::Edge;
+use crate::delivery::SendError;
 use crate::domain::{Attachment, MediaSource as Source, MessageEvent};
 use crate::lanes::WordReply;
 use crate::media::cache::MediaCache;
@@ -200,38 +201,59 @@ impl Receiver {
             .map_err(|e| format!("the media cache refused it: {e}"))
     }
 
-    /// Joins a room an allowed user invited the bot to; declines anyone else's invite.
-    pub async fn invited(&self, client: &Client, room_id: &RoomId) {
-        let Some(room) = client.get_room(room_id) else {
-            return;
-        };
-        let inviter = match room.invite_details().await {
-            Ok(invite) => invite.inviter_id.to_string(),
-            Err(e) => {
-                tracing::debug!(error = %e, "matrix: invite without details");
-                return;
-            }
+    /// Joins a room an allowed user invited the bot to; declines anyone else's invite. Who
+    /// invited and whether the room is encrypted are read from the invite's own stripped state
+    /// (`invite_state`), not asked of the homeserver: the bot may not read a room it has not
+    /// joined. `Err` when the homeserver could not be reached (the batch then comes again, the
+    /// invite with it); an invite that cannot be answered for good is logged and left.
+    pub async fn invited(&self, room_id: &RoomId, invite_state: &[Value]) -> Result<(), SendError> {
+        let Some(invite) = inbound::invite(invite_state, &self.me) else {
+            tracing::warn!(room = %room_id, "matrix: an invite without its member event; left unanswered");
+            return Ok(());
         };
         let access =
             (crate::config::registry::spec(MATRIX).map(|s| s.access)).map(|f| f(&self.edge.config));
-        let allowed = access.is_some_and(|a| a.all || a.users.contains(&inviter));
-        let encrypted = room
-            .latest_encryption_state()
-            .await
-            .is_ok_and(|s| s.is_encrypted());
-        let res = if allowed && encrypted && !self.encryption {
-            tracing::info!(room = %room_id, "matrix: declining an encrypted room (matrix.encryption = false)");
-            room.leave().await
-        } else if allowed {
-            tracing::info!(room = %room_id, inviter = %inviter, "matrix: joining on an allowed user's invite");
-            room.join().await
+        let allowed = access.is_some_and(|a| a.all || a.users.contains(&invite.inviter));
+        let join = allowed && (self.encryption || !invite.encrypted);
+        let res = if join {
+            tracing::info!(room = %room_id, inviter = %invite.inviter, "matrix: joining on an allowed user's invite");
+            self.join(room_id, &invite).await
         } else {
-            tracing::info!(room = %room_id, inviter = %inviter, "matrix: declining a stranger's invite");
-            room.leave().await
+            if allowed {
+                tracing::info!(room = %room_id, "matrix: declining an encrypted room (matrix.encryption = false)");
+            } else {
+                tracing::info!(room = %room_id, inviter = %invite.inviter, "matrix: declining a stranger's invite");
+            }
+            match self.client.get_room(room_id) {
+                Some(room) => room.leave().await,
+                None => Ok(()),
+            }
         };
-        if let Err(e) = res {
-            tracing::warn!(room = %room_id, error = %e, "matrix: could not answer an invite");
+        match res.map_err(|e| classify(&e)) {
+            Ok(()) => Ok(()),
+            Err(SendError::Permanent(why)) => {
+                tracing::warn!(room = %room_id, error = %why, "matrix: an invite could not be answered (withdrawn?)");
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
+    }
+}
+
+impl Receiver {
+    /// Joins; a direct chat is first marked one in the bot's `m.direct` (what makes the room
+    /// answered without a mention), so a kill between the two never leaves a joined direct chat
+    /// unmarked: the invite comes again until the join is done.
+    async fn join(&self, room_id: &RoomId, invite: &inbound::Invite) -> matrix_sdk::Result<()> {
+        if invite.direct {
+            if let Ok(inviter) = OwnedUserId::try_from(invite.inviter.as_str()) {
+                self.client
+                    .account()
+                    .mark_as_dm(room_id, &[inviter])
+                    .await?;
+            }
+        }
+        self.client.join_room_by_id(room_id).await.map(|_| ())
     }
 }
 

@@ -15,6 +15,7 @@ use anyhow::{anyhow, Context};
 use matrix_sdk::authentication::matrix::MatrixSession;
 use matrix_sdk::config::RequestConfig;
 use matrix_sdk::ruma::{OwnedDeviceId, OwnedUserId};
+use matrix_sdk::store::StateStoreDataKey;
 use matrix_sdk::{Client, SessionMeta, SessionTokens};
 use serde::{Deserialize, Serialize};
 
@@ -79,21 +80,58 @@ pub async fn log_in(client: &Client, config: &MatrixConfig, dir: &Path) -> anyho
         .as_ref()
         .map(|p| p.expose())
         .ok_or_else(|| anyhow!("matrix needs matrix.access_token or matrix.password"))?;
-    let answer = client
-        .matrix_auth()
-        .login_username(config.user(), password)
-        .initial_device_display_name(&config.device_name)
-        .send()
-        .await
-        .map_err(|e| anyhow!("matrix login as {} refused: {e}", config.user()))?;
-    let saved = Saved {
-        user_id: answer.user_id.to_string(),
-        device_id: answer.device_id.to_string(),
-        access_token: answer.access_token.clone(),
-    };
+    // The login itself goes out by hand and the session is saved before the client takes it:
+    // a kill between the two then leaves no crypto identity without its session file (which
+    // would make every later start fail on a device the store does not match).
+    let saved = password_login(config, password).await?;
     write_private(&file, &serde_json::to_vec(&saved)?)?;
     tracing::info!(device_id = %saved.device_id, "matrix: logged in with the password; session saved");
-    Ok(())
+    restore(
+        client,
+        &saved.user_id,
+        &saved.device_id,
+        &saved.access_token,
+    )
+    .await
+}
+
+/// `POST /login` with the password: a new device named `matrix.device_name`.
+async fn password_login(config: &MatrixConfig, password: &str) -> anyhow::Result<Saved> {
+    let body = serde_json::json!({
+        "type": "m.login.password",
+        "identifier": { "type": "m.id.user", "user": config.user() },
+        "password": password,
+        "initial_device_display_name": config.device_name,
+    });
+    let answer = reqwest::Client::new()
+        .post(format!("{}/_matrix/client/v3/login", base_url(config)))
+        .json(&body)
+        .send()
+        .await
+        .context("matrix login")?;
+    let status = answer.status();
+    let answer: serde_json::Value = answer.json().await.unwrap_or_default();
+    let field = |k: &str| answer.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    if !status.is_success() {
+        let why = field("errcode").unwrap_or_else(|| status.to_string());
+        return Err(anyhow!("matrix login as {} refused: {why}", config.user()));
+    }
+    match (field("user_id"), field("device_id"), field("access_token")) {
+        (Some(user_id), Some(device_id), Some(access_token)) => Ok(Saved {
+            user_id,
+            device_id,
+            access_token,
+        }),
+        _ => Err(anyhow!("matrix login answer without user, device or token")),
+    }
+}
+
+fn base_url(config: &MatrixConfig) -> String {
+    config
+        .homeserver_url
+        .as_ref()
+        .map(|u| u.as_str().trim_end_matches('/').to_string())
+        .unwrap_or_default()
 }
 
 async fn restore(client: &Client, user: &str, device: &str, token: &str) -> anyhow::Result<()> {
@@ -106,6 +144,15 @@ async fn restore(client: &Client, user: &str, device: &str, token: &str) -> anyh
             refresh_token: None,
         },
     };
+    // Herald's store, not the SDK's, says where the sync resumes (`sync.rs`). The SDK drops a
+    // response whose `next_batch` is the last one it saw ("the same sync response twice"); after
+    // a kill between its save and ours, the batch Herald fetches again would come back empty and
+    // its messages be lost. Forgetting the SDK's own position makes it take the batch whole.
+    client
+        .state_store()
+        .remove_kv_data(StateStoreDataKey::SyncToken)
+        .await
+        .context("clearing the SDK's sync position")?;
     client
         .restore_session(session)
         .await
@@ -114,13 +161,11 @@ async fn restore(client: &Client, user: &str, device: &str, token: &str) -> anyh
 
 /// The device of an access token, from `GET /account/whoami`.
 async fn whoami_device(config: &MatrixConfig, token: &str) -> anyhow::Result<String> {
-    let base = config
-        .homeserver_url
-        .as_ref()
-        .map(|u| u.as_str().trim_end_matches('/').to_string())
-        .unwrap_or_default();
     let answer: serde_json::Value = reqwest::Client::new()
-        .get(format!("{base}/_matrix/client/v3/account/whoami"))
+        .get(format!(
+            "{}/_matrix/client/v3/account/whoami",
+            base_url(config)
+        ))
         .bearer_auth(token)
         .send()
         .await

@@ -1,8 +1,11 @@
 //! The `/sync` long-poll: one batch at a time, every event of it in the inbox before the
 //! batch's `next_batch` is stored (`matrix:sync_token` in Herald's store), so a batch a crash
 //! interrupted is fetched again from the old token and the inbox's event-id dedupe absorbs the
-//! repeat. The first sync (no token yet) only learns the rooms: history from before the bot was
-//! running is never answered. Neither is what a room said before the bot joined it.
+//! repeat (the SDK's own sync position is forgotten at start, `session.rs`, or it would drop
+//! that repeat as already seen). A batch the store refused is taken again from memory. The first sync (no token yet) only learns the rooms: history from before the bot was
+//! running is never answered. Neither is what a room said before the bot joined it. A room
+//! whose timeline the homeserver cut (`limited`) has its gap fetched first (`gap.rs`), so a
+//! restart after a busy while loses nothing.
 //!
 //! A homeserver that is down or refuses the sync is retried with backoff; nothing is lost, the
 //! token stays where it was.
@@ -20,8 +23,10 @@ use matrix_sdk::Client;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::gap::{self, GapError};
 use super::inbound::{self, Place};
 use super::receive::Receiver;
+use crate::delivery::SendError;
 use crate::store::StoreError;
 use crate::tasks::Backoff;
 
@@ -78,46 +83,50 @@ impl Syncer {
                 }
             };
             let next = batch.next_batch.clone();
-            match self.take(batch, token.is_none()).await {
-                Ok(()) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "matrix: the store refused a batch; it is fetched again");
-                    if backoff.wait(&cancel).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-            }
-            if let Err(e) = store.kv_set(TOKEN_KEY, &next).await {
-                tracing::warn!(error = %e, "matrix: cannot store the sync token; the batch comes again");
+            // A batch not taken whole is taken again from memory, not fetched again: the SDK
+            // returns an empty batch for a `next_batch` it has already seen.
+            while let Err(e) = self.take(&batch, token.as_deref()).await {
+                tracing::warn!(error = %e, "matrix: a batch was not taken whole; it is taken again");
                 if backoff.wait(&cancel).await.is_err() {
                     return;
                 }
-                continue;
+            }
+            while let Err(e) = store.kv_set(TOKEN_KEY, &next).await {
+                tracing::warn!(error = %e, "matrix: cannot store the sync token; trying again");
+                if backoff.wait(&cancel).await.is_err() {
+                    return;
+                }
             }
             token = Some(next);
             backoff.reset();
         }
     }
 
-    /// Takes one batch: invites, then every joined room's new events in order.
-    async fn take(&self, batch: SyncResponse, first: bool) -> Result<(), StoreError> {
-        for room_id in batch.rooms.invited.keys() {
-            self.receiver.invited(&self.client, room_id).await;
+    /// Takes one batch fetched from `since` (`None`: the first sync): invites, then every
+    /// joined room's new events in order, a cut timeline's gap first.
+    async fn take(&self, batch: &SyncResponse, since: Option<&str>) -> Result<(), Refused> {
+        for (room_id, invite) in &batch.rooms.invited {
+            let state: Vec<Value> = (invite.invite_state.events.iter())
+                .filter_map(|e| e.deserialize_as::<Value>().ok())
+                .collect();
+            self.receiver.invited(room_id, &state).await?;
         }
         for room_id in batch.rooms.left.keys() {
             tracing::info!(room = %room_id, "matrix: the bot left or was removed from a room");
         }
-        if first {
+        let Some(since) = since else {
             return Ok(());
-        }
+        };
         for (room_id, update) in &batch.rooms.joined {
-            if update.timeline.limited {
-                tracing::warn!(room = %room_id,
-                    "matrix: the homeserver cut a room's timeline; older events of it are not read");
+            let timeline = &update.timeline;
+            let mut events = Vec::new();
+            if let (true, Some(prev)) = (timeline.limited, &timeline.prev_batch) {
+                events = gap::missed(&self.client, room_id, prev, since).await?;
+                tracing::info!(room = %room_id, missed = events.len(),
+                    "matrix: the homeserver cut a room's timeline; its gap was fetched");
             }
-            let events = since_our_join(&update.timeline.events, self.receiver.me());
-            for event in events {
+            events.extend(timeline.events.iter().cloned());
+            for event in since_our_join(&events, self.receiver.me()) {
                 self.one(room_id, event).await?;
             }
         }
@@ -143,6 +152,17 @@ impl Syncer {
         let decision = inbound::decide(&json, place, &self.receiver.rules(), unreadable);
         self.receiver.handle(decision).await
     }
+}
+
+/// Why a batch was not taken whole (its token is then not stored, and it comes again).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Gap(#[from] GapError),
+    #[error("answering an invite: {0}")]
+    Invite(#[from] SendError),
 }
 
 /// The events after the bot's own join, when the batch holds it (what the room said before is

@@ -4,7 +4,8 @@
 //! shows it (edits applied, redactions gone).
 //!
 //! It syncs on its own task from the moment it logs in (aborted when the person drops) and
-//! keeps every timeline event it receives, decrypted, as JSON.
+//! keeps every timeline event it receives, decrypted, as JSON; a timeline the homeserver cut
+//! has its gap fetched back, as a client shows it when scrolled.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,12 +13,14 @@ use std::time::Duration;
 
 use matrix_sdk::attachment::AttachmentConfig;
 use matrix_sdk::config::SyncSettings;
+use matrix_sdk::room::MessagesOptions;
+use matrix_sdk::ruma::api::client::filter::FilterDefinition;
 use matrix_sdk::ruma::api::client::room::create_room::v3::{Request as CreateRoom, RoomPreset};
 use matrix_sdk::ruma::events::reaction::ReactionEventContent;
 use matrix_sdk::ruma::events::relation::Annotation;
 use matrix_sdk::ruma::events::room::member::MembershipState;
 use matrix_sdk::ruma::events::room::message::{RoomMessageEventContent, TextMessageEventContent};
-use matrix_sdk::ruma::{EventId, OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UserId};
+use matrix_sdk::ruma::{EventId, OwnedEventId, OwnedRoomId, OwnedUserId, RoomId, UInt, UserId};
 use matrix_sdk::{Client, Room};
 use serde_json::Value;
 
@@ -240,23 +243,66 @@ impl Drop for Person {
 }
 
 async fn sync_loop(client: Client, events: Arc<Mutex<Vec<(OwnedRoomId, Value)>>>) {
-    let mut settings = SyncSettings::default().timeout(Duration::from_secs(5));
+    let mut filter = FilterDefinition::default();
+    filter.room.timeline.limit = Some(UInt::from(500u32));
+    let mut settings = SyncSettings::default()
+        .timeout(Duration::from_secs(5))
+        .filter(filter.into());
+    let mut since: Option<String> = None;
     loop {
         match client.sync_once(settings.clone()).await {
             Ok(batch) => {
-                let mut seen = events.lock().unwrap();
+                let mut got = Vec::new();
                 for (room, update) in &batch.rooms.joined {
-                    for e in &update.timeline.events {
+                    let timeline = &update.timeline;
+                    if let (true, Some(prev), Some(since)) =
+                        (timeline.limited, &timeline.prev_batch, &since)
+                    {
+                        // A cut timeline: what a client shows after scrolling back.
+                        got.extend(gap(&client, room, prev, since).await);
+                    }
+                    for e in &timeline.events {
                         if let Ok(v) = e.raw().deserialize_as::<Value>() {
-                            seen.push((room.clone(), v));
+                            got.push((room.clone(), v));
                         }
                     }
                 }
+                events.lock().unwrap().extend(got);
+                since = Some(batch.next_batch.clone());
                 settings = settings.token(batch.next_batch);
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }
+}
+
+/// The events of a cut timeline between `since` and `prev`, oldest first.
+async fn gap(client: &Client, room: &RoomId, prev: &str, since: &str) -> Vec<(OwnedRoomId, Value)> {
+    let Some(r) = client.get_room(room) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut from = prev.to_string();
+    loop {
+        let mut options = MessagesOptions::backward().from(from.as_str());
+        options.to = Some(since.to_string());
+        options.limit = UInt::from(100u32);
+        let Ok(page) = r.messages(options).await else {
+            break;
+        };
+        let empty = page.chunk.is_empty();
+        for e in page.chunk {
+            if let Ok(v) = e.raw().deserialize_as::<Value>() {
+                out.push((room.to_owned(), v));
+            }
+        }
+        match page.end {
+            Some(end) if !empty && end != from => from = end,
+            _ => break,
+        }
+    }
+    out.reverse();
+    out
 }
 
 /// Timeline JSON → messages as a client shows them.

@@ -210,7 +210,9 @@ fn write_config(dir: &Path, port: u16) {
          rc_invites:\n  per_room: {relaxed}\n  per_user: {relaxed}\n  per_issuer: {relaxed}\n\
          rc_key_requests: {relaxed}\n\
          rc_admin_redaction: {relaxed}\n\
-         rc_media_create: {relaxed}\n"
+         rc_media_create: {relaxed}\n\
+         rc_room_creation: {relaxed}\n\
+         rc_joins_per_room: {relaxed}\n"
     );
     std::fs::write(dir.join("homeserver.yaml"), config).expect("homeserver.yaml");
     let log = format!(

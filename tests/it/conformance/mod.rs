@@ -212,50 +212,7 @@ conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
 
-/// Matrix on a real Synapse: the suite's cases by hand, all but the crash loop
-/// (`promise::matrix::MatrixChannel` is its side, but the run does not finish yet: see
-/// docs/platforms/matrix.md).
-mod matrix {
-    use super::*;
-    type R = matrix_rig::MatrixRig;
-
-    #[tokio::test]
-    async fn a_message_is_answered_once() {
-        cases::answered_once::<R>().await
-    }
-    #[tokio::test]
-    async fn a_long_reply_is_split_at_the_limit() {
-        cases::long_reply::<R>().await
-    }
-    #[tokio::test]
-    async fn a_streamed_reply_is_edited_in_place_or_arrives_whole() {
-        cases::streaming::<R>().await
-    }
-    #[tokio::test]
-    async fn only_the_requester_answers_an_approval() {
-        cases::approval::<R>().await
-    }
-    #[tokio::test]
-    async fn a_photo_and_a_document_reach_the_model() {
-        cases_files::files_in::<R>().await
-    }
-    #[tokio::test]
-    async fn a_file_the_agent_attaches_reaches_the_person() {
-        cases_files::file_out::<R>().await
-    }
-    #[tokio::test]
-    async fn a_429_with_retry_after_is_honoured() {
-        cases::rate_limited::<R>().await
-    }
-    #[tokio::test]
-    async fn a_person_off_the_allowlist_is_refused() {
-        cases::stranger::<R>().await
-    }
-    #[tokio::test]
-    async fn handoff_wraps_the_conversation() {
-        cases_files::handoff::<R>().await
-    }
-}
+conformance!(matrix, matrix_rig::MatrixRig);
 conformance!(email, email_rig::EmailRig);
 conformance!(signal, signal_rig::SignalRig);
 conformance!(whatsapp, whatsapp_rig::WhatsAppRig);
