@@ -18,6 +18,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use matrix_sdk::media::{MediaFormat, MediaRequestParameters};
+use matrix_sdk::ruma::api::client::membership::join_room_by_id;
 use matrix_sdk::ruma::events::room::{EncryptedFile, MediaSource};
 use matrix_sdk::ruma::{OwnedMxcUri, OwnedUserId, RoomId};
 use matrix_sdk::Client;
@@ -243,7 +244,9 @@ impl Receiver {
 impl Receiver {
     /// Joins; a direct chat is first marked one in the bot's `m.direct` (what makes the room
     /// answered without a mention), so a kill between the two never leaves a joined direct chat
-    /// unmarked: the invite comes again until the join is done.
+    /// unmarked: the invite comes again until the join is done. The join is the bare request:
+    /// the SDK's own join rewrites `m.direct` from its local copy, which within one batch of
+    /// invites does not hold the rooms marked a moment before.
     async fn join(&self, room_id: &RoomId, invite: &inbound::Invite) -> matrix_sdk::Result<()> {
         if invite.direct {
             if let Ok(inviter) = OwnedUserId::try_from(invite.inviter.as_str()) {
@@ -253,7 +256,9 @@ impl Receiver {
                     .await?;
             }
         }
-        self.client.join_room_by_id(room_id).await.map(|_| ())
+        let request = join_room_by_id::v3::Request::new(room_id.to_owned());
+        self.client.send(request).await?;
+        Ok(())
     }
 }
 
