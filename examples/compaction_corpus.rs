@@ -108,7 +108,7 @@ fn text(rng: &mut Rng, pieces: usize) -> String {
     if rng.below(8) == 0 {
         // A long result, so excerpts and scans see more than their first window.
         let line = rng.pick(FRAGMENTS).to_string() + "\n";
-        out = line.repeat(1 + rng.below(300)) + &out;
+        out = line.repeat(1 + rng.below(300)) + out.as_str();
     }
     out
 }

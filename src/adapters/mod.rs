@@ -8,6 +8,7 @@
 pub mod api;
 pub mod discord;
 pub mod email;
+pub mod matrix;
 pub mod signal;
 pub mod slack;
 pub mod split;
@@ -70,6 +71,7 @@ pub static PLATFORMS: &[&PlatformSpec] = &[
     &telegram::SPEC,
     &discord::SPEC,
     &slack::SPEC,
+    &matrix::SPEC,
     &email::SPEC,
     &signal::SPEC,
     &whatsapp::SPEC,
@@ -88,6 +90,7 @@ pub fn configured(config: &Config) -> anyhow::Result<Vec<Box<dyn Adapter>>> {
         build::<telegram::TelegramAdapter>,
         build::<discord::DiscordAdapter>,
         build::<slack::SlackAdapter>,
+        build::<matrix::MatrixAdapter>,
         build::<email::EmailAdapter>,
         build::<signal::SignalAdapter>,
         build::<whatsapp::WhatsAppAdapter>,

@@ -120,6 +120,7 @@ pub async fn run(opts: &LoadOptions) -> Report {
         report.0.push(("discord", scrubbed(c, &scrub)));
     }
     slack(&config, &mut report).await;
+    matrix(&config, &mut report).await;
     for (label, result) in crate::adapters::email::doctor(&config).await {
         report
             .0
@@ -165,6 +166,25 @@ async fn slack(config: &Config, report: &mut Report) {
         }
         Ok(_) => {}
         Err(e) => report.0.push(("slack", Check::Fail(e.to_string()))),
+    }
+}
+
+/// The Matrix section's checks (`adapters::matrix::doctor`: login and one sync), when a user
+/// id is set.
+async fn matrix(config: &Config, report: &mut Report) {
+    use crate::adapters::matrix::{config::MatrixConfig, doctor};
+    match config.section::<MatrixConfig>("matrix") {
+        Ok(Some(section)) if section.user_id.is_some() => {
+            for (label, result) in doctor(&section, &config.server.data_dir).await {
+                let check = match result {
+                    Ok(found) => Check::Ok(found),
+                    Err(why) => Check::Fail(why),
+                };
+                report.0.push((label, check));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => report.0.push(("matrix", Check::Fail(e.to_string()))),
     }
 }
 

@@ -65,6 +65,8 @@ pub mod skip;
 #[cfg(feature = "fakes")]
 pub mod slow_body;
 #[cfg(feature = "fakes")]
+pub mod synapse;
+#[cfg(feature = "fakes")]
 pub mod telegram;
 #[cfg(feature = "fakes")]
 pub mod telegram_load;

@@ -43,6 +43,7 @@ mod e2e_group_commands;
 mod e2e_handoff;
 mod e2e_handoff_nightly;
 mod e2e_listener;
+mod e2e_matrix;
 mod e2e_mcp;
 mod e2e_mcp_approvals;
 mod e2e_mcp_sdk;

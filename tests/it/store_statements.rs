@@ -91,7 +91,7 @@ async fn statements_per_turn(messages: usize) -> (f64, f64, String) {
         r1 as f64 / n
     );
     for (summary, k) in by {
-        report += &format!("  {:>6.2}  {summary}\n", k as f64 / n);
+        report.push_str(&format!("  {:>6.2}  {summary}\n", k as f64 / n));
     }
     (w1 as f64 / n, r1 as f64 / n, report)
 }

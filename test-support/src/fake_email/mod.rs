@@ -178,29 +178,29 @@ impl Letter {
     pub fn raw(&self) -> Vec<u8> {
         let mut h = String::new();
         if let Some(a) = &self.auth {
-            h += &format!("Authentication-Results: {a}\r\n");
+            h.push_str(&format!("Authentication-Results: {a}\r\n"));
         }
         let from = match &self.from_name {
             Some(n) => format!("\"{n}\" <{}>", self.from),
             None => self.from.clone(),
         };
-        h += &format!(
+        h.push_str(&format!(
             "From: {from}\r\nTo: {ADDRESS}\r\nSubject: {}\r\n",
             self.subject
-        );
-        h += &format!(
+        ));
+        h.push_str(&format!(
             "Message-ID: <{}>\r\nDate: Mon, 7 Dec 2026 10:00:00 +0000\r\n",
             self.message_id
-        );
+        ));
         if let Some(p) = &self.in_reply_to {
-            h += &format!("In-Reply-To: <{p}>\r\n");
+            h.push_str(&format!("In-Reply-To: <{p}>\r\n"));
         }
         if !self.references.is_empty() {
             let refs: Vec<String> = self.references.iter().map(|r| format!("<{r}>")).collect();
-            h += &format!("References: {}\r\n", refs.join(" "));
+            h.push_str(&format!("References: {}\r\n", refs.join(" ")));
         }
         for (n, v) in &self.headers {
-            h += &format!("{n}: {v}\r\n");
+            h.push_str(&format!("{n}: {v}\r\n"));
         }
         h += "MIME-Version: 1.0\r\n";
         let body_part = match (&self.text, &self.html) {
@@ -234,12 +234,12 @@ impl Letter {
                 .chunks(76)
                 .map(|c| std::str::from_utf8(c).expect("base64 is ASCII"))
                 .collect();
-            out += &format!(
+            out.push_str(&format!(
                 "--MIX\r\nContent-Type: {mime}; name=\"{name}\"\r\n\
                  Content-Disposition: attachment; filename=\"{name}\"\r\n\
                  Content-Transfer-Encoding: base64\r\n\r\n{}\r\n",
                 lines.join("\r\n")
-            );
+            ));
         }
         out += "--MIX--\r\n";
         out.into_bytes()

@@ -11,8 +11,10 @@
 //! answers read from its recorded `sendMessage` calls), Discord ([`discord::DiscordChannel`]:
 //! MESSAGE_CREATEs on the fake gateway, answers read from its recorded channel messages) and
 //! Slack ([`slack::SlackChannel`]: Socket Mode envelopes from the fake Slack, answers read from
-//! its recorded `chat.postMessage` calls) and email ([`email::EmailChannel`]: mails APPENDed to a
-//! real Dovecot, answers read from the test SMTP server); the census groups by platform.
+//! its recorded `chat.postMessage` calls), Matrix ([`matrix::MatrixChannel`]: messages a real
+//! client sends on a real Synapse, answers read from what that client sees) and email
+//! ([`email::EmailChannel`]: mails APPENDed to a real Dovecot, answers read from the test SMTP
+//! server); the census groups by platform.
 
 pub mod attempt;
 pub mod census;
@@ -21,6 +23,7 @@ pub mod daemon;
 pub mod discord;
 pub mod email;
 pub mod load;
+pub mod matrix;
 pub mod receipts;
 pub mod signal;
 pub mod slack;

@@ -66,7 +66,7 @@ impl Inner {
     fn partial(&self, reply: &str) -> bool {
         self.waiting.keys().any(|asked| {
             let whole = REPLY_PREFIX.len() + asked.len();
-            reply.len() < whole && (REPLY_PREFIX.to_owned() + asked).starts_with(reply)
+            reply.len() < whole && (REPLY_PREFIX.to_owned() + asked.as_str()).starts_with(reply)
         })
     }
 }

@@ -93,7 +93,7 @@ const CAPSULE: &str = "## Working on\nMaking the nightly mirror job skip unreach
 /// closes, and the next session's first message carries the capsule once.
 pub async fn handoff<R: Rig>() {
     let rig = R::start(|_| {}).await;
-    let lane = LaneKey::new(R::LANE);
+    let lane = LaneKey::new(&rig.lane());
     let store = rig.app().store.clone();
     for (i, text) in [
         "The nightly mirror job fails on the second host.",

@@ -17,6 +17,7 @@ mod cases;
 mod cases_files;
 mod discord_rig;
 mod email_rig;
+mod matrix_rig;
 mod rig_support;
 mod signal_rig;
 mod slack_rig;
@@ -29,6 +30,7 @@ use std::time::Instant;
 use herald::adapters::split::Measure;
 use herald::app::App;
 use herald::config::{Capabilities, Config};
+use herald::domain::LaneKey;
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::promise::crash::Side;
 use rig_support::Core;
@@ -112,6 +114,11 @@ pub trait Rig: Sized {
     async fn crash_side() -> Self::Crash;
     /// The lane key of the owner's conversation.
     const LANE: &'static str;
+    /// The owner's lane as the store keys it: [`Rig::LANE`], unless the platform makes its
+    /// conversation ids at run time (Matrix room ids), when the started rig knows it.
+    fn lane(&self) -> String {
+        LaneKey::new(Self::LANE).as_str().to_string()
+    }
     fn caps() -> Caps;
     /// A platform without buttons whose people answer a question in words (a `yes`/`no` reply
     /// or a reaction, `Approvals::answer_in_words`): `press` is such an answer, and the
@@ -204,6 +211,8 @@ conformance!(telegram, telegram_rig::TelegramRig);
 conformance!(discord, discord_rig::DiscordRig);
 conformance!(web, web_rig::WebRig);
 conformance!(slack, slack_rig::SlackRig);
+
+conformance!(matrix, matrix_rig::MatrixRig);
 conformance!(email, email_rig::EmailRig);
 conformance!(signal, signal_rig::SignalRig);
 conformance!(whatsapp, whatsapp_rig::WhatsAppRig);
