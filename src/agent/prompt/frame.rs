@@ -24,6 +24,11 @@ pub fn frame(source: &str, body: &str) -> String {
 /// `text` with every `<reference-data` / `</reference-data` (any case, any spacing after the
 /// `<` or `/`) changed so that it no longer reads as a marker: its `<` becomes `‹`.
 pub fn defang(text: &str) -> String {
+    defang_tag(text, TAG)
+}
+
+/// [`defang`] for the markers of another fence (`agent::tools::web` fences pages in its own).
+pub(crate) fn defang_tag(text: &str, tag: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find('<') {
@@ -31,8 +36,8 @@ pub fn defang(text: &str) -> String {
         let after = &rest[i + 1..];
         let name = after.trim_start_matches(|c: char| c == '/' || c.is_whitespace());
         let is_marker = name
-            .get(..TAG.len())
-            .is_some_and(|n| n.eq_ignore_ascii_case(TAG));
+            .get(..tag.len())
+            .is_some_and(|n| n.eq_ignore_ascii_case(tag));
         out.push(if is_marker { '‹' } else { '<' });
         rest = after;
     }
@@ -40,7 +45,8 @@ pub fn defang(text: &str) -> String {
     out
 }
 
-fn one_line(s: &str) -> String {
+/// A fence's `source` attribute: one line, no quote to end it early.
+pub(crate) fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() || c == '"' { ' ' } else { c })
         .collect()
