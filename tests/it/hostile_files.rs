@@ -383,22 +383,26 @@ async fn the_real_worker_reads_and_refuses_by_its_caps() {
         .await
         .unwrap_err();
     assert_eq!(err.to_string(), "it has 2 pages, over the 1-page limit");
-    // The address-space cap is set on the real worker: 100 MiB of text do not fit in 128 MB
-    // beside the binary itself, and the death is named as a memory limit.
+    // The address-space cap is set on the real worker: a text as large as the cap does not
+    // fit beside the binary itself, and the death is named as a memory limit. The cap leaves
+    // 64 MB above the binary's file size (more than it maps), so the worker can start: a debug
+    // binary is larger than a release one's whole default cap of 512 MB leaves room for.
+    let binary_mb = std::fs::metadata(herald_bin()).unwrap().len() >> 20;
+    let cap_mb = binary_mb + 64;
     let small = Decoder::new(
         Some(herald_bin()),
         vec!["decode".into()],
         Limits::default(),
-        128,
+        cap_mb,
         Duration::from_secs(60),
     );
-    let text = vec![b'a'; 100 << 20];
+    let text = vec![b'a'; (cap_mb as usize) << 20];
     let err = small
         .decode(JobKind::Document, &text, Some("text/plain"), Some("a.txt"))
         .await
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "reading it needed more than 128 MB of memory, so it was stopped"
+        format!("reading it needed more than {cap_mb} MB of memory, so it was stopped")
     );
 }

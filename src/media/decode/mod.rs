@@ -206,7 +206,9 @@ fn answer_cap(max_chars: usize) -> u64 {
 
 /// The sentence for a worker that did not exit cleanly.
 fn died(status: std::process::ExitStatus, stderr: &str, d: &Decoder) -> MediaError {
-    if stderr.contains("memory allocation of") {
+    if stderr.contains("memory allocation of")
+        || status.code() == Some(i32::from(worker::OUT_OF_MEMORY))
+    {
         return MediaError::DecodeMemory { mb: d.memory_mb };
     }
     if stderr.contains("overflowed its stack") {

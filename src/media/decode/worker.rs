@@ -20,7 +20,11 @@ use crate::media::MediaError;
 /// Largest job header line read (a name and a MIME type, in JSON).
 const MAX_HEADER: u64 = 16 * 1024;
 
-/// The worker's `main`: exit 0 with an outcome on stdout, or 2 for a job it could not read.
+/// The exit status of a worker whose input did not fit in its memory cap.
+pub(super) const OUT_OF_MEMORY: u8 = 3;
+
+/// The worker's `main`: exit 0 with an outcome on stdout, 2 for a job it could not read, or
+/// [`OUT_OF_MEMORY`] for one too large for its memory cap.
 pub fn main() -> ExitCode {
     // A panic is an outcome (`Malformed`), not a message on stderr.
     std::panic::set_hook(Box::new(|_| {}));
@@ -30,13 +34,14 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let mut bytes = Vec::with_capacity(job.len.min(64 * 1024 * 1024) as usize);
-    if stdin
-        .take(job.len)
-        .read_to_end(&mut bytes)
-        .map(|n| n as u64 != job.len)
-        .unwrap_or(true)
-    {
-        return ExitCode::from(2);
+    match stdin.take(job.len).read_to_end(&mut bytes) {
+        Ok(n) if n as u64 == job.len => {}
+        // The file itself does not fit under the address-space cap: a memory limit, not a
+        // crash (`read_to_end` reports a failed allocation instead of aborting).
+        Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
+            return ExitCode::from(OUT_OF_MEMORY)
+        }
+        _ => return ExitCode::from(2),
     }
     let outcome = run(&job, &bytes);
     let mut out = std::io::stdout().lock();
