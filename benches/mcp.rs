@@ -93,6 +93,7 @@ async fn main() {
         inbox_id: None,
         call_index: 0,
         turn_files: Vec::new(),
+        agent: herald::config::DEFAULT_AGENT.to_string(),
     };
     let mut mcp = Vec::with_capacity(n);
     for _ in 0..n {

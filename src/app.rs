@@ -93,13 +93,17 @@ impl App {
         let (core, wakes) = Core::new(config, store, replica_id, outbounds, (tracker, cancel));
         let handoff = core.handoff(&chain)?;
         core.add_builtins(&mut tools);
-        let deps = core.lane_deps(chain, tools, &handoff);
+        let agents = Arc::new(crate::agent::roster::LiveAgents::new(
+            crate::agent::roster::Agents::with_default(core.config.clone(), chain)
+                .map_err(anyhow::Error::msg)?,
+        ));
+        let deps = core.lane_deps(agents.clone(), tools, &handoff);
         let router = LaneRouter::new(deps.clone(), &core.tracker, wakes, &core.cancel);
         let nightly = Arc::new(NightlyCloser::new(handoff, &core.config.handoff)?);
         let cron = core.scheduler().await?;
-        let (webhooks, reload) = core.live(cron.clone())?;
+        let (webhooks, reload) = core.live(cron.clone(), agents.clone())?;
         core.start_delivery(&router).await;
-        let model = deps.chain.primary_name();
+        let model = agents.current().default_agent().chain.primary_name();
         let addr = core
             .start_http(
                 &router,

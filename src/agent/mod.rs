@@ -9,6 +9,7 @@ mod dispatch;
 pub mod mcp;
 pub mod memory;
 pub mod prompt;
+pub mod roster;
 pub mod skill_manage;
 pub mod skills;
 pub mod steer;

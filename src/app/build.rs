@@ -192,7 +192,7 @@ impl Core {
     /// What every lane worker shares: the model, the tools, both hook chains.
     pub(super) fn lane_deps(
         &self,
-        chain: ProviderChain,
+        agents: Arc<crate::agent::roster::LiveAgents>,
         tools: ToolCatalog,
         handoff: &Arc<Builder>,
     ) -> Arc<Deps> {
@@ -227,7 +227,7 @@ impl Core {
         Arc::new(Deps {
             config: self.config.clone(),
             store: self.store.clone(),
-            chain,
+            agents,
             tools,
             pre_dispatch,
             pre_llm: PreLlmChain::new(pre_llm),

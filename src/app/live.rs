@@ -17,11 +17,23 @@ fn allowlist_key(key: &str) -> bool {
     key.contains('.') && last.starts_with("allow") || key == "approvals.admins"
 }
 
+/// Whether `key` is read through the agents' per-turn snapshot (`crate::agent::roster`): the model
+/// and its provider, the prompt sources and turn limits, context, memory and streaming
+/// settings, every `[[agents]]` table and the bindings. A turn in flight keeps what it read.
+fn agent_key(key: &str) -> bool {
+    let section = key.split(['.', '[']).next().unwrap_or(key);
+    matches!(
+        section,
+        "llm" | "agent" | "agents" | "bindings" | "context" | "streaming"
+    ) || key.starts_with("memory.") && !key.starts_with("memory.provider")
+}
+
 impl Core {
     /// The webhook receivers and the reloader with its parts.
     pub(super) fn live(
         &self,
         cron: Option<Arc<Scheduler>>,
+        agents: Arc<crate::agent::roster::LiveAgents>,
     ) -> anyhow::Result<(Arc<Inbound>, Arc<Reloader>)> {
         let hooks = Arc::new(
             Inbound::new(
@@ -42,6 +54,14 @@ impl Core {
                 Box::pin(async { Ok(()) })
             }),
         }];
+        parts.push(Part {
+            name: "agents",
+            owns: Box::new(agent_key),
+            apply: Box::new(move |c| {
+                let r = agents.replace(c);
+                Box::pin(async move { r })
+            }),
+        });
         // The route `/hooks/{name}` is mounted at start only when hooks exist then.
         if !self.config.hooks.is_empty() {
             let inbound = hooks.clone();

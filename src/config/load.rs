@@ -187,6 +187,7 @@ pub(crate) fn apply_conventional_env(
     {
         super::providers::fill_endpoint(e, Some(get));
     }
+    super::agents::fill_agents(config, Some(get));
     if config.telegram.token.is_none() {
         config.telegram.token = nonempty("TELEGRAM_BOT_TOKEN").map(Secret::new);
     }

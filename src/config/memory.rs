@@ -31,6 +31,9 @@ pub struct MemoryConfig {
     pub user_chars: usize,
     /// Longest single entry (one line), in characters.
     pub entry_chars: usize,
+    /// Where the memory files live; unset: `<data-dir>/memory` (each of `[[agents]]` has its
+    /// own, `<data-dir>/agents/<name>/memory`).
+    pub dir: Option<std::path::PathBuf>,
     pub provider: MemoryProviderConfig,
 }
 
@@ -41,6 +44,7 @@ impl Default for MemoryConfig {
             memory_chars: 2200,
             user_chars: 1375,
             entry_chars: 400,
+            dir: None,
             provider: MemoryProviderConfig::default(),
         }
     }

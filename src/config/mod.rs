@@ -6,6 +6,7 @@
 
 mod address;
 mod agent;
+mod agents;
 mod api;
 mod budget;
 mod eval;
@@ -36,6 +37,9 @@ use serde::{Deserialize, Serialize};
 
 pub use address::ConfigUrl;
 pub use agent::{AgentConfig, HintEntry, HintMode, HintTable, PlatformHint};
+pub use agents::{
+    agent_dir, check_agents, AgentBudget, AgentSpec, Binding, ToolFilter, DEFAULT_AGENT,
+};
 pub use api::{link_api_keys, ApiConfig, ApiKey, ApiKeyConfig};
 pub use budget::{to_nanos, BudgetConfig, PriceConfig, NANOS_PER_UNIT};
 pub use eval::EvalConfig;
@@ -104,6 +108,10 @@ pub struct Config {
     pub hooks: Vec<HookSpec>,
     /// How a running daemon takes a changed configuration (`reload.rs`, `crate::reload`).
     pub reload: ReloadConfig,
+    /// More agents beside the default one (`agents.rs`, `crate::agent::roster`).
+    pub agents: Vec<AgentSpec>,
+    /// Which conversations go to which agent (`agents.rs`).
+    pub bindings: Vec<Binding>,
     /// The tables platforms own (`[slack]`), read by their adapters ([`Config::section`]).
     #[serde(flatten)]
     pub sections: std::collections::BTreeMap<String, figment::value::Value>,

@@ -283,6 +283,7 @@ pub(crate) fn apply_presets(config: &mut super::Config) {
     {
         fill_endpoint(e, None);
     }
+    super::agents::fill_agents(config, None);
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     delegate(c)?;
     web_access(c, c.server.listen)?;
     streaming(c)?;
-    llm(c)?;
+    llm_of(c)?;
     context(c)?;
     lanes(c)?;
     store(c)?;
@@ -41,6 +41,9 @@ pub fn validate(c: &Config) -> Result<(), ConfigError> {
     }
     if let Err((key, message)) = c.handoff.nightly_schedule() {
         return Err(ConfigError::Key { key, message });
+    }
+    if let Err((key, message)) = super::agents::check_agents(c) {
+        return Err(ConfigError::Invalid(format!("{key}: {message}")));
     }
     super::registry::check_sections(c)?;
     if let Err((i, e)) = crate::domain::cron::check_jobs(&c.cron.jobs, &c.deliverable()) {
@@ -200,7 +203,8 @@ fn streaming(c: &Config) -> Result<(), ConfigError> {
 
 /// `[llm]`: a model provider needs a URL and a model (a preset fills the URL), and so does each
 /// fallback and writer entry; an Anthropic answer needs a token budget.
-fn llm(c: &Config) -> Result<(), ConfigError> {
+/// The `[llm]` rules, also run on each agent's derived configuration.
+pub(crate) fn llm_of(c: &Config) -> Result<(), ConfigError> {
     if matches!(c.transport(), Transport::OpenAi | Transport::Anthropic) {
         if c.llm.base_url.is_none() {
             return Err(key_error("llm.base_url", not_a_base_url("")));

@@ -217,8 +217,10 @@ impl Worker {
         asked: String,
         said: String,
     ) -> Result<(), Failure> {
-        let store = &self.router.deps.store;
-        let session = self.session(lease, ev).await?;
+        let deps = &self.router.deps;
+        let store = &deps.store;
+        let agent = deps.agents.for_turn(store.as_ref(), &self.lane, ev).await;
+        let session = self.session(lease, ev, &agent).await?;
         let history = store.messages(&session.id, true).await?;
         let mut messages = Vec::new();
         // Keep user/assistant alternation valid for strict chat templates.

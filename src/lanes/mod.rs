@@ -39,7 +39,6 @@ use crate::agent::tools::ToolCatalog;
 use crate::config::Config;
 use crate::delivery::Outbounds;
 use crate::hooks::{HookChain, PreLlmChain};
-use crate::llm::ProviderChain;
 use crate::store::Store;
 
 pub use approvals::{
@@ -55,7 +54,9 @@ pub use turn::OVER_BUDGET;
 pub struct Deps {
     pub config: Arc<Config>,
     pub store: Arc<dyn Store>,
-    pub chain: ProviderChain,
+    /// The agents and their routing, read once at the start of each turn (`crate::agent::roster`);
+    /// a reload swaps in a new generation.
+    pub agents: Arc<crate::agent::roster::LiveAgents>,
     /// Snapshotted into one turn's tool list before each turn, never during one.
     pub tools: ToolCatalog,
     pub pre_dispatch: HookChain,

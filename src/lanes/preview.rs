@@ -85,9 +85,14 @@ const FINISH_WAIT: Duration = Duration::from_secs(5);
 impl LiveTurn {
     /// `None` when streaming is off in this chat (`streaming.chats`: private chats by default),
     /// and for scheduled runs (their briefs go to other chats).
-    pub(super) fn start(worker: &Worker, row: &InboxRow, ev: &MessageEvent) -> Option<LiveTurn> {
+    pub(super) fn start(
+        worker: &Worker,
+        row: &InboxRow,
+        ev: &MessageEvent,
+        config: &crate::config::Config,
+    ) -> Option<LiveTurn> {
         let deps = &worker.router.deps;
-        let cfg = &deps.config.streaming;
+        let cfg = &config.streaming;
         if !cfg.streams_in(ev.chat_type)
             || !ev.deliver_to().is_empty()
             || ev.platform == Platform::CRON

@@ -6,20 +6,30 @@ use chrono::Utc;
 
 use super::worker::{Failure, Worker};
 use crate::agent::prompt::{build_system_prompt, load_sources, PromptParts};
+use crate::agent::roster::Agent;
 use crate::domain::MessageEvent;
 use crate::store::{Lease, Session};
 
 impl Worker {
-    /// The lane's open session, or a new one (written under the lease).
+    /// The lane's open session, or a new one (written under the lease). An open session of
+    /// another agent is closed first: a conversation's history belongs to the agent that had it.
     pub(super) async fn session(
         &self,
         lease: &Lease,
         ev: &MessageEvent,
+        agent: &Agent,
     ) -> Result<Session, Failure> {
         let deps = &self.router.deps;
         if let Some(s) = deps.store.session_current(&self.lane).await? {
-            return Ok(s);
+            if s.agent == agent.name {
+                return Ok(s);
+            }
+            tracing::info!(session = %s.id, from = %s.agent, to = %agent.name, "the chat moved to another agent; closing its session");
+            deps.store
+                .session_close(lease, &s.id, "agent_changed")
+                .await?;
         }
+        let config = &agent.config;
         let id = uuid::Uuid::new_v4().to_string();
         let started = Utc::now();
         // Lineage: the lane's previous session, if any.
@@ -30,19 +40,20 @@ impl Worker {
             .into_iter()
             .next()
             .map(|p| p.id);
-        let model = deps.chain.primary_name();
+        let model = agent.chain.primary_name();
         // The prompt files are read now, once per session: an edit reaches the next session.
-        let window = crate::agent::context::window::context_window(&deps.config.llm).await;
-        let mut sources = load_sources(&deps.config, window);
-        sources.memory = crate::agent::memory::snapshot_for(&deps.config, ev);
+        let window = crate::agent::context::window::context_window(&config.llm).await;
+        let mut sources = load_sources(config, window);
+        sources.memory = crate::agent::memory::snapshot_for(config, ev);
         sources.tool_guidance = deps
             .tools
             .guidance()
             .into_iter()
+            .filter(|(label, _)| agent.offers_guidance(label))
             .map(|(label, text)| crate::agent::prompt::Block { label, text })
             .collect();
         let system_prompt = build_system_prompt(
-            &deps.config.agent,
+            &config.agent,
             &sources,
             &PromptParts {
                 platform: ev.platform,
@@ -53,6 +64,7 @@ impl Worker {
         );
         let s = Session {
             parent_id,
+            agent: agent.name.clone(),
             ..Session::new(
                 id,
                 self.lane.clone(),

@@ -17,7 +17,7 @@ pub(super) const INBOX_COLS: &str =
 pub(super) const MESSAGE_COLS: &str = "id, session_id, role, content, api_content, tool_calls, \
      tool_call_id, tool_name, active, compacted, platform_message_id, media, created_at";
 pub(super) const SESSION_COLS: &str = "id, lane, parent_id, started_at, ended_at, end_reason, \
-     system_prompt, model, compaction_strikes, fallback_streak, cooldown_until";
+     system_prompt, model, compaction_strikes, fallback_streak, cooldown_until, agent";
 pub(super) const OUTBOX_COLS: &str = "id, idem_key, reply_key, lane, platform, chat_id, thread_id, reply_to, \
      inbox_id, chunk_index, text, status, attempts, platform_message_id, last_error, created_at, sent_at, media";
 

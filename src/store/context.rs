@@ -170,7 +170,7 @@ impl<S: Pools> ContextStore for S {
         check_lease(&mut tx, lease).await?;
         db::query(
             "INSERT INTO sessions (id, lane, parent_id, started_at, ended_at, end_reason, \
-                     system_prompt, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                     system_prompt, model, agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&s.id)
         .bind(s.lane.as_str())
@@ -180,6 +180,7 @@ impl<S: Pools> ContextStore for S {
         .bind(clean(end_reason))
         .bind(clean(&s.system_prompt))
         .bind(clean(&s.model))
+        .bind(clean(&s.agent))
         .execute(&mut tx)
         .await?;
         let mut ids = Vec::with_capacity(messages.len());

@@ -144,8 +144,8 @@ impl<S: Pools> TranscriptStore for S {
         let mut tx = self.begin().await?;
         check_lease(&mut tx, lease).await?;
         db::query(
-            "INSERT INTO sessions (id, lane, parent_id, started_at, system_prompt, model) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO sessions (id, lane, parent_id, started_at, system_prompt, model, agent) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(&s.id)
         .bind(s.lane.as_str())
@@ -153,6 +153,7 @@ impl<S: Pools> TranscriptStore for S {
         .bind(s.started_at)
         .bind(clean(&s.system_prompt))
         .bind(clean(&s.model))
+        .bind(clean(&s.agent))
         .execute(&mut tx)
         .await?;
         tx.commit().await?;

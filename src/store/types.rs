@@ -116,6 +116,8 @@ pub struct Session {
     pub compaction_strikes: i64,
     pub fallback_streak: i64,
     pub cooldown_until: Option<i64>,
+    /// The agent that serves this session (`crate::agent::roster`; `default` for `[agent]`).
+    pub agent: String,
 }
 
 impl Session {
@@ -139,6 +141,7 @@ impl Session {
             compaction_strikes: 0,
             fallback_streak: 0,
             cooldown_until: None,
+            agent: crate::config::DEFAULT_AGENT.to_string(),
         }
     }
 }

@@ -426,6 +426,7 @@ mod cron_rules {
             inbox_id: Some(1),
             call_index: 0,
             turn_files: Vec::new(),
+            agent: herald::config::DEFAULT_AGENT.to_string(),
         }
     }
 

@@ -181,6 +181,7 @@ async fn compaction_sends_head_carrier_tail_and_keeps_the_originals_searchable()
         inbox_id: None,
         call_index: 0,
         turn_files: Vec::new(),
+        agent: herald::config::DEFAULT_AGENT.to_string(),
     };
     let found = tool.call(&ctx, r#"{"query": "quokka1"}"#).await.unwrap();
     assert!(

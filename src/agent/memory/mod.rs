@@ -100,7 +100,7 @@ pub struct MemoryFiles {
 impl MemoryFiles {
     pub fn new(data_dir: &Path, cfg: &MemoryConfig) -> MemoryFiles {
         MemoryFiles {
-            root: data_dir.join("memory"),
+            root: cfg.dir.clone().unwrap_or_else(|| data_dir.join("memory")),
             memory_chars: cfg.memory_chars,
             user_chars: cfg.user_chars,
             entry_chars: cfg.entry_chars,

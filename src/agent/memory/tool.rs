@@ -125,6 +125,7 @@ mod tests {
             inbox_id: None,
             call_index: 0,
             turn_files: Vec::new(),
+            agent: crate::config::DEFAULT_AGENT.to_string(),
         }
     }
 

@@ -55,6 +55,9 @@ pub struct ToolContext {
     /// Files this turn's tool calls produced so far (cached, by reference), set by the turn
     /// loop: `attach_file` may name them before they are in the transcript.
     pub turn_files: Vec<Attachment>,
+    /// The agent the turn runs as (`crate::agent::roster`): tools that keep per-agent data (memory,
+    /// session search) read only that agent's.
+    pub agent: String,
 }
 
 /// What a call produced: the text the model reads, files (an MCP tool's images and blobs) the

@@ -45,11 +45,11 @@ impl Worker {
         lease: &Lease,
         row: &InboxRow,
         ev: &MessageEvent,
-        reading: Reading,
+        (reading, agent): (Reading, &crate::agent::roster::Agent),
     ) -> Result<(), Failure> {
         self.forget();
         let store = &self.router.deps.store;
-        let session = self.session(lease, ev).await?;
+        let session = self.session(lease, ev, agent).await?;
         let reply = reading.direct_answer();
         let attempt = InboxAttempt {
             id: row.id,

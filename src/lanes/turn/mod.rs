@@ -38,6 +38,8 @@ use crate::store::{InboxRow, InboxStatus, Lease, NewMessage, Session, StoredMess
 
 /// What `prepare` hands to `run`: the turn's session and row, its tools and context.
 struct Prepared {
+    /// The agent this turn runs as, read once at its start: a reload never changes it.
+    agent: std::sync::Arc<crate::agent::roster::Agent>,
     session: Session,
     turn_id: i64,
     /// The turn's tool list: MCP servers that came or went since the last turn show here.
@@ -114,7 +116,13 @@ impl Worker {
             inbox_id = row.id,
             session = tracing::field::Empty,
             turn = tracing::field::Empty,
+            agent = tracing::field::Empty,
         );
+        let agent = deps
+            .agents
+            .for_turn(deps.store.as_ref(), &self.lane, ev)
+            .await;
+        span.record("agent", agent.name.as_str());
         // The memory provider hears about a compaction of a private chat before it is written.
         let person = deps.recall.as_ref().and_then(|r| r.person_of(ev));
         let notice = |sid: &str, rows: &[StoredMessage]| {
@@ -122,17 +130,17 @@ impl Worker {
                 r.notify_compaction(p, sid, rows);
             }
         };
-        let mut context = ContextEngine::new(deps.store.as_ref(), &deps.config).await;
+        let mut context = ContextEngine::new(deps.store.as_ref(), &agent.config).await;
         context.on_compact = Some(&notice);
 
         let reading = self.read_media(ev, &span).await;
         if reading.all_failed() && ev.text.trim().is_empty() {
-            return self.unreadable(lease, row, ev, reading).await;
+            return self.unreadable(lease, row, ev, (reading, &agent)).await;
         }
         let user = UserMessage::new(ev, reading);
         let meter = self.meter(ev).await;
         let mut prepared = self
-            .prepare(lease, row, ev, user, meter, &context, &span)
+            .prepare(lease, row, ev, (user, meter, agent), &context, &span)
             .await?;
         let outcome = if crate::domain::cron::is_hook_notify(ev) {
             // A `notify` webhook: its rendered text is the brief; no model call.

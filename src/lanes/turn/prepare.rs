@@ -12,25 +12,29 @@ use crate::lanes::worker::{Failure, Worker};
 use crate::store::{InboxAttempt, InboxRow, Lease};
 
 impl Worker {
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn prepare(
         &self,
         lease: &Lease,
         row: &InboxRow,
         ev: &MessageEvent,
-        user: UserMessage,
-        meter: crate::budget::TurnMeter,
+        (user, meter, agent): (
+            UserMessage,
+            crate::budget::TurnMeter,
+            std::sync::Arc<crate::agent::roster::Agent>,
+        ),
         context: &ContextEngine<'_>,
         span: &tracing::Span,
     ) -> Result<Prepared, Failure> {
         let deps = &self.router.deps;
         // Taken, not borrowed: a turn that fails anywhere leaves the worker knowing nothing.
         let cached = self.known.lock().expect("known lock").take();
+        // A session of another agent (a reload moved the chat, or `/agent`) is not this one's.
+        let cached = cached.filter(|(s, _)| s.agent == agent.name);
         let (session, known) = match cached {
             Some((s, k)) => (s, Some(k)),
             None => {
                 let s = self
-                    .session(lease, ev)
+                    .session(lease, ev, &agent)
                     .instrument(tracing::info_span!(parent: span, "store.session"))
                     .await?;
                 (s, None)
@@ -56,7 +60,7 @@ impl Worker {
             .instrument(tracing::info_span!(parent: span, "lease.turn_begin", lease.holder = %lease.holder, lease.token = lease.token))
             .await?;
         span.record("turn", turn_id);
-        let tools = deps.tools.snapshot();
+        let tools = agent.tools(&deps.tools.snapshot());
         let View {
             view: history,
             known: before,
@@ -85,6 +89,7 @@ impl Worker {
             .instrument(tracing::info_span!(parent: span, "media.history"))
             .await;
         Ok(Prepared {
+            agent,
             session,
             turn_id,
             tools,

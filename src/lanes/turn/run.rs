@@ -72,7 +72,7 @@ impl Worker {
         let activity = Arc::new(Activity::new());
         let on_board = ActivityEntry::insert(&self.router, &self.lane, activity.clone());
         let clock = Arc::new(TurnClock::new(Duration::from_secs(
-            deps.config.agent.turn_timeout_secs,
+            p.agent.config.agent.turn_timeout_secs,
         )));
         let typing = self.typing(ev, stop.clone(), clock.clone());
         crate::lanes::fault::check(&ev.text);
@@ -91,8 +91,9 @@ impl Worker {
             inbox_id: Some(row.id),
             call_index: 0,
             turn_files: Vec::new(),
+            agent: p.agent.name.clone(),
         };
-        let live = LiveTurn::start(self, row, ev);
+        let live = LiveTurn::start(self, row, ev, &p.agent.config);
         let steer = LaneSteer::new(self, row, live.as_ref(), &foreign);
         let scope = Scope {
             tool_ctx: &tool_ctx,
@@ -150,9 +151,9 @@ impl Worker {
     }
 
     async fn attempt(&self, context: &ContextEngine<'_>, p: &Prepared, s: &Scope<'_>) -> Outcome {
-        let deps = &self.router.deps;
+        let cfg = &p.agent.config;
         let agent = run_turn(
-            &deps.chain,
+            &p.agent.chain,
             &p.tools,
             TurnInput {
                 system_prompt: &p.session.system_prompt,
@@ -161,22 +162,21 @@ impl Worker {
                 user_api_content: p.api_content.as_deref(),
                 user_parts: &p.user.parts,
                 history_images: &p.history_images,
-                max_iterations: deps.config.agent.max_iterations,
+                max_iterations: cfg.agent.max_iterations,
                 session_id: &p.session.id,
-                spill_chars: deps.config.context.spill_chars,
+                spill_chars: cfg.context.spill_chars,
                 tool_ctx: s.tool_ctx,
                 approvals: s.gate,
                 sink: s.live.map(|l| l.sink()),
                 meter: Some(&p.meter),
                 in_turn: Some(InTurnBudget {
-                    budget_tokens: (context.window as f64 * deps.config.context.in_turn_threshold)
-                        as usize,
+                    budget_tokens: (context.window as f64 * cfg.context.in_turn_threshold) as usize,
                     tail_tokens: context.tail_tokens,
                     window: context.window,
                 }),
                 progress: Some(s.activity),
-                vision: deps.config.llm.vision,
-                media_cache: &deps.media_cache,
+                vision: cfg.llm.vision,
+                media_cache: &self.router.deps.media_cache,
                 steer: s.steer.map(|st| st as &dyn Steer),
             },
         );
