@@ -1,16 +1,19 @@
 //! A reload of the model and the prompt through the real core, as a person sees it: a reply
 //! being streamed when the reload lands finishes whole on the model it started with; the next
 //! turn asks the new model; the new operator instructions reach the next session (a session's
-//! system prompt stays byte-stable for the provider's prompt cache) and not the open one.
+//! system prompt stays byte-stable for the provider's prompt cache) and not the open one; a
+//! reloaded budget cap refuses the next turn, and lifting it answers again.
 
 use std::time::Duration;
 
 use herald::adapters::split::{split_message, Measure, TELEGRAM_LIMIT};
 use herald::adapters::telegram::format::markdown_to_html;
 use herald::app::App;
+use herald::config::PriceConfig;
+use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::fake_llm::Step;
 use herald_test_support::fake_telegram::{message_json, FakeTelegram};
-use herald_test_support::harness::wait_until;
+use herald_test_support::harness::{init, test_config, wait_until, Client};
 use herald_test_support::telegram::{fakes, tg_config, USER};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -95,5 +98,50 @@ async fn a_reloaded_model_and_prompt_reach_the_next_turn_and_session_not_the_run
         fresh.system()
     );
     assert!(!fresh.system().contains("Answer plainly."));
+    app.shutdown().await;
+}
+
+async fn say(client: &Client, text: &str) -> String {
+    let (status, body) = client
+        .chat_body(serde_json::json!({"lane": "web:ann", "text": text, "sender": "ann"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["reply"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn a_reloaded_budget_cap_refuses_the_next_turn_and_lifting_it_answers_again() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut c = test_config(&llm, &data);
+    c.cron.enabled = false;
+    c.budget.prices = vec![PriceConfig {
+        model: "fake-*".into(),
+        input: Some(0.0),
+        output: Some(1000.0),
+        cache_read: Some(0.0),
+        cache_write: Some(0.0),
+    }];
+    let start = c.clone();
+    let app = App::start(c).await.unwrap();
+    let client = Client::new(&app);
+    assert_eq!(say(&client, "first").await, "reply to: first");
+
+    let mut capped = start.clone();
+    capped.budget.person_daily = Some(0.01);
+    let report = app.reload.apply(capped).await.expect("a valid reload");
+    assert_eq!(report.applied, ["budget.person_daily"]);
+    let refused = say(&client, "second").await;
+    assert!(
+        refused.starts_with("You have reached your daily budget"),
+        "{refused}"
+    );
+    assert_eq!(llm.request_count(), 1, "the model heard a refused turn");
+
+    let report = app.reload.apply(start).await.expect("a valid reload");
+    assert_eq!(report.applied, ["budget.person_daily"]);
+    assert_eq!(say(&client, "third").await, "reply to: third");
+    assert_eq!(llm.request_count(), 2);
     app.shutdown().await;
 }
