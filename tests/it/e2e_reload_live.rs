@@ -251,3 +251,81 @@ async fn the_first_hook_can_come_by_reload() {
     assert_eq!(llm.request_count(), 0, "notify runs no model");
     app.shutdown().await;
 }
+
+async fn say(client: &Client, who: &str, text: &str) -> String {
+    let (status, body) = client
+        .chat_body(serde_json::json!({"lane": format!("web:{who}"), "text": text, "sender": who}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["reply"].as_str().unwrap_or_default().to_string()
+}
+
+/// The open approval rows of `lane`.
+async fn approvals(client: &Client, lane: &str) -> Vec<serde_json::Value> {
+    let (_, body) = client.get(&format!("/api/v1/lanes/{lane}/approvals")).await;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    v["approvals"].as_array().cloned().unwrap_or_default()
+}
+
+/// `budget.approvers = ["ops"]`: who `ops` is comes from `[[people]]`, and a reload that moves
+/// the name to another identity sends the next budget question there, where a press counts.
+#[tokio::test]
+async fn a_reloaded_person_is_the_budget_approver_from_then_on() {
+    init();
+    let llm = FakeLlm::start().await;
+    // At 0.10 per million prompt tokens, each call costs about 0.10: one call spends the cap.
+    llm.set_billing(herald_test_support::fake_llm::Billing::Fixed(1_000_000));
+    let data = tempfile::tempdir().unwrap();
+    let mut c = test_config(&llm, &data);
+    c.budget.prices = vec![herald::config::PriceConfig {
+        model: "fake-*".into(),
+        input: Some(0.1),
+        output: Some(1.0),
+        cache_read: Some(0.05),
+        cache_write: Some(0.1),
+    }];
+    c.budget.person_daily = Some(0.1);
+    c.budget.approvers = vec!["ops".into()];
+    let person = |id: &str| herald::config::Person {
+        name: "ops".into(),
+        ids: vec![id.into()],
+    };
+    c.people = vec![person("web:boss")];
+    let app = App::start(c.clone()).await.unwrap();
+    let client = Client::new(&app);
+
+    let mut next = c.clone();
+    next.people = vec![person("web:chief")];
+    let report = app.reload.apply(next).await.unwrap();
+    assert_eq!(report.applied, ["people"]);
+
+    assert_eq!(say(&client, "ann", "hello").await, "reply to: hello");
+    let refused = say(&client, "ann", "again").await;
+    assert!(refused.contains("daily budget"), "{refused}");
+    wait_until("the chief is asked", WAIT, || async {
+        approvals(&client, "web:chief").await.len() == 1
+    })
+    .await;
+    assert!(
+        approvals(&client, "web:boss").await.is_empty(),
+        "not the old identity"
+    );
+    let question = approvals(&client, "web:chief").await.remove(0);
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/approvals/{}",
+            client.base,
+            question["id"].as_str().unwrap()
+        ))
+        .json(&serde_json::json!({"lane": "web:chief", "approve": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.status().as_u16(),
+        200,
+        "the reloaded approver's press counts"
+    );
+    assert_eq!(say(&client, "ann", "third").await, "reply to: third");
+    app.shutdown().await;
+}

@@ -9,6 +9,9 @@
 //! should two servers still produce one name, the later server's tool gets a hash suffix
 //! ([`names::dedupe`]) and a warning, so no server silently shadows another.
 //!
+//! A reload hands the manager the new list ([`McpManager::apply`], `apply.rs`): only servers
+//! whose table changed are restarted.
+//!
 //! A session is dropped and started again when its transport closes, when a call finds it
 //! closed, when an HTTP answer matches no request (a server restarted under a stale session),
 //! when a timed-out call is followed by an unanswered ping, or when a stdio server's own process
