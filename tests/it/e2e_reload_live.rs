@@ -329,3 +329,48 @@ async fn a_reloaded_person_is_the_budget_approver_from_then_on() {
     assert_eq!(say(&client, "ann", "third").await, "reply to: third");
     app.shutdown().await;
 }
+
+/// Discord's slash commands check the sender before their inbox write: that check reads the
+/// reloaded allowlist too, and the allowlist change reconnects nothing.
+#[tokio::test]
+async fn a_slash_command_from_a_person_allowed_by_reload_runs() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let discord = FakeDiscord::start(DISCORD_TOKEN).await;
+    let mut c = test_config(&llm, &data);
+    c.pairing.enabled = false;
+    c.discord.token = Some(Secret::new(DISCORD_TOKEN));
+    c.discord.api_url = discord.api_url().parse().unwrap();
+    c.discord.ratelimiter = false;
+    c.discord.allowed_users = vec![DISCORD_USER.to_string()];
+    let app = App::start(c.clone()).await.unwrap();
+    discord.wait_ready(WAIT).await;
+    discord
+        .wait_for("slash commands registered", WAIT, |f| {
+            (f.registered_commands().len() >= 4).then_some(())
+        })
+        .await;
+    const NEWCOMER: u64 = 77;
+    let status = |discord: &FakeDiscord| {
+        let (_, token) = discord.dispatch_interaction_create(DM + 1, None, NEWCOMER, "status", &[]);
+        token
+    };
+    let answer = |token: String| {
+        discord.wait_for("the command's answer", WAIT, move |f| {
+            let x = f.followups().into_iter().find(|x| x.token == token)?;
+            x.body["content"].as_str().map(String::from)
+        })
+    };
+    let refused = answer(status(&discord)).await;
+    assert_eq!(refused, "You are not allowed to use this bot.");
+
+    let mut next = c.clone();
+    next.discord.allowed_users.push(NEWCOMER.to_string());
+    let report = app.reload.apply(next).await.unwrap();
+    assert_eq!(report.applied, ["discord.allowed_users"]);
+    let text = answer(status(&discord)).await;
+    assert!(text.contains("Nothing is running right now."), "{text}");
+    assert_eq!(discord.identify_count(), 1, "nothing reconnected");
+    app.shutdown().await;
+}
