@@ -29,17 +29,14 @@ pub(super) fn mcp(mcp: Arc<McpManager>) -> Part {
     }
 }
 
-/// The keys the approval desk and the budget approvers' notices read: who a `[[people]]` name
-/// is, `budget.approvers` (with the currency and time zone their notices are written in) and
-/// `approvals.only_requester`.
+/// The keys the approval desk and the budget approvers' notices read and nothing else does:
+/// who a `[[people]]` name is (the turn's part takes `people` too), `budget.approvers` and
+/// `approvals.only_requester`. `budget.currency` and `budget.timezone` are read across the
+/// budget too, so they are not claimed here; the notices take them whenever this part runs.
 fn people_key(k: &str) -> bool {
     matches!(
         k,
-        "people"
-            | "budget.approvers"
-            | "budget.currency"
-            | "budget.timezone"
-            | "approvals.only_requester"
+        "people" | "budget.approvers" | "approvals.only_requester"
     )
 }
 

@@ -111,7 +111,8 @@ impl BudgetNotices {
     }
 
     /// Takes `budget.approvers` (and the `[[people]]` they name), the currency and the time
-    /// zone of a reloaded configuration; the next notice uses them.
+    /// zone of a reloaded configuration; the next notice uses them. A reload part that makes
+    /// the budget's own keys live calls it too.
     pub fn replace(&self, config: &Config) {
         *self.live.write().expect("budget notices") = Arc::new(Live::of(config));
     }
