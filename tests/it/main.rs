@@ -57,6 +57,8 @@ mod e2e_payer;
 mod e2e_prompt;
 mod e2e_reload;
 mod e2e_reload_agent;
+mod e2e_reload_live;
+mod e2e_reload_signal;
 mod e2e_screen;
 mod e2e_security;
 mod e2e_signal;
