@@ -70,6 +70,10 @@ impl Agent {
     /// Whether this agent is offered `tool`.
     pub fn offers(&self, tool: &dyn Tool) -> bool {
         let name = tool.spec().name;
+        // An agent with `memory = false` keeps no memory: the tool is not offered at all.
+        if name == "memory" && !self.config.memory.enabled {
+            return false;
+        }
         if let (Origin::Mcp(server), Some(servers)) = (tool.origin(), &self.mcp_servers) {
             if !servers.contains(&server) {
                 return false;
