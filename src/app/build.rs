@@ -243,6 +243,7 @@ impl Core {
             auth: self.auth.clone(),
             budget: self.budget.clone(),
             committer: Arc::new(crate::lanes::committer::Committer::new(self.store.clone())),
+            carry_over: Some(handoff.clone()),
             recall,
             media: Arc::new(crate::media::MediaReader::from_config(
                 &self.config,
