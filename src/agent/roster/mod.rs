@@ -285,8 +285,12 @@ mod tests {
     use crate::agent::memory::MemoryFiles;
     use crate::config::AgentSpec;
 
-    #[test]
-    fn an_agent_without_memory_is_not_offered_the_memory_tool() {
+    #[tokio::test]
+    async fn an_agent_without_memory_is_not_offered_the_memory_tool() {
+        let shared = Shared {
+            store: crate::store::connect("sqlite::memory:", 1).await.unwrap(),
+            events: None,
+        };
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
         config.server.data_dir = dir.path().to_path_buf();
@@ -307,7 +311,7 @@ mod tests {
             agents: crate::agent::memory::tool::agent_files(&config),
         };
         let offered = |name: &str| {
-            let agent = Agent::build(&config, name).unwrap().unwrap();
+            let agent = Agent::build(&config, name, &shared).unwrap().unwrap();
             agent.offers(&tool)
         };
         assert!(offered(DEFAULT_AGENT) && offered("chatty"));
