@@ -138,7 +138,7 @@ impl Worker {
             return self.unreadable(lease, row, ev, (reading, &agent)).await;
         }
         let user = UserMessage::new(ev, reading);
-        let meter = self.meter(ev).await;
+        let meter = self.meter(ev, &agent).await;
         let mut prepared = self
             .prepare(lease, row, ev, (user, meter, agent), &context, &span)
             .await?;
