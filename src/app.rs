@@ -92,11 +92,11 @@ impl App {
         tools.source(McpManager::start(&config.mcp.servers, &tracker, &cancel));
         let (core, wakes) = Core::new(config, store, replica_id, outbounds, (tracker, cancel));
         let handoff = core.handoff(&chain)?;
-        core.add_builtins(&mut tools);
         let agents = Arc::new(crate::agent::roster::LiveAgents::new(
             crate::agent::roster::Agents::with_default(core.config.clone(), chain)
                 .map_err(anyhow::Error::msg)?,
         ));
+        core.add_builtins(&mut tools, &agents);
         let deps = core.lane_deps(agents.clone(), tools, &handoff);
         let router = LaneRouter::new(deps.clone(), &core.tracker, wakes, &core.cancel);
         let nightly = Arc::new(NightlyCloser::new(handoff, &core.config.handoff)?);

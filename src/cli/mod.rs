@@ -270,9 +270,10 @@ async fn list_sessions(
     }
     for s in list {
         println!(
-            "{}  {}  started {}  {}",
+            "{}  {}  agent {}  started {}  {}",
             s.id,
             s.lane,
+            s.agent,
             fmt_ms(s.started_at),
             match (&s.ended_at, &s.end_reason) {
                 (Some(t), Some(r)) => format!("ended {} ({r})", fmt_ms(*t)),

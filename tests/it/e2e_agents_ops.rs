@@ -10,12 +10,16 @@
 use herald::app::App;
 use herald::budget::report::By;
 use herald::cli::UsageArgs;
-use herald::config::{AgentSpec, Binding, Config, PriceConfig};
-use herald_test_support::fake_llm::FakeLlm;
+use herald::config::{AgentBudget, AgentSpec, Binding, Config, PriceConfig};
+use herald::store::SpendScope;
+use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::harness::{init, test_config, Client};
+use serde_json::{json, Value};
 
 /// A call's bill, in billionths.
 const BILL: i64 = 8_000_000;
+/// `web.token`: the chat and the admin API are called with it.
+const TOKEN: &str = "ops-test-token";
 
 /// The default agent on `fake-model`; `coder` on `fake-coder`, bound to the web chat `bob`.
 fn agents(config: &mut Config, coder: impl FnOnce(&mut AgentSpec)) {
@@ -52,17 +56,29 @@ async fn start(
     init();
     let mut config = test_config(llm, data);
     config.cron.enabled = false;
+    config.web.token = Some(herald::config::Secret::new(TOKEN));
     f(&mut config);
     (App::start(config.clone()).await.unwrap(), config)
 }
 
+async fn call(client: &Client, path: &str, body: Option<Value>) -> (u16, String) {
+    let url = format!("{}{path}", client.base);
+    let http = reqwest::Client::new();
+    let req = match body {
+        Some(b) => http.post(url).json(&b),
+        None => http.get(url),
+    };
+    let r = req.bearer_auth(TOKEN).send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
 async fn say(client: &Client, lane: &str, text: &str) -> String {
     let sender = lane.trim_start_matches("web:");
-    let (status, body) = client
-        .chat_body(serde_json::json!({"lane": lane, "text": text, "sender": sender}))
-        .await;
+    let body = json!({"lane": lane, "text": text, "sender": sender});
+    let (status, body) = call(client, "/api/v1/chat", Some(body)).await;
     assert_eq!(status, 200, "{body}");
-    body["reply"].as_str().unwrap_or_default().to_string()
+    let v: Value = serde_json::from_str(&body).unwrap();
+    v["reply"].as_str().unwrap_or_default().to_string()
 }
 
 fn models(llm: &FakeLlm) -> Vec<String> {
@@ -132,5 +148,126 @@ async fn an_agents_daily_cap_refuses_its_turns_while_another_agent_answers() {
         usage.contains("- with the agent coder: 0.0080 USD"),
         "{usage}"
     );
+    // The metrics page labels turns with their agent; the admin API says each session's.
+    let (_, metrics) = call(&client, "/metrics", None).await;
+    for agent in ["coder", "default"] {
+        let label = format!("agent=\"{agent}\"");
+        for name in ["herald_turns_total{", "herald_turn_duration_seconds_count{"] {
+            assert!(
+                metrics
+                    .lines()
+                    .any(|l| l.starts_with(name) && l.contains(&label)),
+                "{name} {label}: {metrics}"
+            );
+        }
+    }
+    let (status, body) = call(&client, "/api/v1/admin/sessions", None).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let mut sessions: Vec<(String, String)> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["lane"].as_str().unwrap().into(),
+                s["agent"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    sessions.sort();
+    assert_eq!(
+        sessions,
+        [
+            ("web:ann".to_string(), "default".to_string()),
+            ("web:bob".to_string(), "coder".to_string())
+        ]
+    );
+    app.shutdown().await;
+}
+
+/// `delegate` with `agent`: the child's request goes to that agent's model with its prompt,
+/// and what it costs lands on the caller's agent (its rows and its cap), not the target's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delegate_to_a_named_agent_runs_its_model_on_the_callers_budget() {
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let (app, _) = start(&llm, &data, |c| {
+        agents(c, |_| {});
+        c.agents.push(AgentSpec {
+            name: "lead".into(),
+            model: Some("fake-lead".into()),
+            budget: AgentBudget {
+                daily: Some(1.0),
+                person_daily: None,
+            },
+            ..AgentSpec::default()
+        });
+        c.bindings.push(Binding {
+            agent: "lead".into(),
+            platform: Some("web".into()),
+            chat: Some("lee".into()),
+            ..Binding::default()
+        });
+    })
+    .await;
+    let client = Client::new(&app);
+    let (ask, goal) = ("fix the build", "find why the build fails");
+    let delegate = |agent: &str| {
+        Step::ToolCall(
+            "delegate".into(),
+            json!({ "goal": goal, "agent": agent }).to_string(),
+        )
+    };
+    // First an agent that does not exist: a tool error naming the agents there are.
+    llm.push_when(ask, delegate("nobody"));
+    llm.push_when(ask, delegate("coder"));
+    llm.push_when(goal, Step::Reply("A missing semicolon.".into()));
+    llm.push_when(ask, Step::Reply("The coder says: a semicolon.".into()));
+    assert_eq!(
+        say(&client, "web:lee", ask).await,
+        "The coder says: a semicolon."
+    );
+    let requests = llm.requests();
+    assert_eq!(
+        models(&llm),
+        ["fake-lead", "fake-lead", "fake-coder", "fake-lead"]
+    );
+    let refused = requests[1].last_tool_result();
+    assert!(
+        refused.contains("there is no agent \"nobody\"; the agents are: default, coder, lead"),
+        "{refused}"
+    );
+    // The tool's description lists the agents; the child has the coder's prompt.
+    let tools = requests[0].body["tools"].to_string();
+    assert!(
+        tools.contains("coder (writes code (openai:fake-coder))"),
+        "{tools}"
+    );
+    let child = requests[2].system();
+    assert!(child.starts_with("You are the coding agent."), "{child}");
+    assert!(child.contains(goal), "{child}");
+    // Every call is the lead's: its rows, its day (under its cap), its turn's cost.
+    let rows = app.store.spend_rows(0).await.unwrap();
+    let seen: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.agent.as_str(), r.cause.as_str(), r.model.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("lead", "turn", "fake-lead"),
+            ("lead", "turn", "fake-lead"),
+            ("lead", "child", "fake-coder"),
+            ("lead", "turn", "fake-lead"),
+        ]
+    );
+    let day = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let sum = |agent: &str| SpendScope::AgentDay {
+        agent: agent.into(),
+        day: day.clone(),
+    };
+    assert_eq!(app.store.spend_sum(&sum("lead")).await.unwrap(), 4 * BILL);
+    assert_eq!(app.store.spend_sum(&sum("coder")).await.unwrap(), 0);
     app.shutdown().await;
 }
