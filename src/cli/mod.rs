@@ -4,6 +4,7 @@ pub mod cron;
 pub mod doctor;
 mod doctor_config;
 pub mod doctor_files;
+pub mod doctor_routing;
 pub mod eval;
 mod handoff;
 pub mod hooks;

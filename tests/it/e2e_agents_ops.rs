@@ -271,3 +271,77 @@ async fn delegate_to_a_named_agent_runs_its_model_on_the_callers_budget() {
     assert_eq!(app.store.spend_sum(&sum("coder")).await.unwrap(), 0);
     app.shutdown().await;
 }
+
+/// `herald doctor` (the real binary) prints the routing table in match order and flags a
+/// binding that repeats an earlier one's keys and an agent nothing reaches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn doctor_prints_the_routing_table_and_flags_an_overlap() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("herald.toml");
+    let toml = format!(
+        r#"[server]
+data_dir = {data:?}
+
+[llm]
+provider = "openai"
+base_url = "{url}"
+model = "fake-model"
+
+[[agents]]
+name = "coder"
+model = "fake-coder"
+
+[[agents]]
+name = "family"
+
+[[agents]]
+name = "lonely"
+
+[[bindings]]
+agent = "family"
+platform = "telegram"
+chat_type = "group"
+
+[[bindings]]
+agent = "coder"
+platform = "telegram"
+chat = "-100"
+
+[[bindings]]
+agent = "coder"
+platform = "telegram"
+chat_type = "group"
+"#,
+        data = data.path().display().to_string(),
+        url = llm.base_url()
+    );
+    std::fs::write(&file, toml).unwrap();
+    let out = herald_test_support::herald::Herald::new()
+        .args(["doctor", "--config", file.to_str().unwrap()])
+        .env("OPENAI_API_KEY", "sk-doctor")
+        .output();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let table = [
+        "✓ routing: the routing table, in match order:",
+        "  1. bindings[1]: platform=telegram chat=-100 → coder",
+        "  2. bindings[0]: platform=telegram chat_type=group → family",
+        "  3. bindings[2]: platform=telegram chat_type=group → coder",
+        "  otherwise → default",
+    ]
+    .join("\n");
+    assert!(text.contains(&table), "{text}");
+    assert!(
+        text.contains(
+            "! routing: bindings[2] (platform=telegram chat_type=group → coder) has the same \
+             keys as bindings[0] (platform=telegram chat_type=group → family), so it is \
+             unreachable"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("! routing: agent \"lonely\": no binding routes to it"),
+        "{text}"
+    );
+}
