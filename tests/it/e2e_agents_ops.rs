@@ -73,7 +73,10 @@ async fn call(client: &Client, path: &str, body: Option<Value>) -> (u16, String)
 }
 
 async fn say(client: &Client, lane: &str, text: &str) -> String {
-    let sender = lane.trim_start_matches("web:");
+    say_as(client, lane, lane.trim_start_matches("web:"), text).await
+}
+
+async fn say_as(client: &Client, lane: &str, sender: &str, text: &str) -> String {
     let body = json!({"lane": lane, "text": text, "sender": sender});
     let (status, body) = call(client, "/api/v1/chat", Some(body)).await;
     assert_eq!(status, 200, "{body}");
@@ -344,4 +347,39 @@ chat_type = "group"
         text.contains("! routing: agent \"lonely\": no binding routes to it"),
         "{text}"
     );
+}
+
+/// An agent's `person_daily` holds one person back with that agent while another person in the
+/// same chat still gets answers; a reload raising the cap lets the first person on at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agents_person_cap_holds_one_person_and_a_reload_raises_it() {
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let (app, config) = start(&llm, &data, |c| {
+        agents(c, |a| a.budget.person_daily = Some(0.105))
+    })
+    .await;
+    let client = Client::new(&app);
+    assert_eq!(say(&client, "web:bob", "one").await, "reply to: one");
+    let refused = say(&client, "web:bob", "two").await;
+    assert!(
+        refused.starts_with("You have reached your daily budget with the agent coder"),
+        "{refused}"
+    );
+    assert_eq!(
+        say_as(&client, "web:bob", "carl", "mine").await,
+        "reply to: mine"
+    );
+    assert_eq!(llm.request_count(), 2);
+    let usage = say(&client, "web:bob", "/usage").await;
+    assert!(
+        usage.contains("Your daily budget with the agent coder: 0.0080 USD of 0.10 USD spent"),
+        "{usage}"
+    );
+
+    let mut next = config.clone();
+    next.agents[0].budget.person_daily = Some(1.0);
+    app.reload.apply(next).await.expect("a valid reload");
+    assert_eq!(say(&client, "web:bob", "three").await, "reply to: three");
+    app.shutdown().await;
 }
