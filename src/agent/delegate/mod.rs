@@ -92,9 +92,9 @@ struct Args {
     goal: Option<String>,
     context: Option<String>,
     goals: Option<Vec<GoalArg>>,
-    /// The agent the children run as (read by [`target`]).
-    #[allow(dead_code)]
-    agent: Option<String>,
+    /// The agent the children run as (checked by [`target`]).
+    #[serde(default, rename = "agent")]
+    _agent: Option<serde_json::Value>,
 }
 
 /// The goals of a call, in order: `goal` (+ `context`), or `goals` (strings or objects; a
