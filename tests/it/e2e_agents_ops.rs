@@ -187,6 +187,26 @@ async fn an_agents_daily_cap_refuses_its_turns_while_another_agent_answers() {
         ]
     );
     app.shutdown().await;
+
+    // `herald sessions list` (the real binary, on the same data dir) names each one's agent.
+    let out = herald_test_support::herald::Herald::new()
+        .args([
+            "sessions",
+            "list",
+            "--data-dir",
+            data.path().to_str().unwrap(),
+        ])
+        .output();
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    for (lane, agent) in [("web:bob", "coder"), ("web:ann", "default")] {
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.contains(&format!("  {lane}  agent {agent}  started "))),
+            "{listed}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// `delegate` with `agent`: the child's request goes to that agent's model with its prompt,
