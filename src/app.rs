@@ -92,10 +92,14 @@ impl App {
         tools.source(McpManager::start(&config.mcp.servers, &tracker, &cancel));
         let (core, wakes) = Core::new(config, store, replica_id, outbounds, (tracker, cancel));
         let handoff = core.handoff(&chain)?;
-        let agents = Arc::new(crate::agent::roster::LiveAgents::new(
-            crate::agent::roster::Agents::with_default(core.config.clone(), chain)
+        let shared = crate::agent::roster::Shared {
+            store: core.store.clone(),
+            events: core.budget.events().cloned(),
+        };
+        let agents = Arc::new(
+            crate::agent::roster::LiveAgents::start(core.config.clone(), chain, shared)
                 .map_err(anyhow::Error::msg)?,
-        ));
+        );
         core.add_builtins(&mut tools, &agents);
         let deps = core.lane_deps(agents.clone(), tools, &handoff);
         let router = LaneRouter::new(deps.clone(), &core.tracker, wakes, &core.cancel);

@@ -19,12 +19,14 @@ fn allowlist_key(key: &str) -> bool {
 
 /// Whether `key` is read through the agents' per-turn snapshot (`crate::agent::roster`): the model
 /// and its provider, the prompt sources and turn limits, context, memory and streaming
-/// settings, every `[[agents]]` table and the bindings. A turn in flight keeps what it read.
+/// settings, every `[[agents]]` table and the bindings, `[budget]` (each agent's budget is
+/// rebuilt over the shared ledger) and `[[people]]` as a turn reads them (memory, person
+/// bindings, payers). A turn in flight keeps what it read.
 fn agent_key(key: &str) -> bool {
     let section = key.split(['.', '[']).next().unwrap_or(key);
     matches!(
         section,
-        "llm" | "agent" | "agents" | "bindings" | "context" | "streaming"
+        "llm" | "agent" | "agents" | "bindings" | "context" | "streaming" | "people" | "budget"
     ) || key.starts_with("memory.") && !key.starts_with("memory.provider")
 }
 

@@ -112,7 +112,8 @@ impl Budget {
         let _ = self.events.set(events);
     }
 
-    fn events(&self) -> Option<&Arc<dyn BudgetEvents>> {
+    /// Who hears of caps (the same for every agent's budget).
+    pub fn events(&self) -> Option<&Arc<dyn BudgetEvents>> {
         self.events.get()
     }
 

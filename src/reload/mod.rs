@@ -25,7 +25,8 @@ pub type Apply = Box<
     dyn Fn(Arc<Config>) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync,
 >;
 
-/// Something that takes changed keys live: `owns` says which.
+/// Something that takes changed keys live: `owns` says which. Several parts may own one key;
+/// each of them takes it.
 pub struct Part {
     pub name: &'static str,
     pub owns: Box<dyn Fn(&str) -> bool + Send + Sync>,
@@ -133,14 +134,19 @@ impl Reloader {
         let mut report = Report::default();
         let mut run = Vec::new();
         for key in &changed {
-            match self.parts.iter().position(|p| (p.owns)(key)) {
-                Some(i) if !diff::RESTART_ONLY.contains(&key.as_str()) => {
-                    report.applied.push(key.clone());
-                    if !run.contains(&i) {
-                        run.push(i);
-                    }
+            // Every part that reads the key takes it (`people` is read by several).
+            let owners: Vec<usize> = (0..self.parts.len())
+                .filter(|&i| (self.parts[i].owns)(key))
+                .collect();
+            if owners.is_empty() || diff::RESTART_ONLY.contains(&key.as_str()) {
+                report.restart_needed.push(key.clone());
+                continue;
+            }
+            report.applied.push(key.clone());
+            for i in owners {
+                if !run.contains(&i) {
+                    run.push(i);
                 }
-                _ => report.restart_needed.push(key.clone()),
             }
         }
         run.sort_unstable();

@@ -57,6 +57,7 @@ mod e2e_pairing;
 mod e2e_payer;
 mod e2e_prompt;
 mod e2e_reload;
+mod e2e_reload_agent;
 mod e2e_screen;
 mod e2e_security;
 mod e2e_signal;

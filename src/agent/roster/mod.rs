@@ -17,6 +17,7 @@ use std::sync::{Arc, RwLock};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::agent::tools::{Origin, Tool, Tools};
+use crate::budget::{Budget, BudgetEvents};
 use crate::config::{Binding, Config, DEFAULT_AGENT};
 use crate::domain::{LaneKey, MessageEvent};
 use crate::llm::ProviderChain;
@@ -24,11 +25,32 @@ use crate::store::Store;
 
 pub use route::{choice_key, route};
 
-/// One agent: its configuration, its model chain and the tools it is offered.
+/// What every agent of every generation shares: the store its spending is written to and who
+/// hears of caps.
+#[derive(Clone)]
+pub struct Shared {
+    pub store: Arc<dyn Store>,
+    pub events: Option<Arc<dyn BudgetEvents>>,
+}
+
+impl Shared {
+    /// A budget over `config`'s prices and caps, on the shared ledger.
+    fn budget(&self, config: &Config) -> Arc<Budget> {
+        let b = Budget::new(config, self.store.clone());
+        if let Some(e) = &self.events {
+            b.set_events(e.clone());
+        }
+        b
+    }
+}
+
+/// One agent: its configuration, its model chain, its budget (prices and caps as of its
+/// generation, on the shared ledger) and the tools it is offered.
 pub struct Agent {
     pub name: String,
     pub config: Arc<Config>,
     pub chain: ProviderChain,
+    pub budget: Arc<Budget>,
     allow: Option<GlobSet>,
     deny: GlobSet,
     /// The MCP servers whose tools it is offered (`None`: all).
@@ -37,7 +59,7 @@ pub struct Agent {
 
 impl Agent {
     /// Agent `name` of `config` (`None` for an unknown name).
-    pub fn build(config: &Config, name: &str) -> Result<Option<Agent>, String> {
+    pub fn build(config: &Config, name: &str, shared: &Shared) -> Result<Option<Agent>, String> {
         let Some(derived) = config.for_agent(name) else {
             return Ok(None);
         };
@@ -59,6 +81,7 @@ impl Agent {
         };
         Ok(Some(Agent {
             name: name.to_string(),
+            budget: shared.budget(&derived),
             chain,
             allow,
             deny,
@@ -123,11 +146,12 @@ pub struct Agents {
 
 impl Agents {
     /// Every agent of `config`, the default first.
-    pub fn build(config: Arc<Config>) -> Result<Agents, String> {
-        let default = Agent::build(&config, DEFAULT_AGENT)?.expect("the default agent exists");
+    pub fn build(config: Arc<Config>, shared: &Shared) -> Result<Agents, String> {
+        let default =
+            Agent::build(&config, DEFAULT_AGENT, shared)?.expect("the default agent exists");
         let mut named = BTreeMap::new();
         for spec in &config.agents {
-            if let Some(a) = Agent::build(&config, &spec.name)? {
+            if let Some(a) = Agent::build(&config, &spec.name, shared)? {
                 named.insert(spec.name.clone(), Arc::new(a));
             }
         }
@@ -137,16 +161,6 @@ impl Agents {
             bindings: config.bindings.clone(),
             config,
         })
-    }
-
-    /// A generation around an already built default agent (its chain as given): for a
-    /// configuration with no `[[agents]]`, and for tests that hand in their own chain.
-    pub fn with_default(config: Arc<Config>, chain: ProviderChain) -> Result<Agents, String> {
-        let mut agents = Agents::build(config)?;
-        let mut d = Agent::build(&agents.config, DEFAULT_AGENT)?.expect("default");
-        d.chain = chain;
-        agents.default = Arc::new(d);
-        Ok(agents)
     }
 
     pub fn default_agent(&self) -> &Arc<Agent> {
@@ -207,13 +221,25 @@ impl Agents {
 /// The current generation of agents, swapped whole by a reload.
 pub struct LiveAgents {
     current: RwLock<Arc<Agents>>,
+    shared: Shared,
 }
 
 impl LiveAgents {
-    pub fn new(agents: Agents) -> LiveAgents {
-        LiveAgents {
+    /// The first generation, its default agent on `chain` (the one the start built and
+    /// warned about).
+    pub fn start(
+        config: Arc<Config>,
+        chain: ProviderChain,
+        shared: Shared,
+    ) -> Result<LiveAgents, String> {
+        let mut agents = Agents::build(config, &shared)?;
+        let mut d = Agent::build(&agents.config, DEFAULT_AGENT, &shared)?.expect("default");
+        d.chain = chain;
+        agents.default = Arc::new(d);
+        Ok(LiveAgents {
             current: RwLock::new(Arc::new(agents)),
-        }
+            shared,
+        })
     }
 
     /// The generation now (a turn keeps what it read to its end).
@@ -223,7 +249,7 @@ impl LiveAgents {
 
     /// Takes a reloaded configuration: every agent rebuilt, then swapped in at once.
     pub fn replace(&self, config: Arc<Config>) -> Result<(), String> {
-        let next = Agents::build(config)?;
+        let next = Agents::build(config, &self.shared)?;
         *self.current.write().expect("agents lock") = Arc::new(next);
         Ok(())
     }

@@ -11,10 +11,11 @@ use crate::domain::{MessageEvent, Origin, Payer};
 use crate::lanes::worker::Worker;
 
 impl Worker {
-    /// The meter of a turn answering `ev` as `agent`.
+    /// The meter of a turn answering `ev` as `agent`, under the prices and caps of the turn's
+    /// agent (read with it at the turn's start: a reload changes the next turn's).
     pub(super) async fn meter(&self, ev: &MessageEvent, agent: &Agent) -> TurnMeter {
         let deps = &self.router.deps;
-        let budget = &deps.budget;
+        let budget = &agent.budget;
         let mut charge = Charge::new(
             self.lane.to_string(),
             budget.payer_of(ev.platform.as_str(), &ev.sender_id),
