@@ -8,6 +8,7 @@
 
 mod build;
 mod live;
+mod live_parts;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -59,9 +60,11 @@ pub async fn run_from(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     crate::http::serve::raise_fd_limit();
+    // Before the start: a SIGHUP while starting waits for the daemon instead of ending it.
+    let hangups = source.is_some().then(crate::reload::watch::Hangups::listen);
     let app = App::start(config).await?;
-    if let Some(source) = source {
-        app.watch_config(source);
+    if let (Some(source), Some(hangups)) = (source, hangups) {
+        app.watch_config(source, hangups);
     }
     shutdown.cancelled().await;
     app.shutdown().await;
@@ -89,7 +92,8 @@ impl App {
         let outbounds = build::outbounds(&config, &adapters);
         let (tracker, cancel) = (TaskTracker::new(), CancellationToken::new());
         // MCP servers connect in the background: readiness never waits for one.
-        tools.source(McpManager::start(&config.mcp.servers, &tracker, &cancel));
+        let mcp = McpManager::start(&config.mcp.servers, &tracker, &cancel);
+        tools.source(mcp.clone());
         let (core, wakes) = Core::new(config, store, replica_id, outbounds, (tracker, cancel));
         let handoff = core.handoff(&chain)?;
         let shared = crate::agent::roster::Shared {
@@ -105,7 +109,8 @@ impl App {
         let router = LaneRouter::new(deps.clone(), &core.tracker, wakes, &core.cancel);
         let nightly = Arc::new(NightlyCloser::new(handoff, &core.config.handoff)?);
         let cron = core.scheduler().await?;
-        let (webhooks, reload) = core.live(cron.clone(), agents.clone())?;
+        let live = core.live(cron.clone(), mcp, &adapters, agents.clone())?;
+        let (webhooks, reload) = (live.hooks.clone(), live.reload.clone());
         core.start_delivery(&router).await;
         let model = agents.current().default_agent().chain.primary_name();
         let addr = core
@@ -118,7 +123,7 @@ impl App {
             )
             .await?;
         core.start_schedules(cron, &nightly);
-        core.start_adapters(adapters);
+        live.adapters.start(adapters);
         tracing::info!(
             %addr,
             store = core.store.backend(),
@@ -146,11 +151,16 @@ impl App {
 
     /// Reloads from `source` at SIGHUP and `herald reload`, and with `reload.watch` when its
     /// file changes (tasks on the app's tracker).
-    pub fn watch_config(&self, source: crate::config::LoadOptions) {
+    pub fn watch_config(
+        &self,
+        source: crate::config::LoadOptions,
+        hangups: crate::reload::watch::Hangups,
+    ) {
         use crate::reload::watch;
         self.reload.set_source(source);
         self.tracker.spawn(watch::on_sighup(
             self.reload.clone(),
+            hangups,
             self.cancel.child_token(),
         ));
         if self.reload.current().reload.watch {

@@ -46,10 +46,14 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
             store: deps.store.clone(),
         }),
     ];
-    if config.memory.enabled {
+    // One tool for every agent that keeps memory; it writes the turn's agent's own files, and
+    // the roster offers it only to agents with memory on.
+    let agent_memory = crate::agent::memory::tool::agent_files(config);
+    if config.memory.enabled || !agent_memory.is_empty() {
         tools.push(Arc::new(crate::agent::memory::tool::MemoryTool {
             files: crate::agent::memory::MemoryFiles::from_config(config),
             people: config.people.clone(),
+            agents: agent_memory,
         }));
     }
     // Skills need a directory to live in; without one the model is not offered the tool.

@@ -9,6 +9,7 @@ pub mod api;
 pub mod discord;
 pub mod email;
 pub mod matrix;
+pub mod running;
 pub mod signal;
 pub mod slack;
 pub mod split;
@@ -114,4 +115,6 @@ pub struct Edge {
     pub store: Arc<dyn Store>,
     pub replica_id: String,
     pub config: Arc<Config>,
+    /// The app's one authorizer, whose rules a reload replaces (interaction pre-checks).
+    pub auth: crate::hooks::Authorizer,
 }

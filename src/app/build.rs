@@ -109,6 +109,8 @@ pub(super) struct Core {
     pub finished: broadcast::Sender<i64>,
     /// Prices every model call and enforces the spending caps (the ledger is in the store).
     pub budget: Arc<crate::budget::Budget>,
+    /// The approvers' notices and questions (a reload replaces their approvers).
+    pub budget_notices: Arc<BudgetNotices>,
     pub tracker: TaskTracker,
     pub cancel: CancellationToken,
 }
@@ -136,14 +138,16 @@ impl Core {
         .tracker(tracker.clone());
         let budget = crate::budget::Budget::new(&config, store.clone());
         let outbox_wake = Arc::new(Notify::new());
-        budget.set_events(Arc::new(BudgetNotices::new(
+        let budget_notices = Arc::new(BudgetNotices::new(
             &config,
             store.clone(),
             outbounds.clone(),
             outbox_wake.clone(),
-        )));
+        ));
+        budget.set_events(budget_notices.clone());
         let core = Core {
             budget,
+            budget_notices,
             config,
             store,
             replica_id,
@@ -244,6 +248,7 @@ impl Core {
             auth: self.auth.clone(),
             budget: self.budget.clone(),
             committer: Arc::new(crate::lanes::committer::Committer::new(self.store.clone())),
+            carry_over: Some(handoff.clone()),
             recall,
             media: Arc::new(crate::media::MediaReader::from_config(
                 &self.config,
@@ -369,17 +374,15 @@ impl Core {
         }
     }
 
-    /// Starts each adapter's receiving side, last: the core is ready for what they hear.
-    pub(super) fn start_adapters(&self, adapters: Vec<Box<dyn Adapter>>) {
-        let edge = Edge {
+    /// What each adapter gets of the core when it starts.
+    pub(super) fn edge(&self) -> Edge {
+        Edge {
             ingest: self.ingest.clone(),
             approvals: self.approvals.clone(),
             store: self.store.clone(),
             replica_id: self.replica_id.clone(),
             config: self.config.clone(),
-        };
-        for adapter in adapters {
-            adapter.spawn(edge.clone(), &self.tracker, self.cancel.child_token());
+            auth: self.auth.clone(),
         }
     }
 }

@@ -1,11 +1,17 @@
 //! The parts of a running app that take a reloaded configuration in place (`crate::reload`):
-//! the allowlists (every `Authorizer` clone shares its rules), the `[[hooks]]` receivers, and
-//! the cron jobs of the file (stored again, as at start, and the scheduler poked). Whatever
-//! else changed is reported as needing a restart by the reloader.
+//! the allowlists (every `Authorizer` clone shares its rules), the `[[hooks]]` receivers, the
+//! cron jobs of the file (stored again, as at start, and the scheduler poked), the MCP servers
+//! (`McpManager::apply`), the adapters (`adapters::running`) and the approvals' people
+//! (`live_parts.rs`). This file only wires; each part's logic lives with what it changes.
+//! Whatever else changed is reported as needing a restart by the reloader.
 
 use std::sync::Arc;
 
 use super::build::Core;
+use super::live_parts;
+use crate::adapters::running::Running;
+use crate::adapters::Adapter;
+use crate::agent::mcp::McpManager;
 use crate::cron::Scheduler;
 use crate::reload::{Part, Reloader};
 use crate::webhooks::Inbound;
@@ -30,13 +36,23 @@ fn agent_key(key: &str) -> bool {
     ) || key.starts_with("memory.") && !key.starts_with("memory.provider")
 }
 
+/// What `App::start` keeps of the live parts.
+pub(super) struct Live {
+    pub hooks: Arc<Inbound>,
+    pub reload: Arc<Reloader>,
+    /// The adapters' receiving sides (started last, by `App::start`).
+    pub adapters: Arc<Running>,
+}
+
 impl Core {
-    /// The webhook receivers and the reloader with its parts.
+    /// The webhook receivers, the adapters' running set and the reloader with its parts.
     pub(super) fn live(
         &self,
         cron: Option<Arc<Scheduler>>,
+        mcp: Arc<McpManager>,
+        adapters: &[Box<dyn Adapter>],
         agents: Arc<crate::agent::roster::LiveAgents>,
-    ) -> anyhow::Result<(Arc<Inbound>, Arc<Reloader>)> {
+    ) -> anyhow::Result<Live> {
         let hooks = Arc::new(
             Inbound::new(
                 &self.config,
@@ -46,6 +62,13 @@ impl Core {
                 self.cron_poke.clone(),
             )
             .map_err(anyhow::Error::msg)?,
+        );
+        let running = Running::new(
+            adapters,
+            self.edge(),
+            self.outbounds.clone(),
+            &self.tracker,
+            &self.cancel,
         );
         let auth = self.auth.clone();
         let mut parts = vec![Part {
@@ -64,18 +87,16 @@ impl Core {
                 Box::pin(async move { r })
             }),
         });
-        // The route `/hooks/{name}` is mounted at start only when hooks exist then.
-        if !self.config.hooks.is_empty() {
-            let inbound = hooks.clone();
-            parts.push(Part {
-                name: "hooks",
-                owns: Box::new(|k| k == "hooks"),
-                apply: Box::new(move |c| {
-                    let r = inbound.replace(&c);
-                    Box::pin(async move { r })
-                }),
-            });
-        }
+        // `/hooks/{name}` is always mounted, so the first hook can come by reload too.
+        let inbound = hooks.clone();
+        parts.push(Part {
+            name: "hooks",
+            owns: Box::new(|k| k == "hooks"),
+            apply: Box::new(move |c| {
+                let r = inbound.replace(&c);
+                Box::pin(async move { r })
+            }),
+        });
         if let Some(cron) = cron {
             let poke = self.cron_poke.clone();
             parts.push(Part {
@@ -93,8 +114,18 @@ impl Core {
                 }),
             });
         }
-        let reloader = Arc::new(Reloader::new(self.config.clone(), parts));
-        Ok((hooks, reloader))
+        parts.push(live_parts::mcp(mcp));
+        parts.push(live_parts::people(
+            self.approvals.clone(),
+            self.budget_notices.clone(),
+        ));
+        parts.push(live_parts::adapters(running.clone()));
+        let reload = Arc::new(Reloader::new(self.config.clone(), parts));
+        Ok(Live {
+            hooks,
+            reload,
+            adapters: running,
+        })
     }
 }
 

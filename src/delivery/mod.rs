@@ -11,6 +11,7 @@ pub mod liveness;
 pub mod pace;
 pub mod previews;
 pub mod sender;
+mod swap;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -205,6 +206,8 @@ pub fn urgency(row: &crate::store::OutboxRow) -> pace::Urgency {
 #[derive(Clone, Default)]
 pub struct Outbounds {
     by_platform: HashMap<Platform, Arc<dyn Outbound>>,
+    /// The same outbounds, replaceable by a reload (every clone shares them).
+    swaps: HashMap<Platform, Arc<swap::Swappable>>,
     /// The pace of sends and edits per chat and per platform, shared by the outbox sender,
     /// previews and approval questions.
     pub pace: Arc<pace::Pace>,
@@ -212,7 +215,21 @@ pub struct Outbounds {
 
 impl Outbounds {
     pub fn register(&mut self, o: Arc<dyn Outbound>) {
-        self.by_platform.insert(o.platform(), o);
+        let swap = Arc::new(swap::Swappable::new(o));
+        self.swaps.insert(swap.platform(), swap.clone());
+        self.by_platform.insert(swap.platform(), swap);
+    }
+
+    /// Sends `o`'s platform through `o` from now on, in every clone of these outbounds; `false`
+    /// when that platform was not registered at start (it then needs a restart).
+    pub fn replace(&self, o: Arc<dyn Outbound>) -> bool {
+        match self.swaps.get(&o.platform()) {
+            Some(swap) => {
+                swap.replace(o);
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn get(&self, p: Platform) -> Option<&Arc<dyn Outbound>> {

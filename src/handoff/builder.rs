@@ -36,6 +36,9 @@ pub struct BuildJob {
     /// Who pays for the writer's call: the person who asked, or the system for the nightly
     /// closer.
     pub payer: Payer,
+    /// The agent whose next session receives the capsule. `None`: the agent of the session it
+    /// wraps (`Session.agent`); `/agent NAME` names the new agent, the explicit carry-over.
+    pub agent: Option<String>,
 }
 
 /// What started a build: named in the log line; only a person who asked is told in the chat
@@ -46,6 +49,8 @@ pub enum Trigger {
     Manual,
     /// The nightly closer.
     Nightly,
+    /// `/agent NAME`: the session is carried over to another agent (the command answers).
+    Switch,
 }
 
 impl Trigger {
@@ -53,6 +58,7 @@ impl Trigger {
         match self {
             Trigger::Manual => "manual",
             Trigger::Nightly => "nightly",
+            Trigger::Switch => "agent",
         }
     }
 
@@ -62,6 +68,7 @@ impl Trigger {
         match self {
             Trigger::Manual => "handoff",
             Trigger::Nightly => "nightly",
+            Trigger::Switch => "agent",
         }
     }
 }
@@ -77,6 +84,7 @@ impl BuildJob {
             session_id: session_id.clone(),
             trigger: Trigger::Manual,
             payer,
+            agent: None,
         }
     }
 }
@@ -142,6 +150,39 @@ impl Builder {
         Ok(super::dialogue::session_dialogue(&rows))
     }
 
+    /// The agent the capsule is for: the job's, else the wrapped session's.
+    async fn agent_of(&self, job: &BuildJob) -> Result<String, StoreError> {
+        if let Some(a) = &job.agent {
+            return Ok(a.clone());
+        }
+        let session = self.store.session_get(&job.session_id).await?;
+        Ok(session.map_or_else(|| crate::config::DEFAULT_AGENT.to_string(), |s| s.agent))
+    }
+
+    /// The capsule `/agent` writes of the session it leaves, for the new agent (`job.agent`),
+    /// run to its end before the command answers so the new session finds it. `None` when
+    /// handoff is off, the session is too short, or another build of the lane is running.
+    pub async fn carry_over(
+        &self,
+        job: &BuildJob,
+        cancel: &CancellationToken,
+    ) -> Result<Option<BuildReport>, StoreError> {
+        let lines = self.transcript(&job.session_id).await?;
+        if !self.config.enabled || dialogue_count(&lines) < super::MIN_MESSAGES {
+            return Ok(None);
+        }
+        let holder = format!("{}/{}", self.replica_id, uuid::Uuid::new_v4().simple());
+        let ttl = std::time::Duration::from_secs(self.config.build_timeout_secs);
+        if !self.store.handoff_claim(&job.lane, &holder, ttl).await? {
+            return Ok(None);
+        }
+        let built = self.build(job, cancel).await;
+        if let Err(e) = self.store.handoff_release(&job.lane, &holder).await {
+            tracing::warn!(lane = %job.lane, error = %e, "build claim not released; it expires");
+        }
+        built
+    }
+
     /// Runs one build to its end, unless `cancel` fires first (then nothing is stored).
     pub async fn build(
         &self,
@@ -157,9 +198,10 @@ impl Builder {
                 .map(Some);
         }
         let confidential = self.config.is_confidential(job.lane.as_str());
+        let agent = self.agent_of(job).await?;
         let previous = self
             .store
-            .capsule_latest_written(&job.lane)
+            .capsule_latest_written_for(&job.lane, Some(&agent))
             .await?
             .map(|c| c.text);
         let (system, user) =
@@ -236,6 +278,7 @@ impl Builder {
             message_count: count as i64,
             confidential: self.config.is_confidential(job.lane.as_str()),
             created_at: crate::store::now_ms(),
+            agent: self.agent_of(job).await?,
         };
         let id = match self
             .store

@@ -3,6 +3,8 @@
 //!
 //! The marker is consumed atomically in the store, so two replicas (or two sessions) cannot
 //! both receive it, and the session the capsule summarizes never receives its own capsule. The
+//! capsule is scoped by agent: a session of agent B never receives a capsule made with agent A
+//! (it stays pending for A's next session in the lane). The
 //! capsule goes into the user message, never the system prompt: the prompt bytes stay the same
 //! and the provider's prompt cache keeps hitting.
 
@@ -39,7 +41,13 @@ impl PreLlmHook for HandoffInject {
         let max_age = Duration::from_secs(PENDING_MAX_AGE_HOURS as u64 * 3600);
         let take = match self
             .store
-            .pending_consume(ctx.lane, ctx.session_id, max_age, crate::store::now_ms())
+            .pending_consume_for(
+                ctx.lane,
+                ctx.agent,
+                ctx.session_id,
+                max_age,
+                crate::store::now_ms(),
+            )
             .await
         {
             Ok(t) => t,

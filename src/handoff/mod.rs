@@ -7,7 +7,8 @@
 //! clock. Four modules wire them into the daemon: `hook` (the pre-dispatch trigger),
 //! `builder` (the background build that stores the capsule and rotates the session),
 //! `nightly` (the scheduled closer of idle conversations, through the same builder) and
-//! `inject` (the pre-LLM hook that hands the capsule to the next session once).
+//! `inject` (the pre-LLM hook that hands the capsule to the next session once); `switch` writes
+//! the capsule `/agent` carries to the new agent.
 
 mod builder;
 mod capsule;
@@ -17,6 +18,7 @@ mod inject;
 mod nightly;
 mod prompt;
 mod scrub;
+mod switch;
 mod trigger;
 mod trim;
 

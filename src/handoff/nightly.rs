@@ -230,6 +230,7 @@ impl NightlyCloser {
                     session_id: c.session_id.clone(),
                     trigger: Trigger::Nightly,
                     payer: crate::domain::Payer::System,
+                    agent: None,
                 };
                 Some(match b.build(&job, cancel).await {
                     Ok(Some(r)) => r.status.as_str().to_string(),

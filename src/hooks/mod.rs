@@ -127,6 +127,8 @@ pub struct PreLlmContext<'a> {
     /// True on the first turn of a session (no earlier user message in it).
     pub first_turn: bool,
     pub event: &'a MessageEvent,
+    /// The agent serving the turn: context kept per agent (handoff capsules) is read for it.
+    pub agent: &'a str,
 }
 
 #[async_trait]

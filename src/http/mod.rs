@@ -136,14 +136,13 @@ pub fn table(config: &Config) -> Vec<RouteRow> {
         ),
     ];
     t.extend(admin::api_rows());
-    if !config.hooks.is_empty() {
-        t.push(row(
-            Method::POST,
-            "/hooks/{name}",
-            Guard::Signed,
-            post(hooks::receive),
-        ));
-    }
+    // Always mounted, so a reload can add the first hook; an unknown name is 404.
+    t.push(row(
+        Method::POST,
+        "/hooks/{name}",
+        Guard::Signed,
+        post(hooks::receive),
+    ));
     if config.web.enabled {
         t.push(row(Method::GET, "/", Open, get(page::chat_page)));
         t.push(row(

@@ -7,9 +7,10 @@
 //! a web identity in its web conversation (`web:<name>`); a Discord user id names no channel
 //! the bot can write to, so Discord approvers are not reached (the daemon logs it at start).
 //! The question is an ordinary approval row (tool `budget`) answered through the approval desk
-//! (`approvals/budget.rs`), which grants the extension.
+//! (`approvals/budget.rs`), which grants the extension. A reload replaces the approvers, the
+//! currency and the time zone in place ([`BudgetNotices::replace`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use serde_json::json;
@@ -56,18 +57,19 @@ pub struct BudgetNotices {
     store: Arc<dyn Store>,
     outbounds: Outbounds,
     outbox_wake: Arc<Notify>,
+    /// What a reload replaces: read once per event.
+    live: RwLock<Arc<Live>>,
+}
+
+/// The configuration a notice reads.
+struct Live {
     budget: BudgetConfig,
     tz: chrono_tz::Tz,
     approvers: Vec<Reach>,
 }
 
-impl BudgetNotices {
-    pub fn new(
-        config: &Config,
-        store: Arc<dyn Store>,
-        outbounds: Outbounds,
-        outbox_wake: Arc<Notify>,
-    ) -> BudgetNotices {
+impl Live {
+    fn of(config: &Config) -> Live {
         let mut approvers = Vec::new();
         for identity in approver_identities(config) {
             let person = Person::parse(&identity);
@@ -81,10 +83,7 @@ impl BudgetNotices {
                     "a budget approver Herald cannot write to (use an identity whose platform has private chats by person id, such as telegram:<id> or web:<name>); not asked"),
             }
         }
-        BudgetNotices {
-            store,
-            outbounds,
-            outbox_wake,
+        Live {
             tz: config.budget.timezone.parse().unwrap_or(chrono_tz::UTC),
             budget: config.budget.clone(),
             approvers,
@@ -94,11 +93,38 @@ impl BudgetNotices {
     fn money(&self, nanos: i64) -> String {
         Amount(nanos).in_currency(&self.budget.currency)
     }
+}
+
+impl BudgetNotices {
+    pub fn new(
+        config: &Config,
+        store: Arc<dyn Store>,
+        outbounds: Outbounds,
+        outbox_wake: Arc<Notify>,
+    ) -> BudgetNotices {
+        BudgetNotices {
+            store,
+            outbounds,
+            outbox_wake,
+            live: RwLock::new(Arc::new(Live::of(config))),
+        }
+    }
+
+    /// Takes `budget.approvers` (and the `[[people]]` they name), the currency and the time
+    /// zone of a reloaded configuration; the next notice uses them. A reload part that makes
+    /// the budget's own keys live calls it too.
+    pub fn replace(&self, config: &Config) {
+        *self.live.write().expect("budget notices") = Arc::new(Live::of(config));
+    }
+
+    fn live(&self) -> Arc<Live> {
+        self.live.read().expect("budget notices").clone()
+    }
 
     /// The question, opened once per approver (a second call finds the same row).
     async fn ask(&self, r: &Reach, hit: &CapHit, amount: i64, text: &str) {
         let now = now_ms();
-        let period = Period::at(chrono::Utc::now(), self.tz);
+        let period = Period::at(chrono::Utc::now(), self.live().tz);
         let ends = if hit.cap == Cap::Monthly {
             period.month_ends
         } else {
@@ -166,7 +192,8 @@ fn subject(cap: &Cap) -> (String, &'static str) {
 #[async_trait]
 impl BudgetEvents for BudgetNotices {
     async fn cap_reached(&self, hit: &CapHit, _charge: &Charge) {
-        if self.approvers.is_empty() {
+        let live = self.live();
+        if live.approvers.is_empty() {
             return;
         }
         match self
@@ -185,23 +212,24 @@ impl BudgetEvents for BudgetNotices {
         let (who, when) = subject(&hit.cap);
         let text = format!(
             "The budget for {who} is reached ({} of {} spent {when}). Spend up to {} more {when} on {who}?",
-            self.money(hit.spent),
-            self.money(hit.limit),
-            self.money(amount)
+            live.money(hit.spent),
+            live.money(hit.limit),
+            live.money(amount)
         );
-        for r in &self.approvers {
+        for r in &live.approvers {
             self.ask(r, hit, amount, &text).await;
         }
     }
 
     async fn cap_near(&self, hit: &CapHit, _charge: &Charge) {
         let (who, when) = subject(&hit.cap);
+        let live = self.live();
         let text = format!(
             "{who} has spent {} of {} {when}.",
-            self.money(hit.spent),
-            self.money(hit.limit)
+            live.money(hit.spent),
+            live.money(hit.limit)
         );
-        let rows: Vec<NewOutbox> = self
+        let rows: Vec<NewOutbox> = live
             .approvers
             .iter()
             .map(|r| NewOutbox {

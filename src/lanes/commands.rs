@@ -1,5 +1,5 @@
 //! Chat commands every platform shares (`/new`, `/status`, `/stop`, `/start`, `/help`,
-//! `/usage`).
+//! `/usage`, `/voice`, `/agent`).
 //! Parsing only; the lane worker carries them out.
 
 /// A recognized command. Anything else starting with `/` is ordinary text for the model.
@@ -13,6 +13,9 @@ pub enum Command {
     Usage,
     /// `/voice on`, `/voice off` (spoken replies in this conversation), `/voice` (which).
     Voice(Option<bool>),
+    /// `/agent` (which agents, in a private chat) or `/agent NAME` (switch to it); the name is
+    /// read from the text by the command itself.
+    Agent,
 }
 
 /// Parses `/cmd` or `/cmd@BotName` (the suffix must name this bot when a name is known).
@@ -35,6 +38,7 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "stop" => Some(Command::Stop),
         "status" => Some(Command::Status),
         "usage" => Some(Command::Usage),
+        "agent" => Some(Command::Agent),
         "voice" => Some(Command::Voice(
             match text
                 .split_whitespace()
@@ -53,8 +57,9 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
 
 pub const HELP_TEXT: &str = "Talk to me in plain words. Commands: /new starts a fresh session, \
 /stop cancels the answer in progress, /status shows this conversation's state, /usage shows \
-what you have spent, /voice on or /voice off switches spoken replies, /wrapup (or the \
-single word handoff) writes a handoff note for the next session.";
+what you have spent, /voice on or /voice off switches spoken replies, /agent lists the agents \
+you can talk to in a private chat and /agent NAME switches to one, /wrapup (or the single word \
+handoff) writes a handoff note for the next session.";
 
 /// A group member's `/stop` while another member's turn runs (see `approvals.admins`).
 pub const STOP_REFUSED: &str = "Only the person whose turn this is, or an admin, can stop it.";
@@ -82,6 +87,9 @@ mod tests {
             ("/voice on", None, Some(Command::Voice(Some(true)))),
             ("/voice OFF", None, Some(Command::Voice(Some(false)))),
             ("/voice", None, Some(Command::Voice(None))),
+            ("/agent", None, Some(Command::Agent)),
+            ("/agent coder", None, Some(Command::Agent)),
+            ("/agents", None, None),
             ("/newer", None, None),
             ("new", None, None),
             ("/unknown", None, None),

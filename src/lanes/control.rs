@@ -135,6 +135,9 @@ impl Worker {
             Command::Status => self.router.status_text(&self.lane).await?,
             Command::Usage => super::usage::usage_text(&self.router.deps, &row.event).await?,
             Command::Voice(on) => super::voice::command(&self.router.deps, &self.lane, on).await?,
+            Command::Agent => {
+                super::agent_cmd::command(&self.router.deps, lease, &self.lane, ev).await?
+            }
         };
         self.skip(row, "command", Some(reply)).await
     }

@@ -5,6 +5,7 @@
 //! as it runs, and every transcript write it makes is checked against that lease.
 
 mod activity;
+mod agent_cmd;
 mod approvals;
 pub mod budget_events;
 mod clock;
@@ -41,6 +42,7 @@ use crate::delivery::Outbounds;
 use crate::hooks::{HookChain, PreLlmChain};
 use crate::store::Store;
 
+pub use agent_cmd::CarryOver;
 pub use approvals::{
     answer_in_words, question_in_words, Approvals, Press, PressOutcome, WordReply, ASK_IN_WORDS,
 };
@@ -83,4 +85,6 @@ pub struct Deps {
     pub budget: Arc<crate::budget::Budget>,
     /// Lands turn starts and commits, several lanes' in one transaction (group commit).
     pub committer: Arc<committer::Committer>,
+    /// Writes the capsule of a session `/agent` leaves (the handoff builder; `None`: no capsule).
+    pub carry_over: Option<Arc<dyn CarryOver>>,
 }

@@ -25,8 +25,8 @@ pub type Apply = Box<
     dyn Fn(Arc<Config>) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync,
 >;
 
-/// Something that takes changed keys live: `owns` says which. Several parts may own one key;
-/// each of them takes it.
+/// Something that takes changed keys live: `owns` says which (several parts may own one key;
+/// each then applies it).
 pub struct Part {
     pub name: &'static str,
     pub owns: Box<dyn Fn(&str) -> bool + Send + Sync>,
@@ -134,7 +134,7 @@ impl Reloader {
         let mut report = Report::default();
         let mut run = Vec::new();
         for key in &changed {
-            // Every part that reads the key takes it (`people` is read by several).
+            // Every part that reads a key takes it (`people`: the turn and the approvals).
             let owners: Vec<usize> = (0..self.parts.len())
                 .filter(|&i| (self.parts[i].owns)(key))
                 .collect();

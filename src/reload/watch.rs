@@ -1,4 +1,5 @@
-//! What starts a reload without a request: SIGHUP, and with `reload.watch` the config file's
+//! What starts a reload without a request: SIGHUP (listened for before the daemon starts, so
+//! an early one is queued until it is ready instead of ending the process), and with `reload.watch` the config file's
 //! modification time, looked at every second (no watcher crate: one `stat` a second is
 //! enough for a file an operator edits). Both are tasks on the app's tracker.
 
@@ -9,13 +10,37 @@ use tokio_util::sync::CancellationToken;
 
 use super::Reloader;
 
-/// Reloads at every SIGHUP until `cancel`.
-pub async fn on_sighup(reloader: Arc<Reloader>, cancel: CancellationToken) {
+/// SIGHUPs, listened for from the moment this is made. `herald serve` makes it before the
+/// daemon starts: from then on a SIGHUP no longer ends the process (its default action), and
+/// one that comes during the start is taken once the daemon is ready.
+pub struct Hangups {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Hangups {
+    pub fn listen() -> Hangups {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let signal = signal(SignalKind::hangup())
+                .inspect_err(
+                    |e| tracing::warn!(error = %e, "cannot listen for SIGHUP; use `herald reload`"),
+                )
+                .ok();
+            Hangups { signal }
+        }
+        #[cfg(not(unix))]
+        Hangups {}
+    }
+}
+
+/// Reloads at every SIGHUP `hangups` hears (one heard before this runs included) until
+/// `cancel`.
+pub async fn on_sighup(reloader: Arc<Reloader>, hangups: Hangups, cancel: CancellationToken) {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut hup) = signal(SignalKind::hangup()) else {
-            tracing::warn!("cannot listen for SIGHUP; use `herald reload`");
+        let Some(mut hup) = hangups.signal else {
             return;
         };
         loop {
@@ -32,7 +57,10 @@ pub async fn on_sighup(reloader: Arc<Reloader>, cancel: CancellationToken) {
         }
     }
     #[cfg(not(unix))]
-    cancel.cancelled().await;
+    {
+        let _ = hangups;
+        cancel.cancelled().await;
+    }
 }
 
 /// What tells a saved file from the one seen before: its modification time and length.

@@ -30,6 +30,8 @@ pub struct NewCapsule {
     pub message_count: i64,
     pub confidential: bool,
     pub created_at: i64,
+    /// The agent whose next session in the lane receives it (`crate::agent::roster`).
+    pub agent: String,
 }
 
 /// A stored build outcome; `pending` is true while the lane's marker points at it.
@@ -44,6 +46,7 @@ pub struct CapsuleRow {
     pub confidential: bool,
     pub created_at: i64,
     pub pending: bool,
+    pub agent: String,
 }
 
 /// What [`HandoffStore::pending_consume`] found.
@@ -64,29 +67,54 @@ pub trait HandoffStore: Send + Sync {
     /// Frees the slot if `holder` still has it.
     async fn handoff_release(&self, lane: &LaneKey, holder: &str) -> StoreResult<()>;
     /// Stores a build outcome and returns its id. With `mark_pending`, in the same
-    /// transaction, the lane's pending marker is set to this capsule (replacing any older one).
+    /// transaction, the pending marker of the lane and the capsule's agent is set to this
+    /// capsule (replacing any older one of that agent; another agent's marker stays).
     async fn capsule_put(&self, capsule: &NewCapsule, mark_pending: bool) -> StoreResult<i64>;
     /// Takes the lane's pending capsule for session `session_id`, at time `now` (epoch ms):
     /// a marker older than `max_age` is deleted unread, a marker written from `session_id`
     /// itself stays, any other is deleted and its capsule returned — to one session only. The
     /// session that took it gets it again if it asks again (its first turn was abandoned
     /// before committing); the note is a `kv` row `handoff-delivered:<lane>:<session>`.
+    /// Only the marker of `agent` is taken: a capsule made with another agent stays pending
+    /// for that agent's next session in the lane.
+    async fn pending_consume_for(
+        &self,
+        lane: &LaneKey,
+        agent: &str,
+        session_id: &SessionId,
+        max_age: Duration,
+        now: i64,
+    ) -> StoreResult<PendingTake>;
+    /// [`HandoffStore::pending_consume_for`] for the default agent.
     async fn pending_consume(
         &self,
         lane: &LaneKey,
         session_id: &SessionId,
         max_age: Duration,
         now: i64,
-    ) -> StoreResult<PendingTake>;
+    ) -> StoreResult<PendingTake> {
+        let agent = crate::config::DEFAULT_AGENT;
+        self.pending_consume_for(lane, agent, session_id, max_age, now)
+            .await
+    }
     /// The lane's latest build outcome, whatever its status.
     async fn capsule_latest(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>>;
-    /// The lane's latest stored capsule text (`ok` or `degraded`).
-    async fn capsule_latest_written(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>>;
+    /// The lane's latest stored capsule text (`ok` or `degraded`), of any agent.
+    async fn capsule_latest_written(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>> {
+        self.capsule_latest_written_for(lane, None).await
+    }
+    /// The lane's latest stored capsule text, only of `agent` when given: the writer builds
+    /// on the previous capsule of the same agent, never another agent's.
+    async fn capsule_latest_written_for(
+        &self,
+        lane: &LaneKey,
+        agent: Option<&str>,
+    ) -> StoreResult<Option<CapsuleRow>>;
 }
 
 pub(super) const CAPSULE_SELECT: &str =
     "SELECT c.id, c.lane, c.session_id, c.status, c.text, c.message_count, c.confidential, \
-     c.created_at, p.capsule_id AS pending_id \
+     c.created_at, p.capsule_id AS pending_id, c.agent \
      FROM capsules c LEFT JOIN handoff_pending p ON p.capsule_id = c.id";
 
 pub(super) const HANDOFF_CLAIM: &str =
@@ -96,8 +124,8 @@ pub(super) const HANDOFF_CLAIM: &str =
      WHERE handoff_builds.expires_at < $3 RETURNING lane";
 
 pub(super) const PENDING_UPSERT: &str =
-    "INSERT INTO handoff_pending (lane, capsule_id, source_session_id, created_at) \
-     VALUES ($1, $2, $3, $4) ON CONFLICT (lane) DO UPDATE SET \
+    "INSERT INTO handoff_pending (lane, capsule_id, source_session_id, created_at, agent) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (lane, agent) DO UPDATE SET \
      capsule_id = excluded.capsule_id, source_session_id = excluded.source_session_id, \
      created_at = excluded.created_at";
 
@@ -111,10 +139,22 @@ pub(super) type CapsuleTuple = (
     i64,
     i64,
     Option<i64>,
+    String,
 );
 
 pub(super) fn capsule_from(t: CapsuleTuple) -> StoreResult<CapsuleRow> {
-    let (id, lane, session_id, status, text, message_count, confidential, created_at, pending) = t;
+    let (
+        id,
+        lane,
+        session_id,
+        status,
+        text,
+        message_count,
+        confidential,
+        created_at,
+        pending,
+        agent,
+    ) = t;
     let status = BuildStatus::parse(&status)
         .ok_or_else(|| StoreError::other(format!("unknown status {status:?} in capsules")))?;
     Ok(CapsuleRow {
@@ -127,6 +167,7 @@ pub(super) fn capsule_from(t: CapsuleTuple) -> StoreResult<CapsuleRow> {
         confidential: confidential != 0,
         created_at,
         pending: pending.is_some(),
+        agent,
     })
 }
 
@@ -162,7 +203,8 @@ impl<S: Pools> HandoffStore for S {
         let mut tx = self.begin().await?;
         let (id,): (i64,) = db::query(
             "INSERT INTO capsules (lane, session_id, status, text, message_count, \
-                     confidential, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                     confidential, created_at, agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                     RETURNING id",
         )
         .bind(c.lane.as_str())
         .bind(&c.session_id)
@@ -171,6 +213,7 @@ impl<S: Pools> HandoffStore for S {
         .bind(c.message_count)
         .bind(i64::from(c.confidential))
         .bind(c.created_at)
+        .bind(&c.agent)
         .fetch_one(&mut tx)
         .await?;
         if mark_pending {
@@ -179,6 +222,7 @@ impl<S: Pools> HandoffStore for S {
                 .bind(id)
                 .bind(&c.session_id)
                 .bind(c.created_at)
+                .bind(&c.agent)
                 .execute(&mut tx)
                 .await?;
         }
@@ -186,9 +230,10 @@ impl<S: Pools> HandoffStore for S {
         Ok(id)
     }
 
-    async fn pending_consume(
+    async fn pending_consume_for(
         &self,
         lane: &LaneKey,
+        agent: &str,
         session_id: &SessionId,
         max_age: Duration,
         now: i64,
@@ -213,11 +258,12 @@ impl<S: Pools> HandoffStore for S {
             None => {
                 let taken: Option<(i64,)> = db::query(
                     "DELETE FROM handoff_pending WHERE lane = $1 AND source_session_id <> $2 \
-                             AND created_at >= $3 RETURNING capsule_id",
+                             AND created_at >= $3 AND agent = $4 RETURNING capsule_id",
                 )
                 .bind(lane.as_str())
                 .bind(session_id)
                 .bind(oldest)
+                .bind(agent)
                 .fetch_optional(&mut tx)
                 .await?;
                 if let Some((id,)) = taken {
@@ -262,14 +308,19 @@ impl<S: Pools> HandoffStore for S {
         row.map(capsule_from).transpose()
     }
 
-    async fn capsule_latest_written(&self, lane: &LaneKey) -> StoreResult<Option<CapsuleRow>> {
+    async fn capsule_latest_written_for(
+        &self,
+        lane: &LaneKey,
+        agent: Option<&str>,
+    ) -> StoreResult<Option<CapsuleRow>> {
         let sql = format!(
             "{} WHERE c.lane = $1 AND c.status IN ('ok', 'degraded') \
-                     ORDER BY c.id DESC LIMIT 1",
+                     AND (CAST($2 AS TEXT) IS NULL OR c.agent = $2) ORDER BY c.id DESC LIMIT 1",
             CAPSULE_SELECT
         );
         let row: Option<CapsuleTuple> = db::query(sqlx::AssertSqlSafe(sql))
             .bind(lane.as_str())
+            .bind(agent)
             .fetch_optional(self.writer())
             .await?;
         row.map(capsule_from).transpose()

@@ -145,10 +145,11 @@ impl Store for PgStore {
         // of the two for every word.
         let (pool, names) = (&self.reader, search::role_names(roles));
         let (names, lane) = (names.as_slice(), scope.lane());
-        let found =
-            search::newest_per_session(scope.lane(), roles, limit, |cursor, n| async move {
-                let rows: Vec<search::Candidate> = sqlx::query_as(
-                "SELECT id, session_id, lane, role, active, compacted, created_at FROM messages \
+        let found = search::newest_per_session(scope, roles, limit, |cursor, n| async move {
+            let rows: Vec<search::Candidate> = sqlx::query_as(
+                "SELECT id, session_id, lane, role, active, compacted, created_at, \
+                 (SELECT s.agent FROM sessions s WHERE s.id = messages.session_id) AS agent \
+                 FROM messages \
                  WHERE tsv @@ to_tsquery('simple', $1) AND id < $2 \
                    AND ($5::text IS NULL OR lane = $5) \
                    AND NOT (active = 0 AND compacted = 0) \
@@ -163,9 +164,9 @@ impl Store for PgStore {
             .bind(lane)
             .fetch_all(pool)
             .await?;
-                Ok(rows)
-            })
-            .await?;
+            Ok(rows)
+        })
+        .await?;
         if found.is_empty() {
             return Ok(Vec::new());
         }

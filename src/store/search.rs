@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 use std::future::Future;
 
-use super::types::SearchHit;
+use super::types::{SearchHit, SearchScope};
 use super::StoreResult;
 use crate::domain::{Role, SessionId};
 
@@ -35,15 +35,20 @@ pub(super) struct Candidate {
     pub active: i64,
     pub compacted: i64,
     pub created_at: i64,
+    /// The agent of the message's session (`None`: no session row).
+    pub agent: Option<String>,
 }
 
 impl Candidate {
     /// Compacted rows stay findable; retracted ones (neither live nor compacted) never are;
-    /// another lane's rows are not there at all for a scoped search.
-    fn eligible(&self, lane: Option<&str>, roles: &[Role]) -> bool {
+    /// another lane's (or another agent's) rows are not there at all for a scoped search.
+    fn eligible(&self, scope: SearchScope<'_>, roles: &[Role]) -> bool {
         let retracted = self.active == 0 && self.compacted == 0;
         !retracted
-            && lane.is_none_or(|l| l == self.lane)
+            && scope.lane().is_none_or(|l| l == self.lane)
+            && scope
+                .agent()
+                .is_none_or(|a| Some(a) == self.agent.as_deref())
             && (roles.is_empty() || roles.iter().any(|r| r.as_str() == self.role))
     }
 }
@@ -52,7 +57,7 @@ impl Candidate {
 /// with an id below `cursor`, in any order — and returns the first eligible hit of each
 /// session, at most `limit` of them, newest first.
 pub(super) async fn newest_per_session<F, Fut>(
-    lane: Option<&str>,
+    scope: SearchScope<'_>,
     roles: &[Role],
     limit: i64,
     mut batch: F,
@@ -75,7 +80,7 @@ where
         rows.sort_unstable_by_key(|c| std::cmp::Reverse(c.id));
         for c in rows {
             cursor = cursor.min(c.id);
-            if c.eligible(lane, roles) && !sessions.contains(&c.session_id) {
+            if c.eligible(scope, roles) && !sessions.contains(&c.session_id) {
                 sessions.insert(c.session_id.clone());
                 out.push(c);
                 if out.len() as i64 >= limit {
@@ -123,6 +128,7 @@ mod tests {
             active,
             compacted,
             created_at: id,
+            agent: None,
         }
     }
 
@@ -138,7 +144,11 @@ mod tests {
         limit: i64,
     ) -> (Vec<i64>, usize) {
         let mut calls = 0;
-        let found = newest_per_session(lane, roles, limit, |cursor, n| {
+        let key = lane.map(crate::domain::LaneKey::new);
+        let scope = key
+            .as_ref()
+            .map_or(SearchScope::AllLanes, SearchScope::Lane);
+        let found = newest_per_session(scope, roles, limit, |cursor, n| {
             calls += 1;
             let mut page: Vec<Candidate> = all.iter().filter(|x| x.id < cursor).cloned().collect();
             page.sort_by_key(|x| std::cmp::Reverse(x.id));

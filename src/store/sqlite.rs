@@ -164,10 +164,10 @@ impl Store for SqliteStore {
         // FTS5 serves `rowid < cursor ORDER BY rowid DESC` straight from its index; the lane,
         // flags and roles are checked on the batch (see `search.rs`).
         let (pool, q_ref) = (&self.reader, q.as_str());
-        let found =
-            search::newest_per_session(scope.lane(), roles, limit, |cursor, n| async move {
-                let rows: Vec<search::Candidate> = sqlx::query_as(
-                "SELECT m.id, m.session_id, m.lane, m.role, m.active, m.compacted, m.created_at \
+        let found = search::newest_per_session(scope, roles, limit, |cursor, n| async move {
+            let rows: Vec<search::Candidate> = sqlx::query_as(
+                "SELECT m.id, m.session_id, m.lane, m.role, m.active, m.compacted, m.created_at, \
+                 (SELECT s.agent FROM sessions s WHERE s.id = m.session_id) AS agent \
                  FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH $1 \
                    AND rowid < $2 ORDER BY rowid DESC LIMIT CAST($3 AS BIGINT)) f \
                  JOIN messages m ON m.id = f.rowid",
@@ -177,9 +177,9 @@ impl Store for SqliteStore {
             .bind(n)
             .fetch_all(pool)
             .await?;
-                Ok(rows)
-            })
-            .await?;
+            Ok(rows)
+        })
+        .await?;
         if found.is_empty() {
             return Ok(Vec::new());
         }

@@ -437,6 +437,8 @@ pub struct TurnRow {
 #[derive(Debug, Clone, Copy)]
 pub enum SearchScope<'a> {
     Lane(&'a crate::domain::LaneKey),
+    /// One lane's sessions of one agent only (`Session.agent`): what an agent's tool reads.
+    Agent(&'a crate::domain::LaneKey, &'a str),
     AllLanes,
 }
 
@@ -444,8 +446,16 @@ impl SearchScope<'_> {
     /// The lane key text to filter on, if any.
     pub fn lane(&self) -> Option<&str> {
         match self {
-            SearchScope::Lane(l) => Some(l.as_str()),
+            SearchScope::Lane(l) | SearchScope::Agent(l, _) => Some(l.as_str()),
             SearchScope::AllLanes => None,
+        }
+    }
+
+    /// The agent to filter on, if any.
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            SearchScope::Agent(_, a) => Some(a),
+            _ => None,
         }
     }
 }

@@ -231,6 +231,7 @@ async fn a_marker_older_than_36_hours_is_deleted_unread_and_inject_false_keeps_m
         message_count: 8,
         confidential: false,
         created_at: now_ms() - age_h * 3_600_000,
+        agent: "default".into(),
     };
     app.store
         .capsule_put(&put("web:stale", 37), true)

@@ -1,7 +1,7 @@
 //! Live configuration reload through the real core: a person added to the allowlist is
 //! answered with no restart while another chat's streamed reply finishes unbroken; an invalid
 //! file changes nothing and says why (to `herald reload`, the admin API and the page's JSON);
-//! a cron job rescheduled by a reload fires at its new time only; a hook's new prompt is used
+//! a cron job rescheduled by a reload fires at its new time only (SQLite and Postgres); a hook's new prompt is used
 //! by the next delivery; keys that need a restart are named.
 
 use std::time::Duration;
@@ -13,9 +13,11 @@ use herald::app::App;
 use herald::config::{Config, HookMode, HookSpec, LoadOptions, Secret, SignatureKind};
 use herald::cron::JobSpec;
 use herald::store::FireStatus;
+use herald_test_support::db::Db;
 use herald_test_support::fake_llm::{FakeLlm, Step};
 use herald_test_support::fake_telegram::{message_json, FakeTelegram};
 use herald_test_support::harness::{init, quiet, test_config, wait_until};
+use herald_test_support::on_each_backend;
 use herald_test_support::telegram::{fakes, tg_config, USER};
 use serde_json::Value;
 
@@ -173,12 +175,12 @@ fn one_shot(name: &str, at: chrono::DateTime<Utc>) -> JobSpec {
     }
 }
 
-#[tokio::test]
-async fn a_cron_job_rescheduled_by_reload_fires_at_its_new_time_only() {
+async fn a_cron_job_rescheduled_by_reload_fires_at_its_new_time_only(db: Db) {
     init();
     let llm = FakeLlm::start().await;
     let data = tempfile::tempdir().unwrap();
     let mut c = test_config(&llm, &data);
+    db.apply(&mut c);
     let later = Utc::now() + chrono::TimeDelta::hours(1);
     c.cron.jobs = vec![one_shot("brief", later), one_shot("gone", later)];
     let app = App::start(c.clone()).await.unwrap();
@@ -214,6 +216,12 @@ async fn a_cron_job_rescheduled_by_reload_fires_at_its_new_time_only() {
     assert_eq!(llm.request_count(), 1);
     app.shutdown().await;
 }
+
+on_each_backend!(
+    sqlite_cron_rescheduled,
+    postgres_cron_rescheduled,
+    a_cron_job_rescheduled_by_reload_fires_at_its_new_time_only
+);
 
 #[tokio::test]
 async fn a_hooks_new_prompt_is_used_by_the_next_delivery() {

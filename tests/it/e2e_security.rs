@@ -219,7 +219,8 @@ fn config_for(shape: &Shape, llm: &FakeLlm, data: &tempfile::TempDir) -> Config 
         name: "probe".into(),
         ids: vec![],
     }];
-    // A hook delivers to the web chat, so only the shapes with it on mount `/hooks/{name}`.
+    // A hook delivers to the web chat, so only the shapes with it on have one (the route is
+    // always mounted: an unknown name is 404).
     c.hooks = shape
         .web
         .then(|| herald::config::HookSpec {
@@ -429,6 +430,10 @@ async fn every_route_answers_only_the_people_it_belongs_to() {
                         // A 404 here must be the handler's own ("no such session"), not a
                         // missing route.
                         assert!(status != 404 || body.contains("error"), "{what}");
+                    } else if r.guard == Guard::Signed && !shape.web {
+                        // `/hooks/{name}` is always mounted; this shape has no hook of that name.
+                        assert_eq!(status, 404, "{what}");
+                        assert!(body.contains("no such hook"), "{what}");
                     } else {
                         assert_eq!(status, 401, "{what}");
                         assert!(!body.contains("probe"), "{what}");

@@ -60,7 +60,7 @@ async fn private_chat_round_trip() {
         .collect();
     assert_eq!(
         names,
-        ["start", "new", "stop", "status", "usage", "help", "wrapup"]
+        ["start", "new", "stop", "status", "usage", "help", "agent", "wrapup"]
     );
     let delete = tg.calls("deleteWebhook");
     assert!(!delete.is_empty(), "polling starts by removing any webhook");

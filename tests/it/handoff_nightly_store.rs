@@ -68,6 +68,7 @@ fn capsule(lane: &str, session: &str, status: BuildStatus) -> NewCapsule {
         message_count: 6,
         confidential: false,
         created_at: now_ms(),
+        agent: "default".into(),
     }
 }
 

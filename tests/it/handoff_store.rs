@@ -32,6 +32,11 @@ contract!(
     race
 );
 contract!(
+    sqlite_marker_scoped_by_agent,
+    postgres_marker_scoped_by_agent,
+    by_agent
+);
+contract!(
     clocked
     sqlite_one_build_per_lane,
     postgres_one_build_per_lane,
@@ -53,6 +58,7 @@ fn capsule(
         message_count: 6,
         confidential: false,
         created_at: now_ms() - age_ms,
+        agent: "default".into(),
     }
 }
 
@@ -290,4 +296,49 @@ async fn build_claim(store: Arc<dyn Store>, clock: Arc<ManualClock>) {
         wins += usize::from(t.await.unwrap());
     }
     assert_eq!(wins, 1);
+}
+
+/// A lane keeps one marker per agent: a session of another agent takes nothing, and a capsule
+/// of agent B does not replace agent A's, which waits for A's next session.
+async fn by_agent(store: Arc<dyn Store>) {
+    let lane = LaneKey::new("web:agents");
+    let of = |agent: &str, session: &str, text: &str| NewCapsule {
+        agent: agent.into(),
+        ..capsule(&lane, session, BuildStatus::Ok, text, 0)
+    };
+    let a = store
+        .capsule_put(&of("family", "s1", "## Working on\nthe picnic"), true)
+        .await
+        .unwrap();
+    let take = |agent: &'static str, session: &'static str| {
+        let (store, lane) = (store.clone(), lane.clone());
+        async move {
+            let session = session.into();
+            let t = store.pending_consume_for(&lane, agent, &session, MAX_AGE, now_ms());
+            t.await.unwrap().capsule.map(|c| (c.id, c.agent))
+        }
+    };
+    // A session of the coding agent (and of the default agent) gets nothing.
+    assert_eq!(take("coding", "s2").await, None);
+    assert_eq!(take("default", "s3").await, None);
+    // The coding agent's own capsule does not replace the family agent's marker.
+    let b = store
+        .capsule_put(&of("coding", "s2", "## Working on\nthe parser"), true)
+        .await
+        .unwrap();
+    assert_eq!(take("family", "s4").await, Some((a, "family".to_string())));
+    assert_eq!(take("coding", "s5").await, Some((b, "coding".to_string())));
+    // The writer builds on the same agent's previous capsule only.
+    let prev = |agent: &'static str| {
+        let (store, lane) = (store.clone(), lane.clone());
+        async move {
+            let c = store.capsule_latest_written_for(&lane, Some(agent)).await;
+            c.unwrap().map(|c| c.id)
+        }
+    };
+    assert_eq!(
+        (prev("family").await, prev("coding").await),
+        (Some(a), Some(b))
+    );
+    assert_eq!(prev("support").await, None);
 }

@@ -115,6 +115,7 @@ async fn put_degraded_capsule(app: &App, session_id: &str) {
                 message_count: 2,
                 confidential: false,
                 created_at: herald::store::now_ms(),
+                agent: "default".into(),
             },
             true,
         )

@@ -195,7 +195,7 @@ async fn run_once(
     let handler = Handler {
         edge: edge.clone(),
         gate: Gate::from_config(config),
-        auth: Authorizer::from_config(&edge.config),
+        auth: edge.auth.clone(),
         // Commands are global: one shard (shard 0, on whichever replica) registers them.
         register_commands: config.register_commands && shard == 0,
         registered: AtomicBool::new(false),

@@ -278,6 +278,16 @@ fn slash_command_table() {
             r#"slack:D1 Command "/wrapup" command/T.1 files=0"#,
         ),
         (
+            "agent coder",
+            "D1",
+            r#"slack:D1 Command "/agent coder" command/T.1 files=0"#,
+        ),
+        (
+            "agents are fun",
+            "D1",
+            r#"slack:D1 Text "agents are fun" command/T.1 files=0"#,
+        ),
+        (
             "what time is it",
             "D1",
             r#"slack:D1 Text "what time is it" command/T.1 files=0"#,

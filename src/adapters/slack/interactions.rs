@@ -42,8 +42,8 @@ pub fn decide_interaction(payload: &Value) -> Decision {
     })
 }
 
-/// The `/herald` slash command: `help`, `new`, `usage`, `handoff` become the shared commands
-/// (`/help`, `/new`, `/usage`, `/wrapup`); any other text is a message to the agent. The lane
+/// The `/herald` slash command: `help`, `new`, `usage`, `handoff`, `agent [NAME]` become the
+/// shared commands (`/help`, `/new`, `/usage`, `/wrapup`, `/agent [NAME]`); any other text is a message to the agent. The lane
 /// is the channel's own (a DM's lane; in a channel, its top level).
 pub fn decide_command(payload: &Value) -> Decision {
     let field = |k: &str| payload.get(k).and_then(Value::as_str);
@@ -58,6 +58,9 @@ pub fn decide_command(payload: &Value) -> Decision {
         "new" => ("/new".to_string(), MessageKind::Command),
         "usage" => ("/usage".to_string(), MessageKind::Command),
         "handoff" | "wrapup" => ("/wrapup".to_string(), MessageKind::Command),
+        a if a.split_whitespace().next() == Some("agent") => {
+            (format!("/{args}"), MessageKind::Command)
+        }
         _ => (args.to_string(), MessageKind::Text),
     };
     let mut ev = MessageEvent::text(SLACK, channel, user, &text);

@@ -63,8 +63,8 @@ pub struct TelegramAdapter {
     receiver: Arc<OnceLock<Arc<Receiver>>>,
 }
 
-/// The commands shown in Telegram's menu (`setMyCommands`); the core handles the first five,
-/// `/wrapup` belongs to the handoff hook.
+/// The commands shown in Telegram's menu (`setMyCommands`); the core handles all but
+/// `/wrapup`, which belongs to the handoff hook.
 pub const COMMANDS: &[(&str, &str)] = &[
     ("start", "Say hello and show what I can do"),
     ("new", "Start a fresh session"),
@@ -72,6 +72,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("status", "Show this conversation's state"),
     ("usage", "Show what you have spent"),
     ("help", "How to talk to me"),
+    (
+        "agent",
+        "List the agents you can talk to, or switch: /agent NAME",
+    ),
     ("wrapup", "Write a handoff note for the next session"),
 ];
 

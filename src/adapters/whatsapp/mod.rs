@@ -33,7 +33,6 @@ use super::{Adapter, Edge};
 use crate::config::Config;
 use crate::delivery::Outbound;
 use crate::domain::Platform;
-use crate::hooks::Authorizer;
 use api::GraphApi;
 use config::WhatsAppConfig;
 use outbound::WhatsAppOutbound;
@@ -153,7 +152,7 @@ impl Adapter for WhatsAppAdapter {
                 store: edge.store.clone(),
             },
             api_url: self.config.api_url.as_str().to_string(),
-            auth: Authorizer::from_config(&edge.config),
+            auth: edge.auth.clone(),
             store: edge.store.clone(),
         });
         let _ = self.receiver.set(Arc::new(receiver));

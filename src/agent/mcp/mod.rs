@@ -9,11 +9,15 @@
 //! should two servers still produce one name, the later server's tool gets a hash suffix
 //! ([`names::dedupe`]) and a warning, so no server silently shadows another.
 //!
+//! A reload hands the manager the new list ([`McpManager::apply`], `apply.rs`): only servers
+//! whose table changed are restarted.
+//!
 //! A session is dropped and started again when its transport closes, when a call finds it
 //! closed, when an HTTP answer matches no request (a server restarted under a stale session),
 //! when a timed-out call is followed by an unanswered ping, or when a stdio server's own process
 //! exits (its process group is then ended, so a wrapper's grandchild does not live on).
 
+mod apply;
 pub mod client;
 pub mod connect;
 mod error;
@@ -24,6 +28,7 @@ pub mod stdio;
 pub mod task_only;
 pub mod tool;
 
+pub use apply::Applied;
 pub use error::{ConnectError, ToolWithheld, Unreachable};
 
 use std::sync::{Arc, Mutex};
@@ -49,8 +54,11 @@ const PROBE: Duration = Duration::from_secs(5);
 
 /// The configured servers and the tools each offers right now.
 pub struct McpManager {
-    servers: Vec<Arc<Slot>>,
+    /// The running servers in configuration order; [`McpManager::apply`] changes the list.
+    servers: Mutex<Vec<apply::Running>>,
     warned: names::Warned,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
 }
 
 #[derive(Default)]
@@ -63,7 +71,7 @@ struct Slot {
 impl ToolSource for McpManager {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let lists: Vec<Vec<Arc<dyn Tool>>> = self
-            .servers
+            .slots()
             .iter()
             .map(|s| s.tools.lock().expect("mcp slot").clone())
             .collect();
@@ -71,7 +79,7 @@ impl ToolSource for McpManager {
     }
 
     fn guidance(&self) -> Vec<(String, String)> {
-        self.servers
+        self.slots()
             .iter()
             .filter_map(|s| {
                 let text = s.instructions.lock().expect("mcp slot").clone()?;
@@ -94,24 +102,19 @@ impl McpManager {
         tracker: &TaskTracker,
         cancel: &CancellationToken,
     ) -> Arc<McpManager> {
-        let mut slots = Vec::new();
-        for server in servers.iter().filter(|s| s.enabled) {
-            let slot = Arc::new(Slot {
-                name: server.name.clone(),
-                ..Slot::default()
-            });
-            slots.push(slot.clone());
-            tracker.spawn(run(
-                server.clone(),
-                slot,
-                tracker.clone(),
-                cancel.child_token(),
-            ));
-        }
-        Arc::new(McpManager {
-            servers: slots,
+        let manager = McpManager {
+            servers: Mutex::new(Vec::new()),
             warned: names::Warned::default(),
-        })
+            tracker: tracker.clone(),
+            cancel: cancel.clone(),
+        };
+        manager.apply(servers);
+        Arc::new(manager)
+    }
+
+    fn slots(&self) -> Vec<Arc<Slot>> {
+        let servers = self.servers.lock().expect("mcp servers");
+        servers.iter().map(|r| r.slot.clone()).collect()
     }
 }
 

@@ -4,7 +4,9 @@
 //! message being answered, mapped through `[[people]]`), never from the arguments: there is no
 //! argument that names a person. Scheduled runs serve nobody, so the tool refuses there. The
 //! answer never lists the file's entries, so a group chat cannot read a person's memory
-//! through it.
+//! through it. Each agent keeps its own files: a call reads and writes the files of the turn's
+//! agent (`ToolContext.agent`), the same directory `Config::for_agent` gives that agent's
+//! prompt snapshot, never another agent's.
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -16,8 +18,11 @@ use crate::config::{person_key, Person};
 use crate::llm::ToolSpec;
 
 pub struct MemoryTool {
+    /// The default agent's files.
     pub files: MemoryFiles,
     pub people: Vec<Person>,
+    /// Each named agent's files (`memory.dir` of `Config::for_agent`).
+    pub agents: std::collections::BTreeMap<String, MemoryFiles>,
 }
 
 #[derive(Deserialize)]
@@ -38,9 +43,19 @@ impl MemoryTool {
         person_key(&self.people, p.platform.as_str(), &p.id)
     }
 
+    /// The files of the turn's agent; an agent this tool was not built with has none (it never
+    /// falls back to another agent's).
+    fn files_of(&self, ctx: &ToolContext) -> Result<&MemoryFiles, MemoryError> {
+        if ctx.agent == crate::config::DEFAULT_AGENT {
+            return Ok(&self.files);
+        }
+        self.agents.get(&ctx.agent).ok_or(MemoryError::Unavailable)
+    }
+
     /// The tool's logic: the line for the model, or why nothing changed.
     pub fn run(&self, ctx: &ToolContext, arguments: &str) -> Result<String, MemoryError> {
         let person = self.person(ctx).ok_or(MemoryError::NoPerson)?;
+        let files = self.files_of(ctx)?;
         let args: Args = serde_json::from_str(arguments)
             .map_err(|e| MemoryError::BadArguments(e.to_string()))?;
         let target = Target::parse(&args.target)
@@ -63,17 +78,30 @@ impl MemoryTool {
             },
             other => return Err(MemoryError::UnknownAction(other.to_string())),
         };
-        let out = self.files.edit(&person, target, &edit);
+        let out = files.edit(&person, target, &edit);
         match &out {
             Ok(_) => {
-                tracing::info!(%person, target = target.as_str(), action = %args.action, "memory written")
+                tracing::info!(%person, agent = %ctx.agent, target = target.as_str(), action = %args.action, "memory written")
             }
             Err(why) => {
-                tracing::info!(%person, target = target.as_str(), action = %args.action, %why, "memory write refused")
+                tracing::info!(%person, agent = %ctx.agent, target = target.as_str(), action = %args.action, %why, "memory write refused")
             }
         }
         out
     }
+}
+
+/// The memory files of each named agent with memory on, as `Config::for_agent` places them.
+pub fn agent_files(
+    config: &crate::config::Config,
+) -> std::collections::BTreeMap<String, MemoryFiles> {
+    config
+        .agents
+        .iter()
+        .filter_map(|a| Some((a.name.clone(), config.for_agent(&a.name)?)))
+        .filter(|(_, c)| c.memory.enabled)
+        .map(|(name, c)| (name, MemoryFiles::from_config(&c)))
+        .collect()
 }
 
 #[async_trait]
@@ -138,10 +166,36 @@ mod tests {
                 name: "owner".into(),
                 ids: vec!["telegram:1".into()],
             }],
+            agents: [("coder".to_string(), {
+                let cfg = MemoryConfig {
+                    dir: Some(dir.path().join("agents/coder/memory")),
+                    ..MemoryConfig::default()
+                };
+                MemoryFiles::new(dir.path(), &cfg)
+            })]
+            .into(),
         };
         let add = r#"{"action":"add","target":"user","content":"likes tea"}"#;
         assert!(tool.run(&ctx("telegram:1"), add).is_ok());
         assert!(dir.path().join("memory/owner/USER.md").is_file());
+        // Another agent writes its own files; an agent the tool does not know writes nothing.
+        let coder = ToolContext {
+            agent: "coder".into(),
+            ..ctx("telegram:1")
+        };
+        assert!(tool.run(&coder, add).is_ok());
+        assert!(dir
+            .path()
+            .join("agents/coder/memory/owner/USER.md")
+            .is_file());
+        let stranger = ToolContext {
+            agent: "stranger".into(),
+            ..ctx("telegram:1")
+        };
+        assert!(matches!(
+            tool.run(&stranger, add),
+            Err(MemoryError::Unavailable)
+        ));
         // No argument names a person: one that tries is not valid arguments.
         let sneaky = r#"{"action":"add","target":"user","content":"x","person":"other"}"#;
         assert!(matches!(

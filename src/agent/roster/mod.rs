@@ -93,6 +93,10 @@ impl Agent {
     /// Whether this agent is offered `tool`.
     pub fn offers(&self, tool: &dyn Tool) -> bool {
         let name = tool.spec().name;
+        // An agent with `memory = false` keeps no memory: the tool is not offered at all.
+        if name == "memory" && !self.config.memory.enabled {
+            return false;
+        }
         if let (Origin::Mcp(server), Some(servers)) = (tool.origin(), &self.mcp_servers) {
             if !servers.contains(&server) {
                 return false;
@@ -271,5 +275,47 @@ impl LiveAgents {
             }
         };
         agents.resolve(ev, choice.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::memory::tool::MemoryTool;
+    use crate::agent::memory::MemoryFiles;
+    use crate::config::AgentSpec;
+
+    #[test]
+    fn an_agent_without_memory_is_not_offered_the_memory_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.server.data_dir = dir.path().to_path_buf();
+        config.agents = vec![
+            AgentSpec {
+                name: "quiet".into(),
+                memory: Some(false),
+                ..AgentSpec::default()
+            },
+            AgentSpec {
+                name: "chatty".into(),
+                ..AgentSpec::default()
+            },
+        ];
+        let tool = MemoryTool {
+            files: MemoryFiles::from_config(&config),
+            people: Vec::new(),
+            agents: crate::agent::memory::tool::agent_files(&config),
+        };
+        let offered = |name: &str| {
+            let agent = Agent::build(&config, name).unwrap().unwrap();
+            agent.offers(&tool)
+        };
+        assert!(offered(DEFAULT_AGENT) && offered("chatty"));
+        assert!(!offered("quiet"));
+        // Only agents that keep memory have files of their own.
+        assert_eq!(
+            tool.agents.keys().collect::<Vec<_>>(),
+            [&"chatty".to_string()]
+        );
     }
 }

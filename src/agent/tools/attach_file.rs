@@ -4,7 +4,8 @@
 //! It may name only a file the caller's lane holds in its current session — a tool row's or
 //! a person's attachment in the transcript, or a file a tool produced earlier in this turn.
 //! A hash from anywhere else (another lane's, even when known exactly) answers like a file
-//! that does not exist. The tool changes nothing: a retried turn runs it again.
+//! that does not exist, and so does one of a session of another agent (the current session is
+//! the turn's agent's; the check is kept so a session id can never cross agents). The tool changes nothing: a retried turn runs it again.
 
 use std::sync::Arc;
 
@@ -93,7 +94,7 @@ impl Tool for AttachFile {
 
 impl AttachFile {
     /// The file in the caller's current session, if its transcript holds it. The session must
-    /// be the caller lane's: a session id from elsewhere finds nothing.
+    /// be the caller lane's and agent's: a session id from elsewhere finds nothing.
     async fn in_session(
         &self,
         ctx: &ToolContext,
@@ -105,7 +106,7 @@ impl AttachFile {
             .session_get(&ctx.session_id)
             .await
             .map_err(unavailable)?;
-        if session.is_none_or(|s| s.lane != ctx.lane.as_str()) {
+        if session.is_none_or(|s| s.lane != ctx.lane.as_str() || s.agent != ctx.agent) {
             return Ok(None);
         }
         let rows = self

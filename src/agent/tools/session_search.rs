@@ -15,8 +15,9 @@ use crate::store::{SearchScope, Store};
 /// `session_search`: discovery (query → sessions and message ids) and scroll (session id +
 /// around_message_id → the neighbouring messages). Two call shapes, never mixed: a model that
 /// guesses a session id without discovery gets told to search first. Both see only the
-/// caller's lane — its current and earlier sessions — so one person's agent cannot read
-/// another conversation; operators search across lanes with `herald sessions search`.
+/// caller's lane — its current and earlier sessions — and only the sessions of the caller's
+/// agent (`ToolContext.agent`), so one person's agent cannot read another conversation, and
+/// the coding agent cannot read what the family agent was told in the same chat; operators search across lanes with `herald sessions search`.
 pub struct SessionSearch {
     pub store: Arc<dyn Store>,
 }
@@ -79,13 +80,21 @@ impl Tool for SessionSearch {
             ));
         }
         let role_ok = |role: Role| roles.as_ref().is_none_or(|rs| rs.contains(&role));
+        if let (None, Some(sid), Some(_)) = (&args.query, &args.session_id, args.around_message_id)
+        {
+            if !self.agent_owns(ctx, sid).await? {
+                return Err(ToolError::Failed(format!(
+                    "no session {sid} in this conversation"
+                )));
+            }
+        }
         match (args.query, args.session_id, args.around_message_id) {
             (Some(q), None, None) => {
                 let limit = args.limit.unwrap_or(5).clamp(1, 20);
                 let roles = roles.as_deref().unwrap_or_default();
                 match self
                     .store
-                    .search(SearchScope::Lane(&ctx.lane), &q, roles, limit)
+                    .search(SearchScope::Agent(&ctx.lane, &ctx.agent), &q, roles, limit)
                     .await
                 {
                     Ok(hits) => {
@@ -131,6 +140,16 @@ impl Tool for SessionSearch {
                  and `around_message_id` (scroll), not both and not neither"
                     .into(),
             )),
+        }
+    }
+}
+
+impl SessionSearch {
+    /// Whether `sid` is a session of the caller's agent (the lane is checked by the store).
+    async fn agent_owns(&self, ctx: &ToolContext, sid: &SessionId) -> Result<bool, ToolError> {
+        match self.store.session_get(sid).await {
+            Ok(s) => Ok(s.is_some_and(|s| s.agent == ctx.agent && s.lane == ctx.lane)),
+            Err(e) => Err(ToolError::Failed(format!("scroll failed: {e}"))),
         }
     }
 }

@@ -23,7 +23,7 @@ impl Approvals {
         p: &Press,
         by: &str,
     ) -> PressOutcome {
-        if !self.budget_approvers.iter().any(|a| a == by) {
+        if !self.live().budget_approvers.iter().any(|a| a == by) {
             return PressOutcome::NotYours;
         }
         let Ok(ext) = serde_json::from_str::<Extension>(&row.arguments) else {

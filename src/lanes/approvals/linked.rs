@@ -27,7 +27,8 @@ impl Approvals {
                 person: person.to_string(),
             });
         }
-        let linked = self
+        let live = self.live();
+        let linked = live
             .people
             .iter()
             .find(|p| p.ids.iter().any(|i| i == person))?;

@@ -87,6 +87,16 @@ impl PressOutcome {
     }
 }
 
+/// The settings of the desk a reload replaces.
+#[derive(Clone, Default)]
+struct Live {
+    only_requester: bool,
+    /// `budget.approvers` as identities: who may answer a budget extension question.
+    budget_approvers: Vec<String>,
+    /// `[[people]]`: an API conversation's questions go to its person's linked chat.
+    people: Vec<crate::config::Person>,
+}
+
 /// The process's approval desk: answers presses and wakes the turns waiting on them.
 #[derive(Clone)]
 pub struct Approvals {
@@ -94,11 +104,8 @@ pub struct Approvals {
     outbounds: Outbounds,
     auth: Authorizer,
     timeout: Duration,
-    only_requester: bool,
-    /// `budget.approvers` as identities: who may answer a budget extension question.
-    budget_approvers: Arc<Vec<String>>,
-    /// `[[people]]`: an API conversation's questions go to its person's linked chat.
-    people: Arc<Vec<crate::config::Person>>,
+    /// What a reload replaces ([`Approvals::replace`]), shared by every clone.
+    live: Arc<std::sync::RwLock<Arc<Live>>>,
     waiting: Arc<Mutex<HashMap<String, Arc<Notify>>>>,
     /// Where a question's send runs (`gate.rs`): the app's, so shutdown waits for it.
     tracker: TaskTracker,
@@ -116,9 +123,10 @@ impl Approvals {
             outbounds,
             auth,
             timeout,
-            only_requester: true,
-            budget_approvers: Arc::default(),
-            people: Arc::default(),
+            live: Arc::new(std::sync::RwLock::new(Arc::new(Live {
+                only_requester: true,
+                ..Live::default()
+            }))),
             waiting: Arc::default(),
             tracker: TaskTracker::new(),
         }
@@ -131,21 +139,43 @@ impl Approvals {
     }
 
     /// `approvals.only_requester`: whether only the requester may answer their own request.
-    pub fn only_requester(mut self, on: bool) -> Approvals {
-        self.only_requester = on;
+    pub fn only_requester(self, on: bool) -> Approvals {
+        self.edit(|l| l.only_requester = on);
         self
     }
 
     /// `[[people]]`, for the linked chat of an API conversation (`linked.rs`).
-    pub fn people(mut self, people: Vec<crate::config::Person>) -> Approvals {
-        self.people = Arc::new(people);
+    pub fn people(self, people: Vec<crate::config::Person>) -> Approvals {
+        self.edit(|l| l.people = people);
         self
     }
 
     /// Who may answer a budget extension question (`platform:id` identities).
-    pub fn budget_approvers(mut self, identities: Vec<String>) -> Approvals {
-        self.budget_approvers = Arc::new(identities);
+    pub fn budget_approvers(self, identities: Vec<String>) -> Approvals {
+        self.edit(|l| l.budget_approvers = identities);
         self
+    }
+
+    /// Takes `approvals.only_requester`, `[[people]]` and `budget.approvers` of a reloaded
+    /// configuration, in every clone: the next press and the next question read them.
+    pub fn replace(&self, config: &crate::config::Config) {
+        let live = Live {
+            only_requester: config.approvals.only_requester,
+            people: config.people.clone(),
+            budget_approvers: super::budget_events::approver_identities(config),
+        };
+        *self.live.write().expect("approvals config") = Arc::new(live);
+    }
+
+    fn edit(&self, f: impl FnOnce(&mut Live)) {
+        let mut guard = self.live.write().expect("approvals config");
+        let mut live = Live::clone(&guard);
+        f(&mut live);
+        *guard = Arc::new(live);
+    }
+
+    fn live(&self) -> Arc<Live> {
+        self.live.read().expect("approvals config").clone()
     }
 
     /// The name the requester goes by in the chat (their message's sender name), for the
@@ -209,7 +239,7 @@ impl Approvals {
             return self.press_budget(&row, p, &by).await;
         }
         // The web chat has no per-person identity to compare; its callers passed the guard.
-        if self.only_requester && !local && row.person != by {
+        if self.live().only_requester && !local && row.person != by {
             return PressOutcome::OnlyRequester(self.requester_name(&row).await);
         }
         match self

@@ -80,6 +80,7 @@ impl Worker {
                     session_id: &session.id,
                     first_turn,
                     event: ev,
+                    agent: &agent.name,
                 },
             )
             .instrument(tracing::info_span!(parent: span, "hooks.pre_llm"))

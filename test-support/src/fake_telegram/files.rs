@@ -128,7 +128,7 @@ pub(super) async fn download(state: &State, rest: &str, headers: &HeaderMap) -> 
     let Some((token, path)) = rest.split_once('/') else {
         return super::server::error(404, "Not Found");
     };
-    if token != state.token {
+    if !state.admit(token) {
         return super::server::error(401, "Unauthorized");
     }
     let path = path.replace("%2F", "/").replace("%2f", "/");

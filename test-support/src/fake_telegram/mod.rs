@@ -103,6 +103,10 @@ pub struct FakeTelegram {
 
 pub(crate) struct State {
     token: String,
+    /// Tokens accepted besides `token` ([`FakeTelegram::accept_token`]; a rotated token).
+    extra_tokens: Mutex<Vec<String>>,
+    /// Requests per presented token, refused ones included.
+    by_token: Mutex<HashMap<String, usize>>,
     inner: Mutex<Inner>,
     /// Files served by `getFile` and the download route.
     files: Mutex<files::Files>,
@@ -158,6 +162,23 @@ impl Inner {
 }
 
 impl State {
+    /// Counts a request presenting `token` and says whether the token is accepted.
+    pub(crate) fn admit(&self, token: &str) -> bool {
+        *self
+            .by_token
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(token.to_string())
+            .or_default() += 1;
+        token == self.token
+            || self
+                .extra_tokens
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .any(|t| t == token)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A test that panicked while holding the lock already failed; keep serving the rest.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -165,7 +186,8 @@ impl State {
 }
 
 impl FakeTelegram {
-    /// Starts the fake on 127.0.0.1 with an ephemeral port; only `token` is accepted.
+    /// Starts the fake on 127.0.0.1 with an ephemeral port; only `token` is accepted (and
+    /// those [`FakeTelegram::accept_token`] adds).
     pub async fn start(token: &str) -> FakeTelegram {
         // reqwest 0.13 without a default provider panics when a client is built; tests that use
         // this fake talk HTTP through reqwest, so make sure one is installed.
@@ -176,6 +198,8 @@ impl FakeTelegram {
         let addr = listener.local_addr().expect("fake telegram address");
         let state = Arc::new(State {
             token: token.to_owned(),
+            extra_tokens: Mutex::default(),
+            by_token: Mutex::default(),
             inner: Mutex::new(Inner {
                 next_update_id: 1,
                 next_message_id: 1,
@@ -360,6 +384,28 @@ impl FakeTelegram {
     /// latest text and parse mode, in the order they were sent.
     pub fn chat_view(&self, chat_id: i64) -> Vec<SentMessage> {
         self.state.lock().view(chat_id)
+    }
+
+    /// Accepts `token` too from now on (a token rotated in BotFather: keep the numeric prefix,
+    /// so the bot stays the same user).
+    pub fn accept_token(&self, token: &str) {
+        let mut extra = self
+            .state
+            .extra_tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        extra.push(token.to_string());
+    }
+
+    /// How many requests presented `token` (on `/bot<token>/` or the file route), refused ones
+    /// included.
+    pub fn requests_with_token(&self, token: &str) -> usize {
+        let by = self
+            .state
+            .by_token
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        by.get(token).copied().unwrap_or(0)
     }
 
     /// The parameters of every request to `method` (any case), faulted ones included.

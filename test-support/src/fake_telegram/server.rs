@@ -38,7 +38,7 @@ async fn handle(
     else {
         return error(404, "Not Found");
     };
-    if token != state.token {
+    if !state.admit(token) {
         return error(401, "Unauthorized");
     }
     let method = method.to_ascii_lowercase();

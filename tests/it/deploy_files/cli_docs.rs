@@ -271,7 +271,7 @@ fn docs_name_every_route_and_only_routes_that_exist() {
         .map(|r| (r.clone(), route_pattern(r)))
         .collect();
     let mention =
-        regex::Regex::new(r"(?:^|[\s`(:0-9])(/(?:api/v1|healthz|readyz|metrics|admin|favicon\.ico|telegram/webhook)[A-Za-z0-9_/{}:.-]*)")
+        regex::Regex::new(r"(?:^|[\s`(:0-9])(/(?:api/v1|healthz|readyz|metrics|admin|favicon\.ico|telegram/webhook|hooks)[A-Za-z0-9_/{}:.-]*)")
             .unwrap();
     let mut seen = BTreeSet::new();
     for (file, text) in docs() {

@@ -147,6 +147,7 @@ pub async fn nul_is_replaced_on_every_path(store: Arc<dyn Store>) {
                 message_count: 4,
                 confidential: false,
                 created_at: 1,
+                agent: "default".into(),
             },
             false,
         )
