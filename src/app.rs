@@ -96,7 +96,6 @@ impl App {
         tools.source(mcp.clone());
         let (core, wakes) = Core::new(config, store, replica_id, outbounds, (tracker, cancel));
         let handoff = core.handoff(&chain)?;
-        core.add_builtins(&mut tools);
         let shared = crate::agent::roster::Shared {
             store: core.store.clone(),
             events: core.budget.events().cloned(),
@@ -105,6 +104,7 @@ impl App {
             crate::agent::roster::LiveAgents::start(core.config.clone(), chain, shared)
                 .map_err(anyhow::Error::msg)?,
         );
+        core.add_builtins(&mut tools, &agents);
         let deps = core.lane_deps(agents.clone(), tools, &handoff);
         let router = LaneRouter::new(deps.clone(), &core.tracker, wakes, &core.cancel);
         let nightly = Arc::new(NightlyCloser::new(handoff, &core.config.handoff)?);

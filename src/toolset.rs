@@ -31,6 +31,8 @@ pub struct ToolDeps {
     pub outbox_wake: Arc<Notify>,
     /// The `cron` tool pokes the scheduler after a change.
     pub cron_poke: Arc<Notify>,
+    /// `delegate` hands a goal to a named agent of the live roster (`None`: no roster here).
+    pub agents: Option<Arc<crate::agent::roster::LiveAgents>>,
 }
 
 /// The built-in tools this configuration offers, in a fixed order.
@@ -111,6 +113,7 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
                 max_iterations: config.tools.delegate_max_iterations,
             },
             store: deps.store.clone(),
+            agents: deps.agents.clone(),
         }));
     }
     tools

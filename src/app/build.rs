@@ -179,7 +179,11 @@ impl Core {
     }
 
     /// The built-in tools this configuration offers, added to `tools` (MCP is its source).
-    pub(super) fn add_builtins(&self, tools: &mut ToolCatalog) {
+    pub(super) fn add_builtins(
+        &self,
+        tools: &mut ToolCatalog,
+        agents: &Arc<crate::agent::roster::LiveAgents>,
+    ) {
         let deps = ToolDeps {
             store: self.store.clone(),
             auth: self.auth.clone(),
@@ -187,6 +191,7 @@ impl Core {
             outbounds: self.outbounds.clone(),
             outbox_wake: self.outbox_wake.clone(),
             cron_poke: self.cron_poke.clone(),
+            agents: Some(agents.clone()),
         };
         for tool in builtins(&self.config, &deps) {
             tools.builtin(tool);

@@ -83,7 +83,7 @@ impl TurnMeter {
 
     fn refuse(&self, hit: &CapHit, period: &super::Period) -> LlmError {
         metrics::counter!("herald_budget_cap_hits_total", "cap" => hit.cap.kind()).increment(1);
-        tracing::info!(cap = %hit.cap, spent = hit.spent, limit = hit.limit, lane = %self.charge.lane,
+        tracing::info!(cap = %hit.cap, agent = %self.charge.agent, spent = hit.spent, limit = hit.limit, lane = %self.charge.lane,
             "a spending cap refused a model call");
         LlmError::OverBudget(self.budget.refusal(hit, period, &self.charge))
     }
@@ -92,6 +92,7 @@ impl TurnMeter {
     fn row(&self, model: &str, period: &super::Period, held: i64) -> NewHold {
         NewHold {
             lane: self.charge.lane.clone(),
+            agent: self.charge.agent.clone(),
             payer: self.charge.payer.clone(),
             job: self.charge.job.clone(),
             run: self.charge.run.clone(),

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use crate::config::{person_key, to_nanos, BudgetConfig, Config, Person};
+use crate::config::{person_key, to_nanos, AgentBudget, BudgetConfig, Config, Person};
 use crate::domain::{Amount, Cap, Payer};
 use crate::store::{CapHit, CapLimit, CronJobRow, SpendScope, Store};
 
@@ -39,6 +39,10 @@ pub struct Charge {
     pub job_cap: Option<f64>,
     /// `turn`, `capsule`, `child`.
     pub cause: &'static str,
+    /// The agent whose calls these are (its rows carry it; its own caps count its rows only).
+    pub agent: String,
+    /// That agent's caps, read from the live roster for this turn (none for the default).
+    pub agent_caps: AgentBudget,
 }
 
 impl Charge {
@@ -51,6 +55,17 @@ impl Charge {
             run: None,
             job_cap: None,
             cause,
+            agent: crate::config::DEFAULT_AGENT.to_string(),
+            agent_caps: AgentBudget::default(),
+        }
+    }
+
+    /// The same charge, made by agent `name` under its own caps `caps`.
+    pub fn by_agent(self, name: &str, caps: AgentBudget) -> Charge {
+        Charge {
+            agent: name.to_string(),
+            agent_caps: caps,
+            ..self
         }
     }
 }
@@ -108,7 +123,10 @@ impl Budget {
 
     /// A cap applies to `charge`: an unpriced model is refused rather than spent blind.
     pub fn capped(&self, charge: &Charge) -> bool {
-        self.config.has_caps() || charge.job_cap.is_some()
+        self.config.has_caps()
+            || charge.job_cap.is_some()
+            || charge.agent_caps.daily.is_some()
+            || charge.agent_caps.person_daily.is_some()
     }
 
     /// The meter of one turn (or one capsule) charged as `charge`.
@@ -172,6 +190,7 @@ impl Budget {
                 ));
             }
         }
+        out.extend(agent_caps(charge, period));
         out
     }
 
@@ -202,6 +221,14 @@ impl Budget {
             Cap::Daily => format!(
                 "Today's budget is spent ({spent} of {limit}), so I stopped before asking the \
                  model. It resets {day_reset}."
+            ),
+            Cap::AgentDaily(agent) => format!(
+                "The agent {agent} has spent its budget for today ({spent} of {limit}), so I \
+                 stopped before asking the model. It resets {day_reset}."
+            ),
+            Cap::AgentPersonDaily { agent, .. } => format!(
+                "You have reached your daily budget with the agent {agent} ({spent} of {limit} \
+                 spent today), so I stopped before asking the model. It resets {day_reset}."
             ),
         }
     }
@@ -235,6 +262,39 @@ pub fn job_payer(people: &[Person], job: &CronJobRow) -> Payer {
         .map_or(Payer::System, |p| {
             payer_of(people, p.platform.as_str(), &p.id)
         })
+}
+
+/// The caps of `charge`'s own agent (`[[agents]] budget`), counted over that agent's rows only.
+fn agent_caps(charge: &Charge, period: &Period) -> Vec<CapLimit> {
+    let agent = &charge.agent;
+    let mut out = Vec::new();
+    if let Some(v) = charge.agent_caps.daily {
+        out.push(cap(
+            Cap::AgentDaily(agent.clone()),
+            &period.day,
+            SpendScope::AgentDay {
+                agent: agent.clone(),
+                day: period.day.clone(),
+            },
+            v,
+        ));
+    }
+    if let (Some(v), Payer::Person(person)) = (charge.agent_caps.person_daily, &charge.payer) {
+        out.push(cap(
+            Cap::AgentPersonDaily {
+                agent: agent.clone(),
+                person: person.clone(),
+            },
+            &period.day,
+            SpendScope::AgentPersonDay {
+                agent: agent.clone(),
+                person: person.clone(),
+                day: period.day.clone(),
+            },
+            v,
+        ));
+    }
+    out
 }
 
 fn cap(cap: Cap, period: &str, scope: SpendScope, limit: f64) -> CapLimit {

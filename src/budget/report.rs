@@ -1,5 +1,5 @@
-//! Spending summed for reading: the ledger's settled rows grouped by person, lane, cron job,
-//! model or day, each group with its cost (unknown as soon as one call had no price), its calls
+//! Spending summed for reading: the ledger's settled rows grouped by person, agent, lane, cron
+//! job, model or day, each group with its cost (unknown as soon as one call had no price), its calls
 //! and its four token buckets. `herald usage` prints it; the admin page charts it by day.
 
 use std::collections::BTreeMap;
@@ -16,6 +16,7 @@ use crate::store::SpendRow;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum By {
     Person,
+    Agent,
     Lane,
     Job,
     Model,
@@ -47,6 +48,7 @@ pub fn group(rows: &[SpendRow], by: By) -> Vec<Group> {
     for row in rows.iter().filter(|r| r.state == "settled") {
         let key = match by {
             By::Person => row.payer().map(|p| p.to_string()),
+            By::Agent => Some(row.agent.clone()),
             By::Lane => Some(row.lane.clone()),
             By::Job => row.job.clone(),
             By::Model => Some(row.model.clone()),
@@ -100,6 +102,7 @@ mod tests {
             at: 0,
             day: day.into(),
             lane: "web:a".into(),
+            agent: "default".into(),
             person: person.map(Into::into),
             payer: Some(if person.is_some() { "person" } else { "system" }.into()),
             job: None,
@@ -143,6 +146,31 @@ mod tests {
         assert_eq!((ann.calls, ann.output), (2, 12));
         let bob = &by_person[2];
         assert_eq!((bob.cost, bob.calls), (Some(Amount(3)), 1));
+        let by_agent = group(
+            &[
+                row(Some("ann"), "2026-12-01", Some(10), 5),
+                SpendRow {
+                    agent: "coder".into(),
+                    ..row(Some("ann"), "2026-12-01", Some(4), 1)
+                },
+                SpendRow {
+                    agent: "coder".into(),
+                    ..row(Some("bob"), "2026-12-01", Some(2), 1)
+                },
+            ],
+            By::Agent,
+        );
+        let agents: Vec<_> = by_agent
+            .iter()
+            .map(|g| (g.key.as_deref(), g.cost, g.calls))
+            .collect();
+        assert_eq!(
+            agents,
+            [
+                (Some("coder"), Some(Amount(6)), 2),
+                (Some("default"), Some(Amount(10)), 1)
+            ]
+        );
         let by_day = group(&rows, By::Day);
         assert_eq!(by_day[0].key.as_deref(), Some("2026-12-01"));
         assert_eq!(by_day[1].cost, None);

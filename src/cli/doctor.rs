@@ -80,6 +80,7 @@ pub async fn run(opts: &LoadOptions) -> Report {
                 .push(("model keys", super::doctor_config::model_sources(opts, &c)));
             report.0.extend(super::doctor_config::access(&c));
             report.0.extend(super::doctor_config::budget_prices(&c));
+            report.0.extend(super::doctor_routing::routing(&c));
             c
         }
         Err(e) => {

@@ -4,6 +4,7 @@ pub mod cron;
 pub mod doctor;
 mod doctor_config;
 pub mod doctor_files;
+pub mod doctor_routing;
 pub mod eval;
 mod handoff;
 pub mod hooks;
@@ -270,9 +271,10 @@ async fn list_sessions(
     }
     for s in list {
         println!(
-            "{}  {}  started {}  {}",
+            "{}  {}  agent {}  started {}  {}",
             s.id,
             s.lane,
+            s.agent,
             fmt_ms(s.started_at),
             match (&s.ended_at, &s.end_reason) {
                 (Some(t), Some(r)) => format!("ended {} ({r})", fmt_ms(*t)),

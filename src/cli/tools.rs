@@ -140,6 +140,7 @@ fn listing_deps(store: Arc<dyn Store>) -> ToolDeps {
         outbounds: Outbounds::default(),
         outbox_wake: Arc::new(Notify::new()),
         cron_poke: Arc::new(Notify::new()),
+        agents: None,
     }
 }
 

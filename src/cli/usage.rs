@@ -1,4 +1,4 @@
-//! `herald usage`: what was spent, grouped by person, lane, cron job, model or day, as a table
+//! `herald usage`: what was spent, grouped by person, agent, lane, cron job, model or day, as a table
 //! or as JSON — read from the spend ledger through a read-only store.
 
 use anyhow::Context;

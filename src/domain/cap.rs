@@ -2,7 +2,8 @@
 //! label are about.
 //!
 //! Caps are typed everywhere but in the store, which files grants and notices under the
-//! cap's key (`daily`, `monthly`, `person_daily:<person>`, `cron_run:<job>`); [`Cap::as_key`]
+//! cap's key (`daily`, `monthly`, `person_daily:<person>`, `cron_run:<job>`,
+//! `agent_daily:<agent>`, `agent_person_daily:<agent>:<person>`); [`Cap::as_key`]
 //! and [`Cap::parse`] are the one pair that writes and reads that text.
 
 use std::fmt;
@@ -20,6 +21,10 @@ pub enum Cap {
     PersonDaily(String),
     /// One run of a cron job.
     CronRun(String),
+    /// All of one agent's spending of one day (`[[agents]] budget.daily`).
+    AgentDaily(String),
+    /// One person's spending with one agent in one day (`[[agents]] budget.person_daily`).
+    AgentPersonDaily { agent: String, person: String },
 }
 
 impl Cap {
@@ -30,6 +35,8 @@ impl Cap {
             Cap::Monthly => "monthly",
             Cap::PersonDaily(_) => "person_daily",
             Cap::CronRun(_) => "cron_run",
+            Cap::AgentDaily(_) => "agent_daily",
+            Cap::AgentPersonDaily { .. } => "agent_person_daily",
         }
     }
 
@@ -37,7 +44,11 @@ impl Cap {
     pub fn as_key(&self) -> String {
         match self {
             Cap::Daily | Cap::Monthly => self.kind().to_string(),
-            Cap::PersonDaily(s) | Cap::CronRun(s) => format!("{}:{s}", self.kind()),
+            Cap::PersonDaily(s) | Cap::CronRun(s) | Cap::AgentDaily(s) => {
+                format!("{}:{s}", self.kind())
+            }
+            // An agent's name has no colon (`agents[].name`), so the first one ends it.
+            Cap::AgentPersonDaily { agent, person } => format!("{}:{agent}:{person}", self.kind()),
         }
     }
 
@@ -48,6 +59,16 @@ impl Cap {
             None if key == "monthly" => Some(Cap::Monthly),
             Some(("person_daily", p)) if !p.is_empty() => Some(Cap::PersonDaily(p.to_string())),
             Some(("cron_run", j)) if !j.is_empty() => Some(Cap::CronRun(j.to_string())),
+            Some(("agent_daily", a)) if !a.is_empty() && !a.contains(':') => {
+                Some(Cap::AgentDaily(a.to_string()))
+            }
+            Some(("agent_person_daily", rest)) => match rest.split_once(':') {
+                Some((a, p)) if !a.is_empty() && !p.is_empty() => Some(Cap::AgentPersonDaily {
+                    agent: a.to_string(),
+                    person: p.to_string(),
+                }),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -84,6 +105,11 @@ mod tests {
             Cap::Monthly,
             Cap::PersonDaily("alice".into()),
             Cap::CronRun("digest:weekly".into()),
+            Cap::AgentDaily("coder".into()),
+            Cap::AgentPersonDaily {
+                agent: "coder".into(),
+                person: "alice".into(),
+            },
         ];
         let keys: Vec<String> = caps.iter().map(Cap::as_key).collect();
         assert_eq!(
@@ -92,7 +118,9 @@ mod tests {
                 "daily",
                 "monthly",
                 "person_daily:alice",
-                "cron_run:digest:weekly"
+                "cron_run:digest:weekly",
+                "agent_daily:coder",
+                "agent_person_daily:coder:alice",
             ]
         );
         for (cap, key) in caps.iter().zip(&keys) {
@@ -100,7 +128,17 @@ mod tests {
             let json = serde_json::to_string(cap).unwrap();
             assert_eq!(serde_json::from_str::<Cap>(&json).unwrap(), *cap);
         }
-        for bad in ["", "weekly", "person_daily:", "daily:x", "cron_run"] {
+        for bad in [
+            "",
+            "weekly",
+            "person_daily:",
+            "daily:x",
+            "cron_run",
+            "agent_daily:",
+            "agent_person_daily:coder",
+            "agent_person_daily::alice",
+            "agent_person_daily:coder:",
+        ] {
             assert_eq!(Cap::parse(bad), None, "{bad}");
         }
     }

@@ -101,6 +101,7 @@ async fn denied_tools(config: &Config, allow: &[String]) -> anyhow::Result<Vec<S
         outbounds: Outbounds::default(),
         outbox_wake: Default::default(),
         cron_poke: Default::default(),
+        agents: None,
     };
     let mut out = Vec::new();
     for tool in crate::toolset::builtins(config, &deps) {

@@ -169,6 +169,8 @@ struct SessionView {
     ended_at: Option<i64>,
     end_reason: Option<String>,
     model: String,
+    /// The agent the session ran as.
+    agent: String,
 }
 
 async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Answer {
@@ -187,6 +189,7 @@ async fn sessions(State(state): State<HttpState>, Query(q): Query<Limit>) -> Ans
             ended_at: s.ended_at,
             end_reason: s.end_reason,
             model: s.model,
+            agent: s.agent,
         })
         .collect();
     Ok(Json(json!({ "sessions": list })))

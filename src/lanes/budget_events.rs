@@ -182,6 +182,10 @@ fn subject(cap: &Cap) -> (String, &'static str) {
         Cap::CronRun(job) => (format!("the cron job {job}"), "today"),
         Cap::Monthly => ("all spending".into(), "this month"),
         Cap::Daily => ("all spending".into(), "today"),
+        Cap::AgentDaily(agent) => (format!("the agent {agent}"), "today"),
+        Cap::AgentPersonDaily { agent, person } => {
+            (format!("{person} with the agent {agent}"), "today")
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `/usage`: a person's own spending, today and this month, and what it went on — their
 //! conversations (answers, handoff notes, helper agents) and the cron jobs they made — with
-//! their daily cap and what is left of it when `budget.person_daily` is set.
+//! their daily cap and what is left of it when `budget.person_daily` is set. With `[[agents]]`,
+//! the spending is also split by agent, with the person's cap at each agent that has one.
 //!
 //! Read from the spend ledger; a person sees only rows paid as them (the ledger's `person`
 //! column is the payer's person key) and the runs of jobs they made in a chat.
@@ -21,6 +22,7 @@ struct Tally {
     /// Calls billed in a bucket without a rate: counted at their worst case.
     unknown: usize,
     by: BTreeMap<String, i64>,
+    agents: BTreeMap<String, i64>,
 }
 
 impl Tally {
@@ -31,9 +33,10 @@ impl Tally {
             self.unknown += 1;
         }
         *self.by.entry(what(row)).or_default() += amount;
+        *self.agents.entry(row.agent.clone()).or_default() += amount;
     }
 
-    fn lines(&self, head: &str, currency: &str, out: &mut String) {
+    fn lines(&self, head: &str, currency: &str, per_agent: bool, out: &mut String) {
         out.push_str(&format!(
             "{head}: {}\n",
             Amount(self.total).in_currency(currency)
@@ -41,6 +44,12 @@ impl Tally {
         for (what, amount) in &self.by {
             out.push_str(&format!(
                 "- {what}: {}\n",
+                Amount(*amount).in_currency(currency)
+            ));
+        }
+        for (agent, amount) in self.agents.iter().filter(|_| per_agent) {
+            out.push_str(&format!(
+                "- with the agent {agent}: {}\n",
                 Amount(*amount).in_currency(currency)
             ));
         }
@@ -108,47 +117,90 @@ async fn report(deps: &Deps, person: &str, now: DateTime<Utc>) -> Result<String,
         }
     }
     let mut out = String::new();
+    let per_agent = !deps.config.agents.is_empty();
     today.lines(
         &format!("Your spending today ({})", period.day),
         currency,
+        per_agent,
         &mut out,
     );
     month.lines(
         &format!("This month ({})", period.month),
         currency,
+        per_agent,
         &mut out,
     );
-    if let Some(cap) = budget
-        .caps(&payer(person), &period)
-        .into_iter()
-        .find(|c| matches!(c.cap, Cap::PersonDaily(_)))
-    {
-        let spent = store
-            .spend_sum(&SpendScope::PersonDay {
-                person: person.to_string(),
-                day: period.day.clone(),
-            })
-            .await?;
-        let limit = cap
-            .limit
-            .saturating_add(store.spend_granted(&cap.cap, &cap.period).await?);
-        let local = period.day_ends.with_timezone(&budget.tz);
-        out.push_str(&format!(
-            "Your daily budget: {} of {} spent, {} left; it resets at {} ({}).\n",
-            Amount(spent).in_currency(currency),
-            Amount(limit).in_currency(currency),
-            Amount((limit - spent).max(0)).in_currency(currency),
-            local.format("%Y-%m-%d %H:%M"),
-            budget.tz.name()
-        ));
+    // The person's own caps: `[budget] person_daily`, then each agent's `budget.person_daily`.
+    let mut charges = vec![payer(
+        person,
+        crate::config::DEFAULT_AGENT,
+        Default::default(),
+    )];
+    charges.extend(
+        deps.config
+            .agents
+            .iter()
+            .map(|a| payer(person, &a.name, a.budget.clone())),
+    );
+    let mut seen = HashSet::new();
+    for charge in &charges {
+        for cap in budget.caps(charge, &period) {
+            let (scope, head) = match &cap.cap {
+                Cap::PersonDaily(_) => (
+                    SpendScope::PersonDay {
+                        person: person.to_string(),
+                        day: period.day.clone(),
+                    },
+                    "Your daily budget".to_string(),
+                ),
+                Cap::AgentPersonDaily { agent, .. } => (
+                    SpendScope::AgentPersonDay {
+                        agent: agent.clone(),
+                        person: person.to_string(),
+                        day: period.day.clone(),
+                    },
+                    format!("Your daily budget with the agent {agent}"),
+                ),
+                _ => continue,
+            };
+            if seen.insert(cap.cap.clone()) {
+                out.push_str(&standing(deps, &cap, &scope, &head, &period).await?);
+            }
+        }
     }
     Ok(out.trim_end().to_string())
 }
 
-fn payer(person: &str) -> crate::budget::Charge {
+/// One line: what `cap` allows today, what is spent under it and when it resets.
+async fn standing(
+    deps: &Deps,
+    cap: &crate::store::CapLimit,
+    scope: &SpendScope,
+    head: &str,
+    period: &Period,
+) -> Result<String, StoreError> {
+    let (budget, store) = (&deps.budget, &deps.store);
+    let currency = &budget.config.currency;
+    let spent = store.spend_sum(scope).await?;
+    let limit = cap
+        .limit
+        .saturating_add(store.spend_granted(&cap.cap, &cap.period).await?);
+    let local = period.day_ends.with_timezone(&budget.tz);
+    Ok(format!(
+        "{head}: {} of {} spent, {} left; it resets at {} ({}).\n",
+        Amount(spent).in_currency(currency),
+        Amount(limit).in_currency(currency),
+        Amount((limit - spent).max(0)).in_currency(currency),
+        local.format("%Y-%m-%d %H:%M"),
+        budget.tz.name()
+    ))
+}
+
+fn payer(person: &str, agent: &str, caps: crate::config::AgentBudget) -> crate::budget::Charge {
     crate::budget::Charge::new(
         String::new(),
         crate::domain::Payer::Person(person.to_string()),
         "turn",
     )
+    .by_agent(agent, caps)
 }

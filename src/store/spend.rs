@@ -26,6 +26,14 @@ pub enum SpendScope {
     PersonDay { person: String, day: String },
     /// One run (a cron fire's inbox key).
     Run(String),
+    /// One agent's spending of one day.
+    AgentDay { agent: String, day: String },
+    /// One person's spending with one agent in one day.
+    AgentPersonDay {
+        agent: String,
+        person: String,
+        day: String,
+    },
 }
 
 impl SpendScope {
@@ -38,6 +46,11 @@ impl SpendScope {
                 ("person = $2 AND day = $3", vec![person, day])
             }
             SpendScope::Run(r) => ("run = $2", vec![r]),
+            SpendScope::AgentDay { agent, day } => ("agent = $2 AND day = $3", vec![agent, day]),
+            SpendScope::AgentPersonDay { agent, person, day } => (
+                "agent = $2 AND person = $3 AND day = $4",
+                vec![agent, person, day],
+            ),
         }
     }
 }
@@ -78,6 +91,8 @@ pub struct Reserved {
 #[derive(Debug, Clone)]
 pub struct NewHold {
     pub lane: String,
+    /// The agent whose turn (or child) made the call.
+    pub agent: String,
     /// Who pays: written as the `payer` column and, for a person, the `person` column.
     pub payer: Payer,
     pub job: Option<String>,
@@ -99,6 +114,8 @@ pub struct SpendRow {
     pub at: i64,
     pub day: String,
     pub lane: String,
+    /// The agent that made the call (`default` on rows written before agents were recorded).
+    pub agent: String,
     pub person: Option<String>,
     /// `person` or `system`; `None` on rows written before payers were recorded.
     pub payer: Option<String>,
@@ -224,8 +241,8 @@ impl<S: Pools> SpendStore for S {
         }
         let (id,): (i64,) = db::query(
             "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
-             held, expires_at, payer) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'held', $10, $11, $12) RETURNING id",
+             held, expires_at, payer, agent) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'held', $10, $11, $12, $13) RETURNING id",
         )
         .bind(now)
         .bind(hold.day.as_str())
@@ -239,6 +256,7 @@ impl<S: Pools> SpendStore for S {
         .bind(hold.held)
         .bind(hold.expires_at)
         .bind(hold.payer.kind())
+        .bind(hold.agent.as_str())
         .fetch_one(&mut tx)
         .await?;
         tx.commit().await?;
@@ -269,9 +287,9 @@ impl<S: Pools> SpendStore for S {
     ) -> StoreResult<()> {
         db::query(
             "INSERT INTO spend (at, day, month, lane, person, job, run, cause, model, state, \
-             held, cost, fresh_input, output, cache_read, cache_write, expires_at, payer) \
+             held, cost, fresh_input, output, cache_read, cache_write, expires_at, payer, agent) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'settled', 0, $10, $11, $12, $13, $14, 0, \
-             $15)",
+             $15, $16)",
         )
         .bind(self.now_ms())
         .bind(row.day.as_str())
@@ -288,6 +306,7 @@ impl<S: Pools> SpendStore for S {
         .bind(billed.cache_read)
         .bind(billed.cache_write)
         .bind(row.payer.kind())
+        .bind(row.agent.as_str())
         .execute(self.writer())
         .await?;
         Ok(())
@@ -339,7 +358,7 @@ impl<S: Pools> SpendStore for S {
 
     async fn spend_rows(&self, since: i64) -> StoreResult<Vec<SpendRow>> {
         Ok(db::query(
-            "SELECT at, day, lane, person, payer, job, cause, model, state, held, cost, fresh_input, \
+            "SELECT at, day, lane, agent, person, payer, job, cause, model, state, held, cost, fresh_input, \
              output, cache_read, cache_write FROM spend WHERE at >= $1 AND state <> 'released' \
              ORDER BY id",
         )

@@ -221,6 +221,7 @@ async fn race(one: Arc<dyn Store>, two: Arc<dyn Store>) {
         tasks.spawn(async move {
             let hold = NewHold {
                 lane: format!("web:r{i}"),
+                agent: "default".into(),
                 payer: Payer::Person(format!("r{i}")),
                 job: None,
                 run: None,

@@ -404,6 +404,7 @@ async fn a_makers_cap_holds_after_their_access_is_removed() {
     let now = Utc::now();
     let earlier = NewHold {
         lane: lane.to_string(),
+        agent: "default".into(),
         payer: Payer::Person("telegram-3003".into()),
         job: None,
         run: None,

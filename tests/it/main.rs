@@ -22,6 +22,7 @@ mod data_dir;
 mod deploy_files;
 mod e2e_agent_loop;
 mod e2e_agents;
+mod e2e_agents_ops;
 mod e2e_anthropic;
 mod e2e_api_ids;
 mod e2e_approvals;

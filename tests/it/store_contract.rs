@@ -19,6 +19,7 @@ mod delivery;
 mod inbox_leases;
 mod outbox;
 mod pairing;
+mod spend_agents;
 mod text;
 mod transcript;
 
@@ -401,3 +402,8 @@ fn outbox_keys_keep_the_text_earlier_releases_wrote() {
         "send:telegram:42:7:3:1"
     );
 }
+contract!(
+    sqlite_agent_caps_count_their_agents_rows,
+    postgres_agent_caps_count_their_agents_rows,
+    spend_agents::agent_caps_count_their_agents_rows
+);

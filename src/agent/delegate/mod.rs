@@ -13,8 +13,13 @@
 //! parent cannot see), `cron` (no work outliving the turn in the parent's name), `attach_file`
 //! (a child has no reply to attach to), and any tool the policy would ask a person about or
 //! refuse (a child never asks anyone).
+//!
+//! With `agent`, the children run as that agent of the live roster ([`target`]): its model
+//! chain, its prompt, and only the tools both it and the caller are offered, under the caller's
+//! meter (the caller's caps apply, its ledger rows say `child`).
 
 mod run;
+mod target;
 
 use std::sync::Arc;
 
@@ -27,6 +32,7 @@ use crate::llm::ToolSpec;
 use crate::store::Store;
 
 pub use run::{wire, Children};
+pub use target::target;
 
 /// The tool's name.
 pub const NAME: &str = "delegate";
@@ -61,6 +67,8 @@ pub struct Limits {
 pub struct Delegate {
     pub limits: Limits,
     pub store: Arc<dyn Store>,
+    /// The live roster a call's `agent` names an agent of (`None`: no named agents here).
+    pub agents: Option<Arc<crate::agent::roster::LiveAgents>>,
 }
 
 /// One goal of a call.
@@ -84,6 +92,9 @@ struct Args {
     goal: Option<String>,
     context: Option<String>,
     goals: Option<Vec<GoalArg>>,
+    /// The agent the children run as (checked by [`target`]).
+    #[serde(default, rename = "agent")]
+    _agent: Option<serde_json::Value>,
 }
 
 /// The goals of a call, in order: `goal` (+ `context`), or `goals` (strings or objects; a
@@ -132,6 +143,18 @@ pub fn goals(arguments: &str) -> Result<Vec<Goal>, ToolError> {
 }
 
 impl Delegate {
+    /// The named agents of the live roster, with their one-line descriptions.
+    pub fn named_agents(&self) -> Vec<(String, String)> {
+        let Some(live) = &self.agents else {
+            return Vec::new();
+        };
+        live.current()
+            .all()
+            .filter(|a| !a.is_default())
+            .map(|a| (a.name.clone(), a.description()))
+            .collect()
+    }
+
     /// What each summary of a call may take of the parent's context: half of the headroom the
     /// parent still has (`headroom` tokens; `None` when the window is unknown), divided across
     /// the batch, never below [`MIN_SUMMARY_CHARS`]. Longer summaries reach the parent as a
@@ -162,43 +185,65 @@ pub fn child_tools(parent: &Tools) -> Tools {
     })
 }
 
-/// The tool's schema (shared by [`Delegate`] and [`Children`]).
-fn spec(limits: Limits) -> ToolSpec {
+/// The tool's schema (shared by [`Delegate`] and [`Children`]); `agents` lists the named
+/// agents a call may hand its goals to (name and description).
+fn spec(limits: Limits, agents: &[(String, String)]) -> ToolSpec {
+    let mut parameters = json!({
+        "type": "object",
+        "properties": {
+            "goal": {"type": "string", "description": "one task, stated completely"},
+            "context": {"type": "string", "description": "what the child needs to know (given to every goal without its own)"},
+            "goals": {
+                "type": "array",
+                "maxItems": MAX_GOALS,
+                "description": "several tasks, each a string or {goal, context}",
+                "items": {"anyOf": [
+                    {"type": "string"},
+                    {"type": "object", "properties": {"goal": {"type": "string"}, "context": {"type": "string"}}, "required": ["goal"]}
+                ]}
+            }
+        }
+    });
+    let mut description = base_description(limits);
+    if !agents.is_empty() {
+        let names: Vec<&str> = agents.iter().map(|(n, _)| n.as_str()).collect();
+        parameters["properties"]["agent"] = json!({
+            "type": "string",
+            "enum": names,
+            "description": "run the children as this agent (its model, prompt and tools)"
+        });
+        description.push_str(
+            " With `agent`, the children run as that agent (its model, prompt and the tools \
+             you both have), on your budget. Agents:",
+        );
+        for (name, about) in agents {
+            description.push_str(&format!(" {name} ({about});"));
+        }
+    }
     ToolSpec {
         name: NAME.into(),
-        description: format!(
-            "Hand a self-contained task to a child agent (`goal`), or several at once (`goals`, \
+        description,
+        parameters,
+    }
+}
+
+fn base_description(limits: Limits) -> String {
+    format!(
+        "Hand a self-contained task to a child agent (`goal`), or several at once (`goals`, \
              run side by side, {} at a time). A child starts fresh: it sees none of this \
              conversation, only its goal and the `context` you pass, so put everything it \
              needs there. It has your tools except delegate, memory, messaging, scheduling and \
              anything that needs a person's approval, and at most {} steps. You get back each \
              child's summary. A summary is the child's own report, not a verified fact: check \
              anything that matters before relying on it or telling the person.",
-            limits.max_parallel, limits.max_iterations
-        ),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string", "description": "one task, stated completely"},
-                "context": {"type": "string", "description": "what the child needs to know (given to every goal without its own)"},
-                "goals": {
-                    "type": "array",
-                    "maxItems": MAX_GOALS,
-                    "description": "several tasks, each a string or {goal, context}",
-                    "items": {"anyOf": [
-                        {"type": "string"},
-                        {"type": "object", "properties": {"goal": {"type": "string"}, "context": {"type": "string"}}, "required": ["goal"]}
-                    ]}
-                }
-            }
-        }),
-    }
+        limits.max_parallel, limits.max_iterations
+    )
 }
 
 #[async_trait]
 impl Tool for Delegate {
     fn spec(&self) -> ToolSpec {
-        spec(self.limits)
+        spec(self.limits, &self.named_agents())
     }
 
     fn delegation(&self) -> Option<&Delegate> {

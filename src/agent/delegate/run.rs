@@ -19,6 +19,7 @@ use tracing::Instrument;
 
 use super::{goals, spec, Delegate, Goal};
 use crate::agent::context::spill::TurnSpill;
+use crate::agent::roster::Agent;
 use crate::agent::tools::{DenyAll, Tool, ToolContext, ToolError, ToolOutput, Tools};
 use crate::agent::turn::{run_turn, TurnError, TurnInput, TurnOutput};
 use crate::llm::{ProviderChain, ToolSpec};
@@ -47,10 +48,21 @@ type ChildTurn<'f> = Pin<Box<dyn Future<Output = Result<TurnOutput, TurnError>> 
 
 impl Children<'_, '_> {
     /// One child: a fresh conversation with the focused prompt, the child toolbox, nobody to
-    /// ask, its own iteration cap, and the parent turn's meter.
-    async fn child(&self, ctx: &ToolContext, goal: &Goal) -> Value {
+    /// ask, its own iteration cap, and the parent turn's meter. As `agent` (when the call named
+    /// one): that agent's chain, persona and `tools` (its filter over the child toolbox).
+    async fn child(
+        &self,
+        ctx: &ToolContext,
+        goal: &Goal,
+        agent: Option<&Agent>,
+        tools: &Tools,
+    ) -> Value {
         let task_id = uuid::Uuid::new_v4().simple().to_string();
-        let system = prompt(goal);
+        let system = match agent {
+            Some(a) => format!("{}{}", super::target::persona(a), prompt(goal)),
+            None => prompt(goal),
+        };
+        let chain = agent.map_or(self.chain, |a| &a.chain);
         let child_ctx = ToolContext {
             turn_id: None,
             inbox_id: None,
@@ -81,10 +93,11 @@ impl Children<'_, '_> {
             vision: p.vision,
             media_cache: p.media_cache,
         };
-        let span = tracing::info_span!(parent: &self.span, "agent.child", task_id = %task_id);
+        let span = tracing::info_span!(parent: &self.span, "agent.child", task_id = %task_id,
+            agent = agent.map_or("", |a| a.name.as_str()));
         // The child's loop may reach this tool's dispatcher again: boxed, so the future has
         // a size (the child's toolbox holds no `delegate`, so it never does).
-        let turn: ChildTurn<'_> = Box::pin(run_turn(self.chain, &self.tools, input));
+        let turn: ChildTurn<'_> = Box::pin(run_turn(chain, tools, input));
         match turn.instrument(span).await {
             Ok(out) => {
                 tracing::info!(task_id = %task_id, model_calls = out.model_calls, "child agent done");
@@ -130,11 +143,16 @@ fn prompt(goal: &Goal) -> String {
 #[async_trait]
 impl Tool for Children<'_, '_> {
     fn spec(&self) -> ToolSpec {
-        spec(self.delegate.limits)
+        spec(self.delegate.limits, &self.delegate.named_agents())
     }
 
     async fn call(&self, ctx: &ToolContext, arguments: &str) -> Result<String, ToolError> {
         let goals = goals(arguments)?;
+        let agent = super::target(self.delegate, arguments)?;
+        let tools = match &agent {
+            Some(a) => a.tools(&self.tools),
+            None => self.tools.clone(),
+        };
         let marker = Self::marker(ctx, arguments);
         if let Some(key) = &marker {
             match self.delegate.store.kv_get(key).await {
@@ -157,7 +175,10 @@ impl Tool for Children<'_, '_> {
         metrics::counter!("herald_delegations_total").increment(1);
         metrics::counter!("herald_child_agents_total").increment(goals.len() as u64);
         let parallel = self.delegate.limits.max_parallel.max(1);
-        let runs: Vec<_> = goals.iter().map(|g| self.child(ctx, g)).collect();
+        let runs: Vec<_> = goals
+            .iter()
+            .map(|g| self.child(ctx, g, agent.as_deref(), &tools))
+            .collect();
         let children: Vec<Value> = futures::stream::iter(runs)
             .buffered(parallel)
             .collect()

@@ -123,6 +123,7 @@ impl Worker {
             .for_turn(deps.store.as_ref(), &self.lane, ev)
             .await;
         span.record("agent", agent.name.as_str());
+        let agent_label = agent.name.clone();
         // The memory provider hears about a compaction of a private chat before it is written.
         let person = deps.recall.as_ref().and_then(|r| r.person_of(ev));
         let notice = |sid: &str, rows: &[StoredMessage]| {
@@ -154,8 +155,8 @@ impl Worker {
         self.land(lease, &context, prepared, settled, &span).await?;
 
         let secs = started.elapsed().as_secs_f64();
-        metrics::counter!("herald_turns_total", "platform" => ev.platform.to_string(), "status" => status.as_str()).increment(1);
-        metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.to_string())
+        metrics::counter!("herald_turns_total", "platform" => ev.platform.to_string(), "status" => status.as_str(), "agent" => agent_label.clone()).increment(1);
+        metrics::histogram!("herald_turn_duration_seconds", "platform" => ev.platform.to_string(), "agent" => agent_label)
             .record(secs);
         tracing::info!(parent: &span, status = status.as_str(), duration_ms = (secs * 1000.0) as u64, "turn finished");
         Ok(())
