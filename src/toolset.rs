@@ -54,6 +54,7 @@ pub fn builtins(config: &Config, deps: &ToolDeps) -> Vec<Arc<dyn Tool>> {
             files: crate::agent::memory::MemoryFiles::from_config(config),
             people: config.people.clone(),
             agents: agent_memory,
+            roster: deps.agents.clone(),
         }));
     }
     // Skills need a directory to live in; without one the model is not offered the tool.

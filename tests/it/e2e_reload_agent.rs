@@ -2,19 +2,21 @@
 //! being streamed when the reload lands finishes whole on the model it started with; the next
 //! turn asks the new model; the new operator instructions reach the next session (a session's
 //! system prompt stays byte-stable for the provider's prompt cache) and not the open one; a
-//! reloaded budget cap refuses the next turn, and lifting it answers again.
+//! reloaded budget cap refuses the next turn, and lifting it answers again; an agent added by
+//! reload keeps its memory in its own files.
 
 use std::time::Duration;
 
 use herald::adapters::split::{split_message, Measure, TELEGRAM_LIMIT};
 use herald::adapters::telegram::format::markdown_to_html;
 use herald::app::App;
-use herald::config::PriceConfig;
+use herald::config::{AgentSpec, Binding, PriceConfig};
 use herald_test_support::fake_llm::FakeLlm;
 use herald_test_support::fake_llm::Step;
 use herald_test_support::fake_telegram::{message_json, FakeTelegram};
 use herald_test_support::harness::{init, test_config, wait_until, Client};
 use herald_test_support::telegram::{fakes, tg_config, USER};
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -143,5 +145,49 @@ async fn a_reloaded_budget_cap_refuses_the_next_turn_and_lifting_it_answers_agai
     assert_eq!(report.applied, ["budget.person_daily"]);
     assert_eq!(say(&client, "third").await, "reply to: third");
     assert_eq!(llm.request_count(), 2);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_agent_added_by_reload_keeps_memory_in_its_own_files() {
+    init();
+    let llm = FakeLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut c = test_config(&llm, &data);
+    c.cron.enabled = false;
+    let app = App::start(c.clone()).await.unwrap();
+    let client = Client::new(&app);
+    let mut next = c.clone();
+    next.agents = vec![AgentSpec {
+        name: "coder".into(),
+        model: Some("fake-coder".into()),
+        ..AgentSpec::default()
+    }];
+    next.bindings = vec![Binding {
+        agent: "coder".into(),
+        platform: Some("web".into()),
+        ..Binding::default()
+    }];
+    let report = app.reload.apply(next).await.expect("a valid reload");
+    assert_eq!(report.applied, ["agents", "bindings"]);
+
+    let fact = json!({"action": "add", "target": "user", "content": "Ann writes Rust"}).to_string();
+    llm.push_when("remember", Step::ToolCall("memory".into(), fact));
+    llm.push_when("remember", Step::Reply("Noted.".into()));
+    assert_eq!(say(&client, "remember this").await, "Noted.");
+    assert_eq!(llm.last_request().body["model"], "fake-coder");
+    let result = llm.tool_results_for("remember")[0].clone();
+    assert!(!result.contains("not available"), "{result}");
+    let user = data.path().join("agents/coder/memory/web-ann/USER.md");
+    let text = std::fs::read_to_string(&user).unwrap_or_default();
+    assert!(
+        text.contains("Ann writes Rust"),
+        "{}: {text:?}",
+        user.display()
+    );
+    assert!(
+        !data.path().join("memory/web-ann/USER.md").exists(),
+        "the default agent's files are not the coder's"
+    );
     app.shutdown().await;
 }

@@ -21,8 +21,11 @@ pub struct MemoryTool {
     /// The default agent's files.
     pub files: MemoryFiles,
     pub people: Vec<Person>,
-    /// Each named agent's files (`memory.dir` of `Config::for_agent`).
+    /// Each named agent's files (`memory.dir` of `Config::for_agent`), as at start.
     pub agents: std::collections::BTreeMap<String, MemoryFiles>,
+    /// The live roster, when the daemon runs one: the turn's agent's files and `[[people]]` are
+    /// read from its current generation, so an agent or a person added by reload is whole.
+    pub roster: Option<std::sync::Arc<crate::agent::roster::LiveAgents>>,
 }
 
 #[derive(Deserialize)]
@@ -40,16 +43,35 @@ impl MemoryTool {
     /// The person the call serves, from the context only.
     pub fn person(&self, ctx: &ToolContext) -> Option<String> {
         let p = crate::domain::Person::parse(&ctx.person)?;
-        person_key(&self.people, p.platform.as_str(), &p.id)
+        match self
+            .roster
+            .as_ref()
+            .and_then(|r| r.current().get(&ctx.agent).cloned())
+        {
+            Some(a) => person_key(&a.config.people, p.platform.as_str(), &p.id),
+            None => person_key(&self.people, p.platform.as_str(), &p.id),
+        }
     }
 
-    /// The files of the turn's agent; an agent this tool was not built with has none (it never
-    /// falls back to another agent's).
-    fn files_of(&self, ctx: &ToolContext) -> Result<&MemoryFiles, MemoryError> {
-        if ctx.agent == crate::config::DEFAULT_AGENT {
-            return Ok(&self.files);
+    /// The files of the turn's agent: from the live roster when there is one (an agent with
+    /// memory off has none), else as at start. An agent neither knows has none: the tool
+    /// never falls back to another agent's files.
+    fn files_of(&self, ctx: &ToolContext) -> Result<MemoryFiles, MemoryError> {
+        if let Some(roster) = &self.roster {
+            let agents = roster.current();
+            let agent = agents.get(&ctx.agent).ok_or(MemoryError::Unavailable)?;
+            if !agent.config.memory.enabled {
+                return Err(MemoryError::Unavailable);
+            }
+            return Ok(MemoryFiles::from_config(&agent.config));
         }
-        self.agents.get(&ctx.agent).ok_or(MemoryError::Unavailable)
+        if ctx.agent == crate::config::DEFAULT_AGENT {
+            return Ok(self.files.clone());
+        }
+        self.agents
+            .get(&ctx.agent)
+            .cloned()
+            .ok_or(MemoryError::Unavailable)
     }
 
     /// The tool's logic: the line for the model, or why nothing changed.
@@ -174,6 +196,7 @@ mod tests {
                 MemoryFiles::new(dir.path(), &cfg)
             })]
             .into(),
+            roster: None,
         };
         let add = r#"{"action":"add","target":"user","content":"likes tea"}"#;
         assert!(tool.run(&ctx("telegram:1"), add).is_ok());

@@ -309,6 +309,7 @@ mod tests {
             files: MemoryFiles::from_config(&config),
             people: Vec::new(),
             agents: crate::agent::memory::tool::agent_files(&config),
+            roster: None,
         };
         let offered = |name: &str| {
             let agent = Agent::build(&config, name, &shared).unwrap().unwrap();
