@@ -63,6 +63,7 @@ pub use pairing::{
     APPROVED_NOTICE, APPROVED_REQUEUED,
 };
 pub use postgres::PgStore;
+pub use search::{SearchHit, SearchScope};
 pub use signal::{Signal, SignalRx, SignalStore};
 pub use speakers::SpeakerStore;
 pub use spend::{Billed, CapHit, CapLimit, NewHold, Reserved, SpendRow, SpendScope, SpendStore};

@@ -12,7 +12,7 @@ use sqlx::Connection;
 use super::clock::{Clock, SystemClock};
 use super::common;
 use super::db;
-use super::search;
+use super::search::{self, SearchHit, SearchScope};
 use super::types::*;
 use super::{Cause, Pools, Store, StoreError, StoreResult};
 use crate::domain::Role;

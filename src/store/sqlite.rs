@@ -18,7 +18,7 @@ use sqlx::{ConnectOptions, SqlitePool};
 use super::clock::{Clock, SystemClock};
 use super::common;
 use super::db;
-use super::search;
+use super::search::{self, SearchHit, SearchScope};
 use super::types::*;
 use super::{Pools, Store, StoreError, StoreResult};
 use crate::domain::Role;

@@ -390,16 +390,6 @@ pub struct OutboxCounts {
     pub failed: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchHit {
-    pub lane: String,
-    pub session_id: SessionId,
-    pub message_id: i64,
-    pub role: Role,
-    pub snippet: String,
-    pub created_at: i64,
-}
-
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct LaneOverview {
     #[sqlx(try_from = "String")]
@@ -429,33 +419,4 @@ pub struct TurnRow {
     pub billed: super::Billed,
     /// Their cost in billionths of the budget's currency (`None`: unknown or unpriced).
     pub cost: Option<i64>,
-}
-
-/// Which conversations a search may read. The agent's tool always passes one lane (its
-/// caller's); only operator tools (the CLI) pass [`SearchScope::AllLanes`], so a call site
-/// that reads across people says so in its own text.
-#[derive(Debug, Clone, Copy)]
-pub enum SearchScope<'a> {
-    Lane(&'a crate::domain::LaneKey),
-    /// One lane's sessions of one agent only (`Session.agent`): what an agent's tool reads.
-    Agent(&'a crate::domain::LaneKey, &'a str),
-    AllLanes,
-}
-
-impl SearchScope<'_> {
-    /// The lane key text to filter on, if any.
-    pub fn lane(&self) -> Option<&str> {
-        match self {
-            SearchScope::Lane(l) | SearchScope::Agent(l, _) => Some(l.as_str()),
-            SearchScope::AllLanes => None,
-        }
-    }
-
-    /// The agent to filter on, if any.
-    pub fn agent(&self) -> Option<&str> {
-        match self {
-            SearchScope::Agent(_, a) => Some(a),
-            _ => None,
-        }
-    }
 }

@@ -31,16 +31,21 @@ fn texts(tg: &herald_test_support::fake_telegram::FakeTelegram, chat: i64) -> Ve
     tg.chat_view(chat).into_iter().map(|m| m.text).collect()
 }
 
+/// `c` with the Discord adapter on `discord`, `DISCORD_USER` allowed.
+fn with_discord(c: &mut herald::config::Config, discord: &FakeDiscord) {
+    c.discord.token = Some(Secret::new(DISCORD_TOKEN));
+    c.discord.api_url = discord.api_url().parse().unwrap();
+    c.discord.ratelimiter = false;
+    c.discord.allowed_users = vec![DISCORD_USER.to_string()];
+}
+
 #[tokio::test]
 async fn a_changed_telegram_token_reconnects_telegram_alone() {
     let (tg, llm, data) = fakes().await;
     let discord = FakeDiscord::start(DISCORD_TOKEN).await;
     let mut c = tg_config(&tg, &llm, &data);
     c.pairing.enabled = false;
-    c.discord.token = Some(Secret::new(DISCORD_TOKEN));
-    c.discord.api_url = discord.api_url().parse().unwrap();
-    c.discord.ratelimiter = false;
-    c.discord.allowed_users = vec![DISCORD_USER.to_string()];
+    with_discord(&mut c, &discord);
     let app = App::start(c.clone()).await.unwrap();
     discord.wait_ready(WAIT).await;
 
@@ -340,10 +345,7 @@ async fn a_slash_command_from_a_person_allowed_by_reload_runs() {
     let discord = FakeDiscord::start(DISCORD_TOKEN).await;
     let mut c = test_config(&llm, &data);
     c.pairing.enabled = false;
-    c.discord.token = Some(Secret::new(DISCORD_TOKEN));
-    c.discord.api_url = discord.api_url().parse().unwrap();
-    c.discord.ratelimiter = false;
-    c.discord.allowed_users = vec![DISCORD_USER.to_string()];
+    with_discord(&mut c, &discord);
     let app = App::start(c.clone()).await.unwrap();
     discord.wait_ready(WAIT).await;
     discord
